@@ -1,0 +1,240 @@
+//! OP_COMPRESSED (opcode 2012): a message whose body is compressed with snappy, zlib or zstd.
+
+use super::error::WireError;
+use super::header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_LEN};
+use super::read::Reader;
+use std::io::Read;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Compressor {
+    Noop,
+    Snappy,
+    Zlib,
+    Zstd,
+}
+
+impl Compressor {
+    pub fn from_id(id: u8) -> Result<Compressor, WireError> {
+        match id {
+            0 => Ok(Compressor::Noop),
+            1 => Ok(Compressor::Snappy),
+            2 => Ok(Compressor::Zlib),
+            3 => Ok(Compressor::Zstd),
+            id => Err(WireError::UnknownCompressor { id }),
+        }
+    }
+
+    pub fn id(self) -> u8 {
+        match self {
+            Compressor::Noop => 0,
+            Compressor::Snappy => 1,
+            Compressor::Zlib => 2,
+            Compressor::Zstd => 3,
+        }
+    }
+
+    /// The name used in the handshake's `compression` list.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compressor::Noop => "noop",
+            Compressor::Snappy => "snappy",
+            Compressor::Zlib => "zlib",
+            Compressor::Zstd => "zstd",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Compressor> {
+        match name {
+            "noop" => Some(Compressor::Noop),
+            "snappy" => Some(Compressor::Snappy),
+            "zlib" => Some(Compressor::Zlib),
+            "zstd" => Some(Compressor::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// Undoes OP_COMPRESSED: returns the compressor and the inner message, header included, with the
+/// wrapper's request id and response-to and the original opcode.
+pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
+    let header = MsgHeader::parse(message)?.ok_or(WireError::Truncated {
+        what: "OP_COMPRESSED header",
+        offset: 0,
+        needed: HEADER_LEN,
+        available: message.len(),
+    })?;
+    let mut r = Reader::new(&message[HEADER_LEN..], HEADER_LEN);
+    let original = OpCode::from_i32(r.i32("OP_COMPRESSED originalOpcode")?);
+    if original == OpCode::Compressed {
+        return Err(WireError::NestedCompression);
+    }
+    let size_at = r.offset();
+    let declared = r.i32("OP_COMPRESSED uncompressedSize")?;
+    if declared < 0 || declared as usize > MAX_MESSAGE_LEN - HEADER_LEN {
+        return Err(WireError::Invalid {
+            what: "OP_COMPRESSED uncompressedSize",
+            offset: size_at,
+            detail: format!("{declared} is outside 0..={}", MAX_MESSAGE_LEN - HEADER_LEN),
+        });
+    }
+    let declared = declared as usize;
+    let compressor = Compressor::from_id(r.u8("OP_COMPRESSED compressorId")?)?;
+    let payload = r.rest();
+    let mut out = Vec::with_capacity(HEADER_LEN + declared);
+    MsgHeader {
+        message_length: HEADER_LEN + declared,
+        request_id: header.request_id,
+        response_to: header.response_to,
+        op_code: original,
+    }
+    .write_to(&mut out);
+    inflate(compressor, payload, declared, &mut out)?;
+    let actual = out.len() - HEADER_LEN;
+    if actual != declared {
+        return Err(WireError::UncompressedSizeMismatch { declared, actual });
+    }
+    Ok((compressor, out))
+}
+
+fn inflate(c: Compressor, payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
+    let fail = |detail: String| WireError::Decompress {
+        compressor: c.name(),
+        detail,
+    };
+    match c {
+        Compressor::Noop => out.extend_from_slice(payload),
+        Compressor::Snappy => {
+            let len = snap::raw::decompress_len(payload).map_err(|e| fail(e.to_string()))?;
+            if len != limit {
+                return Err(WireError::UncompressedSizeMismatch {
+                    declared: limit,
+                    actual: len,
+                });
+            }
+            let start = out.len();
+            out.resize(start + len, 0);
+            snap::raw::Decoder::new()
+                .decompress(payload, &mut out[start..])
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        Compressor::Zlib => {
+            // Read one byte past the declared size so an overlong payload is caught, not truncated.
+            flate2::read::ZlibDecoder::new(payload)
+                .take(limit as u64 + 1)
+                .read_to_end(out)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        Compressor::Zstd => {
+            zstd::stream::read::Decoder::new(payload)
+                .map_err(|e| fail(e.to_string()))?
+                .take(limit as u64 + 1)
+                .read_to_end(out)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Wraps a whole message (header included) in OP_COMPRESSED with the given compressor.
+pub fn compress(message: &[u8], compressor: Compressor) -> Result<Vec<u8>, WireError> {
+    let header = MsgHeader::parse(message)?.ok_or(WireError::Truncated {
+        what: "message header",
+        offset: 0,
+        needed: HEADER_LEN,
+        available: message.len(),
+    })?;
+    let body = &message[HEADER_LEN..];
+    let fail = |detail: String| WireError::Decompress {
+        compressor: compressor.name(),
+        detail,
+    };
+    let packed = match compressor {
+        Compressor::Noop => body.to_vec(),
+        Compressor::Snappy => snap::raw::Encoder::new()
+            .compress_vec(body)
+            .map_err(|e| fail(e.to_string()))?,
+        Compressor::Zlib => {
+            use std::io::Write;
+            let mut enc =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(body).map_err(|e| fail(e.to_string()))?;
+            enc.finish().map_err(|e| fail(e.to_string()))?
+        }
+        Compressor::Zstd => zstd::bulk::compress(body, 1).map_err(|e| fail(e.to_string()))?,
+    };
+    let mut out = Vec::with_capacity(HEADER_LEN + 9 + packed.len());
+    MsgHeader {
+        message_length: HEADER_LEN + 9 + packed.len(),
+        request_id: header.request_id,
+        response_to: header.response_to,
+        op_code: OpCode::Compressed,
+    }
+    .write_to(&mut out);
+    out.extend_from_slice(&header.op_code.as_i32().to_le_bytes());
+    out.extend_from_slice(&(body.len() as i32).to_le_bytes());
+    out.push(compressor.id());
+    out.extend_from_slice(&packed);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use bson::rawdoc;
+
+    fn inner() -> Vec<u8> {
+        OpMsg {
+            flags: MsgFlags::empty(),
+            sections: vec![Section::Body(
+                rawdoc! { "find": "c", "filter": { "x": "a".repeat(300) }, "$db": "bench" },
+            )],
+            checksum: None,
+        }
+        .encode(42, 0)
+    }
+
+    #[test]
+    fn every_compressor_round_trips() {
+        let msg = inner();
+        for c in [
+            Compressor::Noop,
+            Compressor::Snappy,
+            Compressor::Zlib,
+            Compressor::Zstd,
+        ] {
+            let packed = compress(&msg, c).unwrap();
+            let (used, unpacked) = decompress(&packed).unwrap();
+            assert_eq!(used, c);
+            assert_eq!(unpacked, msg, "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn lying_sizes_are_errors() {
+        let msg = inner();
+        for c in [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd] {
+            let mut packed = compress(&msg, c).unwrap();
+            let smaller = (msg.len() - HEADER_LEN - 10) as i32;
+            packed[20..24].copy_from_slice(&smaller.to_le_bytes());
+            assert!(decompress(&packed).is_err(), "{}", c.name());
+            packed[20..24].copy_from_slice(&i32::MAX.to_le_bytes());
+            assert!(decompress(&packed).is_err(), "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn unknown_compressor_and_garbage_payload() {
+        let mut packed = compress(&inner(), Compressor::Zlib).unwrap();
+        packed[24] = 9;
+        assert_eq!(
+            decompress(&packed).unwrap_err(),
+            WireError::UnknownCompressor { id: 9 }
+        );
+        packed[24] = 3;
+        assert!(matches!(
+            decompress(&packed),
+            Err(WireError::Decompress { .. })
+        ));
+    }
+}

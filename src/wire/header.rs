@@ -1,0 +1,170 @@
+//! The 16-byte message header that starts every MongoDB wire message.
+
+use super::error::WireError;
+
+/// Length of the standard message header.
+pub const HEADER_LEN: usize = 16;
+
+/// The largest message a MongoDB server accepts (`maxMessageSizeBytes`).
+pub const MAX_MESSAGE_LEN: usize = 48_000_000;
+
+/// Operation codes of the MongoDB wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpCode {
+    Reply,
+    Update,
+    Insert,
+    Query,
+    GetMore,
+    Delete,
+    KillCursors,
+    Compressed,
+    Msg,
+    /// An opcode mongotape does not know; its message is kept as raw bytes.
+    Unknown(i32),
+}
+
+impl OpCode {
+    pub fn from_i32(code: i32) -> OpCode {
+        match code {
+            1 => OpCode::Reply,
+            2001 => OpCode::Update,
+            2002 => OpCode::Insert,
+            2004 => OpCode::Query,
+            2005 => OpCode::GetMore,
+            2006 => OpCode::Delete,
+            2007 => OpCode::KillCursors,
+            2012 => OpCode::Compressed,
+            2013 => OpCode::Msg,
+            other => OpCode::Unknown(other),
+        }
+    }
+
+    pub fn as_i32(self) -> i32 {
+        match self {
+            OpCode::Reply => 1,
+            OpCode::Update => 2001,
+            OpCode::Insert => 2002,
+            OpCode::Query => 2004,
+            OpCode::GetMore => 2005,
+            OpCode::Delete => 2006,
+            OpCode::KillCursors => 2007,
+            OpCode::Compressed => 2012,
+            OpCode::Msg => 2013,
+            OpCode::Unknown(code) => code,
+        }
+    }
+
+    /// The name used in reports: `OP_MSG`, `OP_QUERY`, ..., `OP_UNKNOWN(n)`.
+    pub fn name(self) -> String {
+        match self {
+            OpCode::Reply => "OP_REPLY".into(),
+            OpCode::Update => "OP_UPDATE".into(),
+            OpCode::Insert => "OP_INSERT".into(),
+            OpCode::Query => "OP_QUERY".into(),
+            OpCode::GetMore => "OP_GET_MORE".into(),
+            OpCode::Delete => "OP_DELETE".into(),
+            OpCode::KillCursors => "OP_KILL_CURSORS".into(),
+            OpCode::Compressed => "OP_COMPRESSED".into(),
+            OpCode::Msg => "OP_MSG".into(),
+            OpCode::Unknown(code) => format!("OP_UNKNOWN({code})"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsgHeader {
+    /// Total message length, header included. Always within `HEADER_LEN..=MAX_MESSAGE_LEN`.
+    pub message_length: usize,
+    pub request_id: i32,
+    pub response_to: i32,
+    pub op_code: OpCode,
+}
+
+impl MsgHeader {
+    /// Parses a header from the first 16 bytes of `buf`, checking the length field.
+    /// `Ok(None)` when fewer than 16 bytes are available.
+    pub fn parse(buf: &[u8]) -> Result<Option<MsgHeader>, WireError> {
+        if buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let length = read_i32(buf, 0);
+        let message_length = check_length(length)?;
+        Ok(Some(MsgHeader {
+            message_length,
+            request_id: read_i32(buf, 4),
+            response_to: read_i32(buf, 8),
+            op_code: OpCode::from_i32(read_i32(buf, 12)),
+        }))
+    }
+
+    /// Peeks only at the length prefix: `Ok(None)` with fewer than 4 bytes.
+    pub fn peek_length(buf: &[u8]) -> Result<Option<usize>, WireError> {
+        if buf.len() < 4 {
+            return Ok(None);
+        }
+        check_length(read_i32(buf, 0)).map(Some)
+    }
+
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.message_length as i32).to_le_bytes());
+        out.extend_from_slice(&self.request_id.to_le_bytes());
+        out.extend_from_slice(&self.response_to.to_le_bytes());
+        out.extend_from_slice(&self.op_code.as_i32().to_le_bytes());
+    }
+}
+
+fn check_length(length: i32) -> Result<usize, WireError> {
+    if length < HEADER_LEN as i32 {
+        return Err(WireError::LengthTooSmall { length });
+    }
+    let length = length as usize;
+    if length > MAX_MESSAGE_LEN {
+        return Err(WireError::LengthTooLarge {
+            length,
+            max: MAX_MESSAGE_LEN,
+        });
+    }
+    Ok(length)
+}
+
+fn read_i32(buf: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_known_opcode() {
+        for code in [1, 2001, 2002, 2004, 2005, 2006, 2007, 2012, 2013, 9999] {
+            assert_eq!(OpCode::from_i32(code).as_i32(), code);
+        }
+        assert_eq!(OpCode::from_i32(9999), OpCode::Unknown(9999));
+    }
+
+    #[test]
+    fn rejects_lengths_outside_bounds() {
+        let mut buf = [0u8; 16];
+        buf[..4].copy_from_slice(&15i32.to_le_bytes());
+        assert!(matches!(
+            MsgHeader::parse(&buf),
+            Err(WireError::LengthTooSmall { length: 15 })
+        ));
+        buf[..4].copy_from_slice(&(-1i32).to_le_bytes());
+        assert!(MsgHeader::parse(&buf).is_err());
+        buf[..4].copy_from_slice(&48_000_001i32.to_le_bytes());
+        assert!(matches!(
+            MsgHeader::parse(&buf),
+            Err(WireError::LengthTooLarge { .. })
+        ));
+        buf[..4].copy_from_slice(&48_000_000i32.to_le_bytes());
+        assert_eq!(MsgHeader::parse(&buf).unwrap().unwrap().message_length, 48_000_000);
+    }
+
+    #[test]
+    fn needs_sixteen_bytes() {
+        assert_eq!(MsgHeader::parse(&[0u8; 15]).unwrap(), None);
+    }
+}
