@@ -18,4 +18,5 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod wire;

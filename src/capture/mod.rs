@@ -1,0 +1,19 @@
+//! The `.mtape` capture format (spec: `docs/capture-format.md`): a zstd stream of length-prefixed,
+//! CRC-checked records holding raw wire messages and connection events.
+//!
+//! `record` is the encoding (no I/O); `writer` and `reader` stream it to and from files.
+
+pub mod error;
+pub mod reader;
+pub mod record;
+pub mod writer;
+
+pub use error::CaptureError;
+pub use reader::CaptureReader;
+pub use record::{
+    CloseEvent, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, Side, FORMAT_VERSION,
+};
+pub use writer::CaptureWriter;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Reads a capture record by record. Memory is bounded by the largest record (64 MiB at most),
+//! whatever the capture's size. After the first error the reader stops; everything before it has
+//! been returned.
+
+use super::error::CaptureError;
+use super::record::{
+    Metadata, Record, RecordKind, FORMAT_VERSION, MAGIC, MAX_METADATA_LEN, MAX_RECORD_LEN,
+    RECORD_FIXED_LEN,
+};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Counts the compressed bytes the decoder has taken from the file.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+type Decoder<R> = zstd::stream::read::Decoder<'static, BufReader<Counting<R>>>;
+
+pub struct CaptureReader<R: Read> {
+    decoder: Decoder<R>,
+    metadata: Metadata,
+    offset: u64,
+    compressed: Arc<AtomicU64>,
+    done: bool,
+    saw_end: bool,
+    records: u64,
+}
+
+impl CaptureReader<File> {
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let file = File::open(path).map_err(|source| CaptureError::Io {
+            action: "open",
+            path: path.to_owned(),
+            source,
+        })?;
+        CaptureReader::new(file)
+    }
+}
+
+/// What stopped a read: the stream ended inside `what`, or the decompressor failed.
+enum Short {
+    Eof { got: usize },
+    Io(io::Error),
+}
+
+impl<R: Read> CaptureReader<R> {
+    pub fn new(inner: R) -> Result<Self, CaptureError> {
+        let compressed = Arc::new(AtomicU64::new(0));
+        let counting = Counting {
+            inner,
+            read: compressed.clone(),
+        };
+        let decoder = zstd::stream::read::Decoder::new(counting).map_err(|e| {
+            CaptureError::NotACapture {
+                detail: e.to_string(),
+            }
+        })?;
+        let mut reader = CaptureReader {
+            decoder,
+            metadata: Metadata::default(),
+            offset: 0,
+            compressed,
+            done: false,
+            saw_end: false,
+            records: 0,
+        };
+        reader.read_header()?;
+        Ok(reader)
+    }
+
+    fn read_header(&mut self) -> Result<(), CaptureError> {
+        let mut head = [0u8; 14];
+        self.fill(&mut head).map_err(|_| CaptureError::NotACapture {
+            detail: "shorter than the 14-byte file header, or not zstd".into(),
+        })?;
+        if head[..8] != MAGIC {
+            return Err(CaptureError::NotACapture {
+                detail: "bad magic".into(),
+            });
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != FORMAT_VERSION {
+            return Err(CaptureError::UnsupportedVersion {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let len = u32::from_le_bytes([head[10], head[11], head[12], head[13]]) as usize;
+        if len > MAX_METADATA_LEN {
+            return Err(CaptureError::BadMetadata {
+                detail: format!("{len} bytes is over the {MAX_METADATA_LEN}-byte limit"),
+            });
+        }
+        let mut json = vec![0u8; len];
+        self.fill(&mut json)
+            .map_err(|short| self.short_error("metadata", short))?;
+        self.metadata = serde_json::from_slice(&json).map_err(|e| CaptureError::BadMetadata {
+            detail: e.to_string(),
+        })?;
+        self.offset = 14 + len as u64;
+        Ok(())
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Uncompressed bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Compressed bytes the decoder has taken from the file so far (it reads ahead a little).
+    pub fn compressed_offset(&self) -> u64 {
+        self.compressed.load(Ordering::Relaxed)
+    }
+
+    /// True once an `end` record was read: the recorder shut down cleanly.
+    pub fn saw_end(&self) -> bool {
+        self.saw_end
+    }
+
+    pub fn records_read(&self) -> u64 {
+        self.records
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Short> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.decoder.read(&mut buf[got..]) {
+                Ok(0) => return Err(Short::Eof { got }),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Short::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn short_error(&self, what: &str, short: Short) -> CaptureError {
+        let compressed_offset = self.compressed_offset();
+        match short {
+            Short::Eof { got } => CaptureError::Truncated {
+                offset: self.offset,
+                compressed_offset,
+                detail: format!("the file ends {got} bytes into a {what}"),
+            },
+            // zstd reports a stream cut mid-block as an error rather than as end of file.
+            Short::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof || is_incomplete(&e) => {
+                CaptureError::Truncated {
+                    offset: self.offset,
+                    compressed_offset,
+                    detail: format!("the compressed stream ends inside a {what}: {e}"),
+                }
+            }
+            Short::Io(e) => CaptureError::Corrupt {
+                offset: self.offset,
+                compressed_offset,
+                detail: format!("zstd cannot decode the {what}: {e}"),
+            },
+        }
+    }
+
+    /// The next record, `None` at a clean end, or the error that stopped reading.
+    pub fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
+        if self.done {
+            return None;
+        }
+        let result = self.read_record();
+        match &result {
+            Ok(Some(r)) => {
+                self.records += 1;
+                if r.kind == RecordKind::End {
+                    self.saw_end = true;
+                }
+            }
+            _ => self.done = true,
+        }
+        result.transpose()
+    }
+
+    fn read_record(&mut self) -> Result<Option<Record>, CaptureError> {
+        let mut len = [0u8; 4];
+        match self.fill(&mut len) {
+            Ok(()) => {}
+            Err(Short::Eof { got: 0 }) => return Ok(None),
+            Err(short) => return Err(self.short_error("record length", short)),
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if !(RECORD_FIXED_LEN..=MAX_RECORD_LEN).contains(&len) {
+            return Err(CaptureError::Corrupt {
+                offset: self.offset,
+                compressed_offset: self.compressed_offset(),
+                detail: format!(
+                    "record length {len} is outside {RECORD_FIXED_LEN}..={MAX_RECORD_LEN}"
+                ),
+            });
+        }
+        let mut body = vec![0u8; len + 4];
+        self.fill(&mut body)
+            .map_err(|short| self.short_error("record", short))?;
+        let record = Record::decode(&body, self.offset)
+            .map_err(|e| CaptureError::from_record(e, self.compressed_offset()))?;
+        self.offset += 4 + body.len() as u64;
+        Ok(Some(record))
+    }
+}
+
+fn is_incomplete(e: &io::Error) -> bool {
+    let text = e.to_string();
+    text.contains("incomplete") || text.contains("Incomplete") || text.contains("truncated")
+}
+
+impl<R: Read> Iterator for CaptureReader<R> {
+    type Item = Result<Record, CaptureError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record()
+    }
+}

@@ -1,0 +1,220 @@
+//! The record encoding of `docs/capture-format.md`, without I/O.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: [u8; 8] = *b"\x89MTAPE\r\n";
+pub const FORMAT_VERSION: u16 = 1;
+pub const MAX_METADATA_LEN: usize = 1024 * 1024;
+/// Bytes of a record's fixed part counted by `len`: kind, conn_id, ts_ns.
+pub const RECORD_FIXED_LEN: usize = 17;
+pub const MAX_RECORD_LEN: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecordKind {
+    Open,
+    Close,
+    Request,
+    Reply,
+    ClientMetadata,
+    Gap,
+    End,
+    /// A kind written by a newer mongotape; readers pass it through.
+    Unknown(u8),
+}
+
+impl RecordKind {
+    pub fn from_u8(b: u8) -> RecordKind {
+        match b {
+            1 => RecordKind::Open,
+            2 => RecordKind::Close,
+            3 => RecordKind::Request,
+            4 => RecordKind::Reply,
+            5 => RecordKind::ClientMetadata,
+            6 => RecordKind::Gap,
+            7 => RecordKind::End,
+            other => RecordKind::Unknown(other),
+        }
+    }
+
+    pub fn as_u8(self) -> u8 {
+        match self {
+            RecordKind::Open => 1,
+            RecordKind::Close => 2,
+            RecordKind::Request => 3,
+            RecordKind::Reply => 4,
+            RecordKind::ClientMetadata => 5,
+            RecordKind::Gap => 6,
+            RecordKind::End => 7,
+            RecordKind::Unknown(b) => b,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Open => "open",
+            RecordKind::Close => "close",
+            RecordKind::Request => "request",
+            RecordKind::Reply => "reply",
+            RecordKind::ClientMetadata => "client_metadata",
+            RecordKind::Gap => "gap",
+            RecordKind::End => "end",
+            RecordKind::Unknown(_) => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub kind: RecordKind,
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub payload: Bytes,
+}
+
+impl Record {
+    pub fn new(kind: RecordKind, conn_id: u64, ts_ns: u64, payload: impl Into<Bytes>) -> Record {
+        Record {
+            kind,
+            conn_id,
+            ts_ns,
+            payload: payload.into(),
+        }
+    }
+
+    pub fn json<T: Serialize>(kind: RecordKind, conn_id: u64, ts_ns: u64, event: &T) -> Record {
+        let payload = serde_json::to_vec(event).expect("event types serialize");
+        Record::new(kind, conn_id, ts_ns, payload)
+    }
+
+    /// Decodes a JSON event payload (open, close, gap, end).
+    pub fn event<T: for<'de> Deserialize<'de>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.payload)
+    }
+
+    /// Bytes this record takes in the uncompressed stream.
+    pub fn encoded_len(&self) -> usize {
+        4 + RECORD_FIXED_LEN + self.payload.len() + 4
+    }
+
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let len = (RECORD_FIXED_LEN + self.payload.len()) as u32;
+        out.extend_from_slice(&len.to_le_bytes());
+        let start = out.len();
+        out.push(self.kind.as_u8());
+        out.extend_from_slice(&self.conn_id.to_le_bytes());
+        out.extend_from_slice(&self.ts_ns.to_le_bytes());
+        out.extend_from_slice(&self.payload);
+        let crc = crc32c::crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Decodes the record body (everything after `len`, CRC included) at stream offset `offset`.
+    pub fn decode(body: &[u8], offset: u64) -> Result<Record, RecordError> {
+        if body.len() < RECORD_FIXED_LEN + 4 {
+            return Err(RecordError::TooShort { offset });
+        }
+        let (data, crc) = body.split_at(body.len() - 4);
+        let stored = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        let computed = crc32c::crc32c(data);
+        if stored != computed {
+            return Err(RecordError::Crc {
+                offset,
+                stored,
+                computed,
+            });
+        }
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&data[1..9]);
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&data[9..17]);
+        Ok(Record {
+            kind: RecordKind::from_u8(data[0]),
+            conn_id: u64::from_le_bytes(id),
+            ts_ns: u64::from_le_bytes(ts),
+            payload: Bytes::copy_from_slice(&data[RECORD_FIXED_LEN..]),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("record at offset {offset} is shorter than its fixed fields")]
+    TooShort { offset: u64 },
+    #[error("record at offset {offset} fails its CRC-32C (stored {stored:#010x}, computed {computed:#010x})")]
+    Crc {
+        offset: u64,
+        stored: u32,
+        computed: u32,
+    },
+}
+
+/// Capture-wide facts written once at the start of the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Metadata {
+    pub format_version: u16,
+    pub mongotape_version: String,
+    pub start_unix_ns: u64,
+    pub start_time: String,
+    #[serde(default)]
+    pub upstream: String,
+    #[serde(default)]
+    pub listen: String,
+    #[serde(default)]
+    pub host: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenEvent {
+    pub client: String,
+    pub upstream: String,
+}
+
+/// Which side ended a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Upstream,
+    Proxy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloseEvent {
+    pub side: Side,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapEvent {
+    pub dropped_messages: u64,
+    pub dropped_bytes: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct EndEvent {
+    pub connections: u64,
+    pub messages: u64,
+    pub wire_bytes: u64,
+    pub dropped_messages: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trips_and_crc_catches_flips() {
+        let r = Record::new(RecordKind::Request, 7, 1_700_000_000_000_000_000, &b"abc"[..]);
+        let mut out = Vec::new();
+        r.encode_into(&mut out);
+        assert_eq!(out.len(), r.encoded_len());
+        assert_eq!(Record::decode(&out[4..], 0).unwrap(), r);
+        for i in 4..out.len() {
+            let mut bad = out.clone();
+            bad[i] ^= 1;
+            assert!(Record::decode(&bad[4..], 0).is_err(), "flip at {i}");
+        }
+    }
+}

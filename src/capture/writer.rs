@@ -1,0 +1,122 @@
+//! Streams records into a zstd-compressed capture. The caller decides when to flush; the proxy's
+//! recorder flushes at least once a second so a killed proxy leaves a readable file.
+
+use super::error::CaptureError;
+use super::record::{Metadata, Record, FORMAT_VERSION, MAGIC};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// zstd level 1: about 1 GB/s on one core at ~11x on wire traffic of the seeds' kind.
+pub const DEFAULT_LEVEL: i32 = 1;
+
+/// Counts the compressed bytes that reach the file.
+pub struct Counting<W> {
+    inner: W,
+    written: Arc<AtomicU64>,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+pub struct CaptureWriter<W: Write> {
+    encoder: zstd::stream::write::Encoder<'static, Counting<W>>,
+    scratch: Vec<u8>,
+    uncompressed: u64,
+    compressed: Arc<AtomicU64>,
+    records: u64,
+}
+
+impl CaptureWriter<File> {
+    /// Creates (or truncates) `path`, readable by its owner only.
+    pub fn create(path: &Path, meta: &Metadata, level: i32) -> Result<Self, CaptureError> {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let file = opts.open(path).map_err(|source| CaptureError::Io {
+            action: "create",
+            path: path.to_owned(),
+            source,
+        })?;
+        CaptureWriter::new(file, meta, level)
+    }
+}
+
+impl<W: Write> CaptureWriter<W> {
+    pub fn new(inner: W, meta: &Metadata, level: i32) -> Result<Self, CaptureError> {
+        let compressed = Arc::new(AtomicU64::new(0));
+        let counting = Counting {
+            inner,
+            written: compressed.clone(),
+        };
+        let encoder = zstd::stream::write::Encoder::new(counting, level).map_err(CaptureError::Write)?;
+        let mut w = CaptureWriter {
+            encoder,
+            scratch: Vec::with_capacity(64 * 1024),
+            uncompressed: 0,
+            compressed,
+            records: 0,
+        };
+        let json = serde_json::to_vec(meta).expect("metadata serializes");
+        let mut head = Vec::with_capacity(14 + json.len());
+        head.extend_from_slice(&MAGIC);
+        head.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        head.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        head.extend_from_slice(&json);
+        w.encoder.write_all(&head).map_err(CaptureError::Write)?;
+        w.uncompressed += head.len() as u64;
+        w.flush()?;
+        Ok(w)
+    }
+
+    pub fn write(&mut self, record: &Record) -> Result<(), CaptureError> {
+        self.scratch.clear();
+        record.encode_into(&mut self.scratch);
+        self.encoder
+            .write_all(&self.scratch)
+            .map_err(CaptureError::Write)?;
+        self.uncompressed += self.scratch.len() as u64;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Makes everything written so far decodable from the file.
+    pub fn flush(&mut self) -> Result<(), CaptureError> {
+        self.encoder.flush().map_err(CaptureError::Write)
+    }
+
+    /// Ends the zstd frame and returns the underlying writer.
+    pub fn finish(self) -> Result<W, CaptureError> {
+        let mut counting = self.encoder.finish().map_err(CaptureError::Write)?;
+        counting.flush().map_err(CaptureError::Write)?;
+        Ok(counting.inner)
+    }
+
+    pub fn uncompressed_bytes(&self) -> u64 {
+        self.uncompressed
+    }
+
+    /// Compressed bytes handed to the file so far; shared so a status line can read it.
+    pub fn compressed_counter(&self) -> Arc<AtomicU64> {
+        self.compressed.clone()
+    }
+
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
