@@ -19,4 +19,6 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod proxy;
+pub mod report;
 pub mod wire;

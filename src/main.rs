@@ -1,1 +1,7 @@
-fn main(){}
+//! The `mongotape` command line: parses arguments and calls into the library.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,51 @@
+//! Command-line definitions, one file per subcommand.
+
+mod record;
+mod view;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "mongotape", version, about = "Record MongoDB traffic through a proxy, replay it, and measure what the server spends")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the recording proxy between clients and a MongoDB server.
+    Record(record::RecordArgs),
+    /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
+    Inspect(view::InspectArgs),
+    /// Print a capture's messages as JSON lines.
+    Cat(view::CatArgs),
+}
+
+pub fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(args) => record::run(args),
+        Command::Inspect(args) => view::inspect(args),
+        Command::Cat(args) => view::cat(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mongotape: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MONGOTAPE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

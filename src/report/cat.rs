@@ -1,0 +1,126 @@
+//! `mongotape cat`: each message of a capture as one JSON line, bodies as relaxed extended JSON.
+
+use crate::capture::{Record, RecordKind};
+use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo, Section};
+use bson::{Bson, Document, RawDocument};
+use serde_json::{json, Map, Value};
+
+/// Relaxed extended JSON of a raw document; an undecodable one becomes an error note.
+pub fn doc_json(doc: &RawDocument) -> Value {
+    match Document::try_from(doc) {
+        Ok(d) => Bson::Document(d).into_relaxed_extjson(),
+        Err(e) => json!({ "$undecodable": e.to_string() }),
+    }
+}
+
+fn docs_json<'a>(docs: impl IntoIterator<Item = &'a bson::RawDocumentBuf>) -> Value {
+    Value::Array(docs.into_iter().map(|d| doc_json(d)).collect())
+}
+
+/// The body of a decoded message as JSON: OP_MSG document sequences appear as fields of the body.
+pub fn body_json(msg: &Message) -> Value {
+    match &msg.body {
+        Body::Msg(m) => {
+            let mut body = doc_json(m.body());
+            for s in &m.sections {
+                if let (Section::Sequence { identifier, documents }, Value::Object(obj)) = (s, &mut body) {
+                    obj.insert(identifier.clone(), docs_json(documents));
+                }
+            }
+            body
+        }
+        Body::Query(q) => json!({
+            "ns": q.full_collection_name, "flags": q.flags, "skip": q.number_to_skip,
+            "limit": q.number_to_return, "query": doc_json(&q.query),
+            "fields": q.return_fields_selector.as_deref().map(doc_json),
+        }),
+        Body::Reply(r) => json!({
+            "responseFlags": r.response_flags, "cursorId": r.cursor_id,
+            "startingFrom": r.starting_from, "documents": docs_json(&r.documents),
+        }),
+        Body::Insert(i) => json!({
+            "ns": i.full_collection_name, "flags": i.flags, "documents": docs_json(&i.documents),
+        }),
+        Body::Update(u) => json!({
+            "ns": u.full_collection_name, "flags": u.flags,
+            "selector": doc_json(&u.selector), "update": doc_json(&u.update),
+        }),
+        Body::Delete(d) => json!({
+            "ns": d.full_collection_name, "flags": d.flags, "selector": doc_json(&d.selector),
+        }),
+        Body::GetMore(g) => json!({
+            "ns": g.full_collection_name, "numberToReturn": g.number_to_return, "cursorId": g.cursor_id,
+        }),
+        Body::KillCursors(k) => json!({ "cursorIds": k.cursor_ids }),
+        Body::Unknown(bytes) => json!({ "rawLength": bytes.len() }),
+    }
+}
+
+fn flag_names(flags: MsgFlags) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if flags.contains(MsgFlags::CHECKSUM_PRESENT) {
+        out.push("checksumPresent");
+    }
+    if flags.contains(MsgFlags::MORE_TO_COME) {
+        out.push("moreToCome");
+    }
+    if flags.contains(MsgFlags::EXHAUST_ALLOWED) {
+        out.push("exhaustAllowed");
+    }
+    out
+}
+
+/// One message record as a JSON object. `command` and `ns` are those of the request (for a reply,
+/// of the request it answers, when known).
+pub fn message_json(
+    record: &Record,
+    start_ns: u64,
+    msg: &Result<Message, crate::wire::WireError>,
+    request: Option<&RequestInfo>,
+    with_body: bool,
+) -> Value {
+    let mut obj = Map::new();
+    obj.insert("conn".into(), json!(record.conn_id));
+    obj.insert("ts_ns".into(), json!(record.ts_ns));
+    obj.insert(
+        "t".into(),
+        json!(record.ts_ns.saturating_sub(start_ns) as f64 / 1e9),
+    );
+    let dir = if record.kind == RecordKind::Request { "request" } else { "reply" };
+    obj.insert("dir".into(), json!(dir));
+    obj.insert("bytes".into(), json!(record.payload.len()));
+    match msg {
+        Ok(m) => {
+            obj.insert("op".into(), json!(m.op_code().name()));
+            obj.insert("request_id".into(), json!(m.header.request_id));
+            obj.insert("response_to".into(), json!(m.header.response_to));
+            if let Some(c) = m.compressor {
+                obj.insert("compressor".into(), json!(c.name()));
+            }
+            if let Body::Msg(op) = &m.body {
+                obj.insert("flags".into(), json!(flag_names(op.flags)));
+            }
+            if let Some(info) = request {
+                obj.insert("command".into(), json!(info.command));
+                let ns = info.namespace();
+                if !ns.is_empty() {
+                    obj.insert("ns".into(), json!(ns));
+                }
+            }
+            if record.kind == RecordKind::Reply {
+                let r = ReplyInfo::of(m);
+                obj.insert("ok".into(), json!(r.ok));
+                if let Some(code) = r.code {
+                    obj.insert("code".into(), json!(code));
+                }
+            }
+            if with_body {
+                obj.insert("body".into(), body_json(m));
+            }
+        }
+        Err(e) => {
+            obj.insert("error".into(), json!(e.to_string()));
+        }
+    }
+    Value::Object(obj)
+}

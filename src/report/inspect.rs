@@ -1,0 +1,360 @@
+//! `mongotape inspect`: one streaming pass over a capture, summarised.
+
+use super::pair::{Answer, Pairer};
+use super::table::{fmt_ns, Table};
+use crate::capture::{
+    CaptureError, CaptureReader, CloseEvent, GapEvent, Metadata, OpenEvent, RecordKind,
+};
+use crate::proxy::stats::human_bytes;
+use crate::wire::{Message, ReplyInfo, RequestInfo};
+use bson::RawDocumentBuf;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Read;
+
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct Count {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+impl Count {
+    fn add(&mut self, bytes: usize) {
+        self.messages += 1;
+        self.bytes += bytes as u64;
+    }
+}
+
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct Driver {
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub application: Option<String>,
+    pub os: Option<String>,
+    pub platform: Option<String>,
+}
+
+impl Driver {
+    pub fn from_client_doc(doc: &RawDocumentBuf) -> Driver {
+        let s = |d: &bson::RawDocument, k: &str| d.get_str(k).ok().map(str::to_owned);
+        let driver = doc.get_document("driver").ok();
+        let os = doc.get_document("os").ok();
+        Driver {
+            name: driver.and_then(|d| s(d, "name")),
+            version: driver.and_then(|d| s(d, "version")),
+            application: doc
+                .get_document("application")
+                .ok()
+                .and_then(|a| s(a, "name")),
+            os: os.and_then(|o| s(o, "type").or_else(|| s(o, "name"))),
+            platform: s(doc, "platform"),
+        }
+    }
+
+    /// `name version` for tables.
+    pub fn label(&self) -> String {
+        match (&self.name, &self.version) {
+            (Some(n), Some(v)) => format!("{n} {v}"),
+            (Some(n), None) => n.clone(),
+            _ => "unknown".into(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct Connection {
+    pub id: u64,
+    pub client: String,
+    pub opened_ns: u64,
+    pub closed_ns: Option<u64>,
+    pub closed_by: Option<String>,
+    pub close_reason: Option<String>,
+    pub driver: Option<Driver>,
+    pub requests: u64,
+    pub replies: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct CommandStats {
+    pub requests: u64,
+    pub request_bytes: u64,
+    pub replies: u64,
+    pub reply_bytes: u64,
+    pub errors: u64,
+    pub no_reply_expected: u64,
+    /// Sum of request-to-reply times, for the mean.
+    pub total_latency_ns: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Inspection {
+    pub metadata: Metadata,
+    pub compressed_file_bytes: u64,
+    pub records: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: Option<u64>,
+    pub duration_s: f64,
+    pub wire_bytes: u64,
+    pub compression_ratio: f64,
+    pub complete: bool,
+    /// Set when reading stopped early: what and where.
+    pub error: Option<String>,
+    pub dropped_messages: u64,
+    pub undecodable_messages: u64,
+    pub unanswered_requests: u64,
+    pub unanswered_by_command: BTreeMap<String, u64>,
+    pub unsolicited_replies: u64,
+    pub connections: Vec<Connection>,
+    pub requests_by_opcode: BTreeMap<String, Count>,
+    pub replies_by_opcode: BTreeMap<String, Count>,
+    pub compressed_by_compressor: BTreeMap<String, Count>,
+    pub by_command: BTreeMap<String, CommandStats>,
+    pub by_namespace: BTreeMap<String, Count>,
+}
+
+impl Inspection {
+    pub fn of<R: Read>(mut reader: CaptureReader<R>, file_bytes: u64) -> Inspection {
+        let mut out = Inspection {
+            metadata: reader.metadata().clone(),
+            compressed_file_bytes: file_bytes,
+            ..Default::default()
+        };
+        let mut conns: BTreeMap<u64, Connection> = BTreeMap::new();
+        let mut pairer = Pairer::default();
+        for record in &mut reader {
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => {
+                    out.error = Some(e.to_string());
+                    break;
+                }
+            };
+            out.records += 1;
+            if record.kind != RecordKind::End {
+                out.first_ns.get_or_insert(record.ts_ns);
+                out.last_ns = Some(out.last_ns.unwrap_or(0).max(record.ts_ns));
+            }
+            let conn = || Connection {
+                id: record.conn_id,
+                ..Default::default()
+            };
+            match record.kind {
+                RecordKind::Open => {
+                    let c = conns.entry(record.conn_id).or_insert_with(conn);
+                    c.opened_ns = record.ts_ns;
+                    if let Ok(ev) = record.event::<OpenEvent>() {
+                        c.client = ev.client;
+                    }
+                }
+                RecordKind::Close => {
+                    let c = conns.entry(record.conn_id).or_insert_with(conn);
+                    c.closed_ns = Some(record.ts_ns);
+                    if let Ok(ev) = record.event::<CloseEvent>() {
+                        c.closed_by = serde_json::to_value(ev.side)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned));
+                        c.close_reason = Some(ev.reason);
+                    }
+                    for p in pairer.close(record.conn_id) {
+                        out.unanswered(&p.info.command);
+                    }
+                }
+                RecordKind::ClientMetadata => {
+                    if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
+                        conns.entry(record.conn_id).or_insert_with(conn).driver =
+                            Some(Driver::from_client_doc(&doc));
+                    }
+                }
+                RecordKind::Gap => {
+                    if let Ok(g) = record.event::<GapEvent>() {
+                        out.dropped_messages += g.dropped_messages;
+                    }
+                }
+                RecordKind::End => out.complete = true,
+                RecordKind::Request | RecordKind::Reply => {
+                    let bytes = record.payload.len();
+                    out.wire_bytes += bytes as u64;
+                    let c = conns.entry(record.conn_id).or_insert_with(conn);
+                    c.bytes += bytes as u64;
+                    let msg = match Message::parse(&record.payload) {
+                        Ok(m) => m,
+                        Err(_) => {
+                            out.undecodable_messages += 1;
+                            continue;
+                        }
+                    };
+                    let opcode = match msg.compressor {
+                        Some(comp) => {
+                            out.compressed_by_compressor
+                                .entry(comp.name().into())
+                                .or_default()
+                                .add(bytes);
+                            format!("OP_COMPRESSED({})", msg.op_code().name())
+                        }
+                        None => msg.op_code().name(),
+                    };
+                    if record.kind == RecordKind::Request {
+                        c.requests += 1;
+                        out.requests_by_opcode.entry(opcode).or_default().add(bytes);
+                        let info = RequestInfo::of(&msg);
+                        let cmd = out.by_command.entry(info.command.clone()).or_default();
+                        cmd.requests += 1;
+                        cmd.request_bytes += bytes as u64;
+                        if !info.expects_reply {
+                            cmd.no_reply_expected += 1;
+                        }
+                        let ns = info.namespace();
+                        if !ns.is_empty() {
+                            out.by_namespace.entry(ns).or_default().add(bytes);
+                        }
+                        pairer.request(record.conn_id, &msg, info, record.ts_ns, bytes);
+                    } else {
+                        c.replies += 1;
+                        out.replies_by_opcode.entry(opcode).or_default().add(bytes);
+                        let reply = ReplyInfo::of(&msg);
+                        match pairer.reply(record.conn_id, &msg, reply.more_to_come) {
+                            Answer::Request(p) => {
+                                let cmd = out.by_command.entry(p.info.command).or_default();
+                                cmd.replies += 1;
+                                cmd.reply_bytes += bytes as u64;
+                                cmd.total_latency_ns += record.ts_ns.saturating_sub(p.ts_ns);
+                                if !reply.is_ok() || reply.write_errors > 0 {
+                                    cmd.errors += 1;
+                                }
+                            }
+                            Answer::Unsolicited => out.unsolicited_replies += 1,
+                        }
+                    }
+                }
+                RecordKind::Unknown(_) => {}
+            }
+        }
+        for p in pairer.drain() {
+            out.unanswered(&p.info.command);
+        }
+        out.connections = conns.into_values().collect();
+        if let (Some(a), Some(b)) = (out.first_ns, out.last_ns) {
+            out.duration_s = b.saturating_sub(a) as f64 / 1e9;
+        }
+        if file_bytes > 0 {
+            out.compression_ratio = out.wire_bytes as f64 / file_bytes as f64;
+        }
+        out
+    }
+
+    fn unanswered(&mut self, command: &str) {
+        self.unanswered_requests += 1;
+        *self
+            .unanswered_by_command
+            .entry(command.to_owned())
+            .or_default() += 1;
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let m = &self.metadata;
+        s.push_str(&format!(
+            "capture     recorded {} by mongotape {} from upstream {}\n",
+            m.start_time, m.mongotape_version, m.upstream
+        ));
+        s.push_str(&format!(
+            "duration    {:.3}s, {} records, {} connections\n",
+            self.duration_s,
+            self.records,
+            self.connections.len()
+        ));
+        s.push_str(&format!(
+            "size        {} on the wire, {} on disk ({:.1}x)\n",
+            human_bytes(self.wire_bytes),
+            human_bytes(self.compressed_file_bytes),
+            self.compression_ratio
+        ));
+        let state = match (&self.error, self.complete) {
+            (Some(e), _) => format!("read stopped early: {e}"),
+            (None, true) => "complete (clean end record)".into(),
+            (None, false) => "no end record: the recorder did not shut down cleanly".into(),
+        };
+        s.push_str(&format!("state       {state}\n"));
+        if self.dropped_messages > 0 {
+            s.push_str(&format!(
+                "GAPS        {} messages forwarded but not recorded\n",
+                self.dropped_messages
+            ));
+        }
+        s.push_str(&format!(
+            "unanswered  {} requests without a reply; {} server-pushed replies; {} undecodable\n",
+            self.unanswered_requests, self.unsolicited_replies, self.undecodable_messages
+        ));
+
+        let mut t = Table::new(["conn", "client", "driver", "app", "reqs", "replies", "bytes", "closed by"]);
+        for c in &self.connections {
+            let d = c.driver.as_ref();
+            t.row([
+                c.id.to_string(),
+                c.client.clone(),
+                d.map(Driver::label).unwrap_or_else(|| "-".into()),
+                d.and_then(|d| d.application.clone()).unwrap_or_else(|| "-".into()),
+                c.requests.to_string(),
+                c.replies.to_string(),
+                human_bytes(c.bytes),
+                c.closed_by.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        s.push_str("\nConnections\n");
+        s.push_str(&t.render());
+
+        let mut t = Table::new(["direction", "opcode", "messages", "bytes"]);
+        for (dir, map) in [("request", &self.requests_by_opcode), ("reply", &self.replies_by_opcode)] {
+            for (op, c) in map {
+                t.row([dir.to_string(), op.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+            }
+        }
+        s.push_str("\nBy opcode\n");
+        s.push_str(&t.render());
+
+        let mut t = Table::new(["command", "requests", "replies", "no reply", "errors", "bytes", "mean latency"]);
+        let mut cmds: Vec<_> = self.by_command.iter().collect();
+        cmds.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(b.0)));
+        for (name, c) in cmds {
+            let mean = if c.replies > 0 {
+                fmt_ns(c.total_latency_ns as f64 / c.replies as f64)
+            } else {
+                "-".into()
+            };
+            t.row([
+                name.clone(),
+                c.requests.to_string(),
+                c.replies.to_string(),
+                c.no_reply_expected.to_string(),
+                c.errors.to_string(),
+                human_bytes(c.request_bytes + c.reply_bytes),
+                mean,
+            ]);
+        }
+        s.push_str("\nBy command\n");
+        s.push_str(&t.render());
+
+        let mut t = Table::new(["namespace", "requests", "bytes"]);
+        for (ns, c) in &self.by_namespace {
+            t.row([ns.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+        }
+        s.push_str("\nBy namespace\n");
+        s.push_str(&t.render());
+        if !self.compressed_by_compressor.is_empty() {
+            let mut t = Table::new(["compressor", "messages", "bytes"]);
+            for (name, c) in &self.compressed_by_compressor {
+                t.row([name.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+            }
+            s.push_str("\nWire compression (OP_COMPRESSED)\n");
+            s.push_str(&t.render());
+        }
+        s
+    }
+}
+
+/// Opens `path` and inspects it; errors only if it cannot be opened or is not a capture.
+pub fn inspect_file(path: &std::path::Path) -> Result<Inspection, CaptureError> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    Ok(Inspection::of(CaptureReader::open(path)?, size))
+}
