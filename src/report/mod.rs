@@ -3,4 +3,5 @@
 pub mod cat;
 pub mod inspect;
 pub mod pair;
+pub mod summary;
 pub mod table;
