@@ -27,10 +27,14 @@ pub struct RecordArgs {
     /// No periodic status line on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Threads forwarding traffic (the recorder has its own thread besides).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
         .enable_all()
         .build()
         .context("starting the async runtime")?;

@@ -1,0 +1,244 @@
+//! The outcome of a reply, read in place from the frame (no document is copied), for recorded and
+//! live replies alike, and the comparison of the two.
+
+use super::raw::{self, Element};
+use crate::wire::compressed;
+use crate::wire::header::{MsgHeader, OpCode, HEADER_LEN};
+use crate::wire::WireError;
+use serde::Serialize;
+
+/// What a replayer compares between a recorded and a live reply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Outcome {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_modified: Option<i64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub upserted: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_errors: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_len: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errmsg: Option<String>,
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
+const OP_MSG_MORE_TO_COME: u32 = 1 << 1;
+
+/// Reads the outcome of a whole reply message (OP_MSG, OP_REPLY, or either inside OP_COMPRESSED).
+pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
+    let header = MsgHeader::parse(frame)?.ok_or(WireError::Truncated {
+        what: "reply header",
+        offset: 0,
+        needed: HEADER_LEN,
+        available: frame.len(),
+    })?;
+    match header.op_code {
+        OpCode::Compressed => {
+            let (_, inner) = compressed::decompress(frame)?;
+            scan(&inner)
+        }
+        OpCode::Msg => {
+            let body = op_msg_body(frame)?;
+            from_doc(body)
+        }
+        OpCode::Reply => scan_op_reply(frame),
+        other => Err(WireError::Invalid {
+            what: "reply opcode",
+            offset: 12,
+            detail: format!("{} is not a reply", other.name()),
+        }),
+    }
+}
+
+/// Whether an OP_MSG reply has moreToCome set (an exhaust stream continues).
+pub fn more_to_come(frame: &[u8]) -> bool {
+    frame.len() >= 20
+        && i32::from_le_bytes([frame[12], frame[13], frame[14], frame[15]]) == 2013
+        && u32::from_le_bytes([frame[16], frame[17], frame[18], frame[19]]) & OP_MSG_MORE_TO_COME != 0
+}
+
+fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> WireError {
+    WireError::Invalid {
+        what,
+        offset,
+        detail: detail.into(),
+    }
+}
+
+/// The body (kind 0) section of an OP_MSG, as bytes borrowed from the frame.
+pub fn op_msg_body(frame: &[u8]) -> Result<&[u8], WireError> {
+    let mut at = HEADER_LEN + 4;
+    while at < frame.len() {
+        let kind = frame[at];
+        let len_at = at + 1;
+        let len = frame
+            .get(len_at..len_at + 4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| invalid("OP_MSG section", len_at, "truncated length"))?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l >= 5 && len_at + l <= frame.len())
+            .ok_or_else(|| invalid("OP_MSG section", len_at, format!("bad length {len}")))?;
+        match kind {
+            0 => return Ok(&frame[len_at..len_at + len]),
+            1 => at = len_at + len,
+            k => return Err(invalid("OP_MSG section kind", at, format!("unknown kind {k}"))),
+        }
+    }
+    Err(invalid("OP_MSG sections", HEADER_LEN + 4, "no body section"))
+}
+
+fn scan_op_reply(frame: &[u8]) -> Result<Outcome, WireError> {
+    let body = frame.get(HEADER_LEN..).unwrap_or_default();
+    if body.len() < 20 {
+        return Err(WireError::Truncated {
+            what: "OP_REPLY",
+            offset: HEADER_LEN,
+            needed: 20,
+            available: body.len(),
+        });
+    }
+    let cursor_id = i64::from_le_bytes(body[4..12].try_into().expect("8 bytes"));
+    let returned = i32::from_le_bytes(body[16..20].try_into().expect("4 bytes"));
+    if cursor_id == 0 && returned == 1 {
+        return from_doc(&body[20..]);
+    }
+    Ok(Outcome {
+        ok: true,
+        cursor_id: Some(cursor_id),
+        batch_len: usize::try_from(returned).ok(),
+        ..Outcome::default()
+    })
+}
+
+fn count(e: &Element<'_>) -> usize {
+    e.as_doc()
+        .and_then(|d| raw::elements(d).ok())
+        .map_or(0, |v| v.len())
+}
+
+fn from_doc(doc: &[u8]) -> Result<Outcome, WireError> {
+    let els = raw::elements(doc).map_err(|e| invalid("reply document", e.offset, e.detail))?;
+    let mut o = Outcome::default();
+    for e in &els {
+        match e.key {
+            "ok" => o.ok = e.as_i64() == Some(1) || e.as_bool() == Some(true),
+            "code" => o.code = e.as_i64().map(|c| c as i32),
+            "errmsg" => o.errmsg = e.as_str().map(str::to_owned),
+            "n" => o.n = e.as_i64(),
+            "nModified" => o.n_modified = e.as_i64(),
+            "upserted" => o.upserted = count(e),
+            "writeErrors" => o.write_errors = count(e),
+            "cursor" => {
+                if let Some(c) = e.as_doc().and_then(|d| raw::elements(d).ok()) {
+                    for f in &c {
+                        match f.key {
+                            "id" => o.cursor_id = f.as_i64(),
+                            "firstBatch" | "nextBatch" => o.batch_len = Some(count(f)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(o)
+}
+
+impl Outcome {
+    /// The fields on which `live` differs from `self` (the recorded outcome). The error message and
+    /// cursor ids are not compared: they differ on every run.
+    pub fn differences(&self, live: &Outcome) -> Vec<&'static str> {
+        let mut d = Vec::new();
+        if self.ok != live.ok {
+            d.push("ok");
+        }
+        if self.code != live.code {
+            d.push("code");
+        }
+        if self.n != live.n {
+            d.push("n");
+        }
+        if self.n_modified != live.n_modified {
+            d.push("nModified");
+        }
+        if self.upserted != live.upserted {
+            d.push("upserted");
+        }
+        if self.write_errors != live.write_errors {
+            d.push("writeErrors");
+        }
+        if self.batch_len != live.batch_len {
+            d.push("batch");
+        }
+        if self.cursor_id.map(|c| c == 0) != live.cursor_id.map(|c| c == 0) {
+            d.push("cursor exhausted");
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use bson::rawdoc;
+
+    fn reply(doc: bson::RawDocumentBuf, flags: MsgFlags) -> Vec<u8> {
+        OpMsg {
+            flags,
+            sections: vec![Section::Body(doc)],
+            checksum: None,
+        }
+        .encode(5, 1)
+    }
+
+    #[test]
+    fn reads_cursor_and_write_outcomes() {
+        let f = reply(
+            rawdoc! {"cursor": {"firstBatch": [{"a": 1}, {"a": 2}], "id": 77i64, "ns": "x.y"}, "ok": 1.0},
+            MsgFlags::empty(),
+        );
+        let o = scan(&f).unwrap();
+        assert!(o.ok);
+        assert_eq!((o.cursor_id, o.batch_len), (Some(77), Some(2)));
+        assert!(!more_to_come(&f));
+        let f = reply(
+            rawdoc! {"n": 1, "writeErrors": [{"index": 0, "code": 11000}], "ok": 1},
+            MsgFlags::MORE_TO_COME,
+        );
+        let o = scan(&f).unwrap();
+        assert_eq!((o.n, o.write_errors), (Some(1), 1));
+        assert!(more_to_come(&f));
+        let recorded = Outcome {
+            ok: true,
+            n: Some(1),
+            ..Outcome::default()
+        };
+        assert_eq!(recorded.differences(&o), vec!["writeErrors"]);
+    }
+
+    #[test]
+    fn truncated_replies_are_errors() {
+        let f = reply(rawdoc! {"ok": 1.0, "n": 3}, MsgFlags::empty());
+        for cut in 0..f.len() {
+            let mut b = f[..cut].to_vec();
+            if b.len() >= 4 {
+                b[..4].copy_from_slice(&(cut as i32).to_le_bytes());
+            }
+            assert!(scan(&b).is_err(), "cut {cut}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Top-level BSON elements as byte ranges, and a writer that copies them, so a rewrite keeps what it
+//! does not touch without decoding or re-encoding it.
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("malformed BSON at byte {offset}: {detail}")]
+pub struct RawError {
+    pub offset: usize,
+    pub detail: &'static str,
+}
+
+fn bad(offset: usize, detail: &'static str) -> RawError {
+    RawError { offset, detail }
+}
+
+/// One top-level element of a document.
+#[derive(Debug, Clone, Copy)]
+pub struct Element<'a> {
+    pub kind: u8,
+    pub key: &'a str,
+    /// The whole element: type byte, key, value.
+    pub raw: &'a [u8],
+    /// The value only.
+    pub value: &'a [u8],
+}
+
+pub const DOUBLE: u8 = 0x01;
+pub const STRING: u8 = 0x02;
+pub const DOCUMENT: u8 = 0x03;
+pub const ARRAY: u8 = 0x04;
+pub const BINARY: u8 = 0x05;
+pub const BOOLEAN: u8 = 0x08;
+pub const INT32: u8 = 0x10;
+pub const INT64: u8 = 0x12;
+
+fn read_i32(b: &[u8], at: usize) -> Option<i32> {
+    let s = b.get(at..at.checked_add(4)?)?;
+    Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn cstring_len(b: &[u8], at: usize) -> Option<usize> {
+    b.get(at..)?.iter().position(|&c| c == 0).map(|p| p + 1)
+}
+
+/// Bytes taken by a value of type `kind` starting at `at`.
+fn value_len(b: &[u8], kind: u8, at: usize) -> Option<usize> {
+    let len_prefixed = |extra: usize| -> Option<usize> {
+        let n = read_i32(b, at)?;
+        usize::try_from(n).ok()?.checked_add(extra)
+    };
+    let len = match kind {
+        0x01 | 0x09 | 0x11 | 0x12 => 8,
+        0x02 | 0x0D | 0x0E => len_prefixed(4)?,
+        0x03 | 0x04 | 0x0F => {
+            let n = len_prefixed(0)?;
+            if n < 5 {
+                return None;
+            }
+            n
+        }
+        0x05 => len_prefixed(5)?,
+        0x06 | 0x0A | 0x7F | 0xFF => 0,
+        0x07 => 12,
+        0x08 => 1,
+        0x0B => {
+            let a = cstring_len(b, at)?;
+            a + cstring_len(b, at + a)?
+        }
+        0x0C => len_prefixed(4)?.checked_add(12)?,
+        0x10 => 4,
+        0x13 => 16,
+        _ => return None,
+    };
+    if b.len() < at.checked_add(len)? {
+        return None;
+    }
+    Some(len)
+}
+
+/// The top-level elements of `doc`, in order. Values are bounds-checked but not validated inside.
+pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
+    let declared = read_i32(doc, 0).ok_or(bad(0, "shorter than a document length"))?;
+    if declared < 5 || declared as usize != doc.len() {
+        return Err(bad(0, "document length does not match its bytes"));
+    }
+    if doc[doc.len() - 1] != 0 {
+        return Err(bad(doc.len() - 1, "document does not end with a zero byte"));
+    }
+    let end = doc.len() - 1;
+    let mut at = 4;
+    let mut out = Vec::with_capacity(8);
+    while at < end {
+        let start = at;
+        let kind = doc[at];
+        let key_len = cstring_len(doc, at + 1).ok_or(bad(at, "unterminated key"))?;
+        let key = std::str::from_utf8(&doc[at + 1..at + key_len])
+            .map_err(|_| bad(at + 1, "key is not UTF-8"))?;
+        let value_at = at + 1 + key_len;
+        let len = value_len(doc, kind, value_at).ok_or(bad(value_at, "bad value length or type"))?;
+        at = value_at + len;
+        if at > end {
+            return Err(bad(start, "element runs past the end of the document"));
+        }
+        out.push(Element {
+            kind,
+            key: &key[..key.len() - 1],
+            raw: &doc[start..at],
+            value: &doc[value_at..at],
+        });
+    }
+    Ok(out)
+}
+
+impl Element<'_> {
+    pub fn as_str(&self) -> Option<&str> {
+        if self.kind != STRING || self.value.len() < 5 {
+            return None;
+        }
+        std::str::from_utf8(&self.value[4..self.value.len() - 1]).ok()
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.kind {
+            INT32 => read_i32(self.value, 0).map(i64::from),
+            INT64 => Some(i64::from_le_bytes(self.value.try_into().ok()?)),
+            DOUBLE => {
+                let v = f64::from_le_bytes(self.value.try_into().ok()?);
+                (v.fract() == 0.0 && v.abs() < 9.0e18).then_some(v as i64)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        (self.kind == BOOLEAN).then(|| self.value.first() == Some(&1))
+    }
+
+    /// The value bytes of an embedded document or array.
+    pub fn as_doc(&self) -> Option<&[u8]> {
+        matches!(self.kind, DOCUMENT | ARRAY).then_some(self.value)
+    }
+}
+
+/// Builds a document by appending elements; the length is written by [`DocWriter::finish`].
+pub struct DocWriter<'o> {
+    out: &'o mut Vec<u8>,
+    start: usize,
+}
+
+impl<'o> DocWriter<'o> {
+    pub fn new(out: &'o mut Vec<u8>) -> DocWriter<'o> {
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        DocWriter { out, start }
+    }
+
+    /// Offset of the next byte in the output buffer.
+    pub fn position(&self) -> usize {
+        self.out.len()
+    }
+
+    pub fn raw(&mut self, element: &[u8]) {
+        self.out.extend_from_slice(element);
+    }
+
+    fn key(&mut self, kind: u8, key: &str) {
+        self.out.push(kind);
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.push(0);
+    }
+
+    /// Appends an int64 and returns the offset of its 8 value bytes.
+    pub fn i64(&mut self, key: &str, v: i64) -> usize {
+        self.key(INT64, key);
+        let at = self.out.len();
+        self.out.extend_from_slice(&v.to_le_bytes());
+        at
+    }
+
+    pub fn i32(&mut self, key: &str, v: i32) {
+        self.key(INT32, key);
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn str(&mut self, key: &str, v: &str) {
+        self.key(STRING, key);
+        self.out
+            .extend_from_slice(&((v.len() + 1) as i32).to_le_bytes());
+        self.out.extend_from_slice(v.as_bytes());
+        self.out.push(0);
+    }
+
+    pub fn binary(&mut self, key: &str, subtype: u8, v: &[u8]) {
+        self.key(BINARY, key);
+        self.out.extend_from_slice(&(v.len() as i32).to_le_bytes());
+        self.out.push(subtype);
+        self.out.extend_from_slice(v);
+    }
+
+    /// An embedded document (or array, with `kind` ARRAY) written by `f`.
+    pub fn sub<R>(&mut self, kind: u8, key: &str, f: impl FnOnce(&mut DocWriter<'_>) -> R) -> R {
+        self.key(kind, key);
+        let mut inner = DocWriter::new(self.out);
+        let r = f(&mut inner);
+        inner.finish();
+        r
+    }
+
+    /// An embedded document or array given as its bytes.
+    pub fn doc(&mut self, kind: u8, key: &str, bytes: &[u8]) {
+        self.key(kind, key);
+        self.out.extend_from_slice(bytes);
+    }
+
+    pub fn finish(self) {
+        self.out.push(0);
+        let len = (self.out.len() - self.start) as i32;
+        self.out[self.start..self.start + 4].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn walks_every_type_and_rebuilds_identically() {
+        let doc = rawdoc! {
+            "a": 1.5, "b": "x", "c": {"d": 1}, "e": [1, 2], "f": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![1; 16] },
+            "g": bson::oid::ObjectId::new(), "h": true, "i": bson::DateTime::now(), "j": bson::RawBson::Null,
+            "k": bson::Regex { pattern: "a.*".try_into().unwrap(), options: "i".try_into().unwrap() }, "l": 7, "m": bson::Timestamp { time: 1, increment: 2 },
+            "n": 9i64, "o": bson::Decimal128::from_bytes([0; 16]), "p": bson::RawBson::MinKey, "q": bson::RawBson::MaxKey,
+        };
+        let els = elements(doc.as_bytes()).unwrap();
+        assert_eq!(els.len(), 17);
+        assert_eq!(els[1].as_str(), Some("x"));
+        assert_eq!(els[10].as_i64(), Some(7));
+        assert_eq!(els[12].as_i64(), Some(9));
+        let mut out = Vec::new();
+        let mut w = DocWriter::new(&mut out);
+        for e in &els {
+            w.raw(e.raw);
+        }
+        w.finish();
+        assert_eq!(out, doc.as_bytes());
+    }
+
+    #[test]
+    fn every_truncation_and_bad_length_is_an_error() {
+        let doc = rawdoc! { "insert": "c", "lsid": {"id": 1}, "$db": "x" };
+        let bytes = doc.as_bytes();
+        for cut in 0..bytes.len() {
+            let mut b = bytes[..cut].to_vec();
+            if b.len() >= 4 {
+                b[..4].copy_from_slice(&(cut as i32).to_le_bytes());
+            }
+            assert!(elements(&b).is_err(), "cut {cut}");
+        }
+        let mut b = bytes.to_vec();
+        b[5 + 7] = 0x7f - 1; // an unknown type
+        assert!(elements(&b).is_err());
+    }
+}

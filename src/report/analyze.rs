@@ -1,0 +1,256 @@
+//! `mongotape analyze`: from a capture alone, is it the server or the client? Per connection and per
+//! driver: the server's time against the client's, round trips, bytes and extra commands per logical
+//! operation, latency percentiles per command, and a per-second timeline. Definitions:
+//! `docs/analyze.md`.
+//!
+//! The pass over the capture is in `analyze_pass`, the renderings in `analyze_text` and
+//! `analyze_html`; this file holds the report's schema.
+
+pub use super::analyze_conn::{ConnClock, Gaps, TimeSplit};
+use super::summary::{LatencySummary, ReportSummary};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use super::analyze_pass::{analyze, analyze_file};
+
+/// What a request is for, seen from the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Category {
+    /// A logical operation the application asked for (find, insert, update, aggregate, drop, ...).
+    Operation,
+    /// Connection set-up on a workload connection: hello/isMaster, authentication, buildInfo, ping.
+    Handshake,
+    /// Server monitoring: every request of a monitoring connection.
+    Monitoring,
+    /// Session bookkeeping (endSessions, refreshSessions, killSessions).
+    Sessions,
+    /// A cursor's next batch.
+    GetMore,
+    KillCursors,
+    /// Legacy acknowledgement of a legacy write.
+    GetLastError,
+}
+
+impl Category {
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Operation => "operation",
+            Category::Handshake => "handshake",
+            Category::Monitoring => "monitoring",
+            Category::Sessions => "sessions",
+            Category::GetMore => "getMore",
+            Category::KillCursors => "killCursors",
+            Category::GetLastError => "getLastError",
+        }
+    }
+
+    /// The category of a command sent on a workload connection.
+    pub fn of(command: &str) -> Category {
+        match command {
+            "getMore" => Category::GetMore,
+            "killCursors" => Category::KillCursors,
+            "endSessions" | "refreshSessions" | "killSessions" | "killAllSessions" => {
+                Category::Sessions
+            }
+            "getLastError" | "getlasterror" => Category::GetLastError,
+            c if crate::wire::info::is_handshake_command(c) => Category::Handshake,
+            _ => Category::Operation,
+        }
+    }
+}
+
+/// Commands a monitoring connection sends: hello in its spellings, and authentication.
+pub fn is_monitoring_command(command: &str) -> bool {
+    matches!(
+        command,
+        "hello" | "isMaster" | "ismaster" | "saslStart" | "saslContinue" | "authenticate" | "getnonce"
+    )
+}
+
+/// What a connection was used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// At least one request beyond hello and authentication.
+    Workload,
+    /// Only hello (several, or awaitable/exhaust) and authentication: a driver's server monitor.
+    Monitoring,
+    /// One handshake and nothing else (a pool connection never used).
+    HandshakeOnly,
+    /// No request at all.
+    Idle,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Workload => "workload",
+            Role::Monitoring => "monitoring",
+            Role::HandshakeOnly => "handshake-only",
+            Role::Idle => "idle",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnReport {
+    pub id: u64,
+    pub client: String,
+    /// `name version` from the handshake's client metadata, `unknown` without one.
+    pub driver: String,
+    pub application: Option<String>,
+    pub role: Option<Role>,
+    /// Seconds from the capture's first record to the open (or first event).
+    pub opened_s: f64,
+    /// False when the capture ended with the connection still open.
+    pub closed: bool,
+    pub requests: u64,
+    /// Requests that waited for a reply.
+    pub round_trips: u64,
+    pub replies: u64,
+    pub bytes: u64,
+    pub ops: u64,
+    /// Requests per category other than `operation`.
+    pub extra: BTreeMap<String, u64>,
+    pub times: TimeSplit,
+    pub client_bound_share: Option<f64>,
+}
+
+/// Per logical operation (workload connections only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerOp {
+    pub requests: f64,
+    pub round_trips: f64,
+    pub bytes: f64,
+    /// Extra requests per category, per operation.
+    pub extra: BTreeMap<String, f64>,
+    /// Server and client time per operation, microseconds.
+    pub server_us: f64,
+    pub client_us: f64,
+}
+
+/// Sums over a set of connections.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub connections: u64,
+    pub requests: u64,
+    pub round_trips: u64,
+    pub replies: u64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub extra: BTreeMap<String, u64>,
+    /// Connection-time: summed over the connections, so it can exceed the capture's duration.
+    pub times: TimeSplit,
+    pub client_bound_share: Option<f64>,
+    pub per_op: Option<PerOp>,
+}
+
+impl Totals {
+    pub fn add(&mut self, c: &ConnReport) {
+        self.connections += 1;
+        self.requests += c.requests;
+        self.round_trips += c.round_trips;
+        self.replies += c.replies;
+        self.bytes += c.bytes;
+        self.ops += c.ops;
+        for (k, v) in &c.extra {
+            *self.extra.entry(k.clone()).or_default() += v;
+        }
+        self.times.add(&c.times);
+    }
+
+    /// Fills the derived figures once every connection is in.
+    pub fn finish(&mut self) {
+        self.client_bound_share = self.times.client_bound_share();
+        self.per_op = (self.ops > 0).then(|| {
+            let ops = self.ops as f64;
+            PerOp {
+                requests: self.requests as f64 / ops,
+                round_trips: self.round_trips as f64 / ops,
+                bytes: self.bytes as f64 / ops,
+                extra: self
+                    .extra
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v as f64 / ops))
+                    .collect(),
+                server_us: self.times.server_ns as f64 / 1e3 / ops,
+                client_us: self.times.client_ns as f64 / 1e3 / ops,
+            }
+        });
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriverReport {
+    /// `name version` (plus ` (app)` when the application named itself).
+    pub driver: String,
+    pub workload: Totals,
+    /// Monitoring, handshake-only and idle connections.
+    pub other: Totals,
+    /// Latency of this driver's logical operations, per command.
+    pub per_command: BTreeMap<String, LatencySummary>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandReport {
+    pub command: String,
+    pub category: Option<Category>,
+    pub requests: u64,
+    pub replies: u64,
+    pub no_reply_expected: u64,
+    pub errors: u64,
+    pub request_bytes: u64,
+    pub reply_bytes: u64,
+    pub latency: LatencySummary,
+    /// Latency distribution: `[upper bound µs, share of replies %]`, log-spaced buckets.
+    pub distribution: Vec<[f64; 2]>,
+}
+
+/// One second of the capture (workload connections).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds from the capture's first record.
+    pub t_s: u64,
+    /// Logical operations sent in this second.
+    pub ops: u64,
+    /// Replies to logical operations received in this second, and their latency.
+    pub replies: u64,
+    pub mean_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureFacts {
+    pub start_time: String,
+    pub upstream: String,
+    pub records: u64,
+    pub duration_s: f64,
+    /// The capture ends with a clean `end` record.
+    pub complete: bool,
+    /// Set when reading stopped early: what and where.
+    pub error: Option<String>,
+    pub dropped_messages: u64,
+    pub undecodable_messages: u64,
+    pub unanswered_requests: u64,
+    pub unsolicited_replies: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnalyzeReport {
+    /// The figures `compare` reads (kind `analyze`).
+    pub summary: ReportSummary,
+    pub capture: CaptureFacts,
+    /// Workload connections.
+    pub workload: Totals,
+    /// Monitoring, handshake-only and idle connections: kept apart so they do not distort the
+    /// workload's figures.
+    pub other: Totals,
+    pub drivers: Vec<DriverReport>,
+    /// Commands on workload connections, most requested first.
+    pub commands: Vec<CommandReport>,
+    /// Commands on the other connections.
+    pub other_commands: Vec<CommandReport>,
+    pub connections: Vec<ConnReport>,
+    pub timeline: Vec<TimelinePoint>,
+}

@@ -1,0 +1,580 @@
+//! The single streaming pass behind `mongotape analyze`. Memory is bounded by the connections open at
+//! once, the distinct command names (capped) and the capture's length in seconds (capped).
+
+use super::analyze::{
+    is_monitoring_command, AnalyzeReport, CaptureFacts, Category, CommandReport, ConnClock,
+    ConnReport, DriverReport, Role, TimelinePoint, Totals,
+};
+use super::inspect::Driver;
+use super::pair::{Answer, Pairer};
+use super::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
+use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
+use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
+use bson::RawDocumentBuf;
+use hdrhistogram::Histogram;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::Path;
+
+/// Distinct command names tracked; further names are counted under `(other)`.
+const MAX_COMMANDS: usize = 256;
+const OTHER_COMMAND: &str = "(other)";
+/// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
+const MAX_DEFERRED_LATENCIES: usize = 4096;
+/// The timeline stops growing after a week of capture.
+const MAX_TIMELINE_S: u64 = 7 * 24 * 3600;
+/// Latency histograms kept per driver.
+const MAX_DRIVERS: usize = 64;
+
+#[derive(Default)]
+struct CmdAcc {
+    hist: Option<Histogram<u64>>,
+    requests: u64,
+    replies: u64,
+    no_reply: u64,
+    errors: u64,
+    request_bytes: u64,
+    reply_bytes: u64,
+}
+
+impl CmdAcc {
+    fn record(&mut self, latency_ns: u64) {
+        let h = self.hist.get_or_insert_with(new_ns_histogram);
+        h.saturating_record(latency_ns.max(100));
+    }
+
+    fn merge(&mut self, o: CmdAcc) {
+        self.requests += o.requests;
+        self.replies += o.replies;
+        self.no_reply += o.no_reply;
+        self.errors += o.errors;
+        self.request_bytes += o.request_bytes;
+        self.reply_bytes += o.reply_bytes;
+    }
+}
+
+#[derive(Default)]
+struct Commands(BTreeMap<String, CmdAcc>);
+
+impl Commands {
+    fn entry(&mut self, name: &str) -> &mut CmdAcc {
+        let key = if self.0.len() >= MAX_COMMANDS && !self.0.contains_key(name) {
+            OTHER_COMMAND
+        } else {
+            name
+        };
+        self.0.entry(key.to_owned()).or_default()
+    }
+
+    fn reports(self) -> Vec<CommandReport> {
+        let mut out: Vec<CommandReport> = self
+            .0
+            .into_iter()
+            .map(|(command, acc)| {
+                let (latency, distribution) = match &acc.hist {
+                    Some(h) => (LatencySummary::from_ns_histogram(h), distribution(h)),
+                    None => Default::default(),
+                };
+                CommandReport {
+                    category: Some(Category::of(&command)),
+                    command,
+                    requests: acc.requests,
+                    replies: acc.replies,
+                    no_reply_expected: acc.no_reply,
+                    errors: acc.errors,
+                    request_bytes: acc.request_bytes,
+                    reply_bytes: acc.reply_bytes,
+                    latency,
+                    distribution,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.command.cmp(&b.command)));
+        out
+    }
+}
+
+/// `[upper bound µs, share %]` in buckets a factor √2 apart, from the first non-empty one.
+fn distribution(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    let total = h.len();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for v in h.iter_log(1_000, std::f64::consts::SQRT_2) {
+        let n = v.count_since_last_iteration();
+        if n == 0 && out.is_empty() {
+            continue;
+        }
+        out.push([
+            v.value_iterated_to() as f64 / 1e3,
+            n as f64 * 100.0 / total as f64,
+        ]);
+        if out.len() > 200 {
+            break;
+        }
+    }
+    out
+}
+
+/// Hello and authentication traffic of a connection not yet known to be a workload connection.
+#[derive(Default)]
+struct Deferred {
+    commands: BTreeMap<String, CmdAcc>,
+    latencies: Vec<(String, u64)>,
+    requests: u64,
+}
+
+struct ConnState {
+    report: ConnReport,
+    clock: ConnClock,
+    workload: bool,
+    hellos: u64,
+    awaitable: bool,
+    deferred: Deferred,
+    first_msg_ns: Option<u64>,
+    last_msg_ns: u64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct SecondAcc {
+    ops: u64,
+    replies: u64,
+    sum_ns: u64,
+    max_ns: u64,
+}
+
+#[derive(Default)]
+struct Pass {
+    first_ns: Option<u64>,
+    last_ns: u64,
+    conns: HashMap<u64, ConnState>,
+    done: Vec<ConnReport>,
+    pairer: Pairer,
+    workload_cmds: Commands,
+    other_cmds: Commands,
+    /// driver -> command -> latency, logical operations only.
+    driver_cmds: BTreeMap<String, BTreeMap<String, Histogram<u64>>>,
+    ops_hist: Option<Histogram<u64>>,
+    op_errors: u64,
+    timeline: Vec<SecondAcc>,
+    span: Option<(u64, u64)>,
+    facts: CaptureFacts,
+}
+
+/// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
+/// `compare` (default: the file stem). Reading errors end the pass and are reported in
+/// `capture.error`; what came before still counts.
+pub fn analyze<R: Read>(
+    mut reader: CaptureReader<R>,
+    source: &str,
+    label: Option<&str>,
+) -> AnalyzeReport {
+    let meta = reader.metadata().clone();
+    let mut pass = Pass::default();
+    for record in &mut reader {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                pass.facts.error = Some(e.to_string());
+                break;
+            }
+        };
+        pass.facts.records += 1;
+        let ts = record.ts_ns;
+        if record.kind != RecordKind::End {
+            pass.first_ns.get_or_insert(ts);
+            pass.last_ns = pass.last_ns.max(ts);
+        }
+        match record.kind {
+            RecordKind::Open => {
+                let client = record.event::<OpenEvent>().map(|e| e.client).unwrap_or_default();
+                pass.conn(record.conn_id, ts).report.client = client;
+            }
+            RecordKind::Close => pass.close(record.conn_id, ts),
+            RecordKind::ClientMetadata => {
+                if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
+                    let d = Driver::from_client_doc(&doc);
+                    let c = pass.conn(record.conn_id, ts);
+                    c.report.driver = d.label();
+                    c.report.application = d.application;
+                }
+            }
+            RecordKind::Gap => {
+                if let Ok(g) = record.event::<GapEvent>() {
+                    pass.facts.dropped_messages += g.dropped_messages;
+                }
+                for c in pass.conns.values_mut() {
+                    c.clock.gap();
+                }
+            }
+            RecordKind::End => pass.facts.complete = true,
+            RecordKind::Request => pass.request(record.conn_id, ts, &record.payload),
+            RecordKind::Reply => pass.reply(record.conn_id, ts, &record.payload),
+            RecordKind::Unknown(_) => {}
+        }
+    }
+    pass.finish(meta, source, label)
+}
+
+/// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.
+pub fn analyze_file(path: &Path, label: Option<&str>) -> Result<AnalyzeReport, CaptureError> {
+    let reader = CaptureReader::open(path)?;
+    let label = label.map(str::to_owned).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(analyze(reader, &path.display().to_string(), Some(&label)))
+}
+
+impl Pass {
+    fn conn(&mut self, id: u64, ts: u64) -> &mut ConnState {
+        let first = self.first_ns.unwrap_or(ts);
+        self.conns.entry(id).or_insert_with(|| ConnState {
+            report: ConnReport {
+                id,
+                driver: "unknown".into(),
+                opened_s: ts.saturating_sub(first) as f64 / 1e9,
+                ..Default::default()
+            },
+            clock: ConnClock::new(ts),
+            workload: false,
+            hellos: 0,
+            awaitable: false,
+            deferred: Deferred::default(),
+            first_msg_ns: None,
+            last_msg_ns: ts,
+        })
+    }
+
+    fn second(&mut self, ts: u64) -> Option<&mut SecondAcc> {
+        let s = ts.saturating_sub(self.first_ns?) / 1_000_000_000;
+        if s >= MAX_TIMELINE_S {
+            return None;
+        }
+        let s = s as usize;
+        if self.timeline.len() <= s {
+            self.timeline.resize(s + 1, SecondAcc::default());
+        }
+        self.timeline.get_mut(s)
+    }
+
+    fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+        let bytes = payload.len() as u64;
+        let c = self.conn(conn_id, ts);
+        c.report.requests += 1;
+        c.report.bytes += bytes;
+        c.first_msg_ns.get_or_insert(ts);
+        c.last_msg_ns = c.last_msg_ns.max(ts);
+        let msg = match Message::parse(payload) {
+            Ok(m) => m,
+            Err(_) => {
+                // Whether a reply is due is unknown: the time up to the next event is too.
+                c.clock.request(ts, false);
+                c.clock.gap();
+                self.facts.undecodable_messages += 1;
+                return;
+            }
+        };
+        let info = RequestInfo::of(&msg);
+        c.clock.request(ts, info.expects_reply);
+        if info.expects_reply {
+            c.report.round_trips += 1;
+        }
+        let monitoring_cmd = is_monitoring_command(&info.command);
+        if !c.workload && !monitoring_cmd {
+            c.workload = true;
+            let deferred = std::mem::take(&mut c.deferred);
+            *c.report.extra.entry(Category::Handshake.name().into()).or_default() +=
+                deferred.requests;
+            self.flush(deferred, true);
+        }
+        let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        if !c.workload {
+            c.deferred.requests += 1;
+            if matches!(info.command.as_str(), "hello" | "isMaster" | "ismaster") {
+                c.hellos += 1;
+                if let Body::Msg(m) = &msg.body {
+                    let await_time = m.body().get("maxAwaitTimeMS").ok().flatten().is_some();
+                    c.awaitable |= await_time || m.flags.contains(MsgFlags::EXHAUST_ALLOWED);
+                }
+            }
+            let acc = match c.deferred.commands.get_mut(&info.command) {
+                Some(a) => a,
+                None => c.deferred.commands.entry(info.command.clone()).or_default(),
+            };
+            count_request(acc, bytes, info.expects_reply);
+        } else {
+            let category = Category::of(&info.command);
+            if category == Category::Operation {
+                c.report.ops += 1;
+                if let Some(s) = self.second(ts) {
+                    s.ops += 1;
+                }
+            } else {
+                *c.report.extra.entry(category.name().into()).or_default() += 1;
+            }
+            count_request(self.workload_cmds.entry(&info.command), bytes, info.expects_reply);
+        }
+        self.pairer.request(conn_id, &msg, info, ts, payload.len());
+    }
+
+    fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+        let bytes = payload.len() as u64;
+        let c = self.conn(conn_id, ts);
+        c.report.replies += 1;
+        c.report.bytes += bytes;
+        c.first_msg_ns.get_or_insert(ts);
+        c.last_msg_ns = c.last_msg_ns.max(ts);
+        let msg = match Message::parse(payload) {
+            Ok(m) => m,
+            Err(_) => {
+                c.clock.reply(ts, false, false);
+                c.clock.gap();
+                self.facts.undecodable_messages += 1;
+                return;
+            }
+        };
+        let reply = ReplyInfo::of(&msg);
+        let answer = self.pairer.reply(conn_id, &msg, reply.more_to_come);
+        let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        c.clock
+            .reply(ts, matches!(answer, Answer::Request(_)), reply.more_to_come);
+        let p = match answer {
+            Answer::Request(p) => p,
+            Answer::Unsolicited => {
+                self.facts.unsolicited_replies += 1;
+                return;
+            }
+        };
+        let latency = ts.saturating_sub(p.ts_ns);
+        let error = !reply.is_ok() || reply.write_errors > 0;
+        let command = p.info.command;
+        if !c.workload {
+            let acc = c.deferred.commands.entry(command.clone()).or_default();
+            count_reply(acc, bytes, error);
+            if c.deferred.latencies.len() < MAX_DEFERRED_LATENCIES {
+                c.deferred.latencies.push((command, latency));
+            }
+            return;
+        }
+        let driver = c.report.driver.clone();
+        let acc = self.workload_cmds.entry(&command);
+        count_reply(acc, bytes, error);
+        acc.record(latency);
+        if Category::of(&command) != Category::Operation {
+            return;
+        }
+        if error {
+            self.op_errors += 1;
+        }
+        self.ops_hist
+            .get_or_insert_with(new_ns_histogram)
+            .saturating_record(latency.max(100));
+        if self.driver_cmds.len() < MAX_DRIVERS || self.driver_cmds.contains_key(&driver) {
+            let per = self.driver_cmds.entry(driver).or_default();
+            if per.len() < MAX_COMMANDS || per.contains_key(&command) {
+                per.entry(command)
+                    .or_insert_with(new_ns_histogram)
+                    .saturating_record(latency.max(100));
+            }
+        }
+        if let Some(s) = self.second(ts) {
+            s.replies += 1;
+            s.sum_ns = s.sum_ns.saturating_add(latency);
+            s.max_ns = s.max_ns.max(latency);
+        }
+    }
+
+    /// Moves a connection's hello traffic to the workload or the other commands.
+    fn flush(&mut self, deferred: Deferred, workload: bool) {
+        let target = if workload {
+            &mut self.workload_cmds
+        } else {
+            &mut self.other_cmds
+        };
+        for (name, acc) in deferred.commands {
+            target.entry(&name).merge(acc);
+        }
+        for (name, latency) in deferred.latencies {
+            target.entry(&name).record(latency);
+        }
+    }
+
+    fn close(&mut self, conn_id: u64, ts: u64) {
+        let Some(mut c) = self.conns.remove(&conn_id) else {
+            return;
+        };
+        self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
+        let role = if c.workload {
+            Role::Workload
+        } else if c.report.requests == 0 {
+            Role::Idle
+        } else if c.awaitable || c.hellos >= 2 {
+            Role::Monitoring
+        } else {
+            Role::HandshakeOnly
+        };
+        if !c.workload {
+            let deferred = std::mem::take(&mut c.deferred);
+            if deferred.requests > 0 {
+                let cat = if role == Role::Monitoring {
+                    Category::Monitoring
+                } else {
+                    Category::Handshake
+                };
+                *c.report.extra.entry(cat.name().into()).or_default() += deferred.requests;
+            }
+            self.flush(deferred, false);
+        } else if let Some(first) = c.first_msg_ns {
+            let (a, b) = self.span.unwrap_or((first, c.last_msg_ns));
+            self.span = Some((a.min(first), b.max(c.last_msg_ns)));
+        }
+        c.report.role = Some(role);
+        c.report.times = c.clock.close(ts);
+        c.report.client_bound_share = c.report.times.client_bound_share();
+        self.done.push(c.report);
+    }
+
+    fn finish(
+        mut self,
+        meta: crate::capture::Metadata,
+        source: &str,
+        label: Option<&str>,
+    ) -> AnalyzeReport {
+        let open: Vec<u64> = self.conns.keys().copied().collect();
+        let end = self.last_ns;
+        for id in open {
+            self.close(id, end);
+        }
+        self.facts.unanswered_requests += self.pairer.drain().len() as u64;
+        self.done.sort_by_key(|c| c.id);
+        self.facts.start_time = meta.start_time;
+        self.facts.upstream = meta.upstream;
+        if let Some(first) = self.first_ns {
+            self.facts.duration_s = self.last_ns.saturating_sub(first) as f64 / 1e9;
+        }
+
+        let mut workload = Totals::default();
+        let mut other = Totals::default();
+        let mut drivers: BTreeMap<String, DriverReport> = BTreeMap::new();
+        for c in &mut self.done {
+            c.closed = c.closed || true;
+            let key = match &c.application {
+                Some(app) => format!("{} ({app})", c.driver),
+                None => c.driver.clone(),
+            };
+            let d = drivers.entry(key.clone()).or_insert_with(|| DriverReport {
+                driver: key,
+                ..Default::default()
+            });
+            if c.role == Some(Role::Workload) {
+                workload.add(c);
+                d.workload.add(c);
+            } else {
+                other.add(c);
+                d.other.add(c);
+            }
+        }
+        workload.finish();
+        other.finish();
+        let mut drivers: Vec<DriverReport> = drivers.into_values().collect();
+        for d in &mut drivers {
+            d.workload.finish();
+            d.other.finish();
+            let key = d.driver.clone();
+            // Histograms are per driver label without the application; match either.
+            let label = key.split(" (").next().unwrap_or(&key).to_owned();
+            if let Some(per) = self.driver_cmds.get(&label) {
+                d.per_command = per
+                    .iter()
+                    .map(|(k, h)| (k.clone(), LatencySummary::from_ns_histogram(h)))
+                    .collect();
+            }
+        }
+
+        let wall_s = self
+            .span
+            .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
+            .unwrap_or(0.0);
+        let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
+        let commands = self.workload_cmds.reports();
+        let summary = ReportSummary {
+            kind: "analyze".into(),
+            label: label.unwrap_or(source).to_owned(),
+            source: source.to_owned(),
+            wall_s,
+            ops: workload.ops,
+            ops_per_s: rate(workload.ops),
+            overall: CommandSummary {
+                count: workload.ops,
+                errors: self.op_errors,
+                ops_per_s: rate(workload.ops),
+                latency: self
+                    .ops_hist
+                    .as_ref()
+                    .map(LatencySummary::from_ns_histogram)
+                    .unwrap_or_default(),
+            },
+            per_command: commands
+                .iter()
+                .map(|c| {
+                    let s = CommandSummary {
+                        count: c.requests,
+                        errors: c.errors,
+                        ops_per_s: rate(c.requests),
+                        latency: c.latency.clone(),
+                    };
+                    (c.command.clone(), s)
+                })
+                .collect(),
+            server_cpu_s_per_1k_ops: None,
+            client_cpu_us_per_op: None,
+            client_bound_share: workload.client_bound_share,
+        };
+        let timeline = self
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(t, s)| TimelinePoint {
+                t_s: t as u64,
+                ops: s.ops,
+                replies: s.replies,
+                mean_us: if s.replies > 0 {
+                    s.sum_ns as f64 / s.replies as f64 / 1e3
+                } else {
+                    0.0
+                },
+                max_us: s.max_ns as f64 / 1e3,
+            })
+            .collect();
+        AnalyzeReport {
+            summary,
+            capture: self.facts,
+            workload,
+            other,
+            drivers,
+            commands,
+            other_commands: self.other_cmds.reports(),
+            connections: self.done,
+            timeline,
+        }
+    }
+}
+
+fn count_request(acc: &mut CmdAcc, bytes: u64, expects_reply: bool) {
+    acc.requests += 1;
+    acc.request_bytes += bytes;
+    if !expects_reply {
+        acc.no_reply += 1;
+    }
+}
+
+fn count_reply(acc: &mut CmdAcc, bytes: u64, error: bool) {
+    acc.replies += 1;
+    acc.reply_bytes += bytes;
+    if error {
+        acc.errors += 1;
+    }
+}
