@@ -1,0 +1,148 @@
+//! Each real client runs the `basic` seed workload directly and through `mongotape record`: it must
+//! get exactly the same results, and the capture must hold every request and reply, paired, with the
+//! client's driver name.
+
+mod common;
+
+use common::{Client, Proxy, Server};
+use mongotape::capture::{CaptureReader, RecordKind};
+use mongotape::report::inspect::inspect_file;
+use mongotape::wire::{Message, RequestInfo};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const SCALE: f64 = 1.0;
+
+/// Runs the workload direct and proxied (same server, the workload drops its database first).
+fn record(client: Client, uri_suffix: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let server = Server::start();
+    let direct = common::run_client(
+        client,
+        "basic",
+        &format!("{}{uri_suffix}", server.uri()),
+        "bench",
+        SCALE,
+    );
+    let dir = common::tempdir();
+    let out = dir.path().join(format!("{}.mtape", client.name()));
+    let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
+    let proxied = common::run_client(
+        client,
+        "basic",
+        &format!("{}{uri_suffix}", proxy.uri()),
+        "bench",
+        SCALE,
+    );
+    let exit = proxy.stop();
+    assert!(exit.status.success() && !exit.killed, "proxy: {}", exit.stderr);
+    let strip = |run: &common::ClientRun| -> Vec<(String, u64, serde_json::Value)> {
+        run.steps
+            .iter()
+            .map(|s| (s.step.clone(), s.ops, s.result.clone()))
+            .collect()
+    };
+    assert_eq!(
+        strip(&direct),
+        strip(&proxied),
+        "{} saw different results through the proxy",
+        client.name()
+    );
+    (dir, out)
+}
+
+/// Commands seen in the capture, counted, and the moreToCome requests.
+fn commands(path: &Path) -> (BTreeMap<String, u64>, u64) {
+    let mut counts = BTreeMap::new();
+    let mut fire_and_forget = 0;
+    for record in CaptureReader::open(path).unwrap() {
+        let record = record.unwrap();
+        if record.kind == RecordKind::Request {
+            let msg = Message::parse(&record.payload).unwrap();
+            let info = RequestInfo::of(&msg);
+            if !info.expects_reply {
+                fire_and_forget += 1;
+            }
+            *counts.entry(info.command).or_default() += 1;
+        }
+    }
+    (counts, fire_and_forget)
+}
+
+fn check_capture(client: Client, path: &Path, driver_name: &str) {
+    let report = inspect_file(path).unwrap();
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert!(report.complete, "no end record");
+    assert_eq!(report.undecodable_messages, 0);
+    assert_eq!(report.dropped_messages, 0);
+    // Only monitoring hellos, awaiting a topology change when the client closed, go unanswered.
+    for (command, n) in &report.unanswered_by_command {
+        assert!(
+            matches!(command.as_str(), "hello" | "isMaster" | "ismaster"),
+            "{}: {n} {command} requests have no reply",
+            client.name()
+        );
+    }
+    let requests: u64 = report.requests_by_opcode.values().map(|c| c.messages).sum();
+    let replies: u64 = report.replies_by_opcode.values().map(|c| c.messages).sum();
+    let answered: u64 = report.by_command.values().map(|c| c.replies).sum();
+    let no_reply: u64 = report.by_command.values().map(|c| c.no_reply_expected).sum();
+    assert_eq!(
+        requests,
+        answered + no_reply + report.unanswered_requests,
+        "every request is answered, fire-and-forget, or a pending monitor"
+    );
+    assert_eq!(replies, answered + report.unsolicited_replies);
+    let drivers: Vec<String> = report
+        .connections
+        .iter()
+        .filter_map(|c| c.driver.as_ref().and_then(|d| d.name.clone()))
+        .collect();
+    assert!(
+        drivers.iter().any(|d| d.contains(driver_name)),
+        "{}: driver names {drivers:?} lack {driver_name}",
+        client.name()
+    );
+
+    let (counts, fire_and_forget) = commands(path);
+    for expected in ["insert", "update", "find", "getMore", "delete", "createIndexes"] {
+        assert!(
+            counts.get(expected).copied().unwrap_or(0) > 0,
+            "{}: no {expected} in {counts:?}",
+            client.name()
+        );
+    }
+    // The w:0 inserts and updates of the workload travel with moreToCome.
+    assert!(
+        fire_and_forget >= 50,
+        "{}: only {fire_and_forget} moreToCome requests",
+        client.name()
+    );
+    assert!(counts["getMore"] >= 5, "{counts:?}");
+
+    // The independent Python reader, written from the spec alone, agrees on every count.
+    let py = common::python_json(
+        "import runpy, sys; sys.argv = ['read_capture.py', '--json', sys.argv[1]]; runpy.run_path('tools/read_capture.py', run_name='__main__')",
+        &[path],
+    );
+    let by_kind = &py["by_kind"];
+    assert_eq!(by_kind["request"].as_u64(), Some(requests), "{py}");
+    assert_eq!(by_kind["reply"].as_u64(), Some(replies), "{py}");
+}
+
+#[test]
+fn pymongo_through_the_proxy() {
+    let (_dir, out) = record(Client::Pymongo, "");
+    check_capture(Client::Pymongo, &out, "PyMongo");
+}
+
+#[test]
+fn mongosh_through_the_proxy() {
+    let (_dir, out) = record(Client::Mongosh, "");
+    check_capture(Client::Mongosh, &out, "mongosh");
+}
+
+#[test]
+fn php_through_the_proxy() {
+    let (_dir, out) = record(Client::Php, "");
+    check_capture(Client::Php, &out, "PHP");
+}
