@@ -1,5 +1,6 @@
 //! Command-line definitions, one file per subcommand.
 
+mod analyze;
 mod record;
 mod view;
 
@@ -21,6 +22,8 @@ enum Command {
     Inspect(view::InspectArgs),
     /// Print a capture's messages as JSON lines.
     Cat(view::CatArgs),
+    /// Server time against client time, per connection and per driver, from a capture alone.
+    Analyze(analyze::AnalyzeArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -30,6 +33,7 @@ pub fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
+        Command::Analyze(args) => analyze::run(args),
     };
     match result {
         Ok(code) => code,

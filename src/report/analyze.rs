@@ -64,7 +64,13 @@ impl Category {
 pub fn is_monitoring_command(command: &str) -> bool {
     matches!(
         command,
-        "hello" | "isMaster" | "ismaster" | "saslStart" | "saslContinue" | "authenticate" | "getnonce"
+        "hello"
+            | "isMaster"
+            | "ismaster"
+            | "saslStart"
+            | "saslContinue"
+            | "authenticate"
+            | "getnonce"
     )
 }
 

@@ -196,7 +196,10 @@ mod tests {
         c.reply(80, false, true); // 30 server: a push
         c.reply(90, false, false); // 10 server, stream ends
         let s = c.close(100);
-        assert_eq!((s.client_ns, s.server_ns, s.gaps.after_last_ns), (30, 50, 10));
+        assert_eq!(
+            (s.client_ns, s.server_ns, s.gaps.after_last_ns),
+            (30, 50, 10)
+        );
         assert!(s.adds_up());
     }
 

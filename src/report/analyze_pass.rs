@@ -66,7 +66,9 @@ impl Commands {
         self.0.entry(key.to_owned()).or_default()
     }
 
-    fn reports(self) -> Vec<CommandReport> {
+    /// `workload`: name each command's category (on the other connections every command is
+    /// monitoring or handshake, whatever its name).
+    fn reports(self, workload: bool) -> Vec<CommandReport> {
         let mut out: Vec<CommandReport> = self
             .0
             .into_iter()
@@ -76,7 +78,7 @@ impl Commands {
                     None => Default::default(),
                 };
                 CommandReport {
-                    category: Some(Category::of(&command)),
+                    category: workload.then(|| Category::of(&command)),
                     command,
                     requests: acc.requests,
                     replies: acc.replies,
@@ -188,10 +190,13 @@ pub fn analyze<R: Read>(
         }
         match record.kind {
             RecordKind::Open => {
-                let client = record.event::<OpenEvent>().map(|e| e.client).unwrap_or_default();
+                let client = record
+                    .event::<OpenEvent>()
+                    .map(|e| e.client)
+                    .unwrap_or_default();
                 pass.conn(record.conn_id, ts).report.client = client;
             }
-            RecordKind::Close => pass.close(record.conn_id, ts),
+            RecordKind::Close => pass.close(record.conn_id, ts, true),
             RecordKind::ClientMetadata => {
                 if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
                     let d = Driver::from_client_doc(&doc);
@@ -286,8 +291,10 @@ impl Pass {
         if !c.workload && !monitoring_cmd {
             c.workload = true;
             let deferred = std::mem::take(&mut c.deferred);
-            *c.report.extra.entry(Category::Handshake.name().into()).or_default() +=
-                deferred.requests;
+            *c.report
+                .extra
+                .entry(Category::Handshake.name().into())
+                .or_default() += deferred.requests;
             self.flush(deferred, true);
         }
         let c = self.conns.get_mut(&conn_id).expect("inserted above");
@@ -300,10 +307,7 @@ impl Pass {
                     c.awaitable |= await_time || m.flags.contains(MsgFlags::EXHAUST_ALLOWED);
                 }
             }
-            let acc = match c.deferred.commands.get_mut(&info.command) {
-                Some(a) => a,
-                None => c.deferred.commands.entry(info.command.clone()).or_default(),
-            };
+            let acc = c.deferred.commands.entry(info.command.clone()).or_default();
             count_request(acc, bytes, info.expects_reply);
         } else {
             let category = Category::of(&info.command);
@@ -315,7 +319,11 @@ impl Pass {
             } else {
                 *c.report.extra.entry(category.name().into()).or_default() += 1;
             }
-            count_request(self.workload_cmds.entry(&info.command), bytes, info.expects_reply);
+            count_request(
+                self.workload_cmds.entry(&info.command),
+                bytes,
+                info.expects_reply,
+            );
         }
         self.pairer.request(conn_id, &msg, info, ts, payload.len());
     }
@@ -359,7 +367,7 @@ impl Pass {
             }
             return;
         }
-        let driver = c.report.driver.clone();
+        let driver = driver_key(&c.report);
         let acc = self.workload_cmds.entry(&command);
         count_reply(acc, bytes, error);
         acc.record(latency);
@@ -402,7 +410,7 @@ impl Pass {
         }
     }
 
-    fn close(&mut self, conn_id: u64, ts: u64) {
+    fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
         let Some(mut c) = self.conns.remove(&conn_id) else {
             return;
         };
@@ -432,6 +440,7 @@ impl Pass {
             self.span = Some((a.min(first), b.max(c.last_msg_ns)));
         }
         c.report.role = Some(role);
+        c.report.closed = closed;
         c.report.times = c.clock.close(ts);
         c.report.client_bound_share = c.report.times.client_bound_share();
         self.done.push(c.report);
@@ -446,7 +455,7 @@ impl Pass {
         let open: Vec<u64> = self.conns.keys().copied().collect();
         let end = self.last_ns;
         for id in open {
-            self.close(id, end);
+            self.close(id, end, false);
         }
         self.facts.unanswered_requests += self.pairer.drain().len() as u64;
         self.done.sort_by_key(|c| c.id);
@@ -459,12 +468,8 @@ impl Pass {
         let mut workload = Totals::default();
         let mut other = Totals::default();
         let mut drivers: BTreeMap<String, DriverReport> = BTreeMap::new();
-        for c in &mut self.done {
-            c.closed = c.closed || true;
-            let key = match &c.application {
-                Some(app) => format!("{} ({app})", c.driver),
-                None => c.driver.clone(),
-            };
+        for c in &self.done {
+            let key = driver_key(c);
             let d = drivers.entry(key.clone()).or_insert_with(|| DriverReport {
                 driver: key,
                 ..Default::default()
@@ -483,10 +488,7 @@ impl Pass {
         for d in &mut drivers {
             d.workload.finish();
             d.other.finish();
-            let key = d.driver.clone();
-            // Histograms are per driver label without the application; match either.
-            let label = key.split(" (").next().unwrap_or(&key).to_owned();
-            if let Some(per) = self.driver_cmds.get(&label) {
+            if let Some(per) = self.driver_cmds.get(&d.driver) {
                 d.per_command = per
                     .iter()
                     .map(|(k, h)| (k.clone(), LatencySummary::from_ns_histogram(h)))
@@ -499,7 +501,7 @@ impl Pass {
             .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
             .unwrap_or(0.0);
         let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
-        let commands = self.workload_cmds.reports();
+        let commands = self.workload_cmds.reports(true);
         let summary = ReportSummary {
             kind: "analyze".into(),
             label: label.unwrap_or(source).to_owned(),
@@ -556,10 +558,18 @@ impl Pass {
             other,
             drivers,
             commands,
-            other_commands: self.other_cmds.reports(),
+            other_commands: self.other_cmds.reports(false),
             connections: self.done,
             timeline,
         }
+    }
+}
+
+/// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
+fn driver_key(c: &ConnReport) -> String {
+    match &c.application {
+        Some(app) => format!("{} ({app})", c.driver),
+        None => c.driver.clone(),
     }
 }
 

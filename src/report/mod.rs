@@ -1,5 +1,10 @@
 //! What a capture or a replay says, for people (text tables, HTML) and for machines (JSON).
 
+pub mod analyze;
+mod analyze_conn;
+pub mod analyze_html;
+mod analyze_pass;
+pub mod analyze_text;
 pub mod cat;
 pub mod inspect;
 pub mod pair;

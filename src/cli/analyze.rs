@@ -1,0 +1,44 @@
+//! `mongotape analyze`: is it the server or the client, from a capture alone.
+
+use anyhow::Context;
+use clap::Args;
+use mongotape::report::analyze::analyze_file;
+use mongotape::report::analyze_html::render_html;
+use mongotape::report::analyze_text::render_text;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// Capture file.
+    file: PathBuf,
+    /// Print JSON instead of tables (it carries `summary`, which `compare` reads).
+    #[arg(long)]
+    json: bool,
+    /// Also write a self-contained HTML report with charts here.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
+    /// The name of this capture's column in `compare` (default: the file stem).
+    #[arg(long)]
+    label: Option<String>,
+}
+
+pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let report = analyze_file(&args.file, args.label.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render_text(&report));
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, render_html(&report))
+            .with_context(|| format!("write the HTML report to {}", path.display()))?;
+        eprintln!("mongotape: HTML report written to {}", path.display());
+    }
+    // A capture that could not be read to its end still reports what was readable, then fails.
+    Ok(if report.capture.error.is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,208 @@
+//! `mongotape analyze` as text tables.
+
+use super::analyze::{AnalyzeReport, Category, CommandReport, Totals};
+use super::table::{fmt_ns, Table};
+use crate::proxy::stats::human_bytes;
+
+/// Connections listed in the text report; `--json` has them all.
+const MAX_CONN_ROWS: usize = 40;
+
+pub fn pct(share: Option<f64>) -> String {
+    share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))
+}
+
+fn us(v: f64) -> String {
+    fmt_ns(v * 1e3)
+}
+
+fn per_op(t: &Totals, key: &str) -> String {
+    match &t.per_op {
+        Some(p) => format!("{:.2}", p.extra.get(key).copied().unwrap_or(0.0)),
+        None => "-".into(),
+    }
+}
+
+pub fn render_text(r: &AnalyzeReport) -> String {
+    let mut s = String::new();
+    let c = &r.capture;
+    s.push_str(&format!(
+        "capture       {} recorded {} from upstream {}\n",
+        r.summary.source, c.start_time, c.upstream
+    ));
+    let state = match (&c.error, c.complete) {
+        (Some(e), _) => format!("read stopped early: {e}"),
+        (None, true) => "complete".into(),
+        (None, false) => "no end record (the recorder did not shut down cleanly)".into(),
+    };
+    s.push_str(&format!(
+        "state         {state}; {} records over {:.3}s\n",
+        c.records, c.duration_s
+    ));
+    if c.dropped_messages > 0 || c.undecodable_messages > 0 {
+        s.push_str(&format!(
+            "WARNING       {} messages dropped by the recorder, {} undecodable: time around them is unattributed\n",
+            c.dropped_messages, c.undecodable_messages
+        ));
+    }
+    let w = &r.workload;
+    s.push_str(&format!(
+        "workload      {} connections, {} logical operations in {:.3}s = {:.0} ops/s\n",
+        w.connections, w.ops, r.summary.wall_s, r.summary.ops_per_s
+    ));
+    s.push_str(&format!(
+        "client-bound  {} of the workload connections' active time (server {}, client {}, gaps {})\n",
+        pct(w.client_bound_share),
+        fmt_ns(w.times.server_ns as f64),
+        fmt_ns(w.times.client_ns as f64),
+        fmt_ns(w.times.gaps.total_ns() as f64),
+    ));
+    let o = &r.other;
+    s.push_str(&format!(
+        "set apart     {} monitoring / handshake-only / idle connections, {} requests, {}\n",
+        o.connections,
+        o.requests,
+        human_bytes(o.bytes)
+    ));
+
+    let mut t = Table::new([
+        "driver",
+        "conns",
+        "ops",
+        "wall",
+        "server",
+        "client",
+        "gaps",
+        "client-bound",
+        "server/op",
+        "client/op",
+    ]);
+    for d in &r.drivers {
+        let w = &d.workload;
+        if w.connections == 0 {
+            continue;
+        }
+        let (server_op, client_op) = match &w.per_op {
+            Some(p) => (us(p.server_us), us(p.client_us)),
+            None => ("-".into(), "-".into()),
+        };
+        t.row([
+            d.driver.clone(),
+            w.connections.to_string(),
+            w.ops.to_string(),
+            fmt_ns(w.times.wall_ns as f64),
+            fmt_ns(w.times.server_ns as f64),
+            fmt_ns(w.times.client_ns as f64),
+            fmt_ns(w.times.gaps.total_ns() as f64),
+            pct(w.client_bound_share),
+            server_op,
+            client_op,
+        ]);
+    }
+    s.push_str("\nWhere the time went, per driver (workload connections, summed)\n");
+    s.push_str(&t.render());
+
+    let mut t = Table::new([
+        "driver",
+        "ops",
+        "round trips/op",
+        "bytes/op",
+        "handshake/op",
+        "sessions/op",
+        "getMore/op",
+        "killCursors/op",
+        "other conns",
+        "other reqs",
+    ]);
+    for d in &r.drivers {
+        let w = &d.workload;
+        if w.connections == 0 && d.other.connections == 0 {
+            continue;
+        }
+        let (rt, bytes) = match &w.per_op {
+            Some(p) => (format!("{:.2}", p.round_trips), human_bytes(p.bytes as u64)),
+            None => ("-".into(), "-".into()),
+        };
+        t.row([
+            d.driver.clone(),
+            w.ops.to_string(),
+            rt,
+            bytes,
+            per_op(w, Category::Handshake.name()),
+            per_op(w, Category::Sessions.name()),
+            per_op(w, Category::GetMore.name()),
+            per_op(w, Category::KillCursors.name()),
+            d.other.connections.to_string(),
+            d.other.requests.to_string(),
+        ]);
+    }
+    s.push_str("\nPer logical operation\n");
+    s.push_str(&t.render());
+
+    s.push_str("\nLatency per command (workload connections)\n");
+    s.push_str(&command_table(&r.commands).render());
+    if !r.other_commands.is_empty() {
+        s.push_str("\nLatency per command (monitoring, handshake-only and idle connections)\n");
+        s.push_str(&command_table(&r.other_commands).render());
+    }
+
+    let mut t = Table::new([
+        "conn",
+        "driver",
+        "role",
+        "reqs",
+        "ops",
+        "wall",
+        "server",
+        "client",
+        "gaps",
+        "client-bound",
+    ]);
+    for c in r.connections.iter().take(MAX_CONN_ROWS) {
+        t.row([
+            c.id.to_string(),
+            c.driver.clone(),
+            c.role.map_or("-", |r| r.name()).to_string(),
+            c.requests.to_string(),
+            c.ops.to_string(),
+            fmt_ns(c.times.wall_ns as f64),
+            fmt_ns(c.times.server_ns as f64),
+            fmt_ns(c.times.client_ns as f64),
+            fmt_ns(c.times.gaps.total_ns() as f64),
+            pct(c.client_bound_share),
+        ]);
+    }
+    s.push_str("\nConnections\n");
+    s.push_str(&t.render());
+    if r.connections.len() > MAX_CONN_ROWS {
+        s.push_str(&format!(
+            "... {} more connections in --json\n",
+            r.connections.len() - MAX_CONN_ROWS
+        ));
+    }
+    s
+}
+
+fn command_table(commands: &[CommandReport]) -> Table {
+    let mut t = Table::new([
+        "command", "kind", "requests", "replies", "no reply", "errors", "p50", "p90", "p99",
+        "p99.9", "max",
+    ]);
+    for c in commands {
+        let l = &c.latency;
+        let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+        t.row([
+            c.command.clone(),
+            c.category.map_or("-", |k| k.name()).to_string(),
+            c.requests.to_string(),
+            c.replies.to_string(),
+            c.no_reply_expected.to_string(),
+            c.errors.to_string(),
+            lat(l.p50_us),
+            lat(l.p90_us),
+            lat(l.p99_us),
+            lat(l.p999_us),
+            lat(l.max_us),
+        ]);
+    }
+    t
+}
