@@ -342,7 +342,7 @@ class CaptureReader:
                     if not self.saw_end:
                         self.problem = Problem("truncated", offset, "no end record: the capture was cut short")
                 elif len(buf) - pos == 0:
-                    self.problem = Problem("truncated", offset, self._cut_message("a record boundary"))
+                    self.problem = Problem("truncated", offset, "cut at a record boundary (%s)" % self.source.error)
                 else:
                     self.problem = Problem("truncated", offset, self._cut_message("a record length"))
                 return
@@ -510,11 +510,14 @@ def _describe_body(opcode, body, reply, with_docs):
                 if size < 4 or at + size > end:
                     raise ValueError("document sequence length %d out of bounds" % size)
                 identifier, doc_at = _cstring(body, at + 4)
-                count = 0
+                docs = []
                 while doc_at < at + size:
-                    doc_at += len(_bson_doc_at(body, doc_at))
-                    count += 1
-                parts.append("seq(%s x%d)" % (identifier, count))
+                    docs.append(_bson_doc_at(body, doc_at))
+                    doc_at += len(docs[-1])
+                parts.append("seq(%s x%d)" % (identifier, len(docs)))
+                if with_docs:
+                    decoded = [decode_bson(doc) for doc in docs]
+                    parts.append(to_ext_json(decoded) if None not in decoded else "<undecodable BSON>")
                 at += size
             else:
                 raise ValueError("unknown section kind %d" % section_kind)
@@ -619,7 +622,7 @@ class Summary:
                 self.end = info
         elif record.kind in MESSAGE_KINDS:
             side = "request" if record.kind == 3 else "reply"
-            conn[side + "s" if side == "request" else "replies"] += 1
+            conn["requests" if record.kind == 3 else "replies"] += 1
             conn[side + "_bytes"] += len(record.payload)
             header = parse_header(record.payload)
             if header is None:
