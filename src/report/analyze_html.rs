@@ -1,7 +1,289 @@
-//! `mongotape analyze --html`.
+//! `mongotape analyze --html`: the report as one self-contained page with charts.
 
-use super::analyze::AnalyzeReport;
+use super::analyze::{AnalyzeReport, Category, ConnReport, Role};
+use super::analyze_text::pct;
+use super::html::{BarChart, LineChart, Page};
+use super::table::fmt_ns;
+use crate::proxy::stats::human_bytes;
+
+/// Commands drawn in the latency charts (the most requested ones).
+const MAX_CHART_COMMANDS: usize = 8;
+/// Workload connections drawn in the per-connection chart (the longest ones).
+const MAX_CHART_CONNS: usize = 30;
+
+const SERVER: &str = "#3b6fd8";
+const CLIENT: &str = "#f28e2b";
+const GAPS: &str = "#c0c4cc";
+
+fn us(v: f64) -> String {
+    fmt_ns(v * 1e3)
+}
 
 pub fn render_html(r: &AnalyzeReport) -> String {
-    format!("<!doctype html><title>{}</title>", r.summary.label)
+    let s = &r.summary;
+    let w = &r.workload;
+    let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
+        .subtitle(&format!(
+            "{} · recorded {} from {} · {} records over {:.3}s",
+            s.source,
+            r.capture.start_time,
+            r.capture.upstream,
+            r.capture.records,
+            r.capture.duration_s
+        ))
+        .facts(&[
+            ("logical operations", s.ops.to_string()),
+            ("ops/s (workload span)", format!("{:.0}", s.ops_per_s)),
+            ("client-bound share", pct(w.client_bound_share)),
+            ("p50 latency", us(s.overall.latency.p50_us)),
+            ("p99 latency", us(s.overall.latency.p99_us)),
+            ("workload connections", w.connections.to_string()),
+            ("other connections", r.other.connections.to_string()),
+        ]);
+    if let Some(e) = &r.capture.error {
+        page = page.paragraph(&format!("The capture could not be read to its end: {e}"));
+    }
+    if r.capture.dropped_messages > 0 || r.capture.undecodable_messages > 0 {
+        page = page.paragraph(&format!(
+            "{} messages were dropped by the recorder and {} could not be decoded; the time around them is counted as unattributed.",
+            r.capture.dropped_messages, r.capture.undecodable_messages
+        ));
+    }
+
+    // Server or client?
+    let drivers: Vec<_> = r
+        .drivers
+        .iter()
+        .filter(|d| d.workload.connections > 0)
+        .collect();
+    let secs = |ns: u64| ns as f64 / 1e9;
+    page = page
+        .section("Server or client?")
+        .paragraph(
+            "Server time: a request was in flight. Client time: nothing was in flight, the client was \
+             preparing its next request. Gaps: before the first request, after the last reply, and \
+             unattributable time. Summed over each driver's workload connections; monitoring \
+             connections are left out.",
+        )
+        .bar_chart(
+            BarChart::new("Server vs client time per driver", "s")
+                .categories(drivers.iter().map(|d| d.driver.clone()))
+                .series("server", drivers.iter().map(|d| secs(d.workload.times.server_ns)))
+                .color(SERVER)
+                .series("client", drivers.iter().map(|d| secs(d.workload.times.client_ns)))
+                .color(CLIENT)
+                .series("gaps", drivers.iter().map(|d| secs(d.workload.times.gaps.total_ns())))
+                .color(GAPS)
+                .stacked(),
+        );
+    let mut conns: Vec<&ConnReport> = r
+        .connections
+        .iter()
+        .filter(|c| c.role == Some(Role::Workload))
+        .collect();
+    conns.sort_by(|a, b| b.times.wall_ns.cmp(&a.times.wall_ns).then(a.id.cmp(&b.id)));
+    conns.truncate(MAX_CHART_CONNS);
+    conns.sort_by_key(|c| c.id);
+    let share = |c: &ConnReport, v: u64| {
+        if c.times.wall_ns > 0 {
+            v as f64 * 100.0 / c.times.wall_ns as f64
+        } else {
+            0.0
+        }
+    };
+    page = page.bar_chart(
+        BarChart::new("Share of each workload connection's wall time", "%")
+            .categories(
+                conns
+                    .iter()
+                    .map(|c| format!("conn {} · {}", c.id, c.driver)),
+            )
+            .series("server", conns.iter().map(|c| share(c, c.times.server_ns)))
+            .color(SERVER)
+            .series("client", conns.iter().map(|c| share(c, c.times.client_ns)))
+            .color(CLIENT)
+            .series(
+                "gaps",
+                conns.iter().map(|c| share(c, c.times.gaps.total_ns())),
+            )
+            .color(GAPS)
+            .stacked(),
+    );
+
+    // Latency.
+    let cmds: Vec<_> = r
+        .commands
+        .iter()
+        .filter(|c| c.latency.count > 0)
+        .take(MAX_CHART_COMMANDS)
+        .collect();
+    let mut dist = LineChart::new(
+        "Latency distribution per command (request to reply)",
+        "latency",
+        "%",
+    )
+    .x_log("µs")
+    .note("Share of replies per latency bucket (buckets √2 apart).");
+    for c in &cmds {
+        dist = dist.series(
+            &c.command,
+            c.distribution.iter().map(|p| (p[0], p[1])).collect(),
+        );
+    }
+    page = page.section("Latency").line_chart(dist).bar_chart(
+        BarChart::new("Latency percentiles per command", "µs")
+            .categories(cmds.iter().map(|c| c.command.clone()))
+            .series("p50", cmds.iter().map(|c| c.latency.p50_us))
+            .series("p90", cmds.iter().map(|c| c.latency.p90_us))
+            .series("p99", cmds.iter().map(|c| c.latency.p99_us)),
+    );
+
+    // Over time.
+    let tl = &r.timeline;
+    page = page
+        .section("Over time")
+        .line_chart(
+            LineChart::new(
+                "Throughput: logical operations per second",
+                "seconds into the capture",
+                "ops/s",
+            )
+            .series(
+                "ops/s",
+                tl.iter().map(|p| (p.t_s as f64, p.ops as f64)).collect(),
+            ),
+        )
+        .line_chart(
+            LineChart::new(
+                "Latency per second (logical operations)",
+                "seconds into the capture",
+                "µs",
+            )
+            .series(
+                "mean",
+                tl.iter()
+                    .filter(|p| p.replies > 0)
+                    .map(|p| (p.t_s as f64, p.mean_us))
+                    .collect(),
+            )
+            .series(
+                "max",
+                tl.iter()
+                    .filter(|p| p.replies > 0)
+                    .map(|p| (p.t_s as f64, p.max_us))
+                    .collect(),
+            ),
+        );
+
+    // Tables.
+    let rows: Vec<Vec<String>> = r
+        .drivers
+        .iter()
+        .map(|d| {
+            let w = &d.workload;
+            let po = w.per_op.as_ref();
+            let extra = |k: Category| {
+                po.map_or("-".into(), |p| {
+                    format!("{:.2}", p.extra.get(k.name()).copied().unwrap_or(0.0))
+                })
+            };
+            vec![
+                d.driver.clone(),
+                w.connections.to_string(),
+                w.ops.to_string(),
+                fmt_ns(w.times.server_ns as f64),
+                fmt_ns(w.times.client_ns as f64),
+                fmt_ns(w.times.gaps.total_ns() as f64),
+                pct(w.client_bound_share),
+                po.map_or("-".into(), |p| format!("{:.2}", p.round_trips)),
+                po.map_or("-".into(), |p| human_bytes(p.bytes as u64)),
+                extra(Category::Handshake),
+                extra(Category::Sessions),
+                extra(Category::GetMore),
+                d.other.connections.to_string(),
+            ]
+        })
+        .collect();
+    page = page.section("Per driver").table(
+        &[
+            "driver",
+            "conns",
+            "ops",
+            "server",
+            "client",
+            "gaps",
+            "client-bound",
+            "round trips/op",
+            "bytes/op",
+            "handshake/op",
+            "sessions/op",
+            "getMore/op",
+            "other conns",
+        ],
+        &rows,
+    );
+    let cmd_rows = |list: &[super::analyze::CommandReport]| -> Vec<Vec<String>> {
+        list.iter()
+            .map(|c| {
+                let l = &c.latency;
+                let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+                vec![
+                    c.command.clone(),
+                    c.category.map_or("-", |k| k.name()).to_string(),
+                    c.requests.to_string(),
+                    c.replies.to_string(),
+                    c.errors.to_string(),
+                    lat(l.p50_us),
+                    lat(l.p90_us),
+                    lat(l.p99_us),
+                    lat(l.max_us),
+                ]
+            })
+            .collect()
+    };
+    let cmd_headers = [
+        "command", "kind", "requests", "replies", "errors", "p50", "p90", "p99", "max",
+    ];
+    page = page
+        .section("Commands on workload connections")
+        .table(&cmd_headers, &cmd_rows(&r.commands))
+        .section("Commands on monitoring and other connections")
+        .table(&cmd_headers, &cmd_rows(&r.other_commands));
+    let conn_rows: Vec<Vec<String>> = r
+        .connections
+        .iter()
+        .map(|c| {
+            vec![
+                c.id.to_string(),
+                c.client.clone(),
+                c.driver.clone(),
+                c.role.map_or("-", |r| r.name()).to_string(),
+                c.requests.to_string(),
+                c.ops.to_string(),
+                fmt_ns(c.times.wall_ns as f64),
+                fmt_ns(c.times.server_ns as f64),
+                fmt_ns(c.times.client_ns as f64),
+                fmt_ns(c.times.gaps.total_ns() as f64),
+                pct(c.client_bound_share),
+            ]
+        })
+        .collect();
+    page.section("Connections")
+        .table(
+            &[
+                "conn",
+                "client",
+                "driver",
+                "role",
+                "reqs",
+                "ops",
+                "wall",
+                "server",
+                "client time",
+                "gaps",
+                "client-bound",
+            ],
+            &conn_rows,
+        )
+        .render()
 }

@@ -6,6 +6,8 @@ pub mod analyze_html;
 mod analyze_pass;
 pub mod analyze_text;
 pub mod cat;
+pub mod html;
+mod html_chart;
 pub mod inspect;
 pub mod pair;
 pub mod summary;

@@ -1,0 +1,225 @@
+//! Self-contained HTML reports: one file, inline CSS, charts as inline SVG drawn here, a few lines
+//! of inline JavaScript for sortable tables. Nothing is fetched from the network.
+//!
+//! Any report builds a page the same way:
+//!
+//! ```
+//! use mongotape::report::html::{BarChart, LineChart, Page};
+//! let html = Page::new("replay of bench.mtape")
+//!     .facts(&[("ops/s", "1,234".into())])
+//!     .section("Latency")
+//!     .bar_chart(BarChart::new("p50 per command", "µs").categories(["find", "insert"]).series("p50", [210.0, 330.0]))
+//!     .line_chart(LineChart::new("Throughput", "s", "ops/s").series("ops/s", vec![(0.0, 10.0), (1.0, 12.0)]))
+//!     .table(&["command", "count"], &[vec!["find".into(), "3".into()]])
+//!     .render();
+//! assert!(html.contains("<svg"));
+//! ```
+//!
+//! Every string is escaped; every number is checked finite before it reaches the SVG.
+
+pub use super::html_chart::{BarChart, LineChart};
+
+/// An HTML report under construction.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    title: String,
+    subtitle: Vec<String>,
+    body: String,
+    charts: usize,
+}
+
+impl Page {
+    pub fn new(title: &str) -> Page {
+        Page {
+            title: title.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    /// A line of small print under the title.
+    pub fn subtitle(mut self, text: &str) -> Page {
+        self.subtitle.push(text.to_owned());
+        self
+    }
+
+    /// Headline figures as cards: `(name, value)`.
+    pub fn facts(mut self, facts: &[(&str, String)]) -> Page {
+        self.body.push_str("<div class=\"facts\">");
+        for (name, value) in facts {
+            self.body.push_str(&format!(
+                "<div class=\"fact\"><div class=\"v\">{}</div><div class=\"k\">{}</div></div>",
+                esc(value),
+                esc(name)
+            ));
+        }
+        self.body.push_str("</div>\n");
+        self
+    }
+
+    pub fn section(mut self, heading: &str) -> Page {
+        self.body.push_str(&format!("<h2>{}</h2>\n", esc(heading)));
+        self
+    }
+
+    pub fn paragraph(mut self, text: &str) -> Page {
+        self.body.push_str(&format!("<p>{}</p>\n", esc(text)));
+        self
+    }
+
+    pub fn bar_chart(mut self, chart: BarChart) -> Page {
+        self.charts += 1;
+        self.body.push_str(&chart.render_svg());
+        self
+    }
+
+    pub fn line_chart(mut self, chart: LineChart) -> Page {
+        self.charts += 1;
+        self.body.push_str(&chart.render_svg());
+        self
+    }
+
+    /// A table; columns whose cells all look numeric are right-aligned. Click a header to sort.
+    pub fn table<S: AsRef<str>>(mut self, headers: &[S], rows: &[Vec<String>]) -> Page {
+        let numeric: Vec<bool> = (0..headers.len())
+            .map(|i| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .all(|c| c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-'))
+            })
+            .collect();
+        let mut t = String::from("<div class=\"tw\"><table class=\"sortable\"><thead><tr>");
+        for (i, h) in headers.iter().enumerate() {
+            let class = if numeric[i] { " class=\"num\"" } else { "" };
+            t.push_str(&format!("<th{class}>{}</th>", esc(h.as_ref())));
+        }
+        t.push_str("</tr></thead><tbody>");
+        for row in rows {
+            t.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate().take(headers.len()) {
+                let class = if numeric[i] { " class=\"num\"" } else { "" };
+                t.push_str(&format!("<td{class}>{}</td>", esc(cell)));
+            }
+            t.push_str("</tr>");
+        }
+        t.push_str("</tbody></table></div>\n");
+        self.body.push_str(&t);
+        self
+    }
+
+    /// The whole document.
+    pub fn render(&self) -> String {
+        let mut s = String::with_capacity(self.body.len() + 8192);
+        s.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+        s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+        s.push_str(&format!(
+            "<title>{}</title><style>{CSS}</style></head>\n<body>",
+            esc(&self.title)
+        ));
+        s.push_str(&format!("<h1>{}</h1>\n", esc(&self.title)));
+        for line in &self.subtitle {
+            s.push_str(&format!("<div class=\"sub\">{}</div>\n", esc(line)));
+        }
+        s.push_str(&self.body);
+        s.push_str(&format!(
+            "<footer>mongotape {} &middot; <span id=\"status\" data-charts=\"{}\">static</span></footer>\n",
+            env!("CARGO_PKG_VERSION"),
+            self.charts
+        ));
+        s.push_str(&format!("<script>{JS}</script>\n</body></html>\n"));
+        s
+    }
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = r#"
+:root{--fg:#1d2330;--muted:#667085;--line:#e4e7ec;--bg:#fff;--card:#f7f8fa}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:17px;margin:28px 0 8px;padding-top:8px;border-top:1px solid var(--line)}
+.sub{color:var(--muted);font-size:12.5px}
+p{max-width:80ch}
+.facts{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
+.fact{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:8px 14px;min-width:120px}
+.fact .v{font-size:19px;font-weight:600;font-variant-numeric:tabular-nums}
+.fact .k{color:var(--muted);font-size:12px}
+figure{margin:12px 0 18px}
+figcaption{font-weight:600;margin-bottom:4px}
+svg.chart{width:100%;height:auto;display:block;font-size:11px}
+svg.chart text{fill:#344054}
+svg.chart .grid{stroke:#eaecf0}
+svg.chart .axis{stroke:#98a2b3}
+svg.chart .mark:hover{opacity:.75}
+svg.chart polyline{fill:none;stroke-width:1.8}
+.tw{overflow-x:auto}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
+th{background:var(--card);cursor:pointer;user-select:none}
+th.num,td.num{text-align:right}
+th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
+footer{color:var(--muted);font-size:11.5px;margin-top:32px}
+.empty{color:var(--muted);font-style:italic}
+"#;
+
+/// Sortable tables; then marks the page as rendered, with the number of charts and data marks seen.
+const JS: &str = r#"
+(function(){
+  function key(t){var s=t.replace(/[,\s]/g,'');var m=s.match(/^(-?[0-9.]+)(ns|µs|ms|s|%|x|B|KiB|MiB|GiB)?$/);
+    if(!m)return null;var v=parseFloat(m[1]);var u={ns:1e-9,'µs':1e-6,ms:1e-3,s:1,KiB:1024,MiB:1048576,GiB:1073741824}[m[2]];return u?v*u:v;}
+  document.querySelectorAll('table.sortable').forEach(function(table){
+    table.querySelectorAll('th').forEach(function(th,i){
+      th.addEventListener('click',function(){
+        var asc=!th.classList.contains('asc');
+        table.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc');});
+        th.classList.add(asc?'asc':'desc');
+        var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+        rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent;var kx=key(x),ky=key(y);
+          var c=(kx!==null&&ky!==null)?kx-ky:x.localeCompare(y);return asc?c:-c;});
+        rows.forEach(function(r){body.appendChild(r);});
+      });
+    });
+  });
+  var charts=document.querySelectorAll('svg.chart').length;
+  var marks=document.querySelectorAll('svg.chart .mark, svg.chart polyline').length;
+  var st=document.getElementById('status');
+  st.textContent='rendered: '+charts+' charts, '+marks+' marks';
+  document.body.setAttribute('data-rendered',charts+':'+marks);
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_everything_from_a_capture() {
+        let html = Page::new("<script>alert(1)</script>")
+            .table(&["cmd"], &[vec!["</td><script>x</script>".into()]])
+            .bar_chart(
+                BarChart::new("t\"", "µs")
+                    .categories(["<b>"])
+                    .series("s'", [f64::NAN]),
+            )
+            .render();
+        assert!(!html.contains("<script>alert"));
+        assert!(!html.contains("<b>"));
+        assert_eq!(html.matches("<script>").count(), 1, "only our own script");
+        assert!(!html.contains("NaN"));
+    }
+}
