@@ -1,7 +1,9 @@
 //! Command-line definitions, one file per subcommand.
 
 mod analyze;
+mod compare;
 mod record;
+mod replay;
 mod view;
 
 use clap::{Parser, Subcommand};
@@ -22,8 +24,12 @@ enum Command {
     Inspect(view::InspectArgs),
     /// Print a capture's messages as JSON lines.
     Cat(view::CatArgs),
+    /// Replay a capture against a server and measure what the server spends.
+    Replay(replay::ReplayArgs),
     /// Server time against client time, per connection and per driver, from a capture alone.
     Analyze(analyze::AnalyzeArgs),
+    /// Analyze or replay reports side by side, with ratios against the first.
+    Compare(compare::CompareArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -33,7 +39,9 @@ pub fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
+        Command::Replay(args) => replay::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(code) => code,

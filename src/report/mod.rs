@@ -6,6 +6,7 @@ pub mod analyze_html;
 mod analyze_pass;
 pub mod analyze_text;
 pub mod cat;
+pub mod compare;
 pub mod html;
 mod html_chart;
 pub mod inspect;

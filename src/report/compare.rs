@@ -1,0 +1,405 @@
+//! `mongotape compare`: reports side by side, per command and overall, with ratios against the first
+//! column. Reads the `summary` key ([`ReportSummary`]) of any report JSON (analyze or replay), or a
+//! bare `ReportSummary`.
+
+use super::html::{BarChart, Page};
+use super::html_chart::fmt_value;
+use super::summary::{CommandSummary, ReportSummary};
+use super::table::Table;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Why a report could not be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("cannot read report {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("report {path} is not JSON: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "report {path} has no usable `summary` (is it an analyze or replay report?): {detail}"
+    )]
+    NoSummary { path: String, detail: String },
+}
+
+/// Loads the summary of a report file.
+pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
+    let name = path.display().to_string();
+    let text = std::fs::read(path).map_err(|source| CompareError::Read {
+        path: name.clone(),
+        source,
+    })?;
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|source| CompareError::Json {
+            path: name.clone(),
+            source,
+        })?;
+    let doc = match value.get_mut("summary") {
+        Some(s) => s.take(),
+        None => value,
+    };
+    serde_json::from_value(doc).map_err(|e| CompareError::NoSummary {
+        path: name,
+        detail: e.to_string(),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnHead {
+    pub label: String,
+    pub kind: String,
+    pub source: String,
+    /// The report file it came from.
+    pub file: String,
+}
+
+/// One figure across the columns; `ratios[i] = values[i] / values[0]` when both exist.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricRow {
+    pub metric: String,
+    /// `ops/s`, `µs`, `%`, `s`, `` ...
+    pub unit: String,
+    pub values: Vec<Option<f64>>,
+    pub ratios: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandRows {
+    pub command: String,
+    pub rows: Vec<MetricRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub columns: Vec<ColumnHead>,
+    pub overall: Vec<MetricRow>,
+    pub per_command: Vec<CommandRows>,
+}
+
+fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
+    let base = values.first().copied().flatten();
+    let ratios = values
+        .iter()
+        .map(|v| match (base, v) {
+            (Some(b), Some(v)) if b != 0.0 && b.is_finite() && v.is_finite() => Some(v / b),
+            _ => None,
+        })
+        .collect();
+    MetricRow {
+        metric: metric.to_owned(),
+        unit: unit.to_owned(),
+        values,
+        ratios,
+    }
+}
+
+fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
+    let f = |g: fn(&CommandSummary) -> f64| cols.iter().map(|c| Some(g(c))).collect();
+    let lat = |g: fn(&CommandSummary) -> f64| {
+        cols.iter()
+            .map(|c| (c.latency.count > 0).then(|| g(c)))
+            .collect()
+    };
+    vec![
+        row("count", "", f(|c| c.count as f64)),
+        row("throughput", "ops/s", f(|c| c.ops_per_s)),
+        row("errors", "", f(|c| c.errors as f64)),
+        row("p50", "µs", lat(|c| c.latency.p50_us)),
+        row("p90", "µs", lat(|c| c.latency.p90_us)),
+        row("p99", "µs", lat(|c| c.latency.p99_us)),
+        row("p99.9", "µs", lat(|c| c.latency.p999_us)),
+        row("max", "µs", lat(|c| c.latency.max_us)),
+    ]
+}
+
+/// Compares summaries; `files[i]` names where `summaries[i]` came from.
+pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
+    let mut seen = BTreeSet::new();
+    let columns = summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let base = if s.label.is_empty() {
+                format!("#{}", i + 1)
+            } else {
+                s.label.clone()
+            };
+            let mut label = base.clone();
+            let mut n = 2;
+            while !seen.insert(label.clone()) {
+                label = format!("{base} #{n}");
+                n += 1;
+            }
+            ColumnHead {
+                label,
+                kind: s.kind.clone(),
+                source: s.source.clone(),
+                file: files.get(i).cloned().unwrap_or_default(),
+            }
+        })
+        .collect();
+    let overall_cmds: Vec<&CommandSummary> = summaries.iter().map(|s| &s.overall).collect();
+    let mut overall = vec![
+        row(
+            "operations",
+            "",
+            summaries.iter().map(|s| Some(s.ops as f64)).collect(),
+        ),
+        row(
+            "wall time",
+            "s",
+            summaries.iter().map(|s| Some(s.wall_s)).collect(),
+        ),
+    ];
+    let mut per_op = command_rows(&overall_cmds);
+    per_op.remove(0); // the count is `operations`
+    overall.extend(per_op);
+    overall.push(row(
+        "server CPU per 1,000 ops",
+        "s",
+        summaries
+            .iter()
+            .map(|s| s.server_cpu_s_per_1k_ops)
+            .collect(),
+    ));
+    overall.push(row(
+        "client CPU per op",
+        "µs",
+        summaries.iter().map(|s| s.client_cpu_us_per_op).collect(),
+    ));
+    overall.push(row(
+        "client-bound share",
+        "%",
+        summaries
+            .iter()
+            .map(|s| s.client_bound_share.map(|v| v * 100.0))
+            .collect(),
+    ));
+    let names: BTreeSet<&String> = summaries
+        .iter()
+        .flat_map(|s| s.per_command.keys())
+        .collect();
+    let empty = CommandSummary::default();
+    let mut per_command: Vec<CommandRows> = names
+        .into_iter()
+        .map(|name| {
+            let cols: Vec<&CommandSummary> = summaries
+                .iter()
+                .map(|s| s.per_command.get(name).unwrap_or(&empty))
+                .collect();
+            CommandRows {
+                command: name.clone(),
+                rows: command_rows(&cols),
+            }
+        })
+        .collect();
+    let total = |c: &CommandRows| -> f64 { c.rows[0].values.iter().flatten().sum() };
+    per_command.sort_by(|a, b| {
+        total(b)
+            .total_cmp(&total(a))
+            .then(a.command.cmp(&b.command))
+    });
+    CompareReport {
+        columns,
+        overall,
+        per_command,
+    }
+}
+
+fn cell(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(v) if unit.is_empty() => format!("{v:.0}"),
+        Some(v) => fmt_value(v, unit),
+        None => "-".into(),
+    }
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{r:.2}x"))
+}
+
+impl CompareReport {
+    fn table(&self, rows: &[MetricRow]) -> Table {
+        let mut t = Table::new(self.table_rows_headers());
+        for cells in self.table_rows(rows) {
+            t.row(cells);
+        }
+        t
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        for c in &self.columns {
+            s.push_str(&format!(
+                "{:<16} {} report of {} ({})\n",
+                c.label, c.kind, c.source, c.file
+            ));
+        }
+        s.push_str("\nOverall (logical operations)\n");
+        s.push_str(&self.table(&self.overall).render());
+        for c in &self.per_command {
+            let rows: Vec<MetricRow> = c
+                .rows
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.metric.as_str(),
+                        "count" | "throughput" | "p50" | "p99" | "errors"
+                    )
+                })
+                .cloned()
+                .collect();
+            s.push_str(&format!("\n{}\n", c.command));
+            s.push_str(&self.table(&rows).render());
+        }
+        s
+    }
+
+    pub fn render_html(&self) -> String {
+        let labels: Vec<String> = self.columns.iter().map(|c| c.label.clone()).collect();
+        let get = |metric: &str| -> Vec<f64> {
+            self.overall
+                .iter()
+                .find(|r| r.metric == metric)
+                .map(|r| r.values.iter().map(|v| v.unwrap_or(0.0)).collect())
+                .unwrap_or_default()
+        };
+        let mut page = Page::new(&format!("mongotape compare: {}", labels.join(" vs ")));
+        for c in &self.columns {
+            page = page.subtitle(&format!(
+                "{}: {} report of {} ({})",
+                c.label, c.kind, c.source, c.file
+            ));
+        }
+        page = page
+            .section("Overall")
+            .bar_chart(
+                BarChart::new("Throughput", "ops/s")
+                    .categories(labels.clone())
+                    .series("ops/s", get("throughput")),
+            )
+            .bar_chart(
+                BarChart::new("Latency percentiles", "µs")
+                    .categories(labels.clone())
+                    .series("p50", get("p50"))
+                    .series("p90", get("p90"))
+                    .series("p99", get("p99")),
+            )
+            .bar_chart(
+                BarChart::new("Client-bound share of active time", "%")
+                    .categories(labels.clone())
+                    .series("client-bound", get("client-bound share"))
+                    .color("#f28e2b"),
+            );
+        let cpu = get("server CPU per 1,000 ops");
+        if cpu.iter().any(|v| *v > 0.0) {
+            page = page.bar_chart(
+                BarChart::new("Server CPU per 1,000 operations", "s")
+                    .categories(labels.clone())
+                    .series("server CPU", cpu),
+            );
+        }
+        page = page.table(&self.table_rows_headers(), &self.table_rows(&self.overall));
+        let top: Vec<&CommandRows> = self.per_command.iter().take(12).collect();
+        let metric = |c: &CommandRows, m: &str, i: usize| -> f64 {
+            c.rows
+                .iter()
+                .find(|r| r.metric == m)
+                .and_then(|r| r.values.get(i).copied().flatten())
+                .unwrap_or(0.0)
+        };
+        for (m, unit, title) in [
+            ("throughput", "ops/s", "Throughput per command"),
+            ("p50", "µs", "p50 latency per command"),
+            ("p99", "µs", "p99 latency per command"),
+        ] {
+            let mut chart =
+                BarChart::new(title, unit).categories(top.iter().map(|c| c.command.clone()));
+            for (i, l) in labels.iter().enumerate() {
+                chart = chart.series(l, top.iter().map(|c| metric(c, m, i)));
+            }
+            if m == "throughput" {
+                page = page.section("Per command");
+            }
+            page = page.bar_chart(chart);
+        }
+        for c in &self.per_command {
+            page = page
+                .paragraph(&c.command)
+                .table(&self.table_rows_headers(), &self.table_rows(&c.rows));
+        }
+        page.render()
+    }
+
+    fn table_rows_headers(&self) -> Vec<String> {
+        let mut h = vec!["metric".to_owned()];
+        for (i, c) in self.columns.iter().enumerate() {
+            h.push(c.label.clone());
+            if i > 0 {
+                h.push(format!("vs {}", self.columns[0].label));
+            }
+        }
+        h
+    }
+
+    fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
+        rows.iter()
+            .map(|r| {
+                let mut cells = vec![r.metric.clone()];
+                for (i, v) in r.values.iter().enumerate() {
+                    cells.push(cell(*v, &r.unit));
+                    if i > 0 {
+                        cells.push(ratio(r.ratios.get(i).copied().flatten()));
+                    }
+                }
+                cells
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(label: &str, ops_per_s: f64, p50: f64) -> ReportSummary {
+        let mut s = ReportSummary {
+            kind: "analyze".into(),
+            label: label.into(),
+            ops: 100,
+            ops_per_s,
+            ..Default::default()
+        };
+        s.overall.ops_per_s = ops_per_s;
+        s.overall.latency.count = 100;
+        s.overall.latency.p50_us = p50;
+        s.per_command.insert("find".into(), s.overall.clone());
+        s
+    }
+
+    #[test]
+    fn ratios_against_the_first_column() {
+        let r = compare(
+            &[summary("a", 100.0, 200.0), summary("a", 250.0, 100.0)],
+            &[],
+        );
+        assert_eq!(r.columns[1].label, "a #2");
+        let tp = r.overall.iter().find(|m| m.metric == "throughput").unwrap();
+        assert_eq!(tp.ratios, vec![Some(1.0), Some(2.5)]);
+        let cpu = r
+            .overall
+            .iter()
+            .find(|m| m.metric.starts_with("server CPU"))
+            .unwrap();
+        assert_eq!(cpu.ratios, vec![None, None]);
+        assert_eq!(r.per_command[0].command, "find");
+        assert!(r.render_text().contains("2.50x"));
+    }
+}
