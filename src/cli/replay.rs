@@ -1,0 +1,149 @@
+//! `mongotape replay`: options in, report out. Everything else is in `mongotape::replay`.
+
+use anyhow::Context;
+use clap::Args;
+use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Capture file to replay.
+    capture: PathBuf,
+    /// The server to replay against: `mongodb://[user:pass@]host:port/[?authSource=..&authMechanism=..]`
+    /// or `host:port`.
+    #[arg(long)]
+    target: String,
+    /// Recorded timing scaled by this factor (2 = twice as fast, 0.5 = half speed).
+    #[arg(long, default_value_t = 1.0, conflicts_with_all = ["fast", "rate"])]
+    speed: f64,
+    /// As fast as the server answers; each connection still waits for its replies (closed loop).
+    #[arg(long, conflicts_with = "rate")]
+    fast: bool,
+    /// Open loop at this many requests per second; latency counts from each intended send time.
+    #[arg(long, value_name = "OPS")]
+    rate: Option<f64>,
+    /// Spread the recorded requests over N connections (per clone) instead of one per recorded
+    /// connection.
+    #[arg(long, value_name = "N")]
+    connections: Option<usize>,
+    /// K copies of the traffic at once, each in its own databases (`bench` -> `bench_1`..`bench_K`).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    clones: u32,
+    /// Replay the capture K times in a row, each pass with fresh sessions.
+    #[arg(long, value_name = "K")]
+    repeat: Option<u64>,
+    /// Stop after this many seconds; without --repeat the capture repeats until then.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Replay only these commands (comma-separated, repeatable).
+    #[arg(long = "command", value_delimiter = ',')]
+    commands: Vec<String>,
+    /// Leave out these commands (comma-separated, repeatable).
+    #[arg(long = "exclude-command", value_delimiter = ',')]
+    exclude_commands: Vec<String>,
+    /// Replay only this namespace: `db`, `db.coll` or a prefix ending in `*` (repeatable).
+    #[arg(long = "namespace")]
+    namespaces: Vec<String>,
+    /// Leave out this namespace (same forms as --namespace, repeatable).
+    #[arg(long = "exclude-namespace")]
+    exclude_namespaces: Vec<String>,
+    /// Replay only these recorded connection ids (comma-separated, repeatable).
+    #[arg(long = "connection", value_delimiter = ',')]
+    connection_ids: Vec<u64>,
+    /// Rename a database: `from:to` (repeatable).
+    #[arg(long = "db-map", value_name = "FROM:TO")]
+    db_map: Vec<String>,
+    /// Write the JSON report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// The server's process id, for its CPU time (default: the local process listening on the
+    /// target's port, when there is one).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Do not read serverStatus before and after.
+    #[arg(long)]
+    no_server_status: bool,
+    /// Seconds to wait for any one reply (or connection) before giving up on the target.
+    #[arg(long, default_value_t = 60.0)]
+    op_timeout: f64,
+    /// Memory for requests read ahead of the replay, in MiB.
+    #[arg(long, default_value_t = 64)]
+    read_ahead_mb: usize,
+    /// Label for this run in reports (default: the capture's file name).
+    #[arg(long)]
+    label: Option<String>,
+    /// No progress bar (it is shown only when stderr is a terminal anyway).
+    #[arg(long)]
+    no_progress: bool,
+    /// No text summary on stdout.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(v > 0.0 && v.is_finite(), "{name} must be a positive number of seconds");
+    Ok(Duration::from_secs_f64(v))
+}
+
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let pacing = if args.fast {
+        Pacing::Fast
+    } else if let Some(r) = args.rate {
+        Pacing::Rate { ops_per_s: r }
+    } else {
+        Pacing::Recorded { speed: args.speed }
+    };
+    let mut db_map = Vec::new();
+    for m in &args.db_map {
+        let (from, to) = m
+            .split_once(':')
+            .filter(|(f, t)| !f.is_empty() && !t.is_empty())
+            .with_context(|| format!("--db-map {m:?}: expected FROM:TO"))?;
+        db_map.push((from.to_owned(), to.to_owned()));
+    }
+    let mut config = ReplayConfig::new(&args.capture, &args.target);
+    config.pacing = pacing;
+    config.connections = args.connections;
+    config.clones = args.clones;
+    config.duration = args.duration.map(|d| positive_secs(d, "--duration")).transpose()?;
+    config.repeat = match (args.repeat, config.duration) {
+        (Some(r), _) => Some(r),
+        (None, Some(_)) => None,
+        (None, None) => Some(1),
+    };
+    config.filters = Filters {
+        commands: args.commands,
+        exclude_commands: args.exclude_commands,
+        namespaces: args.namespaces,
+        exclude_namespaces: args.exclude_namespaces,
+        connections: args.connection_ids,
+    };
+    config.db_map = db_map;
+    config.server_pid = args.server_pid;
+    config.server_status = !args.no_server_status;
+    config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
+    config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
+    config.progress = !args.no_progress && std::io::stderr().is_terminal();
+    config.label = args.label;
+
+    let report = replay::run(config)?;
+    if let Some(path) = &args.report {
+        let json = serde_json::to_vec_pretty(&report)?;
+        std::fs::write(path, json).with_context(|| format!("writing the report to {}", path.display()))?;
+    }
+    if !args.quiet {
+        print!("{}", report.render_text());
+    }
+    if let Some(e) = &report.error {
+        eprintln!("mongotape: replay failed: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if let Some(e) = &report.capture_error {
+        eprintln!("mongotape: capture read only in part: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}

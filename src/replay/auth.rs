@@ -1,0 +1,208 @@
+//! SCRAM-SHA-256 and SCRAM-SHA-1 (RFC 5802 as MongoDB uses it). Recorded SASL conversations are bound
+//! to their session's nonce and cannot be replayed, so each replay connection authenticates itself.
+
+use super::conn::{command_ok, error_text, Conn, ConnError, Target};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use bson::{rawdoc, spec::BinarySubtype, Binary, RawDocumentBuf};
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    Sha1,
+    Sha256,
+}
+
+impl Mechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Sha1 => "SCRAM-SHA-1",
+            Mechanism::Sha256 => "SCRAM-SHA-256",
+        }
+    }
+
+    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        match self {
+            Mechanism::Sha1 => {
+                let mut m = Hmac::<sha1::Sha1>::new_from_slice(key).expect("any key length");
+                m.update(data);
+                m.finalize().into_bytes().to_vec()
+            }
+            Mechanism::Sha256 => {
+                let mut m = Hmac::<sha2::Sha256>::new_from_slice(key).expect("any key length");
+                m.update(data);
+                m.finalize().into_bytes().to_vec()
+            }
+        }
+    }
+
+    fn hash(self, data: &[u8]) -> Vec<u8> {
+        use sha2::Digest;
+        match self {
+            Mechanism::Sha1 => sha1::Sha1::digest(data).to_vec(),
+            Mechanism::Sha256 => sha2::Sha256::digest(data).to_vec(),
+        }
+    }
+
+    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+        match self {
+            Mechanism::Sha1 => {
+                let mut out = [0u8; 20];
+                pbkdf2::pbkdf2_hmac::<sha1::Sha1>(password, salt, iterations, &mut out);
+                out.to_vec()
+            }
+            Mechanism::Sha256 => {
+                let mut out = [0u8; 32];
+                pbkdf2::pbkdf2_hmac::<sha2::Sha256>(password, salt, iterations, &mut out);
+                out.to_vec()
+            }
+        }
+    }
+}
+
+/// The mechanism to use: the URI's, else SHA-256 unless the server lists only SHA-1 for the user.
+fn choose(target: &Target, hello: &RawDocumentBuf) -> Mechanism {
+    match target.mechanism.as_deref() {
+        Some("SCRAM-SHA-1") => return Mechanism::Sha1,
+        Some(_) => return Mechanism::Sha256,
+        None => {}
+    }
+    let listed: Vec<String> = hello
+        .get_array("saslSupportedMechs")
+        .map(|a| {
+            a.into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if listed.iter().any(|m| m == "SCRAM-SHA-1") && !listed.iter().any(|m| m == "SCRAM-SHA-256") {
+        Mechanism::Sha1
+    } else {
+        Mechanism::Sha256
+    }
+}
+
+fn attr<'a>(message: &'a str, name: char) -> Option<&'a str> {
+    message
+        .split(',')
+        .find_map(|kv| kv.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+}
+
+fn payload(reply: &RawDocumentBuf) -> Option<String> {
+    let b = reply.get_binary("payload").ok()?;
+    String::from_utf8(b.bytes.to_vec()).ok()
+}
+
+pub async fn authenticate(
+    conn: &mut Conn,
+    target: &Target,
+    hello: &RawDocumentBuf,
+) -> Result<(), ConnError> {
+    let user = target.user.clone().unwrap_or_default();
+    let fail = |detail: String| ConnError::Auth {
+        addr: target.addr.clone(),
+        user: user.clone(),
+        detail,
+    };
+    let mech = choose(target, hello);
+    let password = target.password.clone().unwrap_or_default();
+    let password = match mech {
+        // SCRAM-SHA-1 in MongoDB hashes the password the way MONGODB-CR did.
+        Mechanism::Sha1 => {
+            use md5::Digest;
+            let digest = md5::Md5::digest(format!("{user}:mongo:{password}").as_bytes());
+            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        }
+        Mechanism::Sha256 => password,
+    };
+    let mut nonce = [0u8; 24];
+    rand::rng().fill_bytes(&mut nonce);
+    let nonce = B64.encode(nonce);
+    let sasl_user = user.replace('=', "=3D").replace(',', "=2C");
+    let first_bare = format!("n={sasl_user},r={nonce}");
+    let binary = |s: String| Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: s.into_bytes(),
+    };
+    let db = target.auth_source.as_str();
+    let start = rawdoc! {
+        "saslStart": 1, "mechanism": mech.name(), "payload": binary(format!("n,,{first_bare}")),
+        "autoAuthorize": 1, "options": { "skipEmptyExchange": true }, "$db": db,
+    };
+    let reply = conn.command(&start, "authenticating").await?;
+    if !command_ok(&reply) {
+        return Err(fail(format!("{} saslStart: {}", mech.name(), error_text(&reply))));
+    }
+    let conversation = reply
+        .get("conversationId")
+        .ok()
+        .flatten()
+        .map(bson::RawBson::from)
+        .ok_or_else(|| fail("saslStart reply has no conversationId".into()))?;
+    let server_first = payload(&reply).ok_or_else(|| fail("saslStart reply has no payload".into()))?;
+    let server_nonce = attr(&server_first, 'r').unwrap_or_default();
+    let salt = attr(&server_first, 's')
+        .and_then(|s| B64.decode(s).ok())
+        .ok_or_else(|| fail("server-first message has no salt".into()))?;
+    let iterations: u32 = attr(&server_first, 'i')
+        .and_then(|i| i.parse().ok())
+        .filter(|&i| i >= 1)
+        .ok_or_else(|| fail("server-first message has no iteration count".into()))?;
+    if !server_nonce.starts_with(&nonce) {
+        return Err(fail("the server nonce does not extend ours".into()));
+    }
+    let salted = mech.salted_password(password.as_bytes(), &salt, iterations);
+    let client_key = mech.hmac(&salted, b"Client Key");
+    let stored_key = mech.hash(&client_key);
+    let without_proof = format!("c=biws,r={server_nonce}");
+    let auth_message = format!("{first_bare},{server_first},{without_proof}");
+    let signature = mech.hmac(&stored_key, auth_message.as_bytes());
+    let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+    let client_final = format!("{without_proof},p={}", B64.encode(proof));
+    let mut step = rawdoc! { "saslContinue": 1, "payload": binary(client_final), "$db": db };
+    step.append(bson::cstr!("conversationId"), conversation.clone());
+    let reply = conn.command(&step, "authenticating").await?;
+    if !command_ok(&reply) {
+        return Err(fail(format!("{} saslContinue: {}", mech.name(), error_text(&reply))));
+    }
+    let server_final = payload(&reply).unwrap_or_default();
+    let server_key = mech.hmac(&salted, b"Server Key");
+    let expected = B64.encode(mech.hmac(&server_key, auth_message.as_bytes()));
+    if attr(&server_final, 'v') != Some(expected.as_str()) {
+        return Err(fail("the server's signature does not verify".into()));
+    }
+    let mut done = reply.get_bool("done").unwrap_or(true);
+    let mut rounds = 0;
+    while !done && rounds < 3 {
+        let mut step = rawdoc! { "saslContinue": 1, "payload": binary(String::new()), "$db": db };
+        step.append(bson::cstr!("conversationId"), conversation.clone());
+        let reply = conn.command(&step, "authenticating").await?;
+        if !command_ok(&reply) {
+            return Err(fail(error_text(&reply)));
+        }
+        done = reply.get_bool("done").unwrap_or(true);
+        rounds += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc7677_test_vector() {
+        // RFC 7677 section 3: user "user", password "pencil".
+        let m = Mechanism::Sha256;
+        let salt = B64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
+        let salted = m.salted_password(b"pencil", &salt, 4096);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let stored = m.hash(&client_key);
+        let auth = "n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
+        let sig = m.hmac(&stored, auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+        assert_eq!(B64.encode(proof), "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+    }
+}

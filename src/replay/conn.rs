@@ -1,0 +1,391 @@
+//! A minimal MongoDB connection for the replayer: raw OP_MSG bytes out, whole frames back, its own
+//! `hello` handshake and SCRAM authentication. Nothing here re-encodes a replayed request.
+
+use super::auth;
+use crate::wire::header::MsgHeader;
+use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+use crate::wire::{FrameSplitter, WireError};
+use bson::{rawdoc, RawDocumentBuf};
+use bytes::Bytes;
+use std::time::Duration;
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Where to replay: the first host of a `mongodb://` URI (or a bare `host:port`) and its credentials.
+#[derive(Clone)]
+pub struct Target {
+    pub addr: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub auth_source: String,
+    /// `SCRAM-SHA-256` or `SCRAM-SHA-1`; chosen from the server's `saslSupportedMechs` when unset.
+    pub mechanism: Option<String>,
+    pub app_name: String,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+#[derive(Debug, Error)]
+#[error("--target {uri:?}: {detail}")]
+pub struct TargetError {
+    pub uri: String,
+    pub detail: String,
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Target {
+    pub fn parse(uri: &str) -> Result<Target, TargetError> {
+        let fail = |detail: &str| TargetError {
+            uri: Target::redact(uri),
+            detail: detail.to_owned(),
+        };
+        let rest = match uri.strip_prefix("mongodb://") {
+            Some(rest) => rest,
+            None if uri.contains("://") => return Err(fail("only mongodb:// URIs are supported")),
+            None => uri,
+        };
+        let (authority, tail) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let (creds, hosts) = match authority.rsplit_once('@') {
+            Some((c, h)) => (Some(c), h),
+            None => (None, authority),
+        };
+        let host = hosts.split(',').next().unwrap_or_default();
+        if host.is_empty() {
+            return Err(fail("no host"));
+        }
+        let addr = if host.contains(':') && !host.ends_with(']') {
+            host.to_owned()
+        } else {
+            format!("{host}:27017")
+        };
+        let (path, query) = match tail.split_once('?') {
+            Some((p, q)) => (p, q),
+            None => (tail, ""),
+        };
+        let path_db = path.trim_start_matches('/');
+        let mut target = Target {
+            addr,
+            user: None,
+            password: None,
+            auth_source: if path_db.is_empty() {
+                "admin".into()
+            } else {
+                percent_decode(path_db)
+            },
+            mechanism: None,
+            app_name: "mongotape replay".into(),
+        };
+        if let Some(c) = creds {
+            let (u, p) = c.split_once(':').unwrap_or((c, ""));
+            target.user = Some(percent_decode(u));
+            target.password = Some(percent_decode(p));
+        }
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match k.to_ascii_lowercase().as_str() {
+                "authsource" => target.auth_source = percent_decode(v),
+                "authmechanism" => {
+                    if v != "SCRAM-SHA-256" && v != "SCRAM-SHA-1" {
+                        return Err(fail("authMechanism must be SCRAM-SHA-256 or SCRAM-SHA-1"));
+                    }
+                    target.mechanism = Some(v.to_owned());
+                }
+                "appname" => target.app_name = percent_decode(v),
+                "tls" | "ssl" if v == "true" => return Err(fail("TLS is not supported")),
+                _ => {}
+            }
+        }
+        Ok(target)
+    }
+
+    /// The URI with any password replaced by `****`.
+    pub fn redact(uri: &str) -> String {
+        match (uri.find("://"), uri.rfind('@')) {
+            (Some(s), Some(at)) if at > s => {
+                let creds = &uri[s + 3..at];
+                match creds.split_once(':') {
+                    Some((u, _)) => format!("{}{u}:****{}", &uri[..s + 3], &uri[at..]),
+                    None => uri.to_owned(),
+                }
+            }
+            _ => uri.to_owned(),
+        }
+    }
+
+    pub fn display(&self) -> String {
+        match &self.user {
+            Some(u) => format!("{u}@{}", self.addr),
+            None => self.addr.clone(),
+        }
+    }
+}
+
+/// What went wrong talking to the target. Every variant names the target's address: these are
+/// target-side failures, as opposed to capture or internal ones.
+#[derive(Debug, Error)]
+pub enum ConnError {
+    #[error("cannot connect to the target {addr}: {source}")]
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("the target {addr} closed the connection while {during}")]
+    Closed { addr: String, during: &'static str },
+    #[error("i/o error with the target {addr} while {during}: {source}")]
+    Io {
+        addr: String,
+        during: &'static str,
+        source: std::io::Error,
+    },
+    #[error("the target {addr} sent a malformed message: {source}")]
+    Wire { addr: String, source: WireError },
+    #[error("the target {addr} did not answer within {secs:.1} s while {during}")]
+    Timeout {
+        addr: String,
+        secs: f64,
+        during: &'static str,
+    },
+    #[error("handshake with the target {addr} failed: {detail}")]
+    Handshake { addr: String, detail: String },
+    #[error("authentication as {user:?} with the target {addr} failed: {detail}")]
+    Auth {
+        addr: String,
+        user: String,
+        detail: String,
+    },
+}
+
+pub struct Conn {
+    stream: TcpStream,
+    splitter: FrameSplitter,
+    next_id: i32,
+    addr: String,
+    timeout: Duration,
+    /// Replies that answered no request we were waiting for (exhaust pushes, late replies).
+    pub stray_replies: u64,
+}
+
+impl Conn {
+    /// Connects, says `hello`, and authenticates when the target carries credentials.
+    pub async fn connect(target: &Target, timeout: Duration) -> Result<Conn, ConnError> {
+        let addr = target.addr.clone();
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(source)) => return Err(ConnError::Connect { addr, source }),
+            Err(_) => {
+                return Err(ConnError::Timeout {
+                    addr,
+                    secs: timeout.as_secs_f64(),
+                    during: "connecting",
+                })
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let mut conn = Conn {
+            stream,
+            splitter: FrameSplitter::new(),
+            next_id: 1,
+            addr,
+            timeout,
+            stray_replies: 0,
+        };
+        let mut hello = rawdoc! {
+            "hello": 1, "helloOk": true,
+            "client": {
+                "application": { "name": target.app_name.as_str() },
+                "driver": { "name": "mongotape", "version": env!("CARGO_PKG_VERSION") },
+                "os": { "type": std::env::consts::OS },
+            },
+        };
+        if let Some(user) = &target.user {
+            hello.append(
+                bson::cstr!("saslSupportedMechs"),
+                format!("{}.{user}", target.auth_source),
+            );
+        }
+        hello.append(bson::cstr!("$db"), "admin");
+        let reply = conn.command(&hello, "saying hello").await?;
+        if !command_ok(&reply) {
+            return Err(ConnError::Handshake {
+                addr: conn.addr.clone(),
+                detail: error_text(&reply),
+            });
+        }
+        if target.user.is_some() {
+            auth::authenticate(&mut conn, target, &reply).await?;
+        }
+        Ok(conn)
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn io(&self, during: &'static str) -> impl Fn(std::io::Error) -> ConnError + '_ {
+        move |source| ConnError::Io {
+            addr: self.addr.clone(),
+            during,
+            source,
+        }
+    }
+
+    /// Sends a whole message after giving it a fresh request id; returns that id.
+    pub async fn send(&mut self, message: &mut [u8]) -> Result<i32, ConnError> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        if message.len() >= 8 {
+            message[4..8].copy_from_slice(&id.to_le_bytes());
+        }
+        let addr = &self.addr;
+        self.stream
+            .write_all(message)
+            .await
+            .map_err(|source| ConnError::Io {
+                addr: addr.clone(),
+                during: "sending a request",
+                source,
+            })?;
+        Ok(id)
+    }
+
+    /// Reads until the reply to `request_id`; replies to anything else are counted and dropped.
+    pub async fn recv(&mut self, request_id: i32) -> Result<Bytes, ConnError> {
+        let timeout = self.timeout;
+        match tokio::time::timeout(timeout, self.recv_inner(request_id)).await {
+            Ok(r) => r,
+            Err(_) => Err(ConnError::Timeout {
+                addr: self.addr.clone(),
+                secs: timeout.as_secs_f64(),
+                during: "waiting for a reply",
+            }),
+        }
+    }
+
+    async fn recv_inner(&mut self, request_id: i32) -> Result<Bytes, ConnError> {
+        loop {
+            let frame = self.splitter.next_frame().map_err(|source| ConnError::Wire {
+                addr: self.addr.clone(),
+                source,
+            })?;
+            if let Some(frame) = frame {
+                let header = MsgHeader::parse(&frame)
+                    .map_err(|source| ConnError::Wire {
+                        addr: self.addr.clone(),
+                        source,
+                    })?
+                    .expect("a whole frame has a header");
+                if header.response_to == request_id {
+                    return Ok(frame);
+                }
+                self.stray_replies += 1;
+                continue;
+            }
+            let n = self
+                .stream
+                .read_buf(self.splitter.read_buf())
+                .await
+                .map_err(self.io("reading a reply"))?;
+            if n == 0 {
+                return Err(ConnError::Closed {
+                    addr: self.addr.clone(),
+                    during: "waiting for a reply",
+                });
+            }
+        }
+    }
+
+    /// Runs one command (not a replayed one: handshake, auth, serverStatus) and returns its reply.
+    pub async fn command(
+        &mut self,
+        body: &RawDocumentBuf,
+        during: &'static str,
+    ) -> Result<RawDocumentBuf, ConnError> {
+        let mut bytes = OpMsg {
+            flags: MsgFlags::empty(),
+            sections: vec![Section::Body(body.clone())],
+            checksum: None,
+        }
+        .encode(0, 0);
+        let id = self.send(&mut bytes).await?;
+        let frame = self.recv(id).await.map_err(|e| match e {
+            ConnError::Closed { addr, .. } => ConnError::Closed { addr, during },
+            e => e,
+        })?;
+        let wire = |source| ConnError::Wire {
+            addr: self.addr.clone(),
+            source,
+        };
+        let body = super::outcome::op_msg_body(&frame).map_err(wire)?;
+        RawDocumentBuf::from_bytes(body.to_vec()).map_err(|e| ConnError::Wire {
+            addr: self.addr.clone(),
+            source: WireError::Invalid {
+                what: "reply document",
+                offset: 0,
+                detail: e.to_string(),
+            },
+        })
+    }
+}
+
+pub fn command_ok(reply: &RawDocumentBuf) -> bool {
+    match reply.get("ok") {
+        Ok(Some(v)) => crate::wire::info::as_i64(v) == Some(1) || v.as_bool() == Some(true),
+        _ => false,
+    }
+}
+
+pub fn error_text(reply: &RawDocumentBuf) -> String {
+    let code = reply.get_i32("code").map(|c| format!(" (code {c})")).unwrap_or_default();
+    let msg = reply.get_str("errmsg").unwrap_or("no errmsg");
+    format!("{msg}{code}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_uris() {
+        let t = Target::parse("mongodb://u%40x:p%3Aw@127.0.0.1:4000,other:1/app?authSource=admin&authMechanism=SCRAM-SHA-1").unwrap();
+        assert_eq!(t.addr, "127.0.0.1:4000");
+        assert_eq!(t.user.as_deref(), Some("u@x"));
+        assert_eq!(t.password.as_deref(), Some("p:w"));
+        assert_eq!(t.auth_source, "admin");
+        assert_eq!(t.mechanism.as_deref(), Some("SCRAM-SHA-1"));
+        let t = Target::parse("127.0.0.1:27017").unwrap();
+        assert_eq!((t.addr.as_str(), t.user.is_none()), ("127.0.0.1:27017", true));
+        let t = Target::parse("mongodb://localhost/?directConnection=true").unwrap();
+        assert_eq!(t.addr, "localhost:27017");
+        assert!(Target::parse("mongodb+srv://x").is_err());
+        assert_eq!(
+            Target::redact("mongodb://u:secret@h:1/"),
+            "mongodb://u:****@h:1/"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! What a replay measures: latency histograms per command and per namespace, a per-second timeline,
+//! schedule lag, and divergences from the recorded replies. One lock, held for a few hundred ns per
+//! operation; every figure is kept in nanoseconds.
+
+use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Examples kept per command in the divergence report.
+pub const DIVERGENCE_EXAMPLES: usize = 5;
+
+fn coarse_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(100, 3_600_000_000_000, 2).expect("static bounds are valid")
+}
+
+struct Stat {
+    count: u64,
+    errors: u64,
+    latency: Histogram<u64>,
+}
+
+impl Stat {
+    fn new(fine: bool) -> Stat {
+        Stat {
+            count: 0,
+            errors: 0,
+            latency: if fine {
+                new_ns_histogram()
+            } else {
+                coarse_histogram()
+            },
+        }
+    }
+
+    fn add(&mut self, latency_ns: Option<u64>, error: bool) {
+        self.count += 1;
+        self.errors += error as u64;
+        if let Some(ns) = latency_ns {
+            self.latency.saturating_record(ns.max(100));
+        }
+    }
+
+    fn summary(&self, wall_s: f64) -> CommandSummary {
+        CommandSummary {
+            count: self.count,
+            errors: self.errors,
+            ops_per_s: if wall_s > 0.0 {
+                self.count as f64 / wall_s
+            } else {
+                0.0
+            },
+            latency: LatencySummary::from_ns_histogram(&self.latency),
+        }
+    }
+}
+
+struct Second {
+    ops: u64,
+    errors: u64,
+    latency: Histogram<u64>,
+    max_lag_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SecondReport {
+    pub second: usize,
+    pub ops: u64,
+    pub errors: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    pub max_lag_us: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DivergenceReport {
+    pub count: u64,
+    /// How often each field differed.
+    pub fields: BTreeMap<String, u64>,
+    pub examples: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LagReport {
+    /// Send time minus intended send time.
+    pub latency: LatencySummary,
+    /// Operations sent more than 1 ms / 100 ms after their intended time.
+    pub behind_1ms: u64,
+    pub behind_100ms: u64,
+}
+
+pub struct Metrics {
+    start: Instant,
+    overall: Stat,
+    per_command: HashMap<Arc<str>, Stat>,
+    per_namespace: HashMap<Arc<str>, Stat>,
+    timeline: Vec<Second>,
+    lag: Histogram<u64>,
+    behind_1ms: u64,
+    behind_100ms: u64,
+    divergences: BTreeMap<String, DivergenceReport>,
+    /// Requests sent with moreToCome: no reply, so no latency.
+    pub unacknowledged: u64,
+}
+
+/// One finished operation.
+pub struct Sample<'a> {
+    pub command: &'a Arc<str>,
+    pub namespace: &'a Arc<str>,
+    /// None for moreToCome requests.
+    pub latency_ns: Option<u64>,
+    pub error: bool,
+    pub lag_ns: u64,
+    pub done: Instant,
+}
+
+impl Metrics {
+    pub fn new(start: Instant) -> Metrics {
+        Metrics {
+            start,
+            overall: Stat::new(true),
+            per_command: HashMap::new(),
+            per_namespace: HashMap::new(),
+            timeline: Vec::new(),
+            lag: coarse_histogram(),
+            behind_1ms: 0,
+            behind_100ms: 0,
+            divergences: BTreeMap::new(),
+            unacknowledged: 0,
+        }
+    }
+
+    pub fn record(&mut self, s: Sample<'_>) {
+        self.overall.add(s.latency_ns, s.error);
+        match self.per_command.get_mut(s.command) {
+            Some(st) => st.add(s.latency_ns, s.error),
+            None => {
+                let mut st = Stat::new(true);
+                st.add(s.latency_ns, s.error);
+                self.per_command.insert(s.command.clone(), st);
+            }
+        }
+        match self.per_namespace.get_mut(s.namespace) {
+            Some(st) => st.add(s.latency_ns, s.error),
+            None => {
+                let mut st = Stat::new(false);
+                st.add(s.latency_ns, s.error);
+                self.per_namespace.insert(s.namespace.clone(), st);
+            }
+        }
+        if s.latency_ns.is_none() {
+            self.unacknowledged += 1;
+        }
+        self.lag.saturating_record(s.lag_ns.max(100));
+        self.behind_1ms += (s.lag_ns > 1_000_000) as u64;
+        self.behind_100ms += (s.lag_ns > 100_000_000) as u64;
+        let sec = s.done.saturating_duration_since(self.start).as_secs() as usize;
+        // A bound on the timeline's memory: a day of seconds.
+        if sec < 86_400 {
+            while self.timeline.len() <= sec {
+                self.timeline.push(Second {
+                    ops: 0,
+                    errors: 0,
+                    latency: coarse_histogram(),
+                    max_lag_ns: 0,
+                });
+            }
+            let t = &mut self.timeline[sec];
+            t.ops += 1;
+            t.errors += s.error as u64;
+            if let Some(ns) = s.latency_ns {
+                t.latency.saturating_record(ns.max(100));
+            }
+            t.max_lag_ns = t.max_lag_ns.max(s.lag_ns);
+        }
+    }
+
+    pub fn diverged(
+        &mut self,
+        command: &str,
+        fields: &[&'static str],
+        example: impl FnOnce() -> serde_json::Value,
+    ) {
+        let d = self.divergences.entry(command.to_owned()).or_default();
+        d.count += 1;
+        for f in fields {
+            *d.fields.entry((*f).to_owned()).or_default() += 1;
+        }
+        if d.examples.len() < DIVERGENCE_EXAMPLES {
+            d.examples.push(example());
+        }
+    }
+
+    pub fn ops(&self) -> u64 {
+        self.overall.count
+    }
+
+    pub fn overall(&self, wall_s: f64) -> CommandSummary {
+        self.overall.summary(wall_s)
+    }
+
+    pub fn per_command(&self, wall_s: f64) -> BTreeMap<String, CommandSummary> {
+        self.per_command
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.summary(wall_s)))
+            .collect()
+    }
+
+    pub fn per_namespace(&self, wall_s: f64) -> BTreeMap<String, CommandSummary> {
+        self.per_namespace
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.summary(wall_s)))
+            .collect()
+    }
+
+    pub fn timeline(&self) -> Vec<SecondReport> {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        self.timeline
+            .iter()
+            .enumerate()
+            .map(|(i, t)| SecondReport {
+                second: i,
+                ops: t.ops,
+                errors: t.errors,
+                p50_us: us(t.latency.value_at_quantile(0.5)),
+                p99_us: us(t.latency.value_at_quantile(0.99)),
+                max_us: us(t.latency.max()),
+                max_lag_us: us(t.max_lag_ns),
+            })
+            .collect()
+    }
+
+    pub fn lag(&self) -> LagReport {
+        LagReport {
+            latency: LatencySummary::from_ns_histogram(&self.lag),
+            behind_1ms: self.behind_1ms,
+            behind_100ms: self.behind_100ms,
+        }
+    }
+
+    pub fn divergences(&self) -> BTreeMap<String, DivergenceReport> {
+        self.divergences.clone()
+    }
+}

@@ -1,0 +1,187 @@
+//! Pacing (when each request goes out), the state every replay connection shares, and the bounded
+//! read-ahead between the capture reader and the connections.
+
+use super::conn::Target;
+use super::cursors::{Cursors, Scope};
+use super::metrics::Metrics;
+use super::outcome::Outcome;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// When requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// At their recorded times divided by `speed`, each connection waiting for its replies.
+    Recorded { speed: f64 },
+    /// As fast as the server answers, each connection waiting for its replies (closed loop).
+    Fast,
+    /// Request `i` is due at `start + i / ops_per_s`; latency counts from that intended time, so a
+    /// server that falls behind shows its queueing instead of slowing the schedule down.
+    Rate { ops_per_s: f64 },
+}
+
+impl Pacing {
+    /// The intended send time of an op, `None` for "now".
+    pub fn due(&self, start: Instant, op: &Op) -> Option<Instant> {
+        match *self {
+            Pacing::Recorded { speed } => {
+                Some(start + Duration::from_nanos((op.offset_ns as f64 / speed) as u64))
+            }
+            Pacing::Fast => None,
+            Pacing::Rate { ops_per_s } => {
+                Some(start + Duration::from_secs_f64(op.seq as f64 / ops_per_s))
+            }
+        }
+    }
+
+    /// Whether latency counts from the intended send time rather than the actual one.
+    pub fn open_loop(&self) -> bool {
+        matches!(self, Pacing::Rate { .. })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Pacing::Recorded { speed } => format!("recorded timing x{speed}"),
+            Pacing::Fast => "fast (closed loop)".into(),
+            Pacing::Rate { ops_per_s } => format!("rate {ops_per_s} ops/s (open loop)"),
+        }
+    }
+}
+
+/// One request ready to send on one replay connection.
+#[derive(Debug)]
+pub struct Op {
+    pub bytes: Vec<u8>,
+    /// Where the live cursor ids go (offset of an int64, recorded id).
+    pub cursor_patches: Vec<(usize, i64)>,
+    pub expects_reply: bool,
+    pub command: Arc<str>,
+    pub namespace: Arc<str>,
+    /// Recorded time since the first replayed request (plus earlier repeat iterations).
+    pub offset_ns: u64,
+    /// Position in the whole replay, for `--rate`.
+    pub seq: u64,
+    pub scope: Scope,
+    /// The recorded cursor this request opened, to be resolved from the live reply.
+    pub produces_cursor: Option<i64>,
+    pub recorded: Option<Outcome>,
+    pub origin_conn: u64,
+    pub origin_request: i32,
+}
+
+/// The first failure ends the replay: every connection and the capture reader stop.
+pub struct Abort {
+    tx: watch::Sender<bool>,
+    reason: Mutex<Option<String>>,
+}
+
+impl Default for Abort {
+    fn default() -> Self {
+        Abort {
+            tx: watch::channel(false).0,
+            reason: Mutex::new(None),
+        }
+    }
+}
+
+impl Abort {
+    pub fn trigger(&self, reason: String) {
+        let mut r = self.reason.lock().expect("abort lock");
+        if r.is_none() {
+            *r = Some(reason);
+        }
+        self.tx.send_replace(true);
+    }
+
+    pub fn is_set(&self) -> bool {
+        *self.tx.borrow()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.tx.subscribe()
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        self.reason.lock().expect("abort lock").clone()
+    }
+}
+
+/// Bytes of requests read ahead but not yet sent. The capture reader blocks at the limit, so memory
+/// stays bounded whatever the capture's size.
+pub struct Budget {
+    used: Mutex<usize>,
+    freed: Condvar,
+    limit: usize,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Budget {
+        Budget {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            limit,
+        }
+    }
+
+    /// Blocks (the reader thread) until `n` bytes fit; false when the replay was aborted meanwhile.
+    pub fn acquire(&self, n: usize, abort: &Abort) -> bool {
+        let mut used = self.used.lock().expect("budget lock");
+        while *used > 0 && *used + n > self.limit {
+            if abort.is_set() {
+                return false;
+            }
+            used = self
+                .freed
+                .wait_timeout(used, Duration::from_millis(50))
+                .expect("budget lock")
+                .0;
+        }
+        *used += n;
+        true
+    }
+
+    pub fn release(&self, n: usize) {
+        let mut used = self.used.lock().expect("budget lock");
+        *used = used.saturating_sub(n);
+        self.freed.notify_one();
+    }
+}
+
+/// Counters the connections bump without the metrics lock.
+#[derive(Default)]
+pub struct Counters {
+    pub connections_opened: AtomicU64,
+    pub cursor_not_found: AtomicU64,
+    pub after_deadline: AtomicU64,
+    pub stray_replies: AtomicU64,
+    pub sent: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What every replay connection shares.
+pub struct Shared {
+    pub target: Target,
+    pub pacing: Pacing,
+    pub start: Instant,
+    pub deadline: Option<Instant>,
+    pub cursors: Cursors,
+    pub metrics: Mutex<Metrics>,
+    pub budget: Budget,
+    pub abort: Abort,
+    pub counters: Counters,
+    pub op_timeout: Duration,
+    /// How long a getMore waits for the live reply that opens its cursor.
+    pub cursor_wait: Duration,
+}

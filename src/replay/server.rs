@@ -1,0 +1,171 @@
+//! What the server spent: `serverStatus` before and after, and, when the server is a local process,
+//! its CPU time from the kernel's accounting (`/proc/PID/stat`). The process is given with
+//! `--server-pid` or found as the owner of the socket listening on the target's port.
+
+use super::conn::Conn;
+use bson::{rawdoc, Bson, Document};
+use serde::Serialize;
+use std::path::Path;
+use std::process::Command;
+
+/// Seconds per clock tick of `/proc/*/stat` (`getconf CLK_TCK`, 100 on every Linux we know).
+pub fn clock_tick_s() -> f64 {
+    let ticks = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|&t| t > 0.0)
+        .unwrap_or(100.0);
+    1.0 / ticks
+}
+
+/// User + system CPU seconds of a process (all its threads, dead ones included).
+pub fn cpu_seconds(pid: u32, tick_s: f64) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    cpu_from_stat(&stat, tick_s)
+}
+
+fn cpu_from_stat(stat: &str, tick_s: f64) -> Option<f64> {
+    // The command name may contain spaces and parentheses; fields resume after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) * tick_s)
+}
+
+/// This process's own CPU seconds.
+pub fn own_cpu_seconds(tick_s: f64) -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    cpu_from_stat(&stat, tick_s)
+}
+
+/// The process listening on TCP `port` (IPv4 or IPv6), if this user may see its sockets.
+pub fn find_listener_pid(port: u16) -> Option<u32> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 10 || f[3] != "0A" {
+                continue;
+            }
+            let local_port = f[1]
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port) {
+                inodes.push(format!("socket:[{}]", f[9]));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(link) = std::fs::read_link(fd.path()) {
+                if inodes.iter().any(|i| Path::new(i) == link) {
+                    return Some(pid);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The parts of `serverStatus` a replay report keeps.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StatusSnapshot {
+    pub opcounters: serde_json::Value,
+    pub network: serde_json::Value,
+    pub connections: serde_json::Value,
+    pub uptime_s: Option<f64>,
+}
+
+fn json(doc: &Document, key: &str) -> serde_json::Value {
+    doc.get(key)
+        .cloned()
+        .map(Bson::into_relaxed_extjson)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
+    let reply = conn
+        .command(&rawdoc! { "serverStatus": 1, "$db": "admin" }, "reading serverStatus")
+        .await
+        .map_err(|e| e.to_string())?;
+    if !super::conn::command_ok(&reply) {
+        return Err(format!("serverStatus failed: {}", super::conn::error_text(&reply)));
+    }
+    let doc: Document = reply.try_into().map_err(|e: bson::error::Error| e.to_string())?;
+    Ok(StatusSnapshot {
+        opcounters: json(&doc, "opcounters"),
+        network: json(&doc, "network"),
+        connections: json(&doc, "connections"),
+        uptime_s: doc
+            .get("uptime")
+            .and_then(|v| v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from))),
+    })
+}
+
+/// after - before for every number in two JSON objects of the same shape.
+pub fn delta(before: &serde_json::Value, after: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => Value::Object(
+            a.iter()
+                .filter_map(|(k, av)| {
+                    let d = delta(b.get(k).unwrap_or(&Value::Null), av);
+                    (!d.is_null()).then(|| (k.clone(), d))
+                })
+                .collect(),
+        ),
+        (b, a) if a.is_number() => {
+            let bv = b.as_f64().unwrap_or(0.0);
+            let av = a.as_f64().unwrap_or(0.0);
+            let d = av - bv;
+            if d.fract() == 0.0 {
+                serde_json::json!(d as i64)
+            } else {
+                serde_json::json!(d)
+            }
+        }
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cpu_from_a_stat_line_with_an_awkward_name() {
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 8 0 1000 0 0";
+        assert_eq!(cpu_from_stat(stat, 0.01), Some(3.0));
+        assert!(own_cpu_seconds(0.01).is_some());
+    }
+
+    #[test]
+    fn deltas_of_nested_counters() {
+        let b = serde_json::json!({"insert": 1, "x": {"y": 2.5}});
+        let a = serde_json::json!({"insert": 11, "x": {"y": 3.0}, "s": "text"});
+        assert_eq!(delta(&b, &a), serde_json::json!({"insert": 10, "x": {"y": 0.5}}));
+    }
+
+    #[test]
+    fn finds_our_own_listener() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(find_listener_pid(port), Some(std::process::id()));
+    }
+}
