@@ -20,5 +20,6 @@
 
 pub mod capture;
 pub mod proxy;
+pub mod replay;
 pub mod report;
 pub mod wire;
