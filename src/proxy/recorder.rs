@@ -37,7 +37,10 @@ impl RecorderHandle {
     pub fn submit(&self, record: Record) -> bool {
         let size = record.payload.len();
         let queued = self.queued_bytes.fetch_add(size, Ordering::Relaxed);
-        if queued + size > self.max_queued_bytes {
+        // Connection events are tiny and say what the messages mean: only messages count against
+        // the byte bound.
+        let is_message = matches!(record.kind, RecordKind::Request | RecordKind::Reply);
+        if is_message && queued + size > self.max_queued_bytes {
             self.queued_bytes.fetch_sub(size, Ordering::Relaxed);
             self.count_drop(size);
             return false;
