@@ -34,7 +34,11 @@ fn record(client: Client, uri_suffix: &str) -> (tempfile::TempDir, std::path::Pa
         SCALE,
     );
     let exit = proxy.stop();
-    assert!(exit.status.success() && !exit.killed, "proxy: {}", exit.stderr);
+    assert!(
+        exit.status.success() && !exit.killed,
+        "proxy: {}",
+        exit.stderr
+    );
     let strip = |run: &common::ClientRun| -> Vec<(String, u64, serde_json::Value)> {
         run.steps
             .iter()
@@ -69,6 +73,9 @@ fn commands(path: &Path) -> (BTreeMap<String, u64>, u64) {
 }
 
 fn check_capture(client: Client, path: &Path, driver_name: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "captures are readable by their owner only");
     let report = inspect_file(path).unwrap();
     assert!(report.error.is_none(), "{:?}", report.error);
     assert!(report.complete, "no end record");
@@ -85,7 +92,11 @@ fn check_capture(client: Client, path: &Path, driver_name: &str) {
     let requests: u64 = report.requests_by_opcode.values().map(|c| c.messages).sum();
     let replies: u64 = report.replies_by_opcode.values().map(|c| c.messages).sum();
     let answered: u64 = report.by_command.values().map(|c| c.replies).sum();
-    let no_reply: u64 = report.by_command.values().map(|c| c.no_reply_expected).sum();
+    let no_reply: u64 = report
+        .by_command
+        .values()
+        .map(|c| c.no_reply_expected)
+        .sum();
     assert_eq!(
         requests,
         answered + no_reply + report.unanswered_requests,
@@ -104,7 +115,14 @@ fn check_capture(client: Client, path: &Path, driver_name: &str) {
     );
 
     let (counts, fire_and_forget) = commands(path);
-    for expected in ["insert", "update", "find", "getMore", "delete", "createIndexes"] {
+    for expected in [
+        "insert",
+        "update",
+        "find",
+        "getMore",
+        "delete",
+        "createIndexes",
+    ] {
         assert!(
             counts.get(expected).copied().unwrap_or(0) > 0,
             "{}: no {expected} in {counts:?}",

@@ -63,11 +63,10 @@ impl<R: Read> CaptureReader<R> {
             inner,
             read: compressed.clone(),
         };
-        let decoder = zstd::stream::read::Decoder::new(counting).map_err(|e| {
-            CaptureError::NotACapture {
+        let decoder =
+            zstd::stream::read::Decoder::new(counting).map_err(|e| CaptureError::NotACapture {
                 detail: e.to_string(),
-            }
-        })?;
+            })?;
         let mut reader = CaptureReader {
             decoder,
             metadata: Metadata::default(),
@@ -83,9 +82,10 @@ impl<R: Read> CaptureReader<R> {
 
     fn read_header(&mut self) -> Result<(), CaptureError> {
         let mut head = [0u8; 14];
-        self.fill(&mut head).map_err(|_| CaptureError::NotACapture {
-            detail: "shorter than the 14-byte file header, or not zstd".into(),
-        })?;
+        self.fill(&mut head)
+            .map_err(|_| CaptureError::NotACapture {
+                detail: "shorter than the 14-byte file header, or not zstd".into(),
+            })?;
         if head[..8] != MAGIC {
             return Err(CaptureError::NotACapture {
                 detail: "bad magic".into(),

@@ -206,7 +206,12 @@ mod tests {
 
     #[test]
     fn record_round_trips_and_crc_catches_flips() {
-        let r = Record::new(RecordKind::Request, 7, 1_700_000_000_000_000_000, &b"abc"[..]);
+        let r = Record::new(
+            RecordKind::Request,
+            7,
+            1_700_000_000_000_000_000,
+            &b"abc"[..],
+        );
         let mut out = Vec::new();
         r.encode_into(&mut out);
         assert_eq!(out.len(), r.encoded_len());

@@ -64,7 +64,8 @@ impl<W: Write> CaptureWriter<W> {
             inner,
             written: compressed.clone(),
         };
-        let encoder = zstd::stream::write::Encoder::new(counting, level).map_err(CaptureError::Write)?;
+        let encoder =
+            zstd::stream::write::Encoder::new(counting, level).map_err(CaptureError::Write)?;
         let mut w = CaptureWriter {
             encoder,
             scratch: Vec::with_capacity(64 * 1024),

@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "mongotape", version, about = "Record MongoDB traffic through a proxy, replay it, and measure what the server spends")]
+#[command(
+    name = "mongotape",
+    version,
+    about = "Record MongoDB traffic through a proxy, replay it, and measure what the server spends"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -84,7 +84,10 @@ pub struct ReplayArgs {
 }
 
 fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
-    anyhow::ensure!(v > 0.0 && v.is_finite(), "{name} must be a positive number of seconds");
+    anyhow::ensure!(
+        v > 0.0 && v.is_finite(),
+        "{name} must be a positive number of seconds"
+    );
     Ok(Duration::from_secs_f64(v))
 }
 
@@ -108,7 +111,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.pacing = pacing;
     config.connections = args.connections;
     config.clones = args.clones;
-    config.duration = args.duration.map(|d| positive_secs(d, "--duration")).transpose()?;
+    config.duration = args
+        .duration
+        .map(|d| positive_secs(d, "--duration"))
+        .transpose()?;
     config.repeat = match (args.repeat, config.duration) {
         (Some(r), _) => Some(r),
         (None, Some(_)) => None,
@@ -132,7 +138,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = replay::run(config)?;
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;
-        std::fs::write(path, json).with_context(|| format!("writing the report to {}", path.display()))?;
+        std::fs::write(path, json)
+            .with_context(|| format!("writing the report to {}", path.display()))?;
     }
     if !args.quiet {
         print!("{}", report.render_text());

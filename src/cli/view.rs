@@ -88,10 +88,12 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
                         pairer.request(record.conn_id, m, info.clone(), record.ts_ns, 0);
                         Some(info)
                     }
-                    (Ok(m), _) => match pairer.reply(record.conn_id, m, ReplyInfo::of(m).more_to_come) {
-                        Answer::Request(p) => Some(p.info),
-                        Answer::Unsolicited => None,
-                    },
+                    (Ok(m), _) => {
+                        match pairer.reply(record.conn_id, m, ReplyInfo::of(m).more_to_come) {
+                            Answer::Request(p) => Some(p.info),
+                            Answer::Unsolicited => None,
+                        }
+                    }
                     _ => None,
                 };
                 if !matches_filters(&args, info.as_ref()) {

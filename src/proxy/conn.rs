@@ -94,29 +94,27 @@ pub async fn serve(client: TcpStream, peer: SocketAddr, conn_id: u64, ctx: ConnC
 }
 
 async fn proxy_connection(client: TcpStream, conn_id: u64, ctx: &ConnContext) -> CloseEvent {
-    let upstream = match tokio::time::timeout(
-        UPSTREAM_CONNECT_TIMEOUT,
-        TcpStream::connect(&ctx.upstream),
-    )
-    .await
-    {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return CloseEvent {
-                side: Side::Upstream,
-                reason: format!("cannot connect to upstream {}: {e}", ctx.upstream),
+    let upstream =
+        match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(&ctx.upstream))
+            .await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return CloseEvent {
+                    side: Side::Upstream,
+                    reason: format!("cannot connect to upstream {}: {e}", ctx.upstream),
+                }
             }
-        }
-        Err(_) => {
-            return CloseEvent {
-                side: Side::Upstream,
-                reason: format!(
-                    "connecting to upstream {} timed out after {:?}",
-                    ctx.upstream, UPSTREAM_CONNECT_TIMEOUT
-                ),
+            Err(_) => {
+                return CloseEvent {
+                    side: Side::Upstream,
+                    reason: format!(
+                        "connecting to upstream {} timed out after {:?}",
+                        ctx.upstream, UPSTREAM_CONNECT_TIMEOUT
+                    ),
+                }
             }
-        }
-    };
+        };
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
     let (client_r, client_w) = client.into_split();

@@ -63,17 +63,21 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn bind(config: ProxyConfig) -> Result<Proxy, ProxyError> {
-        let listener = TcpListener::bind(&config.listen)
-            .await
-            .map_err(|source| ProxyError::Listen {
-                addr: config.listen.clone(),
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(&config.listen)
+                .await
+                .map_err(|source| ProxyError::Listen {
+                    addr: config.listen.clone(),
+                    source,
+                })?;
         let stats = Arc::new(Stats::default());
         let clock = Clock::start();
         let recorder = match &config.out {
             Some(path) => {
-                let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let local = listener
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
                 let meta = Metadata {
                     format_version: FORMAT_VERSION,
                     mongotape_version: env!("CARGO_PKG_VERSION").into(),
@@ -141,7 +145,10 @@ impl Proxy {
         drop(self.listener);
         // Connections see the same signal and close themselves, writing their close records.
         let drain = async { while conns.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(5), drain).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), drain)
+            .await
+            .is_err()
+        {
             conns.abort_all();
         }
         drop(ctx);

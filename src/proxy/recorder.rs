@@ -3,7 +3,9 @@
 //! dropped and move on, and the recorder writes a `gap` record saying how much was lost.
 
 use super::stats::Stats;
-use crate::capture::{CaptureError, CaptureWriter, EndEvent, GapEvent, Metadata, Record, RecordKind};
+use crate::capture::{
+    CaptureError, CaptureWriter, EndEvent, GapEvent, Metadata, Record, RecordKind,
+};
 use crate::wire::{info, Message};
 use std::collections::HashMap;
 use std::fs::File;

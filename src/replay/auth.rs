@@ -113,7 +113,10 @@ pub async fn authenticate(
         Mechanism::Sha1 => {
             use md5::Digest;
             let digest = md5::Md5::digest(format!("{user}:mongo:{password}").as_bytes());
-            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
         }
         Mechanism::Sha256 => password,
     };
@@ -133,7 +136,11 @@ pub async fn authenticate(
     };
     let reply = conn.command(&start, "authenticating").await?;
     if !command_ok(&reply) {
-        return Err(fail(format!("{} saslStart: {}", mech.name(), error_text(&reply))));
+        return Err(fail(format!(
+            "{} saslStart: {}",
+            mech.name(),
+            error_text(&reply)
+        )));
     }
     let conversation = reply
         .get("conversationId")
@@ -141,7 +148,8 @@ pub async fn authenticate(
         .flatten()
         .map(bson::RawBson::from)
         .ok_or_else(|| fail("saslStart reply has no conversationId".into()))?;
-    let server_first = payload(&reply).ok_or_else(|| fail("saslStart reply has no payload".into()))?;
+    let server_first =
+        payload(&reply).ok_or_else(|| fail("saslStart reply has no payload".into()))?;
     let server_nonce = attr(&server_first, 'r').unwrap_or_default();
     let salt = attr(&server_first, 's')
         .and_then(|s| B64.decode(s).ok())
@@ -159,13 +167,21 @@ pub async fn authenticate(
     let without_proof = format!("c=biws,r={server_nonce}");
     let auth_message = format!("{first_bare},{server_first},{without_proof}");
     let signature = mech.hmac(&stored_key, auth_message.as_bytes());
-    let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+    let proof: Vec<u8> = client_key
+        .iter()
+        .zip(&signature)
+        .map(|(a, b)| a ^ b)
+        .collect();
     let client_final = format!("{without_proof},p={}", B64.encode(proof));
     let mut step = rawdoc! { "saslContinue": 1, "payload": binary(client_final), "$db": db };
     step.append(bson::cstr!("conversationId"), conversation.clone());
     let reply = conn.command(&step, "authenticating").await?;
     if !command_ok(&reply) {
-        return Err(fail(format!("{} saslContinue: {}", mech.name(), error_text(&reply))));
+        return Err(fail(format!(
+            "{} saslContinue: {}",
+            mech.name(),
+            error_text(&reply)
+        )));
     }
     let server_final = payload(&reply).unwrap_or_default();
     let server_key = mech.hmac(&salted, b"Server Key");
@@ -203,6 +219,9 @@ mod tests {
         let auth = "n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
         let sig = m.hmac(&stored, auth.as_bytes());
         let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
-        assert_eq!(B64.encode(proof), "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+        assert_eq!(
+            B64.encode(proof),
+            "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+        );
     }
 }

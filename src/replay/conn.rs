@@ -289,10 +289,13 @@ impl Conn {
 
     async fn recv_inner(&mut self, request_id: i32) -> Result<Bytes, ConnError> {
         loop {
-            let frame = self.splitter.next_frame().map_err(|source| ConnError::Wire {
-                addr: self.addr.clone(),
-                source,
-            })?;
+            let frame = self
+                .splitter
+                .next_frame()
+                .map_err(|source| ConnError::Wire {
+                    addr: self.addr.clone(),
+                    source,
+                })?;
             if let Some(frame) = frame {
                 let header = MsgHeader::parse(&frame)
                     .map_err(|source| ConnError::Wire {
@@ -361,7 +364,10 @@ pub fn command_ok(reply: &RawDocumentBuf) -> bool {
 }
 
 pub fn error_text(reply: &RawDocumentBuf) -> String {
-    let code = reply.get_i32("code").map(|c| format!(" (code {c})")).unwrap_or_default();
+    let code = reply
+        .get_i32("code")
+        .map(|c| format!(" (code {c})"))
+        .unwrap_or_default();
     let msg = reply.get_str("errmsg").unwrap_or("no errmsg");
     format!("{msg}{code}")
 }
@@ -379,7 +385,10 @@ mod tests {
         assert_eq!(t.auth_source, "admin");
         assert_eq!(t.mechanism.as_deref(), Some("SCRAM-SHA-1"));
         let t = Target::parse("127.0.0.1:27017").unwrap();
-        assert_eq!((t.addr.as_str(), t.user.is_none()), ("127.0.0.1:27017", true));
+        assert_eq!(
+            (t.addr.as_str(), t.user.is_none()),
+            ("127.0.0.1:27017", true)
+        );
         let t = Target::parse("mongodb://localhost/?directConnection=true").unwrap();
         assert_eq!(t.addr, "localhost:27017");
         assert!(Target::parse("mongodb+srv://x").is_err());

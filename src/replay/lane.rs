@@ -55,7 +55,10 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     // Unacknowledged writes are only known to have arrived once a later request is answered.
     if last_unacknowledged && !shared.abort.is_set() {
         let ping = rawdoc! { "ping": 1, "$db": "admin" };
-        if let Err(e) = conn.command(&ping, "confirming unacknowledged writes").await {
+        if let Err(e) = conn
+            .command(&ping, "confirming unacknowledged writes")
+            .await
+        {
             shared.abort.trigger(e.to_string());
         }
     }
@@ -105,7 +108,11 @@ async fn one(
         let mut fallback = None;
         let mut missing = Vec::new();
         for &(at, recorded) in &op.cursor_patches {
-            match shared.cursors.live(op.scope, recorded, shared.cursor_wait).await {
+            match shared
+                .cursors
+                .live(op.scope, recorded, shared.cursor_wait)
+                .await
+            {
                 Some(live) => {
                     op.bytes[at..at + 8].copy_from_slice(&live.to_le_bytes());
                     fallback.get_or_insert(live);
@@ -124,7 +131,9 @@ async fn one(
         }
     }
     let sent_at = Instant::now();
-    let lag_ns = intended.map_or(0, |d| sent_at.saturating_duration_since(d).as_nanos() as u64);
+    let lag_ns = intended.map_or(0, |d| {
+        sent_at.saturating_duration_since(d).as_nanos() as u64
+    });
     let id = conn.send(&mut op.bytes).await?;
     Counters::bump(&shared.counters.sent);
     if !op.expects_reply {

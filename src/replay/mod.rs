@@ -97,10 +97,14 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
     let target = Target::parse(&config.target)?;
     match config.pacing {
         Pacing::Recorded { speed } if !(speed > 0.0 && speed.is_finite()) => {
-            return Err(ReplayError::Option("--speed must be a positive number".into()))
+            return Err(ReplayError::Option(
+                "--speed must be a positive number".into(),
+            ))
         }
         Pacing::Rate { ops_per_s } if !(ops_per_s > 0.0 && ops_per_s.is_finite()) => {
-            return Err(ReplayError::Option("--rate must be a positive number".into()))
+            return Err(ReplayError::Option(
+                "--rate must be a positive number".into(),
+            ))
         }
         _ => {}
     }
@@ -111,7 +115,9 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
     }
     // Fails early on a file that is not a capture at all.
     drop(CaptureReader::open(&config.capture)?);
-    let file_len = std::fs::metadata(&config.capture).map(|m| m.len()).unwrap_or(0);
+    let file_len = std::fs::metadata(&config.capture)
+        .map(|m| m.len())
+        .unwrap_or(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -221,7 +227,9 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     let source = done_rx.await.unwrap_or_default();
     for lane in source.lanes {
         if let Err(e) = lane.await {
-            shared.abort.trigger(format!("internal: a replay connection failed: {e}"));
+            shared
+                .abort
+                .trigger(format!("internal: a replay connection failed: {e}"));
         }
     }
     interrupted.abort();
@@ -277,7 +285,11 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         source: report.capture.clone(),
         wall_s,
         ops,
-        ops_per_s: if wall_s > 0.0 { ops as f64 / wall_s } else { 0.0 },
+        ops_per_s: if wall_s > 0.0 {
+            ops as f64 / wall_s
+        } else {
+            0.0
+        },
         overall: metrics.overall(wall_s),
         per_command: metrics.per_command(wall_s),
         server_cpu_s_per_1k_ops: server.cpu_s_per_1k_ops,
@@ -300,9 +312,10 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     report.skipped.insert("filtered".into(), source.filtered);
-    report
-        .skipped
-        .insert("cursor_not_found".into(), Counters::get(&c.cursor_not_found));
+    report.skipped.insert(
+        "cursor_not_found".into(),
+        Counters::get(&c.cursor_not_found),
+    );
     report
         .skipped
         .insert("after_deadline".into(), Counters::get(&c.after_deadline));
@@ -318,8 +331,10 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
 }
 
 fn is_local(host: &str) -> bool {
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1" | "0.0.0.0")
-        || host.starts_with("127.")
+    matches!(
+        host,
+        "127.0.0.1" | "localhost" | "[::1]" | "::1" | "0.0.0.0"
+    ) || host.starts_with("127.")
 }
 
 fn options_report(c: &ReplayConfig) -> OptionsReport {
@@ -328,7 +343,11 @@ fn options_report(c: &ReplayConfig) -> OptionsReport {
     filters.extend(f.commands.iter().map(|x| format!("command={x}")));
     filters.extend(f.exclude_commands.iter().map(|x| format!("command!={x}")));
     filters.extend(f.namespaces.iter().map(|x| format!("namespace={x}")));
-    filters.extend(f.exclude_namespaces.iter().map(|x| format!("namespace!={x}")));
+    filters.extend(
+        f.exclude_namespaces
+            .iter()
+            .map(|x| format!("namespace!={x}")),
+    );
     filters.extend(f.connections.iter().map(|x| format!("connection={x}")));
     OptionsReport {
         pacing: c.pacing.describe(),

@@ -65,7 +65,8 @@ pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
 pub fn more_to_come(frame: &[u8]) -> bool {
     frame.len() >= 20
         && i32::from_le_bytes([frame[12], frame[13], frame[14], frame[15]]) == 2013
-        && u32::from_le_bytes([frame[16], frame[17], frame[18], frame[19]]) & OP_MSG_MORE_TO_COME != 0
+        && u32::from_le_bytes([frame[16], frame[17], frame[18], frame[19]]) & OP_MSG_MORE_TO_COME
+            != 0
 }
 
 fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> WireError {
@@ -93,10 +94,20 @@ pub fn op_msg_body(frame: &[u8]) -> Result<&[u8], WireError> {
         match kind {
             0 => return Ok(&frame[len_at..len_at + len]),
             1 => at = len_at + len,
-            k => return Err(invalid("OP_MSG section kind", at, format!("unknown kind {k}"))),
+            k => {
+                return Err(invalid(
+                    "OP_MSG section kind",
+                    at,
+                    format!("unknown kind {k}"),
+                ))
+            }
         }
     }
-    Err(invalid("OP_MSG sections", HEADER_LEN + 4, "no body section"))
+    Err(invalid(
+        "OP_MSG sections",
+        HEADER_LEN + 4,
+        "no body section",
+    ))
 }
 
 fn scan_op_reply(frame: &[u8]) -> Result<Outcome, WireError> {

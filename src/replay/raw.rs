@@ -97,7 +97,8 @@ pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
         let key = std::str::from_utf8(&doc[at + 1..at + key_len])
             .map_err(|_| bad(at + 1, "key is not UTF-8"))?;
         let value_at = at + 1 + key_len;
-        let len = value_len(doc, kind, value_at).ok_or(bad(value_at, "bad value length or type"))?;
+        let len =
+            value_len(doc, kind, value_at).ok_or(bad(value_at, "bad value length or type"))?;
         at = value_at + len;
         if at > end {
             return Err(bad(start, "element runs past the end of the document"));

@@ -87,7 +87,9 @@ impl ReplayReport {
             "{} ops in {:.2} s ({:.0} ops/s), recorded span {:.2} s, {} connection(s), {} pass(es)\n",
             s.ops, s.wall_s, s.ops_per_s, self.recorded_span_s, self.connections_opened, self.iterations
         ));
-        let mut t = Table::new(["command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max"]);
+        let mut t = Table::new([
+            "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
+        ]);
         let mut row = |name: &str, c: &CommandSummary| {
             let l = &c.latency;
             t.row([

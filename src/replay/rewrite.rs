@@ -6,8 +6,8 @@
 use super::outcome::Outcome;
 use super::raw::{self, DocWriter, RawError, ARRAY, DOCUMENT};
 use crate::wire::header::{MsgHeader, OpCode, HEADER_LEN};
-use crate::wire::legacy::{OpDelete, OpGetMore, OpInsert, OpQuery, OpUpdate};
 use crate::wire::info::is_handshake_command;
+use crate::wire::legacy::{OpDelete, OpGetMore, OpInsert, OpQuery, OpUpdate};
 use crate::wire::{compressed, WireError};
 use bson::{rawdoc, RawArrayBuf, RawDocumentBuf};
 use bytes::Bytes;
@@ -134,7 +134,8 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
             }
             "cursors" if &*req.command == "killCursors" => {
                 if let Some(arr) = e.as_doc().and_then(|d| raw::elements(d).ok()) {
-                    req.cursor_refs.extend(arr.iter().filter_map(|c| c.as_i64()));
+                    req.cursor_refs
+                        .extend(arr.iter().filter_map(|c| c.as_i64()));
                 }
             }
             "lsid" => req.lsid = Some(lsid_key(e.value)),
@@ -181,10 +182,20 @@ pub struct Rewritten {
 }
 
 /// Writes `req` for one copy: `lsid` is the live session id (16 bytes) that replaces the recorded one.
-pub fn rewrite(req: &Request, map: &dyn DbMap, lsid: Option<&[u8; 16]>) -> Result<Rewritten, RawError> {
+pub fn rewrite(
+    req: &Request,
+    map: &dyn DbMap,
+    lsid: Option<&[u8; 16]>,
+) -> Result<Rewritten, RawError> {
     let frame = &req.msg[..];
     let bad = |detail| RawError { offset: 0, detail };
-    let flags = u32::from_le_bytes(frame.get(16..20).ok_or(bad("short OP_MSG"))?.try_into().unwrap());
+    let flags = u32::from_le_bytes(
+        frame
+            .get(16..20)
+            .ok_or(bad("short OP_MSG"))?
+            .try_into()
+            .unwrap(),
+    );
     let end = if flags & CHECKSUM_PRESENT != 0 {
         frame.len().checked_sub(4).ok_or(bad("short OP_MSG"))?
     } else {
@@ -376,7 +387,8 @@ fn from_op_update(wire: &[u8]) -> Result<Bytes, Skip> {
     let (db, coll) = split_ns(&m.full_collection_name)?;
     let mut updates = RawArrayBuf::new();
     updates.push(rawdoc! { "q": m.selector, "u": m.update, "upsert": m.flags & 1 != 0, "multi": m.flags & 2 != 0 });
-    let body = rawdoc! { "update": coll, "updates": updates, "writeConcern": unacknowledged(), "$db": db };
+    let body =
+        rawdoc! { "update": coll, "updates": updates, "writeConcern": unacknowledged(), "$db": db };
     Ok(op_msg(body, true, request_id(wire)))
 }
 
@@ -385,7 +397,8 @@ fn from_op_delete(wire: &[u8]) -> Result<Bytes, Skip> {
     let (db, coll) = split_ns(&m.full_collection_name)?;
     let mut deletes = RawArrayBuf::new();
     deletes.push(rawdoc! { "q": m.selector, "limit": if m.flags & 1 != 0 { 1 } else { 0 } });
-    let body = rawdoc! { "delete": coll, "deletes": deletes, "writeConcern": unacknowledged(), "$db": db };
+    let body =
+        rawdoc! { "delete": coll, "deletes": deletes, "writeConcern": unacknowledged(), "$db": db };
     Ok(op_msg(body, true, request_id(wire)))
 }
 
@@ -460,7 +473,10 @@ mod tests {
             true,
         );
         let req = understand(1, 10, &wire).unwrap();
-        assert_eq!((&*req.command, req.db.as_str(), req.expects_reply), ("insert", "bench", true));
+        assert_eq!(
+            (&*req.command, req.db.as_str(), req.expects_reply),
+            ("insert", "bench", true)
+        );
         assert!(req.lsid.is_some());
         let out = rewrite(&req, &Suffix("_2"), Some(&[1; 16])).unwrap();
         let parsed = Message::parse(&out.bytes).unwrap();
@@ -510,7 +526,11 @@ mod tests {
 
     #[test]
     fn handshake_is_skipped_and_legacy_is_converted() {
-        let hello = msg(MsgFlags::empty(), rawdoc! {"hello": 1, "$db": "admin"}, false);
+        let hello = msg(
+            MsgFlags::empty(),
+            rawdoc! {"hello": 1, "$db": "admin"},
+            false,
+        );
         assert_eq!(understand(1, 1, &hello).unwrap_err(), Skip::Handshake);
         let q = OpQuery {
             flags: 0,
@@ -520,7 +540,10 @@ mod tests {
             query: rawdoc! {"isMaster": 1},
             return_fields_selector: None,
         };
-        assert_eq!(understand(1, 1, &Bytes::from(q.encode(3))).unwrap_err(), Skip::Handshake);
+        assert_eq!(
+            understand(1, 1, &Bytes::from(q.encode(3))).unwrap_err(),
+            Skip::Handshake
+        );
         let q = OpQuery {
             full_collection_name: "bench.$cmd".into(),
             query: rawdoc! {"$query": {"count": "c"}, "$readPreference": {"mode": "primary"}},
@@ -534,7 +557,10 @@ mod tests {
             cursor_id: 42,
         };
         let req = understand(1, 1, &Bytes::from(g.encode(4))).unwrap();
-        assert_eq!((&*req.command, req.cursor_refs.clone()), ("getMore", vec![42]));
+        assert_eq!(
+            (&*req.command, req.cursor_refs.clone()),
+            ("getMore", vec![42])
+        );
         assert_eq!(req.collection.as_deref(), Some("c"));
     }
 

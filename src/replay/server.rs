@@ -66,7 +66,11 @@ pub fn find_listener_pid(port: u16) -> Option<u32> {
         return None;
     }
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(fds) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("fd")) else {
@@ -101,20 +105,30 @@ fn json(doc: &Document, key: &str) -> serde_json::Value {
 
 pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
     let reply = conn
-        .command(&rawdoc! { "serverStatus": 1, "$db": "admin" }, "reading serverStatus")
+        .command(
+            &rawdoc! { "serverStatus": 1, "$db": "admin" },
+            "reading serverStatus",
+        )
         .await
         .map_err(|e| e.to_string())?;
     if !super::conn::command_ok(&reply) {
-        return Err(format!("serverStatus failed: {}", super::conn::error_text(&reply)));
+        return Err(format!(
+            "serverStatus failed: {}",
+            super::conn::error_text(&reply)
+        ));
     }
-    let doc: Document = reply.try_into().map_err(|e: bson::error::Error| e.to_string())?;
+    let doc: Document = reply
+        .try_into()
+        .map_err(|e: bson::error::Error| e.to_string())?;
     Ok(StatusSnapshot {
         opcounters: json(&doc, "opcounters"),
         network: json(&doc, "network"),
         connections: json(&doc, "connections"),
-        uptime_s: doc
-            .get("uptime")
-            .and_then(|v| v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from))),
+        uptime_s: doc.get("uptime").and_then(|v| {
+            v.as_f64()
+                .or_else(|| v.as_i64().map(|i| i as f64))
+                .or_else(|| v.as_i32().map(f64::from))
+        }),
     })
 }
 
@@ -159,7 +173,10 @@ mod tests {
     fn deltas_of_nested_counters() {
         let b = serde_json::json!({"insert": 1, "x": {"y": 2.5}});
         let a = serde_json::json!({"insert": 11, "x": {"y": 3.0}, "s": "text"});
-        assert_eq!(delta(&b, &a), serde_json::json!({"insert": 10, "x": {"y": 0.5}}));
+        assert_eq!(
+            delta(&b, &a),
+            serde_json::json!({"insert": 10, "x": {"y": 0.5}})
+        );
     }
 
     #[test]

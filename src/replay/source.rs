@@ -270,7 +270,8 @@ fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
 
 impl Reader<'_> {
     fn span(&self) -> u64 {
-        self.last_ts.saturating_sub(self.first_ts.unwrap_or(self.last_ts))
+        self.last_ts
+            .saturating_sub(self.first_ts.unwrap_or(self.last_ts))
     }
 
     /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
@@ -311,7 +312,11 @@ impl Reader<'_> {
             let out = match rewrite::rewrite(&req, &map, lsid.as_ref()) {
                 Ok(o) => o,
                 Err(_) => {
-                    *self.result.skipped.entry(Skip::Malformed.name()).or_default() += 1;
+                    *self
+                        .result
+                        .skipped
+                        .entry(Skip::Malformed.name())
+                        .or_default() += 1;
                     continue;
                 }
             };
@@ -338,7 +343,11 @@ impl Reader<'_> {
                 bytes: out.bytes,
             };
             self.seq += 1;
-            if !self.shared.budget.acquire(op.bytes.len(), &self.shared.abort) {
+            if !self
+                .shared
+                .budget
+                .acquire(op.bytes.len(), &self.shared.abort)
+            {
                 return false;
             }
             self.router.send(lane, op);

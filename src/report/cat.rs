@@ -23,7 +23,14 @@ pub fn body_json(msg: &Message) -> Value {
         Body::Msg(m) => {
             let mut body = doc_json(m.body());
             for s in &m.sections {
-                if let (Section::Sequence { identifier, documents }, Value::Object(obj)) = (s, &mut body) {
+                if let (
+                    Section::Sequence {
+                        identifier,
+                        documents,
+                    },
+                    Value::Object(obj),
+                ) = (s, &mut body)
+                {
                     obj.insert(identifier.clone(), docs_json(documents));
                 }
             }
@@ -86,7 +93,11 @@ pub fn message_json(
         "t".into(),
         json!(record.ts_ns.saturating_sub(start_ns) as f64 / 1e9),
     );
-    let dir = if record.kind == RecordKind::Request { "request" } else { "reply" };
+    let dir = if record.kind == RecordKind::Request {
+        "request"
+    } else {
+        "reply"
+    };
     obj.insert("dir".into(), json!(dir));
     obj.insert("bytes".into(), json!(record.payload.len()));
     match msg {

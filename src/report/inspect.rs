@@ -287,14 +287,24 @@ impl Inspection {
             self.unanswered_requests, self.unsolicited_replies, self.undecodable_messages
         ));
 
-        let mut t = Table::new(["conn", "client", "driver", "app", "reqs", "replies", "bytes", "closed by"]);
+        let mut t = Table::new([
+            "conn",
+            "client",
+            "driver",
+            "app",
+            "reqs",
+            "replies",
+            "bytes",
+            "closed by",
+        ]);
         for c in &self.connections {
             let d = c.driver.as_ref();
             t.row([
                 c.id.to_string(),
                 c.client.clone(),
                 d.map(Driver::label).unwrap_or_else(|| "-".into()),
-                d.and_then(|d| d.application.clone()).unwrap_or_else(|| "-".into()),
+                d.and_then(|d| d.application.clone())
+                    .unwrap_or_else(|| "-".into()),
                 c.requests.to_string(),
                 c.replies.to_string(),
                 human_bytes(c.bytes),
@@ -305,15 +315,31 @@ impl Inspection {
         s.push_str(&t.render());
 
         let mut t = Table::new(["direction", "opcode", "messages", "bytes"]);
-        for (dir, map) in [("request", &self.requests_by_opcode), ("reply", &self.replies_by_opcode)] {
+        for (dir, map) in [
+            ("request", &self.requests_by_opcode),
+            ("reply", &self.replies_by_opcode),
+        ] {
             for (op, c) in map {
-                t.row([dir.to_string(), op.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+                t.row([
+                    dir.to_string(),
+                    op.clone(),
+                    c.messages.to_string(),
+                    human_bytes(c.bytes),
+                ]);
             }
         }
         s.push_str("\nBy opcode\n");
         s.push_str(&t.render());
 
-        let mut t = Table::new(["command", "requests", "replies", "no reply", "errors", "bytes", "mean latency"]);
+        let mut t = Table::new([
+            "command",
+            "requests",
+            "replies",
+            "no reply",
+            "errors",
+            "bytes",
+            "mean latency",
+        ]);
         let mut cmds: Vec<_> = self.by_command.iter().collect();
         cmds.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(b.0)));
         for (name, c) in cmds {

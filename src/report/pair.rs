@@ -28,7 +28,14 @@ pub struct Pairer {
 }
 
 impl Pairer {
-    pub fn request(&mut self, conn: u64, msg: &Message, info: RequestInfo, ts_ns: u64, bytes: usize) {
+    pub fn request(
+        &mut self,
+        conn: u64,
+        msg: &Message,
+        info: RequestInfo,
+        ts_ns: u64,
+        bytes: usize,
+    ) {
         if info.expects_reply {
             self.pending.insert(
                 (conn, msg.header.request_id),
@@ -62,7 +69,12 @@ impl Pairer {
 
     /// Forgets a closed connection; returns the requests that never got a reply.
     pub fn close(&mut self, conn: u64) -> Vec<Pending> {
-        let keys: Vec<_> = self.pending.keys().filter(|k| k.0 == conn).cloned().collect();
+        let keys: Vec<_> = self
+            .pending
+            .keys()
+            .filter(|k| k.0 == conn)
+            .cloned()
+            .collect();
         self.exhaust.retain(|k, _| k.0 != conn);
         keys.into_iter()
             .filter_map(|k| self.pending.remove(&k))

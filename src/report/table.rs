@@ -33,7 +33,9 @@ impl Table {
             !s.is_empty()
                 && s.chars()
                     .all(|c| c.is_ascii_digit() || ".,-+%x µsmKMGiB/".contains(c))
-                && s.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '-')
+                && s.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit() || c == '-')
         };
         let mut out = String::new();
         let line = |out: &mut String, row: &[String], header: bool| {

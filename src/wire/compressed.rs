@@ -96,7 +96,12 @@ pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
     Ok((compressor, out))
 }
 
-fn inflate(c: Compressor, payload: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), WireError> {
+fn inflate(
+    c: Compressor,
+    payload: &[u8],
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), WireError> {
     let fail = |detail: String| WireError::Decompress {
         compressor: c.name(),
         detail,

@@ -160,7 +160,10 @@ mod tests {
             Err(WireError::LengthTooLarge { .. })
         ));
         buf[..4].copy_from_slice(&48_000_000i32.to_le_bytes());
-        assert_eq!(MsgHeader::parse(&buf).unwrap().unwrap().message_length, 48_000_000);
+        assert_eq!(
+            MsgHeader::parse(&buf).unwrap().unwrap().message_length,
+            48_000_000
+        );
     }
 
     #[test]

@@ -337,7 +337,11 @@ mod tests {
         );
         let info = RequestInfo::of(&m);
         assert_eq!(
-            (info.command.as_str(), info.cursor_id, info.namespace().as_str()),
+            (
+                info.command.as_str(),
+                info.cursor_id,
+                info.namespace().as_str()
+            ),
             ("getMore", Some(991), "bench.c")
         );
     }

@@ -64,7 +64,10 @@ fn body(message: &[u8]) -> Reader<'_> {
     Reader::new(message.get(HEADER_LEN..).unwrap_or_default(), HEADER_LEN)
 }
 
-fn docs_until_end(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<RawDocumentBuf>, WireError> {
+fn docs_until_end(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<Vec<RawDocumentBuf>, WireError> {
     let mut docs = Vec::new();
     while !r.is_empty() {
         docs.push(r.document(what)?);

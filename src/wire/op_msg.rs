@@ -182,7 +182,9 @@ fn parse_sequence(r: &mut Reader<'_>) -> Result<Section, WireError> {
     }
     let payload = r.bytes(size as usize - 4, "OP_MSG document sequence")?;
     let mut seq = Reader::new(payload, start + 4);
-    let identifier = seq.cstring("OP_MSG document sequence identifier")?.to_owned();
+    let identifier = seq
+        .cstring("OP_MSG document sequence identifier")?
+        .to_owned();
     let mut documents = Vec::new();
     while !seq.is_empty() {
         documents.push(seq.document("OP_MSG sequence document")?);
@@ -225,7 +227,10 @@ mod tests {
     fn verifies_checksum() {
         let bytes = sample(MsgFlags::CHECKSUM_PRESENT).encode(1, 0);
         let parsed = OpMsg::parse(&bytes).unwrap();
-        assert_eq!(parsed.checksum, Some(crc32c::crc32c(&bytes[..bytes.len() - 4])));
+        assert_eq!(
+            parsed.checksum,
+            Some(crc32c::crc32c(&bytes[..bytes.len() - 4]))
+        );
         let mut bad = bytes.clone();
         let mid = bad.len() / 2;
         bad[mid] ^= 0x40;
