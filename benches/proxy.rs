@@ -154,12 +154,22 @@ fn recorder_rate(messages: usize) -> f64 {
         max_queued_bytes: 1 << 30,
         ..Default::default()
     };
-    let recorder = Recorder::start(&dir.path().join("r.mtape"), &meta, opts, stats.clone()).unwrap();
+    let recorder =
+        Recorder::start(&dir.path().join("r.mtape"), &meta, opts, stats.clone()).unwrap();
     let handle = recorder.handle();
     let start = Instant::now();
     for i in 0..messages {
-        let kind = if i % 2 == 0 { RecordKind::Request } else { RecordKind::Reply };
-        handle.submit(Record::new(kind, 1 + (i as u64 % 8), i as u64, payload.clone()));
+        let kind = if i % 2 == 0 {
+            RecordKind::Request
+        } else {
+            RecordKind::Reply
+        };
+        handle.submit(Record::new(
+            kind,
+            1 + (i as u64 % 8),
+            i as u64,
+            payload.clone(),
+        ));
     }
     drop(handle);
     recorder.finish().unwrap();
@@ -173,7 +183,13 @@ fn compression(server: &Server, workload: &str, scale: f64) -> (u64, u64) {
     let dir = common::tempdir();
     let out = dir.path().join("w.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
-    common::run_client(common::Client::Pymongo, workload, &proxy.uri(), "bench_ratio", scale);
+    common::run_client(
+        common::Client::Pymongo,
+        workload,
+        &proxy.uri(),
+        "bench_ratio",
+        scale,
+    );
     proxy.stop();
     let inspected = mongotape::report::inspect::inspect_file(&out).unwrap();
     (inspected.wire_bytes, inspected.compressed_file_bytes)
@@ -189,29 +205,58 @@ fn main() {
     let norec = Proxy::spawn(
         {
             let mut c = Command::new(common::mongotape_bin());
-            c.args(["record", "--listen", "127.0.0.1:0", "--upstream", server.addr(), "--no-record", "--quiet"]);
+            c.args([
+                "record",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                server.addr(),
+                "--no-record",
+                "--quiet",
+            ]);
             c
         },
         &dir.path().join("none"),
     );
     let rec = Proxy::start_with(server.addr(), &dir.path().join("bench.mtape"), &["--quiet"]);
     let paths = [
-        Path { name: "direct", addr: server.addr().to_string() },
-        Path { name: "minimal relay", addr: relay },
-        Path { name: "mongotape, recording off", addr: norec.addr().to_string() },
-        Path { name: "mongotape, recording", addr: rec.addr().to_string() },
+        Path {
+            name: "direct",
+            addr: server.addr().to_string(),
+        },
+        Path {
+            name: "minimal relay",
+            addr: relay,
+        },
+        Path {
+            name: "mongotape, recording off",
+            addr: norec.addr().to_string(),
+        },
+        Path {
+            name: "mongotape, recording",
+            addr: rec.addr().to_string(),
+        },
     ];
 
     let rounds = 10;
     let per = ((2_000.0 * s) as usize).max(20);
     let hists = latency(&paths, rounds, per);
-    println!("## Round trip of `ping`, {} per path, interleaved in {rounds} rounds\n", rounds * per);
+    println!(
+        "## Round trip of `ping`, {} per path, interleaved in {rounds} rounds\n",
+        rounds * per
+    );
     println!("| path | p50 µs | p99 µs | added p50 µs |");
     println!("|---|---:|---:|---:|");
     let p50 = |h: &Histogram<u64>| h.value_at_quantile(0.5) as f64 / 1e3;
     let p99 = |h: &Histogram<u64>| h.value_at_quantile(0.99) as f64 / 1e3;
     for (p, h) in paths.iter().zip(&hists) {
-        println!("| {} | {:.1} | {:.1} | {:.1} |", p.name, p50(h), p99(h), p50(h) - p50(&hists[0]));
+        println!(
+            "| {} | {:.1} | {:.1} | {:.1} |",
+            p.name,
+            p50(h),
+            p99(h),
+            p50(h) - p50(&hists[0])
+        );
     }
     let relay_added = p50(&hists[1]) - p50(&hists[0]);
     let rec_added = p50(&hists[3]) - p50(&hists[0]);
@@ -222,7 +267,10 @@ fn main() {
 
     let per = ((1_000.0 * s) as usize).max(20);
     let rates = insert_rate(&paths, rounds, per);
-    println!("## Acknowledged inserts on one connection, {} per path\n", rounds * per);
+    println!(
+        "## Acknowledged inserts on one connection, {} per path\n",
+        rounds * per
+    );
     println!("| path | inserts/s | vs direct |");
     println!("|---|---:|---:|");
     for (p, r) in paths.iter().zip(&rates) {
@@ -242,8 +290,17 @@ fn main() {
     println!("## Capture size, pymongo through the proxy\n");
     println!("| workload | wire bytes | file bytes | ratio |");
     println!("|---|---:|---:|---:|");
-    for w in ["embedded", "docsize", "writeconcern", "randstring", "lookup"] {
+    for w in [
+        "embedded",
+        "docsize",
+        "writeconcern",
+        "randstring",
+        "lookup",
+    ] {
         let (wire, file) = compression(&server, w, (0.05 * s / 0.2).clamp(0.005, 0.05));
-        println!("| {w} | {wire} | {file} | {:.1}x |", wire as f64 / file.max(1) as f64);
+        println!(
+            "| {w} | {wire} | {file} | {:.1}x |",
+            wire as f64 / file.max(1) as f64
+        );
     }
 }

@@ -90,14 +90,21 @@ fn compressed_fixtures_hold_their_compressor() {
 
 #[test]
 fn drivers_are_named_in_the_fixtures() {
-    for (name, driver) in [("pymongo", "PyMongo"), ("mongosh", "mongosh"), ("php", "PHP")] {
+    for (name, driver) in [
+        ("pymongo", "PyMongo"),
+        ("mongosh", "mongosh"),
+        ("php", "PHP"),
+    ] {
         let report = inspect_file(&path(name)).unwrap();
         let names: Vec<_> = report
             .connections
             .iter()
             .filter_map(|c| c.driver.as_ref()?.name.clone())
             .collect();
-        assert!(names.iter().any(|n| n.contains(driver)), "{name}: {names:?}");
+        assert!(
+            names.iter().any(|n| n.contains(driver)),
+            "{name}: {names:?}"
+        );
     }
 }
 
@@ -128,7 +135,10 @@ fn every_cut_of_a_real_message_is_an_error() {
     }
     // A cut is only accepted where it falls on a boundary the format allows (the end of the last
     // document of a legacy reply or insert, say): nearly every cut is refused.
-    assert!(refused * 100 >= total * 95, "{refused} of {total} cuts refused");
+    assert!(
+        refused * 100 >= total * 95,
+        "{refused} of {total} cuts refused"
+    );
 }
 
 #[test]
@@ -160,7 +170,11 @@ fn flipped_bytes_never_panic() {
 #[test]
 fn a_connection_stream_splits_into_the_same_frames_at_any_chunking() {
     let msgs = messages("mongosh");
-    let conn = msgs.iter().find(|r| r.kind == RecordKind::Request).unwrap().conn_id;
+    let conn = msgs
+        .iter()
+        .find(|r| r.kind == RecordKind::Request)
+        .unwrap()
+        .conn_id;
     let frames: Vec<&[u8]> = msgs
         .iter()
         .filter(|r| r.conn_id == conn && r.kind == RecordKind::Request)

@@ -15,12 +15,19 @@ fn a_full_recorder_queue_is_counted_logged_and_marked() {
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet", "--max-queue-mb", "0"]);
     let direct = common::run_client(Client::Pymongo, "basic", &server.uri(), "bench", 0.3);
     let proxied = common::run_client(Client::Pymongo, "basic", &proxy.uri(), "bench", 0.3);
-    assert_eq!(direct.results(), proxied.results(), "forwarding is unaffected");
+    assert_eq!(
+        direct.results(),
+        proxied.results(),
+        "forwarding is unaffected"
+    );
     let exit = proxy.stop();
     assert!(exit.stderr.contains("could not keep up"), "{}", exit.stderr);
     assert!(exit.stderr.contains("DROPPED"), "{}", exit.stderr);
 
-    let records: Vec<_> = CaptureReader::open(&out).unwrap().map(Result::unwrap).collect();
+    let records: Vec<_> = CaptureReader::open(&out)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     let dropped: u64 = records
         .iter()
         .filter(|r| r.kind == RecordKind::Gap)
@@ -32,9 +39,18 @@ fn a_full_recorder_queue_is_counted_logged_and_marked() {
         .count();
     assert_eq!(recorded, 0);
     assert!(dropped > 100, "{dropped} dropped");
-    let opens = records.iter().filter(|r| r.kind == RecordKind::Open).count();
-    let closes = records.iter().filter(|r| r.kind == RecordKind::Close).count();
-    assert!(opens >= 2 && opens == closes, "connection events are kept: {opens} {closes}");
+    let opens = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Open)
+        .count();
+    let closes = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Close)
+        .count();
+    assert!(
+        opens >= 2 && opens == closes,
+        "connection events are kept: {opens} {closes}"
+    );
     let end = records.last().unwrap();
     assert_eq!(end.kind, RecordKind::End);
     let end: mongotape::capture::EndEvent = end.event().unwrap();

@@ -83,11 +83,18 @@ fn garbage_oversized_and_truncated_frames_close_only_their_connection() {
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     // A healthy connection stays open across everything below.
     let mut healthy = TcpStream::connect(proxy.addr()).unwrap();
-    healthy.write_all(&ping_bytes(7, MsgFlags::empty())).unwrap();
+    healthy
+        .write_all(&ping_bytes(7, MsgFlags::empty()))
+        .unwrap();
 
     let mut garbage = TcpStream::connect(proxy.addr()).unwrap();
-    garbage.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    assert!(closed_by_peer(&mut garbage), "garbage connection stays open");
+    garbage
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert!(
+        closed_by_peer(&mut garbage),
+        "garbage connection stays open"
+    );
     let log = wait_for_log(&proxy, "exceeds the 48000000-byte maximum");
     assert!(log.contains("sent an invalid message"), "{log}");
 
@@ -114,9 +121,13 @@ fn garbage_oversized_and_truncated_frames_close_only_their_connection() {
 
     assert!(ping(proxy.addr()).is_ok(), "new connections still work");
     let mut reply = [0u8; 16];
-    healthy.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    healthy
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     healthy.read_exact(&mut reply).unwrap();
-    healthy.write_all(&ping_bytes(8, MsgFlags::empty())).unwrap();
+    healthy
+        .write_all(&ping_bytes(8, MsgFlags::empty()))
+        .unwrap();
     assert!(
         !closed_by_peer_quickly(&mut healthy),
         "the healthy connection was closed"
@@ -191,7 +202,10 @@ fn upstream_down_at_start_then_back() {
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
     assert!(closed_by_peer(&mut s));
     let log = wait_for_log(&proxy, "cannot connect to upstream");
-    assert!(log.contains(&format!("cannot connect to upstream {upstream}")), "{log}");
+    assert!(
+        log.contains(&format!("cannot connect to upstream {upstream}")),
+        "{log}"
+    );
 
     let server = Server::start_with(&["--port", &port.to_string()]);
     assert_eq!(server.port(), port);
@@ -213,7 +227,10 @@ fn upstream_killed_mid_session() {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.read_exact(&mut head).unwrap();
     drop(server);
-    assert!(closed_by_peer(&mut s), "client connection closed with its upstream");
+    assert!(
+        closed_by_peer(&mut s),
+        "client connection closed with its upstream"
+    );
     // The proxy lives on: the next client is turned away with a reason, not a crash.
     let mut next = TcpStream::connect(proxy.addr()).unwrap();
     assert!(closed_by_peer(&mut next));
@@ -224,7 +241,10 @@ fn upstream_killed_mid_session() {
         closes.iter().all(|(_, c)| c.side == Side::Upstream),
         "{closes:?}"
     );
-    let records: Vec<_> = CaptureReader::open(&out).unwrap().map(Result::unwrap).collect();
+    let records: Vec<_> = CaptureReader::open(&out)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     assert!(records.iter().any(|r| r.kind == RecordKind::Reply));
     assert_eq!(records.last().unwrap().kind, RecordKind::End);
 }

@@ -9,21 +9,41 @@ use mongotape::report::inspect::inspect_file;
 fn compressed(client: Client, compressor: &str) {
     let server = Server::start();
     let suffix = format!("&compressors={compressor}");
-    let direct = common::run_client(client, "basic", &format!("{}{suffix}", server.uri()), "bench", 0.5);
+    let direct = common::run_client(
+        client,
+        "basic",
+        &format!("{}{suffix}", server.uri()),
+        "bench",
+        0.5,
+    );
     let dir = common::tempdir();
     let out = dir.path().join("c.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
-    let proxied = common::run_client(client, "basic", &format!("{}{suffix}", proxy.uri()), "bench", 0.5);
+    let proxied = common::run_client(
+        client,
+        "basic",
+        &format!("{}{suffix}", proxy.uri()),
+        "bench",
+        0.5,
+    );
     proxy.stop();
     assert_eq!(direct.results(), proxied.results());
 
     let report = inspect_file(&out).unwrap();
     assert!(report.complete && report.error.is_none());
-    assert_eq!(report.undecodable_messages, 0, "every compressed message decodes");
+    assert_eq!(
+        report.undecodable_messages, 0,
+        "every compressed message decodes"
+    );
     let used = report
         .compressed_by_compressor
         .get(compressor)
-        .unwrap_or_else(|| panic!("no {compressor} messages: {:?}", report.compressed_by_compressor));
+        .unwrap_or_else(|| {
+            panic!(
+                "no {compressor} messages: {:?}",
+                report.compressed_by_compressor
+            )
+        });
     let requests: u64 = report.requests_by_opcode.values().map(|c| c.messages).sum();
     // After the handshake everything is compressed (both directions).
     assert!(

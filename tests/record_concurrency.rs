@@ -37,7 +37,9 @@ fn three_hundred_connections_at_once() {
                     let request_id = (i * PINGS + n) as i32;
                     let msg = OpMsg {
                         flags: MsgFlags::empty(),
-                        sections: vec![Section::Body(rawdoc! { "ping": 1, "comment": i as i32, "$db": "admin" })],
+                        sections: vec![Section::Body(
+                            rawdoc! { "ping": 1, "comment": i as i32, "$db": "admin" },
+                        )],
                         checksum: None,
                     }
                     .encode(request_id, 0);
