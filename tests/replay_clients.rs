@@ -1,0 +1,45 @@
+//! Equivalence: a workload recorded against one server, replayed into a second, empty one, leaves
+//! the same database, document by document, for each real client.
+
+mod common;
+mod replay_support;
+
+use common::*;
+use replay_support::*;
+
+fn equivalence(client: Client, workload: &str, scale: f64) {
+    let dir = tempdir();
+    let a = Server::start();
+    let db = "bench";
+    let (capture, _) = record_workload(&a, dir.path(), client, workload, db, scale);
+    let expected = dump_db(&a.uri(), db);
+    drop(a);
+
+    let b = Server::start();
+    let r = replay(&capture, &b.uri(), &[]);
+    assert!(r.ops() > 0, "{}", r.describe());
+    assert_eq!(r.skipped("cursor_not_found"), 0, "{}", r.describe());
+    assert_eq!(r.divergences(), 0, "{}", r.describe());
+    assert!(r.report["summary"]["per_command"]["insert"]["count"].as_u64() > Some(0));
+    assert_same_db(&expected, &dump_db(&b.uri(), db));
+}
+
+#[test]
+fn pymongo_basic_replays_to_an_equal_database() {
+    equivalence(Client::Pymongo, "basic", 1.0);
+}
+
+#[test]
+fn mongosh_basic_replays_to_an_equal_database() {
+    equivalence(Client::Mongosh, "basic", 1.0);
+}
+
+#[test]
+fn php_basic_replays_to_an_equal_database() {
+    equivalence(Client::Php, "basic", 1.0);
+}
+
+#[test]
+fn pymongo_embedded_replays_to_an_equal_database() {
+    equivalence(Client::Pymongo, "embedded", 0.1);
+}
