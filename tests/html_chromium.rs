@@ -41,7 +41,7 @@ fn analyze_and_compare_pages_render_in_chromium() {
         "Server vs client time per driver",
         "Latency distribution per command",
         "Throughput: logical operations per second",
-        "Latency per second",
+        "Latency over time",
     ] {
         assert!(rendered.dom.contains(title), "{title:?} missing");
     }

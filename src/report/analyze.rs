@@ -1,6 +1,6 @@
 //! `mongotape analyze`: from a capture alone, is it the server or the client? Per connection and per
 //! driver: the server's time against the client's, round trips, bytes and extra commands per logical
-//! operation, latency percentiles per command, and a per-second timeline. Definitions:
+//! operation, latency percentiles per command, and a timeline. Definitions:
 //! `docs/analyze.md`.
 //!
 //! The pass over the capture is in `analyze_pass`, the renderings in `analyze_text` and
@@ -213,14 +213,15 @@ pub struct CommandReport {
     pub distribution: Vec<[f64; 2]>,
 }
 
-/// One second of the capture (workload connections).
+/// One bucket of the timeline (workload connections); buckets are `timeline_bucket_s` wide.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelinePoint {
-    /// Seconds from the capture's first record.
-    pub t_s: u64,
-    /// Logical operations sent in this second.
+    /// Start of the bucket, seconds from the capture's first record.
+    pub t_s: f64,
+    /// Logical operations sent in this bucket, and as a rate.
     pub ops: u64,
-    /// Replies to logical operations received in this second, and their latency.
+    pub ops_per_s: f64,
+    /// Replies to logical operations received in this bucket, and their latency.
     pub replies: u64,
     pub mean_us: f64,
     pub max_us: f64,
@@ -258,5 +259,7 @@ pub struct AnalyzeReport {
     /// Commands on the other connections.
     pub other_commands: Vec<CommandReport>,
     pub connections: Vec<ConnReport>,
+    /// Width of a timeline bucket: 10 ms, 100 ms, 1 s, ... so there are at most 1,000.
+    pub timeline_bucket_s: f64,
     pub timeline: Vec<TimelinePoint>,
 }

@@ -140,6 +140,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
 
     // Over time.
     let tl = &r.timeline;
+    let bucket_note = format!("In buckets of {}.", fmt_ns(r.timeline_bucket_s * 1e9));
     page = page
         .section("Over time")
         .line_chart(
@@ -148,29 +149,28 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                 "seconds into the capture",
                 "ops/s",
             )
-            .series(
-                "ops/s",
-                tl.iter().map(|p| (p.t_s as f64, p.ops as f64)).collect(),
-            ),
+            .note(&bucket_note)
+            .series("ops/s", tl.iter().map(|p| (p.t_s, p.ops_per_s)).collect()),
         )
         .line_chart(
             LineChart::new(
-                "Latency per second (logical operations)",
+                "Latency over time (logical operations)",
                 "seconds into the capture",
                 "µs",
             )
+            .note(&bucket_note)
             .series(
                 "mean",
                 tl.iter()
                     .filter(|p| p.replies > 0)
-                    .map(|p| (p.t_s as f64, p.mean_us))
+                    .map(|p| (p.t_s, p.mean_us))
                     .collect(),
             )
             .series(
                 "max",
                 tl.iter()
                     .filter(|p| p.replies > 0)
-                    .map(|p| (p.t_s as f64, p.max_us))
+                    .map(|p| (p.t_s, p.max_us))
                     .collect(),
             ),
         );

@@ -1,10 +1,11 @@
 //! The single streaming pass behind `mongotape analyze`. Memory is bounded by the connections open at
-//! once, the distinct command names (capped) and the capture's length in seconds (capped).
+//! once, the distinct command names and the timeline's buckets (both capped).
 
 use super::analyze::{
     is_monitoring_command, AnalyzeReport, CaptureFacts, Category, CommandReport, ConnClock,
-    ConnReport, DriverReport, Role, TimelinePoint, Totals,
+    ConnReport, DriverReport, Role, Totals,
 };
+use super::analyze_timeline::{Bucket, Timeline};
 use super::inspect::Driver;
 use super::pair::{Answer, Pairer};
 use super::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
@@ -21,8 +22,6 @@ const MAX_COMMANDS: usize = 256;
 const OTHER_COMMAND: &str = "(other)";
 /// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
 const MAX_DEFERRED_LATENCIES: usize = 4096;
-/// The timeline stops growing after a week of capture.
-const MAX_TIMELINE_S: u64 = 7 * 24 * 3600;
 /// Latency histograms kept per driver.
 const MAX_DRIVERS: usize = 64;
 
@@ -138,14 +137,6 @@ struct ConnState {
     last_msg_ns: u64,
 }
 
-#[derive(Default, Clone, Copy)]
-struct SecondAcc {
-    ops: u64,
-    replies: u64,
-    sum_ns: u64,
-    max_ns: u64,
-}
-
 #[derive(Default)]
 struct Pass {
     first_ns: Option<u64>,
@@ -159,7 +150,7 @@ struct Pass {
     driver_cmds: BTreeMap<String, BTreeMap<String, Histogram<u64>>>,
     ops_hist: Option<Histogram<u64>>,
     op_errors: u64,
-    timeline: Vec<SecondAcc>,
+    timeline: Timeline,
     span: Option<(u64, u64)>,
     facts: CaptureFacts,
 }
@@ -253,16 +244,9 @@ impl Pass {
         })
     }
 
-    fn second(&mut self, ts: u64) -> Option<&mut SecondAcc> {
-        let s = ts.saturating_sub(self.first_ns?) / 1_000_000_000;
-        if s >= MAX_TIMELINE_S {
-            return None;
-        }
-        let s = s as usize;
-        if self.timeline.len() <= s {
-            self.timeline.resize(s + 1, SecondAcc::default());
-        }
-        self.timeline.get_mut(s)
+    fn bucket(&mut self, ts: u64) -> Option<&mut Bucket> {
+        let offset = ts.saturating_sub(self.first_ns?);
+        Some(self.timeline.at(offset))
     }
 
     fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
@@ -313,7 +297,7 @@ impl Pass {
             let category = Category::of(&info.command);
             if category == Category::Operation {
                 c.report.ops += 1;
-                if let Some(s) = self.second(ts) {
+                if let Some(s) = self.bucket(ts) {
                     s.ops += 1;
                 }
             } else {
@@ -388,7 +372,7 @@ impl Pass {
                     .saturating_record(latency.max(100));
             }
         }
-        if let Some(s) = self.second(ts) {
+        if let Some(s) = self.bucket(ts) {
             s.replies += 1;
             s.sum_ns = s.sum_ns.saturating_add(latency);
             s.max_ns = s.max_ns.max(latency);
@@ -535,22 +519,7 @@ impl Pass {
             client_cpu_us_per_op: None,
             client_bound_share: workload.client_bound_share,
         };
-        let timeline = self
-            .timeline
-            .iter()
-            .enumerate()
-            .map(|(t, s)| TimelinePoint {
-                t_s: t as u64,
-                ops: s.ops,
-                replies: s.replies,
-                mean_us: if s.replies > 0 {
-                    s.sum_ns as f64 / s.replies as f64 / 1e3
-                } else {
-                    0.0
-                },
-                max_us: s.max_ns as f64 / 1e3,
-            })
-            .collect();
+        let timeline = self.timeline.points();
         AnalyzeReport {
             summary,
             capture: self.facts,
@@ -560,6 +529,7 @@ impl Pass {
             commands,
             other_commands: self.other_cmds.reports(false),
             connections: self.done,
+            timeline_bucket_s: self.timeline.bucket_s(),
             timeline,
         }
     }

@@ -61,6 +61,11 @@ impl Page {
         self
     }
 
+    pub fn subsection(mut self, heading: &str) -> Page {
+        self.body.push_str(&format!("<h3>{}</h3>\n", esc(heading)));
+        self
+    }
+
     pub fn paragraph(mut self, text: &str) -> Page {
         self.body.push_str(&format!("<p>{}</p>\n", esc(text)));
         self
@@ -152,6 +157,7 @@ const CSS: &str = r#"
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:22px;margin:0 0 4px}
+h3{font-size:14.5px;margin:18px 0 4px}
 h2{font-size:17px;margin:28px 0 8px;padding-top:8px;border-top:1px solid var(--line)}
 .sub{color:var(--muted);font-size:12.5px}
 p{max-width:80ch}

@@ -5,6 +5,7 @@ mod analyze_conn;
 pub mod analyze_html;
 mod analyze_pass;
 pub mod analyze_text;
+mod analyze_timeline;
 pub mod cat;
 pub mod compare;
 pub mod html;
