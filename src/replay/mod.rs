@@ -193,6 +193,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         lanes: config.connections.map_or(Lanes::PerRecorded, Lanes::Fixed),
         filters: config.filters.clone(),
         db_map: config.db_map.clone(),
+        pass_barrier: !config.pacing.open_loop(),
     };
     let progress_pos = Arc::new(AtomicU64::new(0));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();

@@ -143,10 +143,27 @@ impl Budget {
         true
     }
 
+    /// Blocks until every request handed out so far has been answered (or dropped); false when the
+    /// replay was aborted meanwhile.
+    pub fn wait_empty(&self, abort: &Abort) -> bool {
+        let mut used = self.used.lock().expect("budget lock");
+        while *used > 0 {
+            if abort.is_set() {
+                return false;
+            }
+            used = self
+                .freed
+                .wait_timeout(used, Duration::from_millis(20))
+                .expect("budget lock")
+                .0;
+        }
+        true
+    }
+
     pub fn release(&self, n: usize) {
         let mut used = self.used.lock().expect("budget lock");
         *used = used.saturating_sub(n);
-        self.freed.notify_one();
+        self.freed.notify_all();
     }
 }
 

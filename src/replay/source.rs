@@ -21,6 +21,20 @@ use tokio::task::JoinHandle;
 /// Requests held per recorded connection while their recorded replies are read.
 const MAX_HELD: usize = 10_000;
 
+/// Commands that change what later requests see (collections, indexes). With `--connections N` the
+/// requests before one finish before it is sent, and it finishes before anything after it is sent.
+const BARRIERS: &[&str] = &[
+    "create",
+    "drop",
+    "dropDatabase",
+    "createIndexes",
+    "dropIndexes",
+    "renameCollection",
+    "collMod",
+    "convertToCapped",
+    "cloneCollectionAsCapped",
+];
+
 /// Which recorded requests are replayed. Empty lists accept everything.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
@@ -72,6 +86,8 @@ pub struct SourceConfig {
     pub lanes: Lanes,
     pub filters: Filters,
     pub db_map: Vec<(String, String)>,
+    /// Each pass starts once the previous one is answered (false for open-loop `--rate`).
+    pub pass_barrier: bool,
 }
 
 /// What the reader saw, for the report.
@@ -251,6 +267,8 @@ struct Reader<'a> {
     first_ts: Option<u64>,
     last_ts: u64,
     iteration: u64,
+    /// Offset of this pass's first request from the replay's start.
+    pass_base_ns: u64,
     /// Compressed bytes read so far, over every pass (for the progress bar).
     progress: Arc<AtomicU64>,
     commands: HashMap<String, Arc<str>>,
@@ -284,10 +302,12 @@ impl Reader<'_> {
             self.last_ts = self.last_ts.max(req.ts_ns);
         }
         let first = *self.first_ts.get_or_insert(req.ts_ns);
-        // Later passes start where the first one ended, plus a millisecond.
-        let offset_ns = req.ts_ns.saturating_sub(first)
-            + self.iteration * (self.result.recorded_span_ns + 1_000_000);
+        let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
         let command = req.command.clone();
+        let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
+        if barrier && !self.shared.budget.wait_empty(&self.shared.abort) {
+            return false;
+        }
         for clone in 0..clones {
             let scope = (self.iteration as u32)
                 .wrapping_mul(clones)
@@ -352,7 +372,7 @@ impl Reader<'_> {
             }
             self.router.send(lane, op);
         }
-        true
+        !barrier || self.shared.budget.wait_empty(&self.shared.abort)
     }
 
     /// Emits the front of a connection's queue while it is complete.
@@ -518,6 +538,7 @@ pub fn run(
         first_ts: None,
         last_ts: 0,
         iteration: 0,
+        pass_base_ns: 0,
         progress,
         commands: HashMap::new(),
         namespaces: HashMap::new(),
@@ -525,6 +546,18 @@ pub fn run(
     loop {
         if cfg.repeat.is_some_and(|r| reader.iteration >= r) {
             break;
+        }
+        if reader.iteration > 0 {
+            // A pass starts where the previous one ended on schedule, or later if it ran late.
+            let scheduled = reader.iteration * (reader.result.recorded_span_ns + 1_000_000);
+            reader.pass_base_ns = if cfg.pass_barrier {
+                if !reader.shared.budget.wait_empty(&reader.shared.abort) {
+                    break;
+                }
+                scheduled.max(reader.shared.start.elapsed().as_nanos() as u64)
+            } else {
+                scheduled
+            };
         }
         let go_on = reader.pass();
         reader.iteration += 1;
