@@ -1,0 +1,115 @@
+//! Pacing and layout options against the real server: --speed, --rate, --connections, --clones,
+//! --db-map, filters, --duration.
+
+mod common;
+mod replay_support;
+
+use common::*;
+use replay_support::*;
+
+/// ~1 s of recorded time: 21 reads 50 ms apart, after a small setup.
+const PACED: &str = r#"
+import sys, time
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1])["pace"]
+db.drop_collection("c")
+db.c.insert_many([{"_id": i, "g": i % 3} for i in range(20)])
+for i in range(21):
+    db.c.find_one({"_id": i % 20})
+    time.sleep(0.05)
+db.c.update_many({"g": 1}, {"$set": {"seen": True}})
+"#;
+
+fn f64_of(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn speed_two_takes_about_half_the_recorded_time() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, _) = record_python(&a, dir.path(), "paced", PACED);
+    let expected = dump_db(&a.uri(), "pace");
+    drop(a);
+    let b = Server::start_with(&["--standalone"]);
+    let r = replay(&capture, &b.uri(), &["--speed", "2"]);
+    let span = f64_of(&r.report["recorded_span_s"]);
+    let wall = f64_of(&r.report["summary"]["wall_s"]);
+    assert!(span > 0.9, "recorded span {span}: {}", r.describe());
+    let ratio = wall / span;
+    assert!((0.35..=0.75).contains(&ratio), "wall {wall} / span {span} = {ratio}");
+    assert_same_db(&expected, &dump_db(&b.uri(), "pace"));
+
+    let r = replay(&capture, &b.uri(), &["--fast"]);
+    let fast = f64_of(&r.report["summary"]["wall_s"]);
+    assert!(fast < span * 0.5, "--fast took {fast} s of a {span} s recording");
+}
+
+#[test]
+fn rate_holds_its_rate_and_connections_really_open() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, _) = record_python(&a, dir.path(), "paced", PACED);
+    drop(a);
+    let b = Server::start_with(&["--standalone"]);
+    // 300 reads over 8 connections at 400/s: about 0.75 s.
+    let r = replay(
+        &capture,
+        &b.uri(),
+        &["--rate", "400", "--connections", "8", "--command", "find", "--repeat", "15"],
+    );
+    assert_eq!(r.count("find"), 21 * 15, "{}", r.describe());
+    assert_eq!(r.report["connections_opened"], 8, "{}", r.describe());
+    let created = &r.report["server"]["delta"]["connections"]["totalCreated"];
+    assert!(created.as_u64() >= Some(8), "serverStatus saw {created}: {}", r.describe());
+    let rate = f64_of(&r.report["summary"]["ops_per_s"]);
+    assert!((300.0..=440.0).contains(&rate), "rate {rate}: {}", r.describe());
+    // Open loop: latency counts from the intended time, so it is at least the lag.
+    let p50 = f64_of(&r.report["summary"]["overall"]["latency"]["p50_us"]);
+    assert!(p50 > 0.0);
+}
+
+#[test]
+fn clones_db_map_and_filters() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, _) = record_python(&a, dir.path(), "paced", PACED);
+    let expected = dump_db(&a.uri(), "pace");
+    drop(a);
+    let b = Server::start_with(&["--standalone"]);
+    let r = replay(&capture, &b.uri(), &["--fast", "--clones", "3"]);
+    assert_eq!(r.count("find"), 63, "{}", r.describe());
+    for k in 1..=3 {
+        assert_same_db(&expected, &dump_db(&b.uri(), &format!("pace_{k}")));
+    }
+    assert_eq!(dump_db(&b.uri(), "pace")["collections"], serde_json::json!({}));
+
+    replay(&capture, &b.uri(), &["--fast", "--db-map", "pace:other"]);
+    assert_same_db(&expected, &dump_db(&b.uri(), "other"));
+
+    let r = replay(&capture, &b.uri(), &["--fast", "--exclude-command", "find,drop", "--db-map", "pace:filtered"]);
+    assert_eq!(r.count("find"), 0, "{}", r.describe());
+    assert_eq!(r.count("insert"), 1, "{}", r.describe());
+    assert_eq!(r.skipped("filtered"), 22, "{}", r.describe());
+    let r = replay(&capture, &b.uri(), &["--fast", "--namespace", "nothing.here"]);
+    assert_eq!(r.ops(), 0, "{}", r.describe());
+}
+
+#[test]
+fn duration_repeats_the_capture_until_it_is_over() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, _) = record_python(
+        &a,
+        dir.path(),
+        "short",
+        "import sys\nfrom pymongo import MongoClient\nc = MongoClient(sys.argv[1])['pace'].c\nfor i in range(20):\n    c.find_one({'_id': i})\n",
+    );
+    drop(a);
+    let b = Server::start_with(&["--standalone"]);
+    let r = replay(&capture, &b.uri(), &["--fast", "--duration", "1"]);
+    let wall = f64_of(&r.report["summary"]["wall_s"]);
+    assert!((0.9..3.0).contains(&wall), "wall {wall}: {}", r.describe());
+    assert!(r.report["iterations"].as_u64() > Some(2), "{}", r.describe());
+    assert!(r.report["timeline"].as_array().map(Vec::len) >= Some(1));
+}
