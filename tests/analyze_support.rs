@@ -12,13 +12,15 @@ use std::process::Command;
 use std::time::Duration;
 
 /// A pymongo workload: `n` acknowledged inserts, `n` finds by `_id`, one cursor read in batches (so
-/// getMores), `w0` unacknowledged inserts; `sleep` seconds between the inserts and finds. Prints the
-/// number of documents the cursor returned.
+/// getMores), `w0` unacknowledged inserts; `sleep` seconds between the inserts and finds; an
+/// optional fifth argument names the application. Prints the number of documents the cursor
+/// returned.
 pub const WORKLOAD: &str = r#"
 import sys, time
 from pymongo import MongoClient, WriteConcern
 uri, n, sleep, w0 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-client = MongoClient(uri, serverSelectionTimeoutMS=10000)
+appname = sys.argv[5] if len(sys.argv) > 5 else None
+client = MongoClient(uri, serverSelectionTimeoutMS=10000, appname=appname)
 db = client.analyze_test
 db.c.drop()
 for i in range(n):

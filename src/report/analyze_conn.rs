@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 pub struct Gaps {
     /// From the connection opening to its first request (TCP set-up, TLS, the driver's pool).
     pub before_first_ns: u64,
+    /// Nothing in flight, after the first request but before the connection's first logical
+    /// operation: driver and application start-up after the handshake (mongosh spends ~0.5 s
+    /// here). On a connection that never sends an operation (a monitor), all such time.
+    pub before_first_op_ns: u64,
     /// From the last message to the close, with nothing in flight (the connection idle in a pool).
     pub after_last_ns: u64,
     /// Intervals spanning a recorder gap (messages forwarded but not recorded): unknown.
@@ -22,11 +26,16 @@ pub struct Gaps {
 
 impl Gaps {
     pub fn total_ns(&self) -> u64 {
-        self.before_first_ns + self.after_last_ns + self.unattributed_ns + self.waiting_at_close_ns
+        self.before_first_ns
+            + self.before_first_op_ns
+            + self.after_last_ns
+            + self.unattributed_ns
+            + self.waiting_at_close_ns
     }
 
     fn add(&mut self, o: &Gaps) {
         self.before_first_ns += o.before_first_ns;
+        self.before_first_op_ns += o.before_first_op_ns;
         self.after_last_ns += o.after_last_ns;
         self.unattributed_ns += o.unattributed_ns;
         self.waiting_at_close_ns += o.waiting_at_close_ns;
@@ -70,6 +79,8 @@ pub struct ConnClock {
     start_ns: u64,
     cursor_ns: u64,
     started: bool,
+    /// A logical operation was sent.
+    operating: bool,
     /// Requests sent that wait for a reply.
     pending: u32,
     /// The last reply had moreToCome: the server will push another.
@@ -85,6 +96,7 @@ impl ConnClock {
             start_ns,
             cursor_ns: start_ns,
             started: false,
+            operating: false,
             pending: 0,
             exhaust: false,
             tainted: false,
@@ -108,13 +120,17 @@ impl ConnClock {
             s.gaps.unattributed_ns += d;
         } else if self.pending > 0 || self.exhaust {
             s.server_ns += d;
+        } else if !self.operating {
+            s.gaps.before_first_op_ns += d;
         } else {
             s.client_ns += d;
         }
     }
 
-    pub fn request(&mut self, ts_ns: u64, expects_reply: bool) {
+    /// A request; `operation` when it is a logical operation (not handshake, getMore, ...).
+    pub fn request(&mut self, ts_ns: u64, expects_reply: bool, operation: bool) {
         self.advance(ts_ns);
+        self.operating |= operation;
         if self.tainted {
             // Replies may have been lost in the gap: start over from this request.
             self.pending = 0;
@@ -172,26 +188,29 @@ mod tests {
     #[test]
     fn request_reply_think_time_and_idle() {
         let mut c = ConnClock::new(1_000);
-        c.request(1_100, true); // 100 before the first request
+        c.request(1_100, true, false); // 100 before the first request: a handshake
         c.reply(1_150, true, false); // 50 server
-        c.request(1_450, true); // 300 client
-        c.reply(1_470, true, false); // 20 server
-        let s = c.close(2_000); // 530 idle after
-        assert_eq!(s.wall_ns, 1_000);
-        assert_eq!(s.server_ns, 70);
+        c.request(1_250, true, true); // 100 start-up before the first operation
+        c.reply(1_300, true, false); // 50 server
+        c.request(1_600, true, true); // 300 client
+        c.reply(1_620, true, false); // 20 server
+        let s = c.close(2_150); // 530 idle after
+        assert_eq!(s.wall_ns, 1_150);
+        assert_eq!(s.server_ns, 120);
         assert_eq!(s.client_ns, 300);
+        assert_eq!(s.gaps.before_first_op_ns, 100);
         assert_eq!(s.gaps.before_first_ns, 100);
         assert_eq!(s.gaps.after_last_ns, 530);
         assert!(s.adds_up());
-        assert_eq!(s.client_bound_share(), Some(300.0 / 370.0));
+        assert_eq!(s.client_bound_share(), Some(300.0 / 420.0));
     }
 
     #[test]
     fn fire_and_forget_is_client_time_and_exhaust_is_server_time() {
         let mut c = ConnClock::new(0);
-        c.request(10, false);
-        c.request(30, false); // 20 client: nothing in flight
-        c.request(40, true); // 10 client
+        c.request(10, false, true);
+        c.request(30, false, true); // 20 client: nothing in flight
+        c.request(40, true, true); // 10 client
         c.reply(50, true, true); // 10 server, exhaust opens
         c.reply(80, false, true); // 30 server: a push
         c.reply(90, false, false); // 10 server, stream ends
@@ -206,19 +225,19 @@ mod tests {
     #[test]
     fn unanswered_gap_and_out_of_order_events() {
         let mut c = ConnClock::new(100);
-        c.request(200, true);
+        c.request(200, true, true);
         c.reply(150, true, false); // earlier than the cursor: 0
-        c.request(300, true); // 100 client
+        c.request(300, true, true); // 100 client
         c.gap();
         c.reply(400, true, false); // 100 unattributed
-        c.request(500, true); // 100 client
+        c.request(500, true, true); // 100 client
         let s = c.close(50); // before the cursor: 0 waiting
         assert_eq!(s.wall_ns, 400);
         assert_eq!(s.gaps.unattributed_ns, 100);
         assert_eq!(s.client_ns, 200);
         assert!(s.adds_up());
         let mut c = ConnClock::new(0);
-        c.request(10, true);
+        c.request(10, true, false);
         let s = c.close(60);
         assert_eq!(s.gaps.waiting_at_close_ns, 50);
         assert!(s.adds_up());

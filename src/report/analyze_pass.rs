@@ -260,14 +260,16 @@ impl Pass {
             Ok(m) => m,
             Err(_) => {
                 // Whether a reply is due is unknown: the time up to the next event is too.
-                c.clock.request(ts, false);
+                c.clock.request(ts, false, false);
                 c.clock.gap();
                 self.facts.undecodable_messages += 1;
                 return;
             }
         };
         let info = RequestInfo::of(&msg);
-        c.clock.request(ts, info.expects_reply);
+        let operation = Category::of(&info.command) == Category::Operation
+            && !is_monitoring_command(&info.command);
+        c.clock.request(ts, info.expects_reply, operation);
         if info.expects_reply {
             c.report.round_trips += 1;
         }
