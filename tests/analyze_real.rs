@@ -278,3 +278,65 @@ fn a_damaged_capture_is_reported_not_panicked_on() {
     );
     assert!(out.stdout.contains("read stopped early"), "{}", out.stdout);
 }
+
+#[test]
+fn an_exhaust_cursor_is_server_time_until_its_last_push() {
+    let _serial = one_at_a_time();
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let capture = dir.path().join("exhaust.mtape");
+    let proxy = Proxy::start(server.addr(), &capture);
+    let out = python(
+        "import sys\n\
+         from pymongo import MongoClient, CursorType\n\
+         c = MongoClient(sys.argv[1])\n\
+         db = c.analyze_exhaust\n\
+         db.c.insert_many([{'_id': i, 'x': 'a' * 50} for i in range(100)])\n\
+         print(len(list(db.c.find(cursor_type=CursorType.EXHAUST).batch_size(10))))\n\
+         c.close()\n",
+        &[proxy.uri()],
+    );
+    assert_eq!(out.trim(), "100");
+    assert!(proxy.stop().status.success());
+    let report = analyze_json(&capture, &[]);
+    let inspect = inspect_json(&capture);
+    assert_adds_up(&report);
+    let pushes = u(&report["capture"]["unsolicited_replies"]);
+    assert_eq!(pushes, u(&inspect["unsolicited_replies"]));
+    assert!(pushes >= 5, "the server pushed the batches: {pushes}");
+
+    // From the exhaust getMore to the last push, the connection waited on the server.
+    let conn = report["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["extra"]["getMore"] == 1)
+        .unwrap_or_else(|| panic!("no connection with the getMore: {}", report["connections"]));
+    let lines = mongotape(&[
+        "cat".to_string(),
+        capture.display().to_string(),
+        "--no-body".into(),
+        "--conn".into(),
+        conn["id"].to_string(),
+    ])
+    .stdout;
+    let msgs: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let start = msgs
+        .iter()
+        .position(|m| m["dir"] == "request" && m["command"] == "getMore")
+        .unwrap();
+    let last_push = msgs[start + 1..]
+        .iter()
+        .take_while(|m| m["dir"] == "reply")
+        .last()
+        .expect("replies after the getMore");
+    let span = u(&last_push["ts_ns"]) - u(&msgs[start]["ts_ns"]);
+    assert!(
+        u(&conn["times"]["server_ns"]) >= span,
+        "server time {} < exhaust span {span}",
+        conn["times"]["server_ns"]
+    );
+}
