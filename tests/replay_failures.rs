@@ -36,7 +36,11 @@ fn a_truncated_capture_replays_what_is_readable() {
     assert!(err.contains("truncated"), "{}", r.describe());
     let inserts = r.count("insert");
     assert!(inserts > 100 && inserts < 3000, "{}", r.describe());
-    assert!(r.output.stdout.contains("capture stopped early"), "{}", r.describe());
+    assert!(
+        r.output.stdout.contains("capture stopped early"),
+        "{}",
+        r.describe()
+    );
 
     // A flipped byte in the middle: corrupt, the part before it is still replayed.
     let mut bad = bytes.clone();
@@ -54,7 +58,11 @@ fn a_truncated_capture_replays_what_is_readable() {
     std::fs::write(&junk, b"hello, not a capture").unwrap();
     let r = try_replay(&junk, &b.uri(), &[]);
     assert!(!r.output.success());
-    assert!(r.output.stderr.contains("not a mongotape capture"), "{}", r.describe());
+    assert!(
+        r.output.stderr.contains("not a mongotape capture"),
+        "{}",
+        r.describe()
+    );
 }
 
 #[test]
@@ -68,7 +76,11 @@ fn a_target_that_is_down_is_a_clear_error() {
     let r = try_replay(&capture, &uri, &[]);
     assert!(!r.output.success());
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert!(r.output.stderr.contains("cannot connect to the target"), "{}", r.describe());
+    assert!(
+        r.output.stderr.contains("cannot connect to the target"),
+        "{}",
+        r.describe()
+    );
     assert_eq!(r.report["complete"], false, "{}", r.describe());
     assert_eq!(r.report["summary"]["ops"], 0, "{}", r.describe());
 }
@@ -87,7 +99,11 @@ fn a_target_that_dies_mid_replay_ends_with_a_partial_report() {
     std::thread::sleep(Duration::from_millis(1500));
     drop(b);
     let r = replaying.join().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
     let err = r.report["error"].as_str().unwrap_or_default();
     assert!(err.contains("target"), "{}", r.describe());
@@ -100,14 +116,26 @@ fn a_target_that_dies_mid_replay_ends_with_a_partial_report() {
 fn sample_captures_replay_cleanly_compressed_or_not() {
     let root = workspace_root().join("captures");
     let mut dumps = Vec::new();
-    for name in ["pymongo", "pymongo-zstd", "pymongo-zlib", "pymongo-snappy", "mongosh-zlib", "php"] {
+    for name in [
+        "pymongo",
+        "pymongo-zstd",
+        "pymongo-zlib",
+        "pymongo-snappy",
+        "mongosh-zlib",
+        "php",
+    ] {
         let capture = root.join(format!("{name}.mtape"));
         let b = Server::start();
         let r = replay(&capture, &b.uri(), &["--fast"]);
         assert!(r.count("insert") > 0, "{name}: {}", r.describe());
         assert_eq!(r.divergences(), 0, "{name}: {}", r.describe());
         assert_eq!(r.skipped("cursor_not_found"), 0, "{name}: {}", r.describe());
-        assert_eq!(r.report["summary"]["overall"]["errors"], 0, "{name}: {}", r.describe());
+        assert_eq!(
+            r.report["summary"]["overall"]["errors"],
+            0,
+            "{name}: {}",
+            r.describe()
+        );
         dumps.push((name, dump_db(&b.uri(), "fixtures")));
     }
     for (name, dump) in &dumps[1..] {

@@ -37,12 +37,18 @@ fn speed_two_takes_about_half_the_recorded_time() {
     let wall = f64_of(&r.report["summary"]["wall_s"]);
     assert!(span > 0.9, "recorded span {span}: {}", r.describe());
     let ratio = wall / span;
-    assert!((0.35..=0.75).contains(&ratio), "wall {wall} / span {span} = {ratio}");
+    assert!(
+        (0.35..=0.75).contains(&ratio),
+        "wall {wall} / span {span} = {ratio}"
+    );
     assert_same_db(&expected, &dump_db(&b.uri(), "pace"));
 
     let r = replay(&capture, &b.uri(), &["--fast"]);
     let fast = f64_of(&r.report["summary"]["wall_s"]);
-    assert!(fast < span * 0.5, "--fast took {fast} s of a {span} s recording");
+    assert!(
+        fast < span * 0.5,
+        "--fast took {fast} s of a {span} s recording"
+    );
 }
 
 #[test]
@@ -56,14 +62,31 @@ fn rate_holds_its_rate_and_connections_really_open() {
     let r = replay(
         &capture,
         &b.uri(),
-        &["--rate", "400", "--connections", "8", "--command", "find", "--repeat", "15"],
+        &[
+            "--rate",
+            "400",
+            "--connections",
+            "8",
+            "--command",
+            "find",
+            "--repeat",
+            "15",
+        ],
     );
     assert_eq!(r.count("find"), 21 * 15, "{}", r.describe());
     assert_eq!(r.report["connections_opened"], 8, "{}", r.describe());
     let created = &r.report["server"]["delta"]["connections"]["totalCreated"];
-    assert!(created.as_u64() >= Some(8), "serverStatus saw {created}: {}", r.describe());
+    assert!(
+        created.as_u64() >= Some(8),
+        "serverStatus saw {created}: {}",
+        r.describe()
+    );
     let rate = f64_of(&r.report["summary"]["ops_per_s"]);
-    assert!((300.0..=440.0).contains(&rate), "rate {rate}: {}", r.describe());
+    assert!(
+        (300.0..=440.0).contains(&rate),
+        "rate {rate}: {}",
+        r.describe()
+    );
     // Open loop: latency counts from the intended time, so it is at least the lag.
     let p50 = f64_of(&r.report["summary"]["overall"]["latency"]["p50_us"]);
     assert!(p50 > 0.0);
@@ -82,16 +105,33 @@ fn clones_db_map_and_filters() {
     for k in 1..=3 {
         assert_same_db(&expected, &dump_db(&b.uri(), &format!("pace_{k}")));
     }
-    assert_eq!(dump_db(&b.uri(), "pace")["collections"], serde_json::json!({}));
+    assert_eq!(
+        dump_db(&b.uri(), "pace")["collections"],
+        serde_json::json!({})
+    );
 
     replay(&capture, &b.uri(), &["--fast", "--db-map", "pace:other"]);
     assert_same_db(&expected, &dump_db(&b.uri(), "other"));
 
-    let r = replay(&capture, &b.uri(), &["--fast", "--exclude-command", "find,drop", "--db-map", "pace:filtered"]);
+    let r = replay(
+        &capture,
+        &b.uri(),
+        &[
+            "--fast",
+            "--exclude-command",
+            "find,drop",
+            "--db-map",
+            "pace:filtered",
+        ],
+    );
     assert_eq!(r.count("find"), 0, "{}", r.describe());
     assert_eq!(r.count("insert"), 1, "{}", r.describe());
     assert_eq!(r.skipped("filtered"), 22, "{}", r.describe());
-    let r = replay(&capture, &b.uri(), &["--fast", "--namespace", "nothing.here"]);
+    let r = replay(
+        &capture,
+        &b.uri(),
+        &["--fast", "--namespace", "nothing.here"],
+    );
     assert_eq!(r.ops(), 0, "{}", r.describe());
 }
 
@@ -110,6 +150,10 @@ fn duration_repeats_the_capture_until_it_is_over() {
     let r = replay(&capture, &b.uri(), &["--fast", "--duration", "1"]);
     let wall = f64_of(&r.report["summary"]["wall_s"]);
     assert!((0.9..3.0).contains(&wall), "wall {wall}: {}", r.describe());
-    assert!(r.report["iterations"].as_u64() > Some(2), "{}", r.describe());
+    assert!(
+        r.report["iterations"].as_u64() > Some(2),
+        "{}",
+        r.describe()
+    );
     assert!(r.report["timeline"].as_array().map(Vec::len) >= Some(1));
 }

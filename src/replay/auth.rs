@@ -84,7 +84,7 @@ fn choose(target: &Target, hello: &RawDocumentBuf) -> Mechanism {
     }
 }
 
-fn attr<'a>(message: &'a str, name: char) -> Option<&'a str> {
+fn attr(message: &str, name: char) -> Option<&str> {
     message
         .split(',')
         .find_map(|kv| kv.strip_prefix(name).and_then(|r| r.strip_prefix('=')))

@@ -134,8 +134,10 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         options: options_report(&config),
         ..ReplayReport::default()
     };
-    let mut server = ServerReport::default();
-    server.pid = config.server_pid;
+    let mut server = ServerReport {
+        pid: config.server_pid,
+        ..ServerReport::default()
+    };
     if config.server_pid.is_some() {
         server.pid_source = Some("--server-pid".into());
     } else if let Some(port) = target

@@ -263,10 +263,11 @@ fn rewrite_body(
                     }
                 });
             }
-            "lsid" => match lsid {
-                Some(id) => w.sub(DOCUMENT, "lsid", |d| d.binary("id", 4, id)),
-                None => {}
-            },
+            "lsid" => {
+                if let Some(id) = lsid {
+                    w.sub(DOCUMENT, "lsid", |d| d.binary("id", 4, id));
+                }
+            }
             "$clusterTime" | "recoveryToken" => {}
             "$db" => w.str("$db", &map.map_db(e.as_str().unwrap_or_default())),
             "readConcern" if e.kind == DOCUMENT => {
