@@ -29,7 +29,7 @@ enum Command {
     /// Print a capture's messages as JSON lines.
     Cat(view::CatArgs),
     /// Replay a capture against a server and measure what the server spends.
-    Replay(replay::ReplayArgs),
+    Replay(Box<replay::ReplayArgs>),
     /// Server time against client time, per connection and per driver, from a capture alone.
     Analyze(analyze::AnalyzeArgs),
     /// Analyze or replay reports side by side, with ratios against the first.
@@ -43,7 +43,7 @@ pub fn main() -> ExitCode {
         Command::Record(args) => record::run(args),
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
-        Command::Replay(args) => replay::run(args),
+        Command::Replay(args) => replay::run(*args),
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
     };
