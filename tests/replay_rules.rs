@@ -230,3 +230,46 @@ print(len(g["cursor"]["nextBatch"]), k["cursorsKilled"] == [cid])
         assert_eq!(r.report["connections_opened"], 2, "{}", r.describe());
     }
 }
+
+const CREATE_USER: &str = "import sys\nfrom pymongo import MongoClient\nMongoClient(sys.argv[1]).admin.command('createUser', 'bob', pwd='s3cret', roles=['root'])\n";
+
+/// The recorded SCRAM conversation is not replayed; each replay connection authenticates with the
+/// credentials in --target.
+#[test]
+fn scram_authentication_with_the_target_credentials() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone", "--auth"]);
+    python(CREATE_USER, &[a.uri()]);
+    let out = dir.path().join("auth.mtape");
+    let proxy = Proxy::start(a.addr(), &out);
+    let client_uri = format!(
+        "mongodb://bob:s3cret@{}/?directConnection=true",
+        proxy.addr()
+    );
+    python(COUNTER, &[client_uri]);
+    proxy.stop();
+    let auth_uri = |s: &Server| format!("mongodb://bob:s3cret@{}/?authSource=admin", s.addr());
+    let expected = dump_db(&auth_uri(&a), "rules");
+    drop(a);
+
+    let b = Server::start_with(&["--standalone", "--auth"]);
+    python(CREATE_USER, &[b.uri()]);
+    let r = replay(&out, &auth_uri(&b), &[]);
+    assert!(r.skipped("handshake") >= 2, "{}", r.describe());
+    assert_eq!(r.divergences(), 0, "{}", r.describe());
+    assert_same_db(&expected, &dump_db(&auth_uri(&b), "rules"));
+
+    let wrong = format!("mongodb://bob:nope@{}/", b.addr());
+    let r = try_replay(&out, &wrong, &[]);
+    assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
+    assert!(
+        r.output.stderr.contains("authentication as \"bob\""),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        !r.output.stderr.contains("nope"),
+        "password leaked: {}",
+        r.describe()
+    );
+}
