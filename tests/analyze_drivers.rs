@@ -94,7 +94,7 @@ fn three_clients_in_one_capture_are_told_apart() {
         .iter()
         .map(|d| u(&d["workload"]["ops"]))
         .sum();
-    assert_eq!(total, u(&report["summary"]["ops"]));
+    assert_eq!(total, u(&report["workload"]["ops"]));
 
     // Per-driver times are the sums of that driver's workload connections and add up.
     for d in report["drivers"].as_array().unwrap() {

@@ -71,7 +71,7 @@ fn every_fixture_is_accounted_for() {
             assert_eq!(ours, stats.requests, "{name}: {cmd}");
         }
         let timeline_ops: u64 = r.timeline.iter().map(|p| p.ops).sum();
-        assert_eq!(timeline_ops, r.summary.ops, "{name}");
+        assert_eq!(timeline_ops, r.workload.ops, "{name}");
         // Every driver named in a handshake is a driver of the report.
         for c in &i.connections {
             if let Some(d) = &c.driver {

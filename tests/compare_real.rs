@@ -64,8 +64,9 @@ fn compares_two_real_analyze_reports() {
     let share = overall(&cmp, "client-bound share");
     assert!(share["ratios"][1].as_f64().unwrap() < 1.0, "{share}");
     let ops = overall(&cmp, "operations");
-    assert_eq!(ops["values"][0].as_f64(), Some(2.0 * 10.0 + 2.0));
-    assert_eq!(ops["values"][1].as_f64(), Some(2.0 * 100.0 + 2.0));
+    assert_eq!(ops["values"][0], ra["summary"]["ops"].as_f64().unwrap());
+    assert_eq!(ops["values"][1], rb["summary"]["ops"].as_f64().unwrap());
+    assert!(ops["values"][1].as_f64().unwrap() > 2.0 * 100.0);
     // A capture has no CPU figures: absent, no ratio.
     let cpu = overall(&cmp, "server CPU per 1,000 ops");
     assert_eq!(cpu["values"], serde_json::json!([null, null]));

@@ -10,6 +10,7 @@ use super::inspect::Driver;
 use super::pair::{Answer, Pairer};
 use super::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
+use crate::wire::info::is_handshake_command;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use hdrhistogram::Histogram;
@@ -148,8 +149,10 @@ struct Pass {
     other_cmds: Commands,
     /// driver -> command -> latency, logical operations only.
     driver_cmds: BTreeMap<String, BTreeMap<String, Histogram<u64>>>,
-    ops_hist: Option<Histogram<u64>>,
-    op_errors: u64,
+    /// Requests a replay replays (workload, not handshake): the summary's operations.
+    replayable: u64,
+    replayable_hist: Option<Histogram<u64>>,
+    replayable_errors: u64,
     timeline: Timeline,
     span: Option<(u64, u64)>,
     facts: CaptureFacts,
@@ -297,6 +300,9 @@ impl Pass {
             count_request(acc, bytes, info.expects_reply);
         } else {
             let category = Category::of(&info.command);
+            if !is_handshake_command(&info.command) {
+                self.replayable += 1;
+            }
             if category == Category::Operation {
                 c.report.ops += 1;
                 if let Some(s) = self.bucket(ts) {
@@ -357,15 +363,15 @@ impl Pass {
         let acc = self.workload_cmds.entry(&command);
         count_reply(acc, bytes, error);
         acc.record(latency);
+        if !is_handshake_command(&command) {
+            self.replayable_errors += u64::from(error);
+            self.replayable_hist
+                .get_or_insert_with(new_ns_histogram)
+                .saturating_record(latency.max(100));
+        }
         if Category::of(&command) != Category::Operation {
             return;
         }
-        if error {
-            self.op_errors += 1;
-        }
-        self.ops_hist
-            .get_or_insert_with(new_ns_histogram)
-            .saturating_record(latency.max(100));
         if self.driver_cmds.len() < MAX_DRIVERS || self.driver_cmds.contains_key(&driver) {
             let per = self.driver_cmds.entry(driver).or_default();
             if per.len() < MAX_COMMANDS || per.contains_key(&command) {
@@ -493,20 +499,21 @@ impl Pass {
             label: label.unwrap_or(source).to_owned(),
             source: source.to_owned(),
             wall_s,
-            ops: workload.ops,
-            ops_per_s: rate(workload.ops),
+            ops: self.replayable,
+            ops_per_s: rate(self.replayable),
             overall: CommandSummary {
-                count: workload.ops,
-                errors: self.op_errors,
-                ops_per_s: rate(workload.ops),
+                count: self.replayable,
+                errors: self.replayable_errors,
+                ops_per_s: rate(self.replayable),
                 latency: self
-                    .ops_hist
+                    .replayable_hist
                     .as_ref()
                     .map(LatencySummary::from_ns_histogram)
                     .unwrap_or_default(),
             },
             per_command: commands
                 .iter()
+                .filter(|c| !is_handshake_command(&c.command))
                 .map(|c| {
                     let s = CommandSummary {
                         count: c.requests,

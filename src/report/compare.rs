@@ -242,7 +242,7 @@ impl CompareReport {
                 c.label, c.kind, c.source, c.file
             ));
         }
-        s.push_str("\nOverall (logical operations)\n");
+        s.push_str("\nOverall (workload requests a replay replays: handshakes left out)\n");
         s.push_str(&self.table(&self.overall).render());
         for c in &self.per_command {
             let rows: Vec<MetricRow> = c
