@@ -264,11 +264,11 @@ impl CompareReport {
 
     pub fn render_html(&self) -> String {
         let labels: Vec<String> = self.columns.iter().map(|c| c.label.clone()).collect();
-        let get = |metric: &str| -> Vec<f64> {
+        let get = |metric: &str| -> Vec<Option<f64>> {
             self.overall
                 .iter()
                 .find(|r| r.metric == metric)
-                .map(|r| r.values.iter().map(|v| v.unwrap_or(0.0)).collect())
+                .map(|r| r.values.clone())
                 .unwrap_or_default()
         };
         let mut page = Page::new(&format!("mongotape compare: {}", labels.join(" vs ")));
@@ -283,37 +283,36 @@ impl CompareReport {
             .bar_chart(
                 BarChart::new("Throughput", "ops/s")
                     .categories(labels.clone())
-                    .series("ops/s", get("throughput")),
+                    .series_opt("ops/s", get("throughput")),
             )
             .bar_chart(
                 BarChart::new("Latency percentiles", "µs")
                     .categories(labels.clone())
-                    .series("p50", get("p50"))
-                    .series("p90", get("p90"))
-                    .series("p99", get("p99")),
+                    .series_opt("p50", get("p50"))
+                    .series_opt("p90", get("p90"))
+                    .series_opt("p99", get("p99")),
             )
             .bar_chart(
                 BarChart::new("Client-bound share of active time", "%")
                     .categories(labels.clone())
-                    .series("client-bound", get("client-bound share"))
+                    .series_opt("client-bound", get("client-bound share"))
                     .color("#f28e2b"),
             );
         let cpu = get("server CPU per 1,000 ops");
-        if cpu.iter().any(|v| *v > 0.0) {
+        if cpu.iter().any(Option::is_some) {
             page = page.bar_chart(
                 BarChart::new("Server CPU per 1,000 operations", "s")
                     .categories(labels.clone())
-                    .series("server CPU", cpu),
+                    .series_opt("server CPU", cpu),
             );
         }
         page = page.table(&self.table_rows_headers(), &self.table_rows(&self.overall));
         let top: Vec<&CommandRows> = self.per_command.iter().take(12).collect();
-        let metric = |c: &CommandRows, m: &str, i: usize| -> f64 {
+        let metric = |c: &CommandRows, m: &str, i: usize| -> Option<f64> {
             c.rows
                 .iter()
                 .find(|r| r.metric == m)
                 .and_then(|r| r.values.get(i).copied().flatten())
-                .unwrap_or(0.0)
         };
         for (m, unit, title) in [
             ("throughput", "ops/s", "Throughput per command"),
@@ -323,7 +322,7 @@ impl CompareReport {
             let mut chart =
                 BarChart::new(title, unit).categories(top.iter().map(|c| c.command.clone()));
             for (i, l) in labels.iter().enumerate() {
-                chart = chart.series(l, top.iter().map(|c| metric(c, m, i)));
+                chart = chart.series_opt(l, top.iter().map(|c| metric(c, m, i)));
             }
             if m == "throughput" {
                 page = page.section("Per command");

@@ -172,6 +172,7 @@ svg.chart text{fill:#344054}
 svg.chart .grid{stroke:#eaecf0}
 svg.chart .axis{stroke:#98a2b3}
 svg.chart .mark:hover{opacity:.75}
+svg.chart .na{fill:#98a2b3;font-style:italic}
 svg.chart polyline{fill:none;stroke-width:1.8}
 .tw{overflow-x:auto}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;font-variant-numeric:tabular-nums}

@@ -137,7 +137,7 @@ pub struct BarChart {
     unit: String,
     note: Option<String>,
     categories: Vec<String>,
-    series: Vec<Series<f64>>,
+    series: Vec<Series<Option<f64>>>,
     stacked: bool,
 }
 
@@ -162,10 +162,22 @@ impl BarChart {
     }
 
     /// One value per category (missing values are 0).
-    pub fn series(mut self, name: &str, values: impl IntoIterator<Item = f64>) -> BarChart {
+    pub fn series(self, name: &str, values: impl IntoIterator<Item = f64>) -> BarChart {
+        self.series_opt(name, values.into_iter().map(Some))
+    }
+
+    /// One value per category; `None` is drawn as "n/a" (not measured), not as a zero bar.
+    pub fn series_opt(
+        mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<f64>>,
+    ) -> BarChart {
         self.series.push(Series {
             name: name.to_owned(),
-            values: values.into_iter().map(|v| finite(v).max(0.0)).collect(),
+            values: values
+                .into_iter()
+                .map(|v| v.map(|v| finite(v).max(0.0)))
+                .collect(),
             color: None,
         });
         self
@@ -185,7 +197,12 @@ impl BarChart {
     }
 
     fn value(&self, s: usize, c: usize) -> f64 {
-        self.series[s].values.get(c).copied().unwrap_or(0.0)
+        self.series[s]
+            .values
+            .get(c)
+            .copied()
+            .flatten()
+            .unwrap_or(0.0)
     }
 
     pub fn render_svg(&self) -> String {
@@ -264,6 +281,20 @@ impl BarChart {
                 } else {
                     (x0, ry + 5.0 + i as f64 * bar_h)
                 };
+                if se.values.get(c).copied().flatten().is_none() {
+                    if !self.stacked {
+                        let _ = write!(
+                            s,
+                            "<text class=\"na\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">n/a \
+                             <title>{} · {}: not measured</title></text>",
+                            x + 4.0,
+                            y + bar_h - 3.5,
+                            esc(cat),
+                            esc(&se.name)
+                        );
+                    }
+                    continue;
+                }
                 acc += v;
                 let w = sx(v);
                 let _ = write!(
