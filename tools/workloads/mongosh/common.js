@@ -1,0 +1,97 @@
+// Shared helpers for the mongosh workloads (see tools/workloads/README.md).
+// Loaded before WORKLOAD.js in the same mongosh context:
+//   MONGOTAPE_WORKLOAD_PARAMS='{"db":"bench","scale":1}' mongosh URI --quiet --norc common.js WORKLOAD.js
+// Keep it behaviourally identical to pymongo/common.py and php/common.php.
+
+const W0 = { w: 0 };
+const W1 = { w: 1 };
+const J1 = { w: 1, j: true };
+
+const WL_DIR = __dirname;
+
+function wlParams() {
+  const raw = process.env.MONGOTAPE_WORKLOAD_PARAMS;
+  if (!raw) throw new Error('MONGOTAPE_WORKLOAD_PARAMS is not set (run through tools/workloads/run)');
+  const p = JSON.parse(raw);
+  const scale = Number(p.scale === undefined ? 1 : p.scale);
+  if (!(scale > 0)) throw new Error('scale must be > 0');
+  return { db: p.db || 'bench', scale };
+}
+
+// round(base * scale) with halves rounded up, at least `minimum`.
+function scaled(base, scale, minimum) {
+  return Math.max(minimum === undefined ? 1 : minimum, Math.floor(base * scale + 0.5));
+}
+
+// Park-Miller "minimal standard" generator (48271, 2^31-1); products stay below 2^53.
+class Lcg {
+  constructor(seed) {
+    this.state = seed % 2147483647 || 1;
+  }
+  next() {
+    this.state = (this.state * 48271) % 2147483647;
+    return this.state;
+  }
+  below(n) {
+    return this.next() % n;
+  }
+  letters(count) {
+    let s = '';
+    for (let i = 0; i < count; i++) s += String.fromCharCode(97 + this.below(26));
+    return s;
+  }
+}
+
+// Strip BSON wrapper types so results serialise like pymongo/PHP values.
+function plain(v) {
+  if (v === null || v === undefined) return null;
+  if (Array.isArray(v)) return v.map(plain);
+  if (typeof v === 'object') {
+    switch (v._bsontype) {
+      case 'Long': case 'Int32': case 'Double': return Number(v.valueOf ? v.valueOf() : v.toString());
+      case undefined: break;
+      default: throw new Error('non-deterministic BSON type in result: ' + v._bsontype);
+    }
+    if (v instanceof Date) throw new Error('date in result');
+    const out = {};
+    for (const k of Object.keys(v)) out[k] = plain(v[k]);
+    return out;
+  }
+  return v;
+}
+
+class Workload {
+  constructor(name) {
+    const p = wlParams();
+    this.name = name;
+    this.scale = p.scale;
+    this.db = db.getSiblingDB(p.db);
+  }
+  scaled(base, minimum) {
+    return scaled(base, this.scale, minimum);
+  }
+  now() {
+    return performance.now();
+  }
+  since(started) {
+    return (performance.now() - started) / 1000;
+  }
+  emit(step, ops, seconds, result) {
+    const line = JSON.stringify({
+      step, ops: Math.trunc(ops), seconds: Math.round(seconds * 1e6) / 1e6, result: plain(result),
+    });
+    // Escape non-ASCII like Python's json.dumps and PHP's json_encode do.
+    print(line.replace(/[\u0080-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')));
+  }
+  dropDatabase() {
+    const t = this.now();
+    this.db.dropDatabase();
+    this.emit('drop_database', 1, this.since(t), null);
+  }
+  // Acknowledged `count` command (also the barrier after w:0 writes).
+  count(collection, query) {
+    const r = this.db.runCommand({ count: collection, query: query || {} });
+    if (!r.ok) throw new Error('count failed: ' + JSON.stringify(r));
+    return Number(r.n);
+  }
+}

@@ -1,0 +1,241 @@
+<?php
+// Shared helpers for the PHP workloads (see tools/workloads/README.md).
+// Only the low-level MongoDB\Driver\* API of ext-mongodb is available.
+// Keep it behaviourally identical to pymongo/common.py and mongosh/common.js.
+declare(strict_types=1);
+
+use MongoDB\Driver\BulkWrite;
+use MongoDB\Driver\Command;
+use MongoDB\Driver\Manager;
+use MongoDB\Driver\Query;
+use MongoDB\Driver\WriteConcern;
+use MongoDB\Driver\WriteResult;
+
+// Nothing but step lines may reach stdout: errors go to stderr and exit 1.
+ini_set('display_errors', 'stderr');
+ini_set('log_errors', '0');
+error_reporting(E_ALL);
+set_error_handler(function (int $no, string $str, string $file, int $line): bool {
+    throw new ErrorException($str, 0, $no, $file, $line);
+});
+set_exception_handler(function (Throwable $e): void {
+    fwrite(STDERR, get_class($e) . ': ' . $e->getMessage() . "\n" . $e->getTraceAsString() . "\n");
+    exit(1);
+});
+
+const WL_DIR = __DIR__;
+
+/** round(base * scale) with halves rounded up, at least $minimum. */
+function scaled(int $base, float $scale, int $minimum = 1): int
+{
+    return max($minimum, (int) floor($base * $scale + 0.5));
+}
+
+/** Park-Miller "minimal standard" generator (48271, 2^31-1). */
+final class Lcg
+{
+    private int $state;
+
+    public function __construct(int $seed)
+    {
+        $this->state = $seed % 2147483647 ?: 1;
+    }
+
+    public function next(): int
+    {
+        $this->state = ($this->state * 48271) % 2147483647;
+        return $this->state;
+    }
+
+    public function below(int $n): int
+    {
+        return $this->next() % $n;
+    }
+
+    public function letters(int $count): string
+    {
+        $s = '';
+        for ($i = 0; $i < $count; $i++) {
+            $s .= chr(97 + $this->below(26));
+        }
+        return $s;
+    }
+}
+
+final class Workload
+{
+    public Manager $manager;
+    public string $db;
+    public float $scale;
+    public WriteConcern $w0;
+    public WriteConcern $w1;
+    public WriteConcern $j1;
+
+    public function __construct(public string $name)
+    {
+        $opts = ['uri' => null, 'db' => 'bench', 'scale' => '1.0'];
+        $args = array_slice($GLOBALS['argv'], 1);
+        for ($i = 0; $i < count($args); $i++) {
+            $arg = $args[$i];
+            if (!str_starts_with($arg, '--')) {
+                $this->usage("unexpected argument $arg");
+            }
+            $key = substr($arg, 2);
+            if (str_contains($key, '=')) {
+                [$key, $value] = explode('=', $key, 2);
+            } else {
+                if ($i + 1 >= count($args)) {
+                    $this->usage("$arg needs a value");
+                }
+                $value = $args[++$i];
+            }
+            if (!array_key_exists($key, $opts)) {
+                $this->usage("unknown option --$key");
+            }
+            $opts[$key] = $value;
+        }
+        if ($opts['uri'] === null) {
+            $this->usage('--uri is required');
+        }
+        if (!is_numeric($opts['scale']) || (float) $opts['scale'] <= 0) {
+            $this->usage('--scale must be a number > 0');
+        }
+        $this->scale = (float) $opts['scale'];
+        $this->db = $opts['db'];
+        $this->manager = new Manager($opts['uri']);
+        $this->w0 = new WriteConcern(0);
+        $this->w1 = new WriteConcern(1);
+        $this->j1 = new WriteConcern(1, 0, true);
+    }
+
+    private function usage(string $msg): never
+    {
+        fwrite(STDERR, "{$this->name}: $msg\nusage: php {$this->name}.php --uri URI [--db DB] [--scale S]\n");
+        exit(2);
+    }
+
+    public function scaled(int $base, int $minimum = 1): int
+    {
+        return scaled($base, $this->scale, $minimum);
+    }
+
+    public function now(): int
+    {
+        return hrtime(true);
+    }
+
+    public function since(int $started): float
+    {
+        return (hrtime(true) - $started) / 1e9;
+    }
+
+    public function emit(string $step, int $ops, float $seconds, mixed $result): void
+    {
+        $line = json_encode(
+            ['step' => $step, 'ops' => $ops, 'seconds' => round($seconds, 6), 'result' => $result],
+            JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_PRESERVE_ZERO_FRACTION
+        );
+        fwrite(STDOUT, $line . "\n");
+    }
+
+    public function ns(string $collection): string
+    {
+        return $this->db . '.' . $collection;
+    }
+
+    /** Runs a command on the workload database and returns its reply document. */
+    public function command(array $command): object
+    {
+        $cursor = $this->manager->executeCommand($this->db, new Command($command));
+        return $cursor->toArray()[0];
+    }
+
+    public function dropDatabase(): void
+    {
+        $t = $this->now();
+        $this->command(['dropDatabase' => 1]);
+        $this->emit('drop_database', 1, $this->since($t), null);
+    }
+
+    /** Acknowledged `count` command (also the barrier after w:0 writes). */
+    public function count(string $collection, array|object $query = []): int
+    {
+        return (int) $this->command(['count' => $collection, 'query' => (object) $query])->n;
+    }
+
+    public function insertOne(string $collection, array $doc, ?WriteConcern $wc = null): WriteResult
+    {
+        $bulk = new BulkWrite();
+        $bulk->insert($doc);
+        return $this->write($collection, $bulk, $wc);
+    }
+
+    public function updateOne(string $collection, array $filter, array $update, ?WriteConcern $wc = null): WriteResult
+    {
+        $bulk = new BulkWrite();
+        $bulk->update($filter, $update, ['multi' => false]);
+        return $this->write($collection, $bulk, $wc);
+    }
+
+    public function updateMany(string $collection, array $filter, array $update, ?WriteConcern $wc = null): WriteResult
+    {
+        $bulk = new BulkWrite();
+        $bulk->update($filter, $update, ['multi' => true]);
+        return $this->write($collection, $bulk, $wc);
+    }
+
+    public function deleteOne(string $collection, array|object $filter, ?WriteConcern $wc = null): WriteResult
+    {
+        $bulk = new BulkWrite();
+        $bulk->delete($filter, ['limit' => 1]);
+        return $this->write($collection, $bulk, $wc);
+    }
+
+    public function deleteMany(string $collection, array|object $filter, ?WriteConcern $wc = null): WriteResult
+    {
+        $bulk = new BulkWrite();
+        $bulk->delete($filter, ['limit' => 0]);
+        return $this->write($collection, $bulk, $wc);
+    }
+
+    private function write(string $collection, BulkWrite $bulk, ?WriteConcern $wc): WriteResult
+    {
+        $options = $wc === null ? [] : ['writeConcern' => $wc];
+        return $this->manager->executeBulkWrite($this->ns($collection), $bulk, $options);
+    }
+
+    /** Runs a find and returns all documents (stdClass objects, arrays as PHP lists). */
+    public function find(string $collection, array|object $filter, array $options = []): array
+    {
+        return $this->manager->executeQuery($this->ns($collection), new Query($filter, $options))->toArray();
+    }
+
+    public function findOne(string $collection, array|object $filter, array $options = []): ?object
+    {
+        $docs = $this->find($collection, $filter, ['limit' => 1, 'singleBatch' => true] + $options);
+        return $docs[0] ?? null;
+    }
+
+    public function aggregate(string $collection, array $pipeline): array
+    {
+        $cursor = $this->manager->executeCommand($this->db, new Command([
+            'aggregate' => $collection, 'pipeline' => $pipeline, 'cursor' => new stdClass(),
+        ]));
+        return $cursor->toArray();
+    }
+
+    public function createIndex(string $collection, array $key): string
+    {
+        $name = implode('_', array_map(fn ($k, $v) => "{$k}_{$v}", array_keys($key), $key));
+        $this->command(['createIndexes' => $collection, 'indexes' => [['key' => $key, 'name' => $name]]]);
+        return $name;
+    }
+
+    public function collectionNames(): array
+    {
+        $cursor = $this->manager->executeCommand($this->db, new Command(['listCollections' => 1, 'nameOnly' => true]));
+        $names = array_map(fn ($c) => $c->name, $cursor->toArray());
+        sort($names, SORT_STRING);
+        return $names;
+    }
+}

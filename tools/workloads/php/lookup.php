@@ -1,0 +1,53 @@
+<?php
+// lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
+// Mirrors pymongo/lookup.py.
+declare(strict_types=1);
+require __DIR__ . '/common.php';
+
+use MongoDB\BSON\UTCDateTime;
+
+const EPOCH_MS = 1356998400000; // 2013-01-01T00:00:00Z
+const SEED = 5000000;
+
+function lookups(Workload $wl, string $step, int $n, int $m): void
+{
+    $rng = new Lcg(SEED);
+    $found = 0;
+    $last = null;
+    $t = $wl->now();
+    for ($k = 0; $k < $m; $k++) {
+        $x = 1 + $rng->below($n);
+        $doc = $wl->findOne('userinfo', ['author' => "{$x}Mike"], ['projection' => ['date' => 0]]);
+        if ($doc !== null) {
+            $found++;
+            $last = $doc;
+        }
+    }
+    $wl->emit($step, $m, $wl->since($t), ['lookups' => $m, 'found' => $found, 'last' => $last]);
+}
+
+$wl = new Workload('lookup');
+$n = $wl->scaled(10000, 2);
+$m = $wl->scaled(2000, 10);
+$wl->dropDatabase();
+
+$t = $wl->now();
+for ($x = 0; $x < $n; $x++) {
+    $wl->insertOne('userinfo', ['_id' => (string) $x, 'author' => "{$x}Mike", 'text' => 'My first blog post!',
+        'tags' => ['mongodb', 'python', 'pymongo'], 'date' => new UTCDateTime(EPOCH_MS + $x * 1000)]);
+}
+$wl->emit('insert', $n, $wl->since($t), ['count' => $wl->count('userinfo')]);
+
+lookups($wl, 'lookup_noindex', $n, intdiv($m, 10));
+
+$t = $wl->now();
+$name = $wl->createIndex('userinfo', ['author' => 1]);
+$wl->emit('create_index', 1, $wl->since($t), $name);
+
+lookups($wl, 'lookup_index', $n, $m);
+
+$t = $wl->now();
+$before = $wl->count('userinfo');
+$r = $wl->deleteMany('userinfo', new stdClass());
+$after = $wl->count('userinfo');
+$wl->emit('remove_all', 3, $wl->since($t), ['before' => $before, 'deleted' => $r->getDeletedCount(), 'after' => $after]);

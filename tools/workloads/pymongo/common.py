@@ -1,0 +1,92 @@
+"""Shared helpers for the pymongo workloads (see tools/workloads/README.md).
+
+Every workload prints one JSON line per step on stdout and nothing else:
+    {"step": NAME, "ops": INT, "seconds": FLOAT, "result": JSON}
+The same helpers exist in mongosh/common.js and php/common.php and must stay
+behaviourally identical (scaling, pseudo-random numbers, output format).
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+from pymongo import MongoClient
+from pymongo.write_concern import WriteConcern
+
+W0 = WriteConcern(w=0)
+W1 = WriteConcern(w=1)
+J1 = WriteConcern(w=1, j=True)
+
+
+def scaled(base, scale, minimum=1):
+    """round(base * scale) with halves rounded up, at least `minimum`."""
+    return max(minimum, int(math.floor(base * scale + 0.5)))
+
+
+class Lcg:
+    """Park-Miller "minimal standard" generator (multiplier 48271, modulus 2^31-1).
+
+    Products stay below 2^47, so JavaScript doubles compute it exactly too.
+    """
+
+    MOD = 2147483647
+
+    def __init__(self, seed):
+        self.state = seed % self.MOD or 1
+
+    def next(self):
+        self.state = (self.state * 48271) % self.MOD
+        return self.state
+
+    def below(self, n):
+        return self.next() % n
+
+    def letters(self, count):
+        return "".join(chr(97 + self.below(26)) for _ in range(count))
+
+
+class Workload:
+    def __init__(self, name):
+        parser = argparse.ArgumentParser(prog=name)
+        parser.add_argument("--uri", required=True)
+        parser.add_argument("--db", default="bench")
+        parser.add_argument("--scale", type=float, default=1.0)
+        args = parser.parse_args()
+        if not args.scale > 0:
+            parser.error("--scale must be > 0")
+        self.name = name
+        self.scale = args.scale
+        self.client = MongoClient(args.uri)
+        self.db = self.client[args.db]
+
+    def scaled(self, base, minimum=1):
+        return scaled(base, self.scale, minimum)
+
+    @staticmethod
+    def now():
+        return time.perf_counter()
+
+    @staticmethod
+    def since(started):
+        return time.perf_counter() - started
+
+    def emit(self, step, ops, seconds, result):
+        """Print one step line. `seconds` comes from since(); it covers only the timed operations."""
+        seconds = round(seconds, 6)
+        line = json.dumps({"step": step, "ops": int(ops), "seconds": seconds, "result": result},
+                          separators=(",", ":"))
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    def drop_database(self):
+        started = self.now()
+        self.client.drop_database(self.db.name)
+        self.emit("drop_database", 1, self.since(started), None)
+
+    def close(self):
+        self.client.close()
+
+    def count(self, collection, query=None):
+        """Acknowledged `count` command (also the barrier after w:0 writes)."""
+        return int(self.db.command("count", collection, query=query or {})["n"])
