@@ -258,7 +258,10 @@ pub struct AnalyzeReport {
     pub commands: Vec<CommandReport>,
     /// Commands on the other connections.
     pub other_commands: Vec<CommandReport>,
+    /// Up to 10,000 connections (the first to close), by id; all of them count in the totals.
     pub connections: Vec<ConnReport>,
+    /// Connections beyond those listed.
+    pub connections_not_listed: u64,
     /// Width of a timeline bucket: 10 ms, 100 ms, 1 s, ... so there are at most 1,000.
     pub timeline_bucket_s: f64,
     pub timeline: Vec<TimelinePoint>,

@@ -19,12 +19,17 @@ use std::io::Read;
 use std::path::Path;
 
 /// Distinct command names tracked; further names are counted under `(other)`.
-const MAX_COMMANDS: usize = 256;
+const MAX_COMMANDS: usize = 100;
 const OTHER_COMMAND: &str = "(other)";
 /// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
 const MAX_DEFERRED_LATENCIES: usize = 4096;
-/// Latency histograms kept per driver.
-const MAX_DRIVERS: usize = 64;
+/// Drivers told apart; further ones are counted under `(other drivers)`.
+const MAX_DRIVERS: usize = 32;
+const OTHER_DRIVERS: &str = "(other drivers)";
+/// Per-driver, per-command latency histograms kept in all (each is a few hundred KiB).
+const MAX_DRIVER_HISTOGRAMS: usize = 200;
+/// Connections listed one by one in the report; all of them count in the totals.
+const MAX_CONN_REPORTS: usize = 10_000;
 
 #[derive(Default)]
 struct CmdAcc {
@@ -144,6 +149,11 @@ struct Pass {
     last_ns: u64,
     conns: HashMap<u64, ConnState>,
     done: Vec<ConnReport>,
+    conns_not_listed: u64,
+    workload: Totals,
+    other: Totals,
+    drivers: BTreeMap<String, DriverReport>,
+    driver_histograms: usize,
     pairer: Pairer,
     workload_cmds: Commands,
     other_cmds: Commands,
@@ -372,13 +382,18 @@ impl Pass {
         if Category::of(&command) != Category::Operation {
             return;
         }
-        if self.driver_cmds.len() < MAX_DRIVERS || self.driver_cmds.contains_key(&driver) {
+        let known = self
+            .driver_cmds
+            .get(&driver)
+            .is_some_and(|per| per.contains_key(&command));
+        if known || self.driver_histograms < MAX_DRIVER_HISTOGRAMS {
             let per = self.driver_cmds.entry(driver).or_default();
-            if per.len() < MAX_COMMANDS || per.contains_key(&command) {
-                per.entry(command)
-                    .or_insert_with(new_ns_histogram)
-                    .saturating_record(latency.max(100));
+            if !known {
+                self.driver_histograms += 1;
             }
+            per.entry(command)
+                .or_insert_with(new_ns_histogram)
+                .saturating_record(latency.max(100));
         }
         if let Some(s) = self.bucket(ts) {
             s.replies += 1;
@@ -435,7 +450,29 @@ impl Pass {
         c.report.closed = closed;
         c.report.times = c.clock.close(ts);
         c.report.client_bound_share = c.report.times.client_bound_share();
-        self.done.push(c.report);
+        let mut key = driver_key(&c.report);
+        if self.drivers.len() >= MAX_DRIVERS && !self.drivers.contains_key(&key) {
+            key = OTHER_DRIVERS.to_owned();
+        }
+        let d = self
+            .drivers
+            .entry(key.clone())
+            .or_insert_with(|| DriverReport {
+                driver: key,
+                ..Default::default()
+            });
+        if role == Role::Workload {
+            self.workload.add(&c.report);
+            d.workload.add(&c.report);
+        } else {
+            self.other.add(&c.report);
+            d.other.add(&c.report);
+        }
+        if self.done.len() < MAX_CONN_REPORTS {
+            self.done.push(c.report);
+        } else {
+            self.conns_not_listed += 1;
+        }
     }
 
     fn finish(
@@ -457,23 +494,9 @@ impl Pass {
             self.facts.duration_s = self.last_ns.saturating_sub(first) as f64 / 1e9;
         }
 
-        let mut workload = Totals::default();
-        let mut other = Totals::default();
-        let mut drivers: BTreeMap<String, DriverReport> = BTreeMap::new();
-        for c in &self.done {
-            let key = driver_key(c);
-            let d = drivers.entry(key.clone()).or_insert_with(|| DriverReport {
-                driver: key,
-                ..Default::default()
-            });
-            if c.role == Some(Role::Workload) {
-                workload.add(c);
-                d.workload.add(c);
-            } else {
-                other.add(c);
-                d.other.add(c);
-            }
-        }
+        let mut workload = std::mem::take(&mut self.workload);
+        let mut other = std::mem::take(&mut self.other);
+        let drivers = std::mem::take(&mut self.drivers);
         workload.finish();
         other.finish();
         let mut drivers: Vec<DriverReport> = drivers.into_values().collect();
@@ -538,6 +561,7 @@ impl Pass {
             commands,
             other_commands: self.other_cmds.reports(false),
             connections: self.done,
+            connections_not_listed: self.conns_not_listed,
             timeline_bucket_s: self.timeline.bucket_s(),
             timeline,
         }
@@ -565,5 +589,99 @@ fn count_reply(acc: &mut CmdAcc, bytes: u64, error: bool) {
     acc.reply_bytes += bytes;
     if error {
         acc.errors += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{CaptureWriter, Metadata, Record};
+    use crate::wire::op_msg::{OpMsg, Section};
+    use bson::rawdoc;
+
+    fn op_msg(request_id: i32, response_to: i32, body: RawDocumentBuf) -> Vec<u8> {
+        OpMsg {
+            flags: MsgFlags::empty(),
+            sections: vec![Section::Body(body)],
+            checksum: None,
+        }
+        .encode(request_id, response_to)
+    }
+
+    fn capture(records: &[Record]) -> CaptureReader<std::io::Cursor<Vec<u8>>> {
+        let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        CaptureReader::new(std::io::Cursor::new(w.finish().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn many_connections_and_command_names_stay_bounded() {
+        let mut recs = Vec::new();
+        let conns = MAX_CONN_REPORTS as u64 + 50;
+        for id in 1..=conns {
+            recs.push(Record::new(RecordKind::Open, id, id * 10, &b"{}"[..]));
+            recs.push(Record::new(RecordKind::Close, id, id * 10 + 5, &b"{}"[..]));
+        }
+        // One workload connection sending more distinct commands than are tracked.
+        let id = conns + 1;
+        let mut ts = conns * 10 + 100;
+        for i in 0..(MAX_COMMANDS as i32 + 20) {
+            let mut doc = bson::Document::new();
+            doc.insert(format!("cmd{i}"), 1);
+            doc.insert("$db", "x");
+            let body = RawDocumentBuf::try_from(&doc).unwrap();
+            recs.push(Record::new(
+                RecordKind::Request,
+                id,
+                ts,
+                op_msg(i + 1, 0, body),
+            ));
+            ts += 10;
+            let reply = op_msg(10_000 + i, i + 1, rawdoc! { "ok": 1.0 });
+            recs.push(Record::new(RecordKind::Reply, id, ts, reply));
+            ts += 10;
+        }
+        let r = analyze(capture(&recs), "synthetic", None);
+        assert_eq!(r.connections.len(), MAX_CONN_REPORTS);
+        assert_eq!(r.connections_not_listed, 51);
+        assert_eq!(r.other.connections + r.workload.connections, conns + 1);
+        assert_eq!(r.commands.len(), MAX_COMMANDS + 1, "the rest under (other)");
+        let other = r
+            .commands
+            .iter()
+            .find(|c| c.command == OTHER_COMMAND)
+            .unwrap();
+        assert_eq!(other.requests, 20);
+        assert_eq!(r.summary.ops, MAX_COMMANDS as u64 + 20);
+        assert!(r.workload.times.adds_up());
+        assert_eq!(r.workload.times.server_ns, 10 * (MAX_COMMANDS as u64 + 20));
+    }
+
+    #[test]
+    fn garbage_payloads_and_wild_timestamps_do_not_panic() {
+        let recs = vec![
+            Record::new(RecordKind::Request, 1, u64::MAX, &b"\x10\0\0\0garbage!"[..]),
+            Record::new(RecordKind::Reply, 1, 0, &b""[..]),
+            Record::new(RecordKind::ClientMetadata, 1, 5, &b"not bson"[..]),
+            Record::new(RecordKind::Open, 2, 3, &b"not json"[..]),
+            Record::new(RecordKind::Gap, 0, 4, &b"{"[..]),
+            Record::new(
+                RecordKind::Request,
+                2,
+                7,
+                op_msg(1, 0, rawdoc! {"find": "c", "$db": "d"}),
+            ),
+            Record::new(RecordKind::Unknown(99), 2, 8, &b"?"[..]),
+        ];
+        let r = analyze(capture(&recs), "garbage", Some("g"));
+        assert_eq!(r.capture.undecodable_messages, 2);
+        for c in &r.connections {
+            assert!(c.times.adds_up(), "{c:?}");
+        }
+        assert_eq!(r.capture.unanswered_requests, 1);
+        let _ = super::super::analyze_text::render_text(&r);
+        let _ = super::super::analyze_html::render_html(&r);
     }
 }

@@ -173,10 +173,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     s.push_str("\nConnections\n");
     s.push_str(&t.render());
-    if r.connections.len() > MAX_CONN_ROWS {
+    let more = r.connections.len().saturating_sub(MAX_CONN_ROWS) as u64 + r.connections_not_listed;
+    if more > 0 {
         s.push_str(&format!(
-            "... {} more connections in --json\n",
-            r.connections.len() - MAX_CONN_ROWS
+            "... {more} more connections (--json lists up to 10,000)\n"
         ));
     }
     s
