@@ -115,6 +115,13 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         .commands
         .iter()
         .filter(|c| c.latency.count > 0)
+        .filter(|c| {
+            // Handshakes and session bookkeeping are one-offs; they have their table below.
+            matches!(
+                c.category,
+                Some(Category::Operation | Category::GetMore | Category::KillCursors)
+            )
+        })
         .take(MAX_CHART_COMMANDS)
         .collect();
     let mut dist = LineChart::new(
@@ -137,6 +144,46 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             .series("p90", cmds.iter().map(|c| c.latency.p90_us))
             .series("p99", cmds.iter().map(|c| c.latency.p99_us)),
     );
+    if drivers.len() > 1 {
+        // The same command through different drivers.
+        let ops: Vec<&String> = cmds
+            .iter()
+            .map(|c| &c.command)
+            .filter(|c| drivers.iter().any(|d| d.per_command.contains_key(*c)))
+            .collect();
+        let mut chart = BarChart::new("p50 latency per command and driver", "µs")
+            .categories(ops.iter().map(|c| c.to_string()));
+        for d in &drivers {
+            chart = chart.series_opt(
+                &d.driver,
+                ops.iter().map(|c| d.per_command.get(*c).map(|l| l.p50_us)),
+            );
+        }
+        page = page.bar_chart(chart);
+    }
+
+    // Round trips and extra commands per logical operation.
+    let per_op = |d: &&super::analyze::DriverReport, k: Category| {
+        d.workload
+            .per_op
+            .as_ref()
+            .map(|p| p.extra.get(k.name()).copied().unwrap_or(0.0))
+    };
+    let mut chart = BarChart::new("Extra requests per logical operation, per driver", "")
+        .note("Requests beyond the operations themselves, on workload connections; monitoring connections are not counted.")
+        .categories(drivers.iter().map(|d| d.driver.clone()));
+    for k in [
+        Category::Handshake,
+        Category::Sessions,
+        Category::GetMore,
+        Category::KillCursors,
+        Category::GetLastError,
+    ] {
+        chart = chart.series_opt(k.name(), drivers.iter().map(|d| per_op(d, k)));
+    }
+    page = page
+        .section("Per logical operation")
+        .bar_chart(chart.stacked());
 
     // Over time.
     let tl = &r.timeline;
