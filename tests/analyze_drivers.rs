@@ -129,4 +129,22 @@ fn three_clients_in_one_capture_are_told_apart() {
             "{needle} missing from the text report"
         );
     }
+
+    // The HTML report draws the drivers side by side and renders cleanly.
+    let html = dir.path().join("drivers.html");
+    let out = mongotape(&[
+        "analyze".to_string(),
+        capture.display().to_string(),
+        "--html".into(),
+        html.display().to_string(),
+    ]);
+    assert!(out.success(), "{}", out.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let rendered = render(&html);
+    assert_page_ok(&page, &rendered, 8);
+    assert!(rendered.dom.contains("p50 latency per command and driver"));
+    let shots = workspace_root().join("target/html-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let console = screenshot(&html, &shots.join("drivers.png"));
+    assert!(console.is_empty(), "{console:?}");
 }

@@ -75,7 +75,8 @@ fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let mut t = start;
     while ticks.len() < 50 {
         ticks.push(t);
-        if t >= hi {
+        // Sums such as 33.3 + 66.7 land a hair above a round top.
+        if t >= hi - step * 1e-6 {
             break;
         }
         t += step;
@@ -554,5 +555,6 @@ mod tests {
             .render_svg()
             .contains("no data"));
         assert_eq!(nice_ticks(0.0, 7.3, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(nice_ticks(0.0, 100.000000001, 5).last(), Some(&100.0));
     }
 }
