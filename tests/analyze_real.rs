@@ -357,3 +357,46 @@ fn an_exhaust_cursor_is_server_time_until_its_last_push() {
         conn["times"]["server_ns"]
     );
 }
+
+#[test]
+fn a_busy_monitor_does_not_distort_the_workload() {
+    let _serial = one_at_a_time();
+    let server = Server::start_with(&["--standalone"]);
+    // pymongo's monitor streams hello replies every 500 ms (awaitable hello, exhaust): its
+    // connection waits on the server nearly all the time.
+    let rec = record_workload_with(
+        &server,
+        "monitored",
+        30,
+        0.02,
+        0,
+        "&heartbeatFrequencyMS=500",
+    );
+    let report = analyze_json(&rec.capture, &[]);
+    assert_adds_up(&report);
+    let conns = report["connections"].as_array().unwrap();
+    let monitors: Vec<&Value> = conns.iter().filter(|c| c["role"] == "monitoring").collect();
+    assert!(!monitors.is_empty(), "{conns:?}");
+    let monitor_server: u64 = monitors.iter().map(|c| u(&c["times"]["server_ns"])).sum();
+    let w = &report["workload"]["times"];
+    eprintln!("monitor server time {monitor_server} ns; workload {w}");
+    assert!(
+        monitor_server > 2 * u(&w["server_ns"]),
+        "the monitor waited on the server for longer than the workload did: {monitor_server}"
+    );
+    assert!(
+        u(&report["other"]["extra"]["monitoring"]) >= 2,
+        "{}",
+        report["other"]
+    );
+    // Counted in, the monitor would drag the share down; it is kept apart.
+    let share = report["summary"]["client_bound_share"].as_f64().unwrap();
+    let with_monitor = u(&w["client_ns"]) as f64
+        / (u(&w["client_ns"]) + u(&w["server_ns"]) + monitor_server) as f64;
+    eprintln!(
+        "client-bound share {share:.3}; with the monitor counted in it would be {with_monitor:.3}"
+    );
+    // (The > 0.8 bar for a sleeping client is the test above, which allows for a loaded machine.)
+    assert!(share > 0.6, "{share}");
+    assert!(with_monitor < share - 0.1);
+}

@@ -53,13 +53,25 @@ pub struct Recorded {
 
 /// Records `WORKLOAD` through a fresh proxy in front of `server`.
 pub fn record_workload(server: &Server, name: &str, n: u32, sleep_s: f64, w0: u32) -> Recorded {
+    record_workload_with(server, name, n, sleep_s, w0, "")
+}
+
+/// Like [`record_workload`], with `uri_options` (`&key=value...`) appended to the connection string.
+pub fn record_workload_with(
+    server: &Server,
+    name: &str,
+    n: u32,
+    sleep_s: f64,
+    w0: u32,
+    uri_options: &str,
+) -> Recorded {
     let dir = tempdir();
     let capture = dir.path().join(format!("{name}.mtape"));
     let proxy = Proxy::start(server.addr(), &capture);
     let stdout = python(
         WORKLOAD,
         &[
-            proxy.uri(),
+            format!("{}{uri_options}", proxy.uri()),
             n.to_string(),
             sleep_s.to_string(),
             w0.to_string(),
