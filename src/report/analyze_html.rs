@@ -32,8 +32,9 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             r.capture.duration_s
         ))
         .facts(&[
-            ("logical operations", s.ops.to_string()),
-            ("ops/s (workload span)", format!("{:.0}", s.ops_per_s)),
+            ("logical operations", w.ops.to_string()),
+            ("requests a replay replays", s.ops.to_string()),
+            ("of those per second", format!("{:.0}", s.ops_per_s)),
             ("client-bound share", pct(w.client_bound_share)),
             ("p50 latency", us(s.overall.latency.p50_us)),
             ("p99 latency", us(s.overall.latency.p99_us)),

@@ -139,8 +139,6 @@ struct ConnState {
     hellos: u64,
     awaitable: bool,
     deferred: Deferred,
-    first_msg_ns: Option<u64>,
-    last_msg_ns: u64,
 }
 
 #[derive(Default)]
@@ -164,6 +162,7 @@ struct Pass {
     replayable_hist: Option<Histogram<u64>>,
     replayable_errors: u64,
     timeline: Timeline,
+    /// First and last replayable request or reply (the summary's wall time).
     span: Option<(u64, u64)>,
     facts: CaptureFacts,
 }
@@ -252,8 +251,6 @@ impl Pass {
             hellos: 0,
             awaitable: false,
             deferred: Deferred::default(),
-            first_msg_ns: None,
-            last_msg_ns: ts,
         })
     }
 
@@ -267,8 +264,6 @@ impl Pass {
         let c = self.conn(conn_id, ts);
         c.report.requests += 1;
         c.report.bytes += bytes;
-        c.first_msg_ns.get_or_insert(ts);
-        c.last_msg_ns = c.last_msg_ns.max(ts);
         let msg = match Message::parse(payload) {
             Ok(m) => m,
             Err(_) => {
@@ -312,6 +307,7 @@ impl Pass {
             let category = Category::of(&info.command);
             if !is_handshake_command(&info.command) {
                 self.replayable += 1;
+                stretch(&mut self.span, ts);
             }
             if category == Category::Operation {
                 c.report.ops += 1;
@@ -335,8 +331,6 @@ impl Pass {
         let c = self.conn(conn_id, ts);
         c.report.replies += 1;
         c.report.bytes += bytes;
-        c.first_msg_ns.get_or_insert(ts);
-        c.last_msg_ns = c.last_msg_ns.max(ts);
         let msg = match Message::parse(payload) {
             Ok(m) => m,
             Err(_) => {
@@ -374,6 +368,7 @@ impl Pass {
         count_reply(acc, bytes, error);
         acc.record(latency);
         if !is_handshake_command(&command) {
+            stretch(&mut self.span, ts);
             self.replayable_errors += u64::from(error);
             self.replayable_hist
                 .get_or_insert_with(new_ns_histogram)
@@ -442,9 +437,6 @@ impl Pass {
                 *c.report.extra.entry(cat.name().into()).or_default() += deferred.requests;
             }
             self.flush(deferred, false);
-        } else if let Some(first) = c.first_msg_ns {
-            let (a, b) = self.span.unwrap_or((first, c.last_msg_ns));
-            self.span = Some((a.min(first), b.max(c.last_msg_ns)));
         }
         c.report.role = Some(role);
         c.report.closed = closed;
@@ -566,6 +558,13 @@ impl Pass {
             timeline,
         }
     }
+}
+
+/// The summary's wall time runs from the first replayable request to the last one or its reply, so a
+/// client's start-up and shutdown are not in its throughput.
+fn stretch(span: &mut Option<(u64, u64)>, ts: u64) {
+    let (a, b) = span.unwrap_or((ts, ts));
+    *span = Some((a.min(ts), b.max(ts)));
 }
 
 /// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.

@@ -46,8 +46,8 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     let w = &r.workload;
     s.push_str(&format!(
-        "workload      {} connections, {} logical operations in {:.3}s = {:.0} ops/s\n",
-        w.connections, w.ops, r.summary.wall_s, r.summary.ops_per_s
+        "workload      {} connections, {} logical operations; {} requests a replay would replay in {:.3}s = {:.0} ops/s\n",
+        w.connections, w.ops, r.summary.ops, r.summary.wall_s, r.summary.ops_per_s
     ));
     s.push_str(&format!(
         "client-bound  {} of the workload connections' active time (server {}, client {}, gaps {})\n",
