@@ -10,6 +10,7 @@ pub mod cat;
 pub mod compare;
 pub mod html;
 mod html_chart;
+pub mod html_summary;
 pub mod inspect;
 pub mod pair;
 pub mod summary;

@@ -1,0 +1,107 @@
+//! The charts any report can draw from its shared [`ReportSummary`]: facts, throughput and latency
+//! percentiles per command, and a table. A replay report calls
+//! `html_summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
+
+use super::html::{BarChart, Page};
+use super::html_chart::fmt_value;
+use super::summary::ReportSummary;
+
+fn us(v: f64) -> String {
+    fmt_value(v, "µs")
+}
+
+/// Commands drawn (the most frequent); the table has them all.
+const MAX_CHART_COMMANDS: usize = 12;
+
+pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
+    let mut facts = vec![
+        ("operations", s.ops.to_string()),
+        ("ops/s", format!("{:.0}", s.ops_per_s)),
+        ("wall time", format!("{:.3}s", s.wall_s)),
+        ("p50", us(s.overall.latency.p50_us)),
+        ("p99", us(s.overall.latency.p99_us)),
+        ("errors", s.overall.errors.to_string()),
+    ];
+    if let Some(cpu) = s.server_cpu_s_per_1k_ops {
+        facts.push(("server CPU / 1,000 ops", format!("{:.3}s", cpu)));
+    }
+    if let Some(cpu) = s.client_cpu_us_per_op {
+        facts.push(("client CPU / op", us(cpu)));
+    }
+    if let Some(share) = s.client_bound_share {
+        facts.push(("client-bound share", format!("{:.1}%", share * 100.0)));
+    }
+    let mut cmds: Vec<_> = s.per_command.iter().collect();
+    cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    let top = &cmds[..cmds.len().min(MAX_CHART_COMMANDS)];
+    let lat = |f: fn(&super::summary::LatencySummary) -> f64| {
+        top.iter()
+            .map(move |(_, c)| (c.latency.count > 0).then(|| f(&c.latency)))
+    };
+    let rows: Vec<Vec<String>> = cmds
+        .iter()
+        .map(|(name, c)| {
+            let l = &c.latency;
+            let t = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+            vec![
+                name.to_string(),
+                c.count.to_string(),
+                c.errors.to_string(),
+                format!("{:.1}", c.ops_per_s),
+                t(l.p50_us),
+                t(l.p90_us),
+                t(l.p99_us),
+                t(l.p999_us),
+                t(l.max_us),
+            ]
+        })
+        .collect();
+    page.facts(&facts)
+        .bar_chart(
+            BarChart::new("Throughput per command", "ops/s")
+                .categories(top.iter().map(|(n, _)| n.to_string()))
+                .series("ops/s", top.iter().map(|(_, c)| c.ops_per_s)),
+        )
+        .bar_chart(
+            BarChart::new("Latency percentiles per command", "µs")
+                .categories(top.iter().map(|(n, _)| n.to_string()))
+                .series_opt("p50", lat(|l| l.p50_us))
+                .series_opt("p90", lat(|l| l.p90_us))
+                .series_opt("p99", lat(|l| l.p99_us)),
+        )
+        .table(
+            &[
+                "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
+            ],
+            &rows,
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::CommandSummary;
+
+    #[test]
+    fn any_summary_draws() {
+        let mut s = ReportSummary {
+            kind: "replay".into(),
+            ops: 3,
+            server_cpu_s_per_1k_ops: Some(0.12),
+            ..Default::default()
+        };
+        let mut find = CommandSummary {
+            count: 3,
+            ops_per_s: 30.0,
+            ..Default::default()
+        };
+        find.latency.count = 3;
+        find.latency.p50_us = 200.0;
+        s.per_command.insert("find".into(), find);
+        s.per_command
+            .insert("insert".into(), CommandSummary::default());
+        let html = summary_section(Page::new("t"), &s).render();
+        assert_eq!(html.matches("<svg class=\"chart").count(), 2);
+        assert!(html.contains("server CPU / 1,000 ops") && html.contains("n/a"));
+    }
+}
