@@ -22,7 +22,7 @@ PUSH_CAP = 100
 COMMENT = "a" * 1000
 
 
-def embedded(wl, coll, blogs, per_blog, pushed):
+def embedded(coll, blogs, per_blog, pushed):
     ops = 0
     for c in range(blogs):
         blog = {"_id": c, "title": "Mongodb Benchmark"}
@@ -35,7 +35,7 @@ def embedded(wl, coll, blogs, per_blog, pushed):
     return ops
 
 
-def separate(wl, coll, blogs, per_blog, pushed):
+def separate(coll, blogs, per_blog, pushed):
     ops = 0
     for c in range(blogs):
         first = per_blog - pushed
@@ -70,7 +70,7 @@ def main():
                 coll = wl.db.get_collection(name, write_concern=wc)
                 t = wl.now()
                 write = embedded if layout == "embedded" else separate
-                ops = write(wl, coll, blogs, per_blog, pushed)
+                ops = write(coll, blogs, per_blog, pushed)
                 if ack == "w0":
                     wl.count(name)  # barrier: all w:0 writes have been applied
                     ops += 1
