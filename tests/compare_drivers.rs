@@ -25,7 +25,11 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
         "4. Random 26-letter strings",
         "5. Insert, random lookups",
     ] {
-        assert!(run.stdout.contains(title), "{title} missing:\n{}", run.stdout);
+        assert!(
+            run.stdout.contains(title),
+            "{title} missing:\n{}",
+            run.stdout
+        );
     }
     let all: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out.path().join("compare-drivers.json")).unwrap(),
@@ -40,7 +44,10 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
             let who = format!("{workload} {}", r["client"]);
             let (a, p) = (&r["analyze"], &r["replay"]);
             assert!(a["ops"].as_u64().unwrap() > 50, "{who}: {a}");
-            assert_eq!(a["ops"], p["ops"], "{who}: every recorded operation replayed");
+            assert_eq!(
+                a["ops"], p["ops"],
+                "{who}: every recorded operation replayed"
+            );
             assert_eq!(a["overall"]["errors"], p["overall"]["errors"], "{who}");
             let replay: serde_json::Value = serde_json::from_str(
                 &std::fs::read_to_string(r["files"]["replay"].as_str().unwrap()).unwrap(),
@@ -48,11 +55,16 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
             .unwrap();
             assert_eq!(replay["complete"], true, "{who}");
             assert!(
-                replay["divergences"].as_object().is_none_or(|d| d.is_empty()),
+                replay["divergences"]
+                    .as_object()
+                    .is_none_or(|d| d.is_empty()),
                 "{who}: {}",
                 replay["divergences"]
             );
-            assert!(p["server_cpu_s_per_1k_ops"].as_f64().unwrap() > 0.0, "{who}");
+            assert!(
+                p["server_cpu_s_per_1k_ops"].as_f64().unwrap() > 0.0,
+                "{who}"
+            );
         }
         for suffix in ["compare.html", "compare.json"] {
             assert!(out.path().join(format!("{workload}.{suffix}")).is_file());
