@@ -2,7 +2,6 @@
 //! mongosh loop) through one proxy: analyze tells the drivers apart by their handshake metadata and
 //! answers "server or client?" for each.
 
-#[path = "analyze_support.rs"]
 mod support;
 
 use serde_json::Value;

@@ -2,7 +2,6 @@
 //! its counts match `inspect`, its times add up, a client that sleeps between operations is
 //! client-bound and a tight loop is less so.
 
-#[path = "analyze_support.rs"]
 mod support;
 
 use serde_json::Value;

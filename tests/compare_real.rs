@@ -1,7 +1,6 @@
 //! `mongotape compare` on two real analyze reports (a sleeping and a tight pymongo client through the
 //! proxy): columns, ratios against the first, per command rows, text and HTML.
 
-#[path = "analyze_support.rs"]
 mod support;
 
 use serde_json::Value;

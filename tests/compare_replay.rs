@@ -2,7 +2,6 @@
 //! replays of it (closed loop, and at the recorded pace) against fresh servers. The shared
 //! `summary` lines them up: same operations, CPU figures only where measured.
 
-#[path = "analyze_support.rs"]
 mod support;
 
 use serde_json::Value;

@@ -2,7 +2,6 @@
 //! script runs to the end, the charts are there with data, nothing reaches the console, nothing is
 //! fetched. A deliberately broken page must fail the same checks.
 
-#[path = "analyze_support.rs"]
 mod support;
 
 use std::path::PathBuf;

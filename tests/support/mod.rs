@@ -1,9 +1,9 @@
-//! Shared by the analyze, compare and html tests (`#[path]`-included): record a real pymongo
+//! Shared by the analyze, compare and html tests (`mod support;`): record a real pymongo
 //! workload through the proxy, run `mongotape analyze`/`compare`, open a page in headless Chromium.
 
 #![allow(dead_code)]
 
-#[path = "common/mod.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 
 pub use common::*;
