@@ -6,6 +6,8 @@
 const W0 = { w: 0 };
 const W1 = { w: 1 };
 const J1 = { w: 1, j: true };
+// A step marker's comment; mongotape recognises the ping (src/wire/marker.rs).
+const MARKER_PREFIX = 'mongotape:step:';
 
 const WL_DIR = __dirname;
 
@@ -66,6 +68,7 @@ class Workload {
     this.name = name;
     this.scale = p.scale;
     this.db = db.getSiblingDB(p.db);
+    this.marked = null;
   }
   scaled(base, minimum) {
     return scaled(base, this.scale, minimum);
@@ -73,10 +76,26 @@ class Workload {
   now() {
     return performance.now();
   }
+  // Sends the step marker on the workload's connection (outside any step's clock).
+  mark(step) {
+    const r = this.db.getSiblingDB('admin').runCommand({ ping: 1, comment: MARKER_PREFIX + step });
+    if (!r.ok) throw new Error('step marker failed: ' + JSON.stringify(r));
+    this.marked = step;
+  }
+  // Marks the beginning of `step`, then starts its clock: returns now().
+  start(step) {
+    this.mark(step);
+    return this.now();
+  }
+  // After the last step.
+  end() {
+    this.mark('end');
+  }
   since(started) {
     return (performance.now() - started) / 1000;
   }
   emit(step, ops, seconds, result) {
+    if (step !== this.marked) throw new Error(`step ${step} was not started with start() (last marker ${this.marked})`);
     const line = JSON.stringify({
       step, ops: Math.trunc(ops), seconds: Math.round(seconds * 1e6) / 1e6, result: plain(result),
     });
@@ -84,7 +103,7 @@ class Workload {
     print(line.replace(/[\u0080-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')));
   }
   dropDatabase() {
-    const t = this.now();
+    const t = this.start('drop_database');
     this.db.dropDatabase();
     this.emit('drop_database', 1, this.since(t), null);
   }

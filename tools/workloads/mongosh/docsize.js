@@ -23,9 +23,10 @@ function sizes(wl, collection) {
   wl.dropDatabase();
   for (const [step, collection, large] of [['insert_small', 'members', false], ['insert_large', 'members_large', true]]) {
     const coll = wl.db.getCollection(collection);
-    const t = wl.now();
+    const t = wl.start(step);
     for (let i = 0; i < n; i++) coll.insertOne(member(i, large));
     const seconds = wl.since(t);
     wl.emit(step, n, seconds, sizes(wl, collection));
   }
+  wl.end();
 })();

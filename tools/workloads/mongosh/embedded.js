@@ -59,7 +59,7 @@ const SEPARATE_TOTALS = [{ $group: { _id: '$blog', n: { $sum: 1 } } },
         const pushed = Math.min(perBlog, PUSH_CAP);
         const coll = wl.db.getCollection(name);
         coll.drop();
-        const t = wl.now();
+        const t = wl.start(`${layout}_${perBlog}_${ack}`);
         let ops = layout === 'embedded'
           ? writeEmbedded(coll, wc, blogs, perBlog, pushed)
           : writeSeparate(coll, wc, blogs, perBlog, pushed);
@@ -73,4 +73,5 @@ const SEPARATE_TOTALS = [{ $group: { _id: '$blog', n: { $sum: 1 } } },
       }
     }
   }
+  wl.end();
 })();

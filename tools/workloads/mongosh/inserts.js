@@ -7,8 +7,9 @@
   const items = wl.db.getCollection('items');
   const pad = 'x'.repeat(94);
   wl.dropDatabase();
-  const t = wl.now();
+  const t = wl.start('insert');
   for (let i = 0; i < n; i++) items.insertOne({ _id: i, name: 'item-' + i, value: (i * 7) % 13, pad });
   const seconds = wl.since(t);
   wl.emit('insert', n, seconds, { count: wl.count('items') });
+  wl.end();
 })();

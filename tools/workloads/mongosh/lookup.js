@@ -9,7 +9,7 @@ function lookups(wl, step, n, m) {
   const rng = new Lcg(SEED);
   let found = 0;
   let last = null;
-  const t = wl.now();
+  const t = wl.start(step);
   for (let k = 0; k < m; k++) {
     const x = 1 + rng.below(n);
     const doc = posts.findOne({ author: x + 'Mike' }, { date: 0 });
@@ -28,7 +28,7 @@ function lookups(wl, step, n, m) {
   wl.dropDatabase();
   const posts = wl.db.getCollection('userinfo');
 
-  let t = wl.now();
+  let t = wl.start('insert');
   for (let x = 0; x < n; x++) {
     posts.insertOne({ _id: String(x), author: x + 'Mike', text: 'My first blog post!',
       tags: ['mongodb', 'python', 'pymongo'], date: new Date(EPOCH_MS + x * 1000) });
@@ -37,15 +37,16 @@ function lookups(wl, step, n, m) {
 
   lookups(wl, 'lookup_noindex', n, Math.floor(m / 10));
 
-  t = wl.now();
+  t = wl.start('create_index');
   const name = posts.createIndex({ author: 1 });
   wl.emit('create_index', 1, wl.since(t), name);
 
   lookups(wl, 'lookup_index', n, m);
 
-  t = wl.now();
+  t = wl.start('remove_all');
   const before = wl.count('userinfo');
   const r = posts.deleteMany({});
   const after = wl.count('userinfo');
   wl.emit('remove_all', 3, wl.since(t), { before, deleted: r.deletedCount, after });
+  wl.end();
 })();

@@ -25,7 +25,7 @@ function activity(i) {
 
 function inserts(wl, step, collection, wc, n) {
   const coll = wl.db.getCollection(collection);
-  const t = wl.now();
+  const t = wl.start(step);
   for (let i = 0; i < n; i++) coll.insertOne(activity(i), { writeConcern: wc });
   let ops = n;
   if (wc === W0) {
@@ -45,10 +45,11 @@ function inserts(wl, step, collection, wc, n) {
   inserts(wl, 'insert_w1', 'wc_w1', W1, n);
   inserts(wl, 'insert_j', 'wc_j', J1, n);
 
-  const t = wl.now();
+  const t = wl.start('create_indexes');
   const coll = wl.db.getCollection('wc_indexed');
   const names = [];
   for (const key of ['Aid', 'Cid', 'Mis.Mid']) names.push(coll.createIndex({ [key]: 1 }));
   wl.emit('create_indexes', 3, wl.since(t), names.sort());
   inserts(wl, 'insert_w1_indexed', 'wc_indexed', W1, n);
+  wl.end();
 })();

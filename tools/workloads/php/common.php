@@ -24,6 +24,8 @@ set_exception_handler(function (Throwable $e): void {
 });
 
 const WL_DIR = __DIR__;
+// A step marker's comment; mongotape recognises the ping (src/wire/marker.rs).
+const MARKER_PREFIX = 'mongotape:step:';
 
 /** round(base * scale) with halves rounded up, at least $minimum. */
 function scaled(int $base, float $scale, int $minimum = 1): int
@@ -70,6 +72,7 @@ final class Workload
     public WriteConcern $w0;
     public WriteConcern $w1;
     public WriteConcern $j1;
+    private ?string $marked = null;
 
     public function __construct(public string $name)
     {
@@ -124,6 +127,26 @@ final class Workload
         return hrtime(true);
     }
 
+    /** Sends the step marker on the workload's connection (outside any step's clock). */
+    public function mark(string $step): void
+    {
+        $this->manager->executeCommand('admin', new Command(['ping' => 1, 'comment' => MARKER_PREFIX . $step]));
+        $this->marked = $step;
+    }
+
+    /** Marks the beginning of $step, then starts its clock: returns now(). */
+    public function start(string $step): int
+    {
+        $this->mark($step);
+        return $this->now();
+    }
+
+    /** After the last step. */
+    public function end(): void
+    {
+        $this->mark('end');
+    }
+
     public function since(int $started): float
     {
         return (hrtime(true) - $started) / 1e9;
@@ -131,6 +154,9 @@ final class Workload
 
     public function emit(string $step, int $ops, float $seconds, mixed $result): void
     {
+        if ($step !== $this->marked) {
+            throw new LogicException("step $step was not started with start() (last marker {$this->marked})");
+        }
         $line = json_encode(
             ['step' => $step, 'ops' => $ops, 'seconds' => round($seconds, 6), 'result' => $result],
             JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_PRESERVE_ZERO_FRACTION
@@ -152,7 +178,7 @@ final class Workload
 
     public function dropDatabase(): void
     {
-        $t = $this->now();
+        $t = $this->start('drop_database');
         $this->command(['dropDatabase' => 1]);
         $this->emit('drop_database', 1, $this->since($t), null);
     }

@@ -27,10 +27,11 @@ $wl = new Workload('docsize');
 $n = $wl->scaled(10000);
 $wl->dropDatabase();
 foreach ([['insert_small', 'members', false], ['insert_large', 'members_large', true]] as [$step, $collection, $large]) {
-    $t = $wl->now();
+    $t = $wl->start($step);
     for ($i = 0; $i < $n; $i++) {
         $wl->insertOne($collection, member($i, $large, $lorem));
     }
     $seconds = $wl->since($t);
     $wl->emit($step, $n, $seconds, sizes($wl, $collection));
 }
+$wl->end();

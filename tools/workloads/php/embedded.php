@@ -79,7 +79,7 @@ foreach ([['w0', $wl->w0], ['w1', $wl->w1]] as [$ack, $wc]) {
             $blogs = intdiv($total, $perBlog);
             $pushed = min($perBlog, PUSH_CAP);
             dropCollection($wl, $name);
-            $t = $wl->now();
+            $t = $wl->start("{$layout}_{$perBlog}_{$ack}");
             $ops = $layout === 'embedded'
                 ? writeEmbedded($wl, $wc, $blogs, $perBlog, $pushed, $comment)
                 : writeSeparate($wl, $wc, $blogs, $perBlog, $pushed, $comment);
@@ -94,3 +94,4 @@ foreach ([['w0', $wl->w0], ['w1', $wl->w1]] as [$ack, $wc]) {
         }
     }
 }
+$wl->end();

@@ -8,9 +8,10 @@ $wl = new Workload('inserts');
 $n = $wl->scaled(20000);
 $pad = str_repeat('x', 94);
 $wl->dropDatabase();
-$t = $wl->now();
+$t = $wl->start('insert');
 for ($i = 0; $i < $n; $i++) {
     $wl->insertOne('items', ['_id' => $i, 'name' => "item-$i", 'value' => ($i * 7) % 13, 'pad' => $pad]);
 }
 $seconds = $wl->since($t);
 $wl->emit('insert', $n, $seconds, ['count' => $wl->count('items')]);
+$wl->end();

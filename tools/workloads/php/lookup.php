@@ -14,7 +14,7 @@ function lookups(Workload $wl, string $step, int $n, int $m): void
     $rng = new Lcg(SEED);
     $found = 0;
     $last = null;
-    $t = $wl->now();
+    $t = $wl->start($step);
     for ($k = 0; $k < $m; $k++) {
         $x = 1 + $rng->below($n);
         $doc = $wl->findOne('userinfo', ['author' => "{$x}Mike"], ['projection' => ['date' => 0]]);
@@ -31,7 +31,7 @@ $n = $wl->scaled(10000, 2);
 $m = $wl->scaled(2000, 10);
 $wl->dropDatabase();
 
-$t = $wl->now();
+$t = $wl->start('insert');
 for ($x = 0; $x < $n; $x++) {
     $wl->insertOne('userinfo', ['_id' => (string) $x, 'author' => "{$x}Mike", 'text' => 'My first blog post!',
         'tags' => ['mongodb', 'python', 'pymongo'], 'date' => new UTCDateTime(EPOCH_MS + $x * 1000)]);
@@ -40,14 +40,15 @@ $wl->emit('insert', $n, $wl->since($t), ['count' => $wl->count('userinfo')]);
 
 lookups($wl, 'lookup_noindex', $n, intdiv($m, 10));
 
-$t = $wl->now();
+$t = $wl->start('create_index');
 $name = $wl->createIndex('userinfo', ['author' => 1]);
 $wl->emit('create_index', 1, $wl->since($t), $name);
 
 lookups($wl, 'lookup_index', $n, $m);
 
-$t = $wl->now();
+$t = $wl->start('remove_all');
 $before = $wl->count('userinfo');
 $r = $wl->deleteMany('userinfo', new stdClass());
 $after = $wl->count('userinfo');
 $wl->emit('remove_all', 3, $wl->since($t), ['before' => $before, 'deleted' => $r->getDeletedCount(), 'after' => $after]);
+$wl->end();

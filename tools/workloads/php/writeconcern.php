@@ -30,7 +30,7 @@ function activity(int $i, UTCDateTime $time): array
 
 function inserts(Workload $wl, string $step, string $collection, WriteConcern $wc, int $n, UTCDateTime $time): void
 {
-    $t = $wl->now();
+    $t = $wl->start($step);
     for ($i = 0; $i < $n; $i++) {
         $wl->insertOne($collection, activity($i, $time), $wc);
     }
@@ -52,7 +52,7 @@ inserts($wl, 'insert_w0', 'wc_w0', $wl->w0, $n, $time);
 inserts($wl, 'insert_w1', 'wc_w1', $wl->w1, $n, $time);
 inserts($wl, 'insert_j', 'wc_j', $wl->j1, $n, $time);
 
-$t = $wl->now();
+$t = $wl->start('create_indexes');
 $names = [];
 foreach (['Aid', 'Cid', 'Mis.Mid'] as $key) {
     $names[] = $wl->createIndex('wc_indexed', [$key => 1]);
@@ -60,3 +60,4 @@ foreach (['Aid', 'Cid', 'Mis.Mid'] as $key) {
 sort($names, SORT_STRING);
 $wl->emit('create_indexes', 3, $wl->since($t), $names);
 inserts($wl, 'insert_w1_indexed', 'wc_indexed', $wl->w1, $n, $time);
+$wl->end();

@@ -2,6 +2,9 @@
 
 Every workload prints one JSON line per step on stdout and nothing else:
     {"step": NAME, "ops": INT, "seconds": FLOAT, "result": JSON}
+Each step starts with start(NAME), which sends the step marker
+{ping: 1, comment: "mongotape:step:NAME"} (mongotape cuts captures and replays into phases at
+these) and then starts the step's clock; close() sends "mongotape:step:end".
 The same helpers exist in mongosh/common.js and php/common.php and must stay
 behaviourally identical (scaling, pseudo-random numbers, output format).
 """
@@ -17,6 +20,8 @@ from pymongo.write_concern import WriteConcern
 W0 = WriteConcern(w=0)
 W1 = WriteConcern(w=1)
 J1 = WriteConcern(w=1, j=True)
+# A step marker's comment; mongotape recognises the ping (src/wire/marker.rs).
+MARKER_PREFIX = "mongotape:step:"
 
 
 def scaled(base, scale, minimum=1):
@@ -59,6 +64,7 @@ class Workload:
         self.scale = args.scale
         self.client = MongoClient(args.uri)
         self.db = self.client[args.db]
+        self.marked = None
 
     def scaled(self, base, minimum=1):
         return scaled(base, self.scale, minimum)
@@ -67,12 +73,24 @@ class Workload:
     def now():
         return time.perf_counter()
 
+    def mark(self, step):
+        """Sends the step marker on the workload's connection (outside any step's clock)."""
+        self.client.admin.command("ping", comment=MARKER_PREFIX + step)
+        self.marked = step
+
+    def start(self, step):
+        """Marks the beginning of `step`, then starts its clock: returns now()."""
+        self.mark(step)
+        return self.now()
+
     @staticmethod
     def since(started):
         return time.perf_counter() - started
 
     def emit(self, step, ops, seconds, result):
         """Print one step line. `seconds` comes from since(); it covers only the timed operations."""
+        if step != self.marked:
+            raise RuntimeError("step %r was not started with start() (last marker %r)" % (step, self.marked))
         seconds = round(seconds, 6)
         line = json.dumps({"step": step, "ops": int(ops), "seconds": seconds, "result": result},
                           separators=(",", ":"))
@@ -80,11 +98,12 @@ class Workload:
         sys.stdout.flush()
 
     def drop_database(self):
-        started = self.now()
+        started = self.start("drop_database")
         self.client.drop_database(self.db.name)
         self.emit("drop_database", 1, self.since(started), None)
 
     def close(self):
+        self.mark("end")
         self.client.close()
 
     def count(self, collection, query=None):

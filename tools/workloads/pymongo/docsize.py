@@ -36,7 +36,7 @@ def main():
     wl.drop_database()
     for step, collection, large in (("insert_small", "members", False), ("insert_large", "members_large", True)):
         coll = wl.db[collection]
-        t = wl.now()
+        t = wl.start(step)
         for i in range(n):
             coll.insert_one(member(i, large))
         seconds = wl.since(t)

@@ -68,7 +68,7 @@ def main():
                 pushed = min(per_blog, PUSH_CAP)
                 wl.db.drop_collection(name)
                 coll = wl.db.get_collection(name, write_concern=wc)
-                t = wl.now()
+                t = wl.start("%s_%d_%s" % (layout, per_blog, ack))
                 write = embedded if layout == "embedded" else separate
                 ops = write(coll, blogs, per_blog, pushed)
                 if ack == "w0":

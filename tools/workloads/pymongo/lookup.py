@@ -22,7 +22,7 @@ def lookups(wl, step, n, m):
     rng = Lcg(SEED)
     found = 0
     last = None
-    t = wl.now()
+    t = wl.start(step)
     for _ in range(m):
         x = 1 + rng.below(n)
         doc = posts.find_one({"author": "%dMike" % x}, {"date": 0})
@@ -39,7 +39,7 @@ def main():
     wl.drop_database()
     posts = wl.db["userinfo"]
 
-    t = wl.now()
+    t = wl.start("insert")
     for x in range(n):
         posts.insert_one({"_id": str(x), "author": "%dMike" % x, "text": "My first blog post!",
                           "tags": ["mongodb", "python", "pymongo"],
@@ -48,13 +48,13 @@ def main():
 
     lookups(wl, "lookup_noindex", n, m // 10)
 
-    t = wl.now()
+    t = wl.start("create_index")
     name = posts.create_index([("author", 1)])
     wl.emit("create_index", 1, wl.since(t), name)
 
     lookups(wl, "lookup_index", n, m)
 
-    t = wl.now()
+    t = wl.start("remove_all")
     before = wl.count("userinfo")
     r = posts.delete_many({})
     after = wl.count("userinfo")

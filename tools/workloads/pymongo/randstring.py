@@ -18,21 +18,21 @@ def run_pass(wl, suffix, n):
     users = wl.db["users"]
     rng = Lcg(SEED)
     last = None
-    t = wl.now()
+    t = wl.start("insert_" + suffix)
     for i in range(n):
         last = rng.letters(26)
         users.insert_one({"_id": i, "NewsId": last})
     wl.emit("insert_" + suffix, n, wl.since(t), {"count": wl.count("users")})
 
-    t = wl.now()
+    t = wl.start("find_" + suffix)
     docs = list(users.find({"NewsId": last}))
     wl.emit("find_" + suffix, 1, wl.since(t), docs)
 
-    t = wl.now()
+    t = wl.start("delete_one_" + suffix)
     r = users.delete_one({"NewsId": last})
     wl.emit("delete_one_" + suffix, 1, wl.since(t), {"deleted": r.deleted_count})
 
-    t = wl.now()
+    t = wl.start("delete_all_" + suffix)
     r = users.delete_many({})
     wl.emit("delete_all_" + suffix, 1, wl.since(t), {"deleted": r.deleted_count})
 
@@ -43,7 +43,7 @@ def main():
     wl.drop_database()
     run_pass(wl, "noindex", n)
 
-    t = wl.now()
+    t = wl.start("create_index")
     name = wl.db["users"].create_index([("NewsId", 1)])
     wl.emit("create_index", 1, wl.since(t), name)
     run_pass(wl, "index", n)

@@ -36,7 +36,7 @@ def activity(i):
 
 def inserts(wl, step, collection, wc, n):
     coll = wl.db.get_collection(collection, write_concern=wc)
-    t = wl.now()
+    t = wl.start(step)
     for i in range(n):
         coll.insert_one(activity(i))
     ops = n
@@ -56,7 +56,7 @@ def main():
     inserts(wl, "insert_w1", "wc_w1", W1, n)
     inserts(wl, "insert_j", "wc_j", J1, n)
 
-    t = wl.now()
+    t = wl.start("create_indexes")
     coll = wl.db["wc_indexed"]
     names = [coll.create_index([(key, 1)]) for key in ("Aid", "Cid", "Mis.Mid")]
     wl.emit("create_indexes", 3, wl.since(t), sorted(names))
