@@ -7,6 +7,7 @@
 //! `analyze_html`; this file holds the report's schema.
 
 pub use super::analyze_conn::{ConnClock, Gaps, TimeSplit};
+use super::phases::PhaseReport;
 use super::summary::{LatencySummary, ReportSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -265,4 +266,7 @@ pub struct AnalyzeReport {
     /// Width of a timeline bucket: 10 ms, 100 ms, 1 s, ... so there are at most 1,000.
     pub timeline_bucket_s: f64,
     pub timeline: Vec<TimelinePoint>,
+    /// The capture cut at its step markers (`wire::marker`); empty without markers.
+    #[serde(default)]
+    pub phases: Vec<PhaseReport>,
 }

@@ -104,6 +104,12 @@ impl ConnClock {
         }
     }
 
+    /// Where the clock stands and the server and client time booked so far: an event's interval is
+    /// the difference of this before and after it.
+    pub fn booked(&self) -> (u64, u64, u64) {
+        (self.cursor_ns, self.split.server_ns, self.split.client_ns)
+    }
+
     /// True while the connection waits on the server.
     pub fn awaiting(&self) -> bool {
         self.pending > 0 || self.exhaust

@@ -223,6 +223,14 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ),
         );
 
+    page = super::phases::html_section(
+        page,
+        &r.phases,
+        "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
+         running from its marker to the next. Operations and latency count what a replay replays; \
+         server and client time are summed over the workload connections.",
+    );
+
     // Tables.
     let rows: Vec<Vec<String>> = r
         .drivers

@@ -8,9 +8,11 @@ use super::analyze::{
 use super::analyze_timeline::{Bucket, Timeline};
 use super::inspect::Driver;
 use super::pair::{Answer, Pairer};
+use super::phases::Phases;
 use super::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
 use crate::wire::info::is_handshake_command;
+use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use hdrhistogram::Histogram;
@@ -165,6 +167,10 @@ struct Pass {
     /// First and last replayable request or reply (the summary's wall time).
     span: Option<(u64, u64)>,
     facts: CaptureFacts,
+    /// Cut at step markers: operations, latency, server and client time per phase.
+    phases: Phases,
+    /// Step markers sent and not yet answered: (connection, request id) -> step.
+    markers: HashMap<(u64, i32), String>,
 }
 
 /// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
@@ -277,6 +283,7 @@ impl Pass {
         let info = RequestInfo::of(&msg);
         let operation = Category::of(&info.command) == Category::Operation
             && !is_monitoring_command(&info.command);
+        let booked = c.clock.booked();
         c.clock.request(ts, info.expects_reply, operation);
         if info.expects_reply {
             c.report.round_trips += 1;
@@ -292,6 +299,19 @@ impl Pass {
             self.flush(deferred, true);
         }
         let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        if c.workload {
+            book(&mut self.phases, booked, c.clock.booked());
+            if info.command == "ping" {
+                if let Some(step) = step_marker(&msg) {
+                    if info.expects_reply {
+                        self.markers
+                            .insert((conn_id, msg.header.request_id), step.to_owned());
+                    } else {
+                        self.phases.marker(step, ts, ts);
+                    }
+                }
+            }
+        }
         if !c.workload {
             c.deferred.requests += 1;
             if matches!(info.command.as_str(), "hello" | "isMaster" | "ismaster") {
@@ -308,6 +328,9 @@ impl Pass {
             if !is_handshake_command(&info.command) {
                 self.replayable += 1;
                 stretch(&mut self.span, ts);
+                if let Some(p) = self.phases.at(ts) {
+                    p.op(ts);
+                }
             }
             if category == Category::Operation {
                 c.report.ops += 1;
@@ -342,9 +365,20 @@ impl Pass {
         };
         let reply = ReplyInfo::of(&msg);
         let answer = self.pairer.reply(conn_id, &msg, reply.more_to_come);
+        if let Answer::Request(p) = &answer {
+            if p.info.command == "ping" {
+                if let Some(step) = self.markers.remove(&(conn_id, msg.header.response_to)) {
+                    self.phases.marker(&step, p.ts_ns, ts);
+                }
+            }
+        }
         let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        let booked = c.clock.booked();
         c.clock
             .reply(ts, matches!(answer, Answer::Request(_)), reply.more_to_come);
+        if c.workload {
+            book(&mut self.phases, booked, c.clock.booked());
+        }
         let p = match answer {
             Answer::Request(p) => p,
             Answer::Unsolicited => {
@@ -373,6 +407,9 @@ impl Pass {
             self.replayable_hist
                 .get_or_insert_with(new_ns_histogram)
                 .saturating_record(latency.max(100));
+            if let Some(phase) = self.phases.at(p.ts_ns) {
+                phase.done(ts, Some(latency), error);
+            }
         }
         if Category::of(&command) != Category::Operation {
             return;
@@ -417,6 +454,7 @@ impl Pass {
             return;
         };
         self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
+        self.markers.retain(|k, _| k.0 != conn_id);
         let role = if c.workload {
             Role::Workload
         } else if c.report.requests == 0 {
@@ -544,6 +582,7 @@ impl Pass {
             client_bound_share: workload.client_bound_share,
         };
         let timeline = self.timeline.points();
+        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
         AnalyzeReport {
             summary,
             capture: self.facts,
@@ -556,6 +595,7 @@ impl Pass {
             connections_not_listed: self.conns_not_listed,
             timeline_bucket_s: self.timeline.bucket_s(),
             timeline,
+            phases,
         }
     }
 }
@@ -565,6 +605,16 @@ impl Pass {
 fn stretch(span: &mut Option<(u64, u64)>, ts: u64) {
     let (a, b) = span.unwrap_or((ts, ts));
     *span = Some((a.min(ts), b.max(ts)));
+}
+
+/// Books a workload connection's interval, from its clock before and after an event, to the phases.
+fn book(phases: &mut Phases, before: (u64, u64, u64), after: (u64, u64, u64)) {
+    let (from, to) = (before.0, after.0);
+    if after.1 > before.1 {
+        phases.time(from, to, true);
+    } else if after.2 > before.2 {
+        phases.time(from, to, false);
+    }
 }
 
 /// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.

@@ -138,6 +138,13 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     s.push_str("\nPer logical operation\n");
     s.push_str(&t.render());
 
+    if !r.phases.is_empty() {
+        s.push_str(
+            "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
+        );
+        s.push_str(&super::phases::render_text(&r.phases));
+    }
+
     s.push_str("\nLatency per command (workload connections)\n");
     s.push_str(&command_table(&r.commands).render());
     if !r.other_commands.is_empty() {

@@ -13,5 +13,6 @@ mod html_chart;
 pub mod html_summary;
 pub mod inspect;
 pub mod pair;
+pub mod phases;
 pub mod summary;
 pub mod table;
