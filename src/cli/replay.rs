@@ -59,6 +59,9 @@ pub struct ReplayArgs {
     /// Write the JSON report here.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Write an HTML report here (one self-contained file with charts).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// The server's process id, for its CPU time (default: the local process listening on the
     /// target's port, when there is one).
     #[arg(long)]
@@ -140,6 +143,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let json = serde_json::to_vec_pretty(&report)?;
         std::fs::write(path, json)
             .with_context(|| format!("writing the report to {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, replay::html::render_html(&report))
+            .with_context(|| format!("writing the HTML report to {}", path.display()))?;
     }
     if !args.quiet {
         print!("{}", report.render_text());

@@ -85,6 +85,10 @@ async fn one(
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due(shared.start, &op);
+    if let Some(marker) = &op.marker {
+        let reached = super::phases::reach(shared, marker, intended, abort).await;
+        return Ok(if reached { Step::Skipped } else { Step::Stop });
+    }
     if let (Some(deadline), Some(due)) = (shared.deadline, intended) {
         if due >= deadline {
             Counters::bump(&shared.counters.after_deadline);

@@ -104,6 +104,8 @@ pub struct Metrics {
     divergences: BTreeMap<String, DivergenceReport>,
     /// Requests sent with moreToCome: no reply, so no latency.
     pub unacknowledged: u64,
+    /// The replay cut at the capture's step markers.
+    pub phases: super::phases::ReplayPhases,
 }
 
 /// One finished operation.
@@ -130,11 +132,13 @@ impl Metrics {
             behind_100ms: 0,
             divergences: BTreeMap::new(),
             unacknowledged: 0,
+            phases: super::phases::ReplayPhases::new(start),
         }
     }
 
     pub fn record(&mut self, s: Sample<'_>) {
         self.overall.add(s.latency_ns, s.error);
+        self.phases.record(&s);
         match self.per_command.get_mut(s.command) {
             Some(st) => st.add(s.latency_ns, s.error),
             None => {

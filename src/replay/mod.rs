@@ -6,14 +6,17 @@
 //! - [`schedule`]: pacing and the state the replay connections share; [`lane`]: one connection.
 //! - [`conn`], [`auth`]: a minimal MongoDB connection with its own handshake and SCRAM.
 //! - [`cursors`]: recorded to live cursor ids. [`outcome`]: reading and comparing replies.
-//! - [`metrics`], [`server`], [`report`]: what is measured and reported.
+//! - [`metrics`], [`server`], [`report`]: what is measured and reported; [`phases`]: per step
+//!   marker; [`html`]: `--html`.
 
 pub mod auth;
 pub mod conn;
 pub mod cursors;
+pub mod html;
 pub mod lane;
 pub mod metrics;
 pub mod outcome;
+pub mod phases;
 pub mod raw;
 pub mod report;
 pub mod rewrite;
@@ -303,6 +306,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     report.lag = metrics.lag();
     report.divergences = metrics.divergences();
     report.timeline = metrics.timeline();
+    report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
     drop(metrics);
     let c = &shared.counters;

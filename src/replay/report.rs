@@ -3,6 +3,7 @@
 
 use super::metrics::{DivergenceReport, LagReport, SecondReport};
 use super::server::StatusSnapshot;
+use crate::report::phases::PhaseReport;
 use crate::report::summary::{CommandSummary, ReportSummary};
 use crate::report::table::Table;
 use serde::Serialize;
@@ -63,6 +64,8 @@ pub struct ReplayReport {
     pub divergences: BTreeMap<String, DivergenceReport>,
     pub stray_replies: u64,
     pub timeline: Vec<SecondReport>,
+    /// The replay cut at the capture's step markers; empty without markers.
+    pub phases: Vec<PhaseReport>,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
 }
@@ -109,6 +112,12 @@ impl ReplayReport {
         }
         row("(all)", &s.overall);
         out.push_str(&t.render());
+        if !self.phases.is_empty() {
+            out.push_str(
+                "phases, from the first connection reaching each step marker to the next:\n",
+            );
+            out.push_str(&crate::report::phases::render_text(&self.phases));
+        }
         if self.unacknowledged > 0 {
             out.push_str(&format!(
                 "{} unacknowledged (moreToCome) requests: counted, no latency\n",

@@ -70,6 +70,8 @@ pub struct Op {
     pub recorded: Option<Outcome>,
     pub origin_conn: u64,
     pub origin_request: i32,
+    /// A step marker: not sent, it starts a phase when the lane reaches it (`phases`).
+    pub marker: Option<super::phases::Marker>,
 }
 
 /// The first failure ends the replay: every connection and the capture reader stop.

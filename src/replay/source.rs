@@ -4,6 +4,7 @@
 
 use super::cursors::Scope;
 use super::outcome;
+use super::phases::{self, Marker, MarkerSeq};
 use super::rewrite::{self, DbMap, Request, Skip};
 use super::schedule::{Op, Shared};
 use crate::capture::{CaptureReader, RecordKind};
@@ -273,6 +274,9 @@ struct Reader<'a> {
     progress: Arc<AtomicU64>,
     commands: HashMap<String, Arc<str>>,
     namespaces: HashMap<String, Arc<str>>,
+    /// Step markers of this pass, and those waiting in `held` (by connection and request id).
+    markers: MarkerSeq,
+    held_markers: HashMap<(u64, i32), Marker>,
 }
 
 fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
@@ -298,6 +302,11 @@ impl Reader<'_> {
             return false;
         }
         let clones = self.cfg.clones.max(1);
+        if req.msg.is_empty() {
+            if let Some(marker) = self.held_markers.remove(&(req.conn_id, req.request_id)) {
+                return self.emit_marker(req, marker);
+            }
+        }
         if self.iteration == 0 {
             self.last_ts = self.last_ts.max(req.ts_ns);
         }
@@ -361,6 +370,7 @@ impl Reader<'_> {
                 origin_conn: req.conn_id,
                 origin_request: req.request_id,
                 bytes: out.bytes,
+                marker: None,
             };
             self.seq += 1;
             if !self
@@ -373,6 +383,42 @@ impl Reader<'_> {
             self.router.send(lane, op);
         }
         !barrier || self.shared.budget.wait_empty(&self.shared.abort)
+    }
+
+    /// Queues a step marker on its connection's lane in every clone. It takes no part in the
+    /// replay's span or `--rate` sequence.
+    fn emit_marker(&mut self, req: Request, marker: Marker) -> bool {
+        let clones = self.cfg.clones.max(1);
+        let first = self.first_ts.unwrap_or(req.ts_ns);
+        let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
+        for clone in 0..clones {
+            let scope = (self.iteration as u32)
+                .wrapping_mul(clones)
+                .wrapping_add(clone);
+            let (lane, _) = self.router.route(scope, clone, &req);
+            let op = phases::marker_op(marker.clone(), &req, offset_ns, self.seq, scope);
+            self.router.send(lane, op);
+        }
+        true
+    }
+
+    /// A recorded request skipped as a handshake that is a step marker: a placeholder for its
+    /// connection's queue (markers are kept whatever the filters).
+    fn marker_request(
+        &mut self,
+        skip: Skip,
+        conn_id: u64,
+        ts_ns: u64,
+        wire: &[u8],
+    ) -> Option<Request> {
+        if skip != Skip::Handshake {
+            return None;
+        }
+        let step = crate::wire::marker::step_marker_of_bytes(wire)?;
+        let request_id = MsgHeader::parse(wire).ok().flatten()?.request_id;
+        let marker = self.markers.next(self.iteration, &step);
+        self.held_markers.insert((conn_id, request_id), marker);
+        Some(phases::marker_request(conn_id, ts_ns, request_id))
     }
 
     /// Emits the front of a connection's queue while it is complete.
@@ -407,6 +453,8 @@ impl Reader<'_> {
         };
         let base = self.progress.load(Ordering::Relaxed);
         let mut held: HashMap<u64, VecDeque<Request>> = HashMap::new();
+        self.markers.new_pass();
+        self.held_markers.clear();
         let mut n = 0u64;
         let mut go_on = true;
         while let Some(record) = reader.next_record() {
@@ -433,27 +481,36 @@ impl Reader<'_> {
                     if self.iteration == 0 {
                         self.result.requests_read += 1;
                     }
-                    match rewrite::understand(record.conn_id, record.ts_ns, &record.payload) {
-                        Err(skip) => {
-                            if self.iteration == 0 {
-                                *self.result.skipped.entry(skip.name()).or_default() += 1;
+                    let req =
+                        match rewrite::understand(record.conn_id, record.ts_ns, &record.payload) {
+                            Err(skip) => {
+                                if self.iteration == 0 {
+                                    *self.result.skipped.entry(skip.name()).or_default() += 1;
+                                }
+                                self.marker_request(
+                                    skip,
+                                    record.conn_id,
+                                    record.ts_ns,
+                                    &record.payload,
+                                )
                             }
-                        }
-                        Ok(req) if !self.cfg.filters.accepts(&req) => {
-                            if self.iteration == 0 {
-                                self.result.filtered += 1;
+                            Ok(req) if !self.cfg.filters.accepts(&req) => {
+                                if self.iteration == 0 {
+                                    self.result.filtered += 1;
+                                }
+                                None
                             }
-                        }
-                        Ok(req) => {
-                            let q = held.entry(record.conn_id).or_default();
-                            q.push_back(req);
-                            let mut q = std::mem::take(q);
-                            let ok = self.flush(&mut q, false);
-                            held.insert(record.conn_id, q);
-                            if !ok {
-                                go_on = false;
-                                break;
-                            }
+                            Ok(req) => Some(req),
+                        };
+                    if let Some(req) = req {
+                        let q = held.entry(record.conn_id).or_default();
+                        q.push_back(req);
+                        let mut q = std::mem::take(q);
+                        let ok = self.flush(&mut q, false);
+                        held.insert(record.conn_id, q);
+                        if !ok {
+                            go_on = false;
+                            break;
                         }
                     }
                 }
@@ -542,6 +599,8 @@ pub fn run(
         progress,
         commands: HashMap::new(),
         namespaces: HashMap::new(),
+        markers: MarkerSeq::default(),
+        held_markers: HashMap::new(),
     };
     loop {
         if cfg.repeat.is_some_and(|r| reader.iteration >= r) {

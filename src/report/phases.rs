@@ -316,11 +316,11 @@ pub fn html_section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {
             row
         })
         .collect();
-    page.section("Phases")
-        .paragraph(intro)
-        .bar_chart(chart)
-        .bar_chart(latency)
-        .table(&headers, &rows)
+    let mut page = page.section("Phases").paragraph(intro).bar_chart(chart);
+    if !measured.is_empty() {
+        page = page.bar_chart(latency);
+    }
+    page.table(&headers, &rows)
 }
 
 #[cfg(test)]
