@@ -187,6 +187,10 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         op_timeout: config.op_timeout,
         cursor_wait: config.op_timeout,
     });
+    if let Some(pid) = server.pid {
+        let mut metrics = shared.metrics.lock().expect("metrics lock");
+        metrics.phases.measure_server(pid, tick, server_cpu_before);
+    }
     let source_cfg = source::SourceConfig {
         capture: config.capture.clone(),
         repeat: match (config.repeat, config.duration) {
@@ -263,7 +267,8 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         }));
     }
 
-    let metrics = shared.metrics.lock().expect("metrics lock");
+    let mut metrics = shared.metrics.lock().expect("metrics lock");
+    metrics.phases.finish(server_cpu_after);
     let ops = metrics.ops();
     let wall_s = wall.as_secs_f64();
     let per_1k = |cpu: f64| (ops > 0).then(|| cpu / ops as f64 * 1000.0);

@@ -12,7 +12,7 @@ use super::cursors::Scope;
 use super::metrics::Sample;
 use super::rewrite::Request;
 use super::schedule::{Op, Shared};
-use crate::report::phases::{PhaseReport, Phases};
+use crate::report::phases::{PhaseReport, Phases, BEFORE_FIRST_MARKER};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::time::Instant as TokioInstant;
@@ -99,6 +99,11 @@ pub struct ReplayPhases {
     start: Instant,
     reached: Option<(u64, u64)>,
     phases: Phases,
+    /// The server's pid and clock tick, to read its CPU time at every marker.
+    server: Option<(u32, f64)>,
+    cpu_at_start_of_replay: Option<f64>,
+    /// The server's CPU seconds at the start and end of each phase of `phases.list`.
+    cpu: Vec<(Option<f64>, Option<f64>)>,
 }
 
 impl ReplayPhases {
@@ -107,11 +112,25 @@ impl ReplayPhases {
             start,
             reached: None,
             phases: Phases::default(),
+            server: None,
+            cpu_at_start_of_replay: None,
+            cpu: Vec::new(),
         }
+    }
+
+    /// Reads the server's CPU time at every phase boundary; `cpu_now` is the reading at the start.
+    pub fn measure_server(&mut self, pid: u32, tick_s: f64, cpu_now: Option<f64>) {
+        self.server = Some((pid, tick_s));
+        self.cpu_at_start_of_replay = cpu_now;
     }
 
     fn ns(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    fn server_cpu(&self) -> Option<f64> {
+        self.server
+            .and_then(|(pid, tick)| super::server::cpu_seconds(pid, tick))
     }
 
     /// A lane reached `marker` now; only the first copy to reach a marker counts, and a marker
@@ -121,21 +140,58 @@ impl ReplayPhases {
             return;
         }
         self.reached = Some(marker.key);
+        let cpu = self.server_cpu();
         let now = self.ns(Instant::now());
+        let n = self.phases.list.len();
+        let running = self.phases.list.last().is_some_and(|p| p.end_ns.is_none());
         self.phases.marker(&marker.step, now, now);
+        if running && self.phases.list[n - 1].end_ns.is_some() {
+            self.cpu[n - 1].1 = cpu;
+        }
+        if self.phases.list.len() > n {
+            self.cpu.push((cpu, None));
+        }
     }
 
     /// One finished operation (from `Metrics::record`).
     pub fn record(&mut self, s: &Sample<'_>) {
         let done = self.ns(s.done);
+        let n = self.phases.list.len();
         if let Some(p) = self.phases.at(done) {
             p.op(done);
             p.done(done, s.latency_ns, s.error);
         }
+        if self.phases.list.len() > n {
+            self.cpu.push((self.cpu_at_start_of_replay, None));
+        }
+    }
+
+    /// The replay is over: `cpu_now` closes the server CPU of a phase no `end` marker closed.
+    pub fn finish(&mut self, cpu_now: Option<f64>) {
+        if let (Some(p), Some(c)) = (self.phases.list.last(), self.cpu.last_mut()) {
+            if p.end_ns.is_none() {
+                c.1 = cpu_now;
+            }
+        }
     }
 
     pub fn reports(&self) -> Vec<PhaseReport> {
-        self.phases.reports(0, false)
+        if !self.phases.marked {
+            return Vec::new();
+        }
+        self.phases
+            .list
+            .iter()
+            .zip(&self.cpu)
+            .filter(|(p, _)| p.ops > 0 || p.name != BEFORE_FIRST_MARKER)
+            .map(|(p, cpu)| PhaseReport {
+                server_cpu_s: match *cpu {
+                    (Some(a), Some(b)) => Some((b - a).max(0.0)),
+                    _ => None,
+                },
+                ..p.report(0, false)
+            })
+            .collect()
     }
 }
 
@@ -188,11 +244,23 @@ mod tests {
         let mut p = ReplayPhases::new(start);
         let mut seq = MarkerSeq::default();
         let (a, b) = (seq.next(0, "a"), seq.next(0, "b"));
+        p.measure_server(
+            std::process::id(),
+            super::super::server::clock_tick_s(),
+            Some(0.0),
+        );
         p.reach(&a);
         p.reach(&b);
         p.reach(&a); // a lagging clone
         p.reach(&b);
-        let names: Vec<String> = p.reports().into_iter().map(|r| r.name).collect();
+        p.finish(Some(1e9));
+        let r = p.reports();
+        let names: Vec<&str> = r.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
+        assert!(r[0].server_cpu_s.is_some_and(|c| c < 1e9), "{r:?}");
+        assert!(
+            r[1].server_cpu_s.is_some_and(|c| c > 1e8),
+            "closed by finish"
+        );
     }
 }

@@ -37,6 +37,10 @@ pub struct PhaseReport {
     pub client_s: Option<f64>,
     /// Latency of the phase's operations (by the phase they were sent in).
     pub latency: LatencySummary,
+    /// The server's CPU seconds over the phase (replay only, when the server's process is known;
+    /// read from `/proc` in clock ticks of usually 10 ms, so short phases read 0 or one tick).
+    #[serde(default)]
+    pub server_cpu_s: Option<f64>,
 }
 
 /// Latency to 2 significant digits: phases can be many.
@@ -119,6 +123,7 @@ impl PhaseAcc {
                 .as_ref()
                 .map(LatencySummary::from_ns_histogram)
                 .unwrap_or_default(),
+            server_cpu_s: None,
         }
     }
 }
@@ -219,37 +224,57 @@ fn secs(v: Option<f64>) -> String {
     v.map_or("-".into(), |s| fmt_ns(s * 1e9))
 }
 
-/// The phases as a text table (empty string when there are none).
-pub fn render_text(phases: &[PhaseReport]) -> String {
-    if phases.is_empty() {
-        return String::new();
-    }
+/// Column headers and one row of cells per phase, for the text table and the HTML one. Server and
+/// client time appear when measured (analyze), server CPU when measured (replay).
+fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let times = phases.iter().any(|p| p.server_s.is_some());
+    let cpu = phases.iter().any(|p| p.server_cpu_s.is_some());
     let mut headers = vec!["phase", "start", "wall", "ops", "ops/s"];
     if times {
         headers.extend(["server", "client"]);
     }
     headers.extend(["p50", "p99", "max", "errors"]);
+    if cpu {
+        headers.push("server CPU");
+    }
+    let rows = phases
+        .iter()
+        .map(|p| {
+            let l = &p.latency;
+            let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+            let mut row = vec![
+                p.name.clone(),
+                format!("{:.3}s", p.start_s),
+                fmt_ns(p.wall_s * 1e9),
+                p.ops.to_string(),
+                format!("{:.0}", p.ops_per_s),
+            ];
+            if times {
+                row.extend([secs(p.server_s), secs(p.client_s)]);
+            }
+            row.extend([
+                lat(l.p50_us),
+                lat(l.p99_us),
+                lat(l.max_us),
+                p.errors.to_string(),
+            ]);
+            if cpu {
+                row.push(p.server_cpu_s.map_or("-".into(), |c| format!("{c:.2}s")));
+            }
+            row
+        })
+        .collect();
+    (headers, rows)
+}
+
+/// The phases as a text table (empty string when there are none).
+pub fn render_text(phases: &[PhaseReport]) -> String {
+    if phases.is_empty() {
+        return String::new();
+    }
+    let (headers, rows) = rows(phases);
     let mut t = Table::new(headers);
-    for p in phases {
-        let l = &p.latency;
-        let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
-        let mut row = vec![
-            p.name.clone(),
-            format!("{:.3}s", p.start_s),
-            fmt_ns(p.wall_s * 1e9),
-            p.ops.to_string(),
-            format!("{:.0}", p.ops_per_s),
-        ];
-        if times {
-            row.extend([secs(p.server_s), secs(p.client_s)]);
-        }
-        row.extend([
-            lat(l.p50_us),
-            lat(l.p99_us),
-            lat(l.max_us),
-            p.errors.to_string(),
-        ]);
+    for row in rows {
         t.row(row);
     }
     t.render()
@@ -287,35 +312,7 @@ pub fn html_section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {
         .categories(measured.iter().map(|p| p.name.clone()))
         .series("p50", measured.iter().map(|p| p.latency.p50_us))
         .series("p99", measured.iter().map(|p| p.latency.p99_us));
-    let mut headers = vec!["phase", "start", "wall", "ops", "ops/s"];
-    if times {
-        headers.extend(["server", "client"]);
-    }
-    headers.extend(["p50", "p99", "max", "errors"]);
-    let rows: Vec<Vec<String>> = phases
-        .iter()
-        .map(|p| {
-            let l = &p.latency;
-            let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
-            let mut row = vec![
-                p.name.clone(),
-                format!("{:.3}s", p.start_s),
-                fmt_ns(p.wall_s * 1e9),
-                p.ops.to_string(),
-                format!("{:.0}", p.ops_per_s),
-            ];
-            if times {
-                row.extend([secs(p.server_s), secs(p.client_s)]);
-            }
-            row.extend([
-                lat(l.p50_us),
-                lat(l.p99_us),
-                lat(l.max_us),
-                p.errors.to_string(),
-            ]);
-            row
-        })
-        .collect();
+    let (headers, rows) = rows(phases);
     let mut page = page.section("Phases").paragraph(intro).bar_chart(chart);
     if !measured.is_empty() {
         page = page.bar_chart(latency);
