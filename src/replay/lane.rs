@@ -8,7 +8,7 @@ use super::schedule::{Counters, Op, Shared};
 use bson::rawdoc;
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 use tokio::time::Instant;
 
 /// Runs one lane until its queue closes or the replay is aborted.
@@ -29,10 +29,20 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     Counters::bump(&shared.counters.connections_opened);
     let mut last_unacknowledged = false;
     loop {
-        let op = tokio::select! {
-            biased;
-            _ = abort.wait_for(|a| *a) => break,
-            op = rx.recv() => match op { Some(op) => op, None => break },
+        // The reader usually runs ahead: take the next request without registering a waiter on the
+        // abort signal (shared by every connection) unless the queue is empty.
+        let op = match rx.try_recv() {
+            Ok(op) if !shared.abort.is_set() => op,
+            Ok(op) => {
+                shared.budget.release(op.bytes.len());
+                break;
+            }
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => tokio::select! {
+                biased;
+                _ = abort.wait_for(|a| *a) => break,
+                op = rx.recv() => match op { Some(op) => op, None => break },
+            },
         };
         let len = op.bytes.len();
         let result = one(&shared, &mut conn, op, &mut abort).await;

@@ -135,28 +135,29 @@ fn scan_op_reply(frame: &[u8]) -> Result<Outcome, WireError> {
 
 fn count(e: &Element<'_>) -> usize {
     e.as_doc()
-        .and_then(|d| raw::elements(d).ok())
-        .map_or(0, |v| v.len())
+        .and_then(|d| raw::iter(d).ok())
+        .map_or(0, |els| els.filter(Result::is_ok).count())
 }
 
 fn from_doc(doc: &[u8]) -> Result<Outcome, WireError> {
-    let els = raw::elements(doc).map_err(|e| invalid("reply document", e.offset, e.detail))?;
+    let bad = |e: raw::RawError| invalid("reply document", e.offset, e.detail);
     let mut o = Outcome::default();
-    for e in &els {
+    for e in raw::iter(doc).map_err(bad)? {
+        let e = e.map_err(bad)?;
         match e.key {
             "ok" => o.ok = e.as_i64() == Some(1) || e.as_bool() == Some(true),
             "code" => o.code = e.as_i64().map(|c| c as i32),
             "errmsg" => o.errmsg = e.as_str().map(str::to_owned),
             "n" => o.n = e.as_i64(),
             "nModified" => o.n_modified = e.as_i64(),
-            "upserted" => o.upserted = count(e),
-            "writeErrors" => o.write_errors = count(e),
+            "upserted" => o.upserted = count(&e),
+            "writeErrors" => o.write_errors = count(&e),
             "cursor" => {
-                if let Some(c) = e.as_doc().and_then(|d| raw::elements(d).ok()) {
-                    for f in &c {
+                if let Some(c) = e.as_doc().and_then(|d| raw::iter(d).ok()) {
+                    for f in c.flatten() {
                         match f.key {
                             "id" => o.cursor_id = f.as_i64(),
-                            "firstBatch" | "nextBatch" => o.batch_len = Some(count(f)),
+                            "firstBatch" | "nextBatch" => o.batch_len = Some(count(&f)),
                             _ => {}
                         }
                     }

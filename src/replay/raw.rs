@@ -80,6 +80,13 @@ fn value_len(b: &[u8], kind: u8, at: usize) -> Option<usize> {
 
 /// The top-level elements of `doc`, in order. Values are bounds-checked but not validated inside.
 pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
+    iter(doc)?.collect()
+}
+
+/// The top-level elements of `doc` one by one, without collecting them (the replay's hot paths).
+/// The document's length and final byte are checked first; an element that does not fit is an
+/// error item, after which the iterator ends.
+pub fn iter(doc: &[u8]) -> Result<Elements<'_>, RawError> {
     let declared = read_i32(doc, 0).ok_or(bad(0, "shorter than a document length"))?;
     if declared < 5 || declared as usize != doc.len() {
         return Err(bad(0, "document length does not match its bytes"));
@@ -87,11 +94,22 @@ pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
     if doc[doc.len() - 1] != 0 {
         return Err(bad(doc.len() - 1, "document does not end with a zero byte"));
     }
-    let end = doc.len() - 1;
-    let mut at = 4;
-    let mut out = Vec::with_capacity(8);
-    while at < end {
-        let start = at;
+    Ok(Elements {
+        doc,
+        at: 4,
+        end: doc.len() - 1,
+    })
+}
+
+pub struct Elements<'a> {
+    doc: &'a [u8],
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Elements<'a> {
+    fn element(&self) -> Result<(Element<'a>, usize), RawError> {
+        let (doc, at, end) = (self.doc, self.at, self.end);
         let kind = doc[at];
         let key_len = cstring_len(doc, at + 1).ok_or(bad(at, "unterminated key"))?;
         let key = std::str::from_utf8(&doc[at + 1..at + key_len])
@@ -99,18 +117,38 @@ pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
         let value_at = at + 1 + key_len;
         let len =
             value_len(doc, kind, value_at).ok_or(bad(value_at, "bad value length or type"))?;
-        at = value_at + len;
-        if at > end {
-            return Err(bad(start, "element runs past the end of the document"));
+        let next = value_at + len;
+        if next > end {
+            return Err(bad(at, "element runs past the end of the document"));
         }
-        out.push(Element {
+        let element = Element {
             kind,
             key,
-            raw: &doc[start..at],
-            value: &doc[value_at..at],
-        });
+            raw: &doc[at..next],
+            value: &doc[value_at..next],
+        };
+        Ok((element, next))
     }
-    Ok(out)
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Result<Element<'a>, RawError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        match self.element() {
+            Ok((element, next)) => {
+                self.at = next;
+                Some(Ok(element))
+            }
+            Err(e) => {
+                self.at = self.end;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 impl Element<'_> {

@@ -5,7 +5,7 @@ use super::conn::Target;
 use super::cursors::{Cursors, Scope};
 use super::metrics::Metrics;
 use super::outcome::Outcome;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -77,6 +77,8 @@ pub struct Op {
 /// The first failure ends the replay: every connection and the capture reader stop.
 pub struct Abort {
     tx: watch::Sender<bool>,
+    /// The same as the watch's value, read without its lock on every request.
+    set: AtomicBool,
     reason: Mutex<Option<String>>,
 }
 
@@ -84,6 +86,7 @@ impl Default for Abort {
     fn default() -> Self {
         Abort {
             tx: watch::channel(false).0,
+            set: AtomicBool::new(false),
             reason: Mutex::new(None),
         }
     }
@@ -95,11 +98,12 @@ impl Abort {
         if r.is_none() {
             *r = Some(reason);
         }
+        self.set.store(true, Ordering::SeqCst);
         self.tx.send_replace(true);
     }
 
     pub fn is_set(&self) -> bool {
-        *self.tx.borrow()
+        self.set.load(Ordering::Relaxed)
     }
 
     pub fn subscribe(&self) -> watch::Receiver<bool> {
@@ -113,8 +117,14 @@ impl Abort {
 
 /// Bytes of requests read ahead but not yet sent. The capture reader blocks at the limit, so memory
 /// stays bounded whatever the capture's size.
+///
+/// Only the capture reader thread acquires and waits; the connections release after every request,
+/// so releasing is an atomic subtraction, and the condition variable is touched only while the
+/// reader is actually waiting (a notify per request would be a futex call per request).
 pub struct Budget {
-    used: Mutex<usize>,
+    used: AtomicUsize,
+    waiting: AtomicBool,
+    lock: Mutex<()>,
     freed: Condvar,
     limit: usize,
 }
@@ -122,7 +132,9 @@ pub struct Budget {
 impl Budget {
     pub fn new(limit: usize) -> Budget {
         Budget {
-            used: Mutex::new(0),
+            used: AtomicUsize::new(0),
+            waiting: AtomicBool::new(false),
+            lock: Mutex::new(()),
             freed: Condvar::new(),
             limit,
         }
@@ -130,42 +142,52 @@ impl Budget {
 
     /// Blocks (the reader thread) until `n` bytes fit; false when the replay was aborted meanwhile.
     pub fn acquire(&self, n: usize, abort: &Abort) -> bool {
-        let mut used = self.used.lock().expect("budget lock");
-        while *used > 0 && *used + n > self.limit {
-            if abort.is_set() {
-                return false;
-            }
-            used = self
-                .freed
-                .wait_timeout(used, Duration::from_millis(50))
-                .expect("budget lock")
-                .0;
+        let fits = |used: usize| used == 0 || used.saturating_add(n) <= self.limit;
+        if !fits(self.used.load(Ordering::SeqCst)) && !self.wait_until(abort, fits) {
+            return false;
         }
-        *used += n;
+        // Only the reader adds, so what fitted still fits.
+        self.used.fetch_add(n, Ordering::SeqCst);
         true
     }
 
     /// Blocks until every request handed out so far has been answered (or dropped); false when the
     /// replay was aborted meanwhile.
     pub fn wait_empty(&self, abort: &Abort) -> bool {
-        let mut used = self.used.lock().expect("budget lock");
-        while *used > 0 {
-            if abort.is_set() {
-                return false;
+        self.wait_until(abort, |used| used == 0)
+    }
+
+    fn wait_until(&self, abort: &Abort, done: impl Fn(usize) -> bool) -> bool {
+        let mut guard = self.lock.lock().expect("budget lock");
+        let result = loop {
+            // Announced before looking, so a release after the look sees it and notifies.
+            self.waiting.store(true, Ordering::SeqCst);
+            if done(self.used.load(Ordering::SeqCst)) {
+                break true;
             }
-            used = self
+            if abort.is_set() {
+                break false;
+            }
+            guard = self
                 .freed
-                .wait_timeout(used, Duration::from_millis(20))
+                .wait_timeout(guard, Duration::from_millis(50))
                 .expect("budget lock")
                 .0;
-        }
-        true
+        };
+        self.waiting.store(false, Ordering::SeqCst);
+        result
     }
 
     pub fn release(&self, n: usize) {
-        let mut used = self.used.lock().expect("budget lock");
-        *used = used.saturating_sub(n);
-        self.freed.notify_all();
+        let _ = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                Some(u.saturating_sub(n))
+            });
+        if self.waiting.load(Ordering::SeqCst) {
+            let _guard = self.lock.lock().expect("budget lock");
+            self.freed.notify_all();
+        }
     }
 }
 
