@@ -101,8 +101,11 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
     };
     let flags = u32::from_le_bytes(msg.get(16..20).ok_or(Skip::Malformed)?.try_into().unwrap());
     let body = super::outcome::op_msg_body(&msg).map_err(|_| Skip::Malformed)?;
-    let els = raw::elements(body).map_err(|_| Skip::Malformed)?;
-    let first = els.first().ok_or(Skip::Malformed)?;
+    let mut els = raw::iter(body).map_err(|_| Skip::Malformed)?;
+    let first = els
+        .next()
+        .ok_or(Skip::Malformed)?
+        .map_err(|_| Skip::Malformed)?;
     if is_handshake_command(first.key) {
         return Err(Skip::Handshake);
     }
@@ -126,7 +129,8 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
     if &*req.command == "getMore" {
         req.cursor_refs.extend(first.as_i64());
     }
-    for e in &els[1..] {
+    for e in els {
+        let e = e.map_err(|_| Skip::Malformed)?;
         match e.key {
             "$db" => req.db = e.as_str().unwrap_or_default().to_owned(),
             "collection" if &*req.command == "getMore" => {
@@ -241,10 +245,10 @@ fn rewrite_body(
     out: &mut Vec<u8>,
     patches: &mut Vec<(usize, i64)>,
 ) -> Result<(), RawError> {
-    let els = raw::elements(body)?;
     let command = &*req.command;
     let mut w = DocWriter::new(out);
-    for (i, e) in els.iter().enumerate() {
+    for (i, e) in raw::iter(body)?.enumerate() {
+        let e = e?;
         match e.key {
             "getMore" if i == 0 => {
                 let id = e.as_i64().unwrap_or_default();

@@ -56,17 +56,19 @@ fn ns_matches(pattern: &str, db: &str, ns: &str) -> bool {
 
 impl Filters {
     pub fn accepts(&self, req: &Request) -> bool {
-        let ns = req.namespace();
         let cmd = &*req.command;
-        (self.commands.is_empty() || self.commands.iter().any(|c| c == cmd))
+        let by_command = (self.commands.is_empty() || self.commands.iter().any(|c| c == cmd))
             && !self.exclude_commands.iter().any(|c| c == cmd)
-            && (self.namespaces.is_empty()
-                || self.namespaces.iter().any(|p| ns_matches(p, &req.db, &ns)))
+            && (self.connections.is_empty() || self.connections.contains(&req.conn_id));
+        if !by_command || (self.namespaces.is_empty() && self.exclude_namespaces.is_empty()) {
+            return by_command;
+        }
+        let ns = req.namespace();
+        (self.namespaces.is_empty() || self.namespaces.iter().any(|p| ns_matches(p, &req.db, &ns)))
             && !self
                 .exclude_namespaces
                 .iter()
                 .any(|p| ns_matches(p, &req.db, &ns))
-            && (self.connections.is_empty() || self.connections.contains(&req.conn_id))
     }
 }
 
@@ -263,7 +265,8 @@ struct Reader<'a> {
     shared: Arc<Shared>,
     router: Router,
     result: SourceResult,
-    sessions: HashMap<(Scope, u32, Vec<u8>), [u8; 16]>,
+    /// Live session ids per copy and lane, by recorded `lsid.id`.
+    sessions: HashMap<(Scope, u32), HashMap<Vec<u8>, [u8; 16]>>,
     seq: u64,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -274,6 +277,8 @@ struct Reader<'a> {
     progress: Arc<AtomicU64>,
     commands: HashMap<String, Arc<str>>,
     namespaces: HashMap<String, Arc<str>>,
+    /// Scratch for the namespace of each copy (interned without allocating).
+    ns_buf: String,
     /// Step markers of this pass, and those waiting in `held` (by connection and request id).
     markers: MarkerSeq,
     held_markers: HashMap<(u64, i32), Marker>,
@@ -291,6 +296,21 @@ fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
 }
 
 impl Reader<'_> {
+    /// The live session id standing for a recorded one in this copy and lane (fresh on first use).
+    fn session(&mut self, scope: Scope, lane_key: u32, recorded: &[u8]) -> [u8; 16] {
+        // Looked up by reference: the owned key is built only for a new session.
+        let sessions = self.sessions.entry((scope, lane_key)).or_default();
+        if let Some(id) = sessions.get(recorded) {
+            return *id;
+        }
+        let mut id = [0u8; 16];
+        rand::rng().fill_bytes(&mut id);
+        id[6] = (id[6] & 0x0f) | 0x40; // a version-4 UUID
+        id[8] = (id[8] & 0x3f) | 0x80;
+        sessions.insert(recorded.to_vec(), id);
+        id
+    }
+
     fn span(&self) -> u64 {
         self.last_ts
             .saturating_sub(self.first_ts.unwrap_or(self.last_ts))
@@ -322,18 +342,10 @@ impl Reader<'_> {
                 .wrapping_mul(clones)
                 .wrapping_add(clone);
             let (lane, session_key) = self.router.route(scope, clone, &req);
-            let lsid = req.lsid.as_ref().map(|l| {
-                *self
-                    .sessions
-                    .entry((scope, session_key, l.clone()))
-                    .or_insert_with(|| {
-                        let mut id = [0u8; 16];
-                        rand::rng().fill_bytes(&mut id);
-                        id[6] = (id[6] & 0x0f) | 0x40; // a version-4 UUID
-                        id[8] = (id[8] & 0x3f) | 0x80;
-                        id
-                    })
-            });
+            let lsid = req
+                .lsid
+                .as_ref()
+                .map(|l| self.session(scope, session_key, l));
             let map = CopyDb {
                 map: &self.cfg.db_map,
                 clone: (clones > 1).then_some(clone + 1),
@@ -349,10 +361,14 @@ impl Reader<'_> {
                     continue;
                 }
             };
-            let ns = match &req.collection {
-                Some(c) => format!("{}.{c}", map.map_db(&req.db)),
-                None => map.map_db(&req.db).into_owned(),
-            };
+            // Built in a reused buffer: interning finds it without allocating.
+            let mut ns = std::mem::take(&mut self.ns_buf);
+            ns.clear();
+            ns.push_str(&map.map_db(&req.db));
+            if let Some(c) = &req.collection {
+                ns.push('.');
+                ns.push_str(c);
+            }
             let produces_cursor = req.produces_cursor();
             if let Some(c) = produces_cursor {
                 self.shared.cursors.expect(scope, c);
@@ -372,6 +388,7 @@ impl Reader<'_> {
                 bytes: out.bytes,
                 marker: None,
             };
+            self.ns_buf = ns;
             self.seq += 1;
             if !self
                 .shared
@@ -599,6 +616,7 @@ pub fn run(
         progress,
         commands: HashMap::new(),
         namespaces: HashMap::new(),
+        ns_buf: String::new(),
         markers: MarkerSeq::default(),
         held_markers: HashMap::new(),
     };
