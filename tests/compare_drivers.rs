@@ -18,6 +18,9 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
         .env("MONGOTAPE_SECANTUSD", common::secantusd_path());
     let run = common::run_command(command, std::time::Duration::from_secs(900));
     assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
+    for heading in ["own s", "rec s", "replay s", "own/rep", "CPU µs/op"] {
+        assert!(run.stdout.contains(heading), "{heading} missing");
+    }
     for title in [
         "1. Embedded vs separate documents",
         "2. Small (~130 B) and large",
@@ -65,6 +68,32 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
                 p["server_cpu_s_per_1k_ops"].as_f64().unwrap() > 0.0,
                 "{who}"
             );
+            // Every step the client reported has its phase in the recording and in the replay.
+            let steps = r["steps"].as_array().unwrap();
+            let times = r["step_times"].as_array().unwrap();
+            assert_eq!(times.len(), steps.len(), "{who}");
+            for (step, t) in steps.iter().zip(times) {
+                let at = format!("{who} {}", step["step"]);
+                assert_eq!(t["step"], step["step"], "{at}");
+                assert!(t["client_s"].as_f64().is_some(), "{at}: {t}");
+                for key in ["recorded_s", "replayed_s"] {
+                    let v = t[key]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("{at}: no {key}: {t}"));
+                    assert!(v > 0.0, "{at}: {key} {v}");
+                }
+                // The phases hold the step's operations, plus the untimed verification queries
+                // the workloads run after the clock stops (and, replayed, the odd operation of
+                // mongosh's other connections whose reply came in that phase).
+                let ops = t["ops"].as_u64().unwrap();
+                for (key, extra) in [("recorded_ops", 3), ("replayed_ops", 4)] {
+                    let n = t[key].as_u64().unwrap();
+                    assert!(
+                        n >= ops && n <= ops + extra,
+                        "{at}: {key} {n} for {ops} ops"
+                    );
+                }
+            }
         }
         for suffix in ["compare.html", "compare.json"] {
             assert!(out.path().join(format!("{workload}.{suffix}")).is_file());
