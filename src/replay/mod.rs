@@ -2,7 +2,8 @@
 //! what must change, and measures what the server spends. Options and rules: `docs/replay.md`.
 //!
 //! - [`source`]: the capture reader thread (filters, pairing with recorded replies, routing, read-ahead).
-//! - [`rewrite`]: what a recorded request becomes (sessions, databases, cursors, cluster time).
+//! - [`rewrite`]: what a recorded request becomes (sessions, databases, cursors, cluster time);
+//!   [`ids`]: new ObjectId `_id`s for the inserts of every pass after the first.
 //! - [`schedule`]: pacing and the state the replay connections share; [`lane`]: one connection.
 //! - [`conn`], [`auth`]: a minimal MongoDB connection with its own handshake and SCRAM.
 //! - [`cursors`]: recorded to live cursor ids. [`outcome`]: reading and comparing replies.
@@ -13,6 +14,7 @@ pub mod auth;
 pub mod conn;
 pub mod cursors;
 pub mod html;
+pub mod ids;
 pub mod lane;
 pub mod metrics;
 pub mod outcome;

@@ -3,6 +3,7 @@
 //! connection. It runs ahead of the connections by at most the read-ahead budget.
 
 use super::cursors::Scope;
+use super::ids::IdRemap;
 use super::outcome;
 use super::phases::{self, Marker, MarkerSeq};
 use super::rewrite::{self, DbMap, Request, Skip};
@@ -279,6 +280,8 @@ struct Reader<'a> {
     namespaces: HashMap<String, Arc<str>>,
     /// Scratch for the namespace of each copy (interned without allocating).
     ns_buf: String,
+    /// New ObjectId `_id`s for passes after the first; `None` when there is only one pass.
+    ids: Option<IdRemap>,
     /// Step markers of this pass, and those waiting in `held` (by connection and request id).
     markers: MarkerSeq,
     held_markers: HashMap<(u64, i32), Marker>,
@@ -334,6 +337,10 @@ impl Reader<'_> {
         let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
         let command = req.command.clone();
         let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
+        let insert = &*command == "insert";
+        if let Some(ids) = self.ids.as_mut().filter(|_| insert && self.iteration == 0) {
+            ids.learn(&req.msg);
+        }
         if barrier && !self.shared.budget.wait_empty(&self.shared.abort) {
             return false;
         }
@@ -351,7 +358,12 @@ impl Reader<'_> {
                 clone: (clones > 1).then_some(clone + 1),
             };
             let out = match rewrite::rewrite(&req, &map, lsid.as_ref()) {
-                Ok(o) => o,
+                Ok(mut o) => {
+                    if let Some(ids) = &self.ids {
+                        ids.apply(&mut o.bytes, insert);
+                    }
+                    o
+                }
                 Err(_) => {
                     *self
                         .result
@@ -472,6 +484,9 @@ impl Reader<'_> {
         let mut held: HashMap<u64, VecDeque<Request>> = HashMap::new();
         self.markers.new_pass();
         self.held_markers.clear();
+        if let Some(ids) = &mut self.ids {
+            ids.new_pass(self.iteration == 0);
+        }
         let mut n = 0u64;
         let mut go_on = true;
         while let Some(record) = reader.next_record() {
@@ -617,6 +632,7 @@ pub fn run(
         commands: HashMap::new(),
         namespaces: HashMap::new(),
         ns_buf: String::new(),
+        ids: (cfg.repeat != Some(1)).then(IdRemap::default),
         markers: MarkerSeq::default(),
         held_markers: HashMap::new(),
     };
