@@ -272,4 +272,18 @@ fn scram_authentication_with_the_target_credentials() {
         "password leaked: {}",
         r.describe()
     );
+
+    // No credentials at all: one clear error, not a divergence per request.
+    for args in [&[][..], &["--connections", "4", "--fast"][..]] {
+        let r = try_replay(&out, &b.uri(), args);
+        assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
+        let error = r.report["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("unauthorized: the target") && error.contains("--target"),
+            "{}",
+            r.describe()
+        );
+        assert!(r.output.stderr.contains("unauthorized"), "{}", r.describe());
+        assert_eq!(r.divergences(), 0, "{}", r.describe());
+    }
 }

@@ -7,10 +7,12 @@ use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
 use crate::wire::{FrameSplitter, WireError};
 use bson::{rawdoc, RawDocumentBuf};
 use bytes::Bytes;
+use std::pin::Pin;
 use std::time::Duration;
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
 
 /// Where to replay: the first host of a `mongodb://` URI (or a bare `host:port`) and its credentials.
 #[derive(Clone)]
@@ -179,7 +181,19 @@ pub enum ConnError {
         user: String,
         detail: String,
     },
+    #[error(
+        "unauthorized: the target {addr} requires authentication ({command}: {detail}); give \
+         credentials in --target, e.g. mongodb://USER:PASSWORD@{addr}/?authSource=admin"
+    )]
+    Unauthorized {
+        addr: String,
+        command: String,
+        detail: String,
+    },
 }
+
+/// The server's error code for a command run without the required authentication or privileges.
+pub const UNAUTHORIZED: i32 = 13;
 
 pub struct Conn {
     stream: TcpStream,
@@ -187,6 +201,9 @@ pub struct Conn {
     next_id: i32,
     addr: String,
     timeout: Duration,
+    /// One timer for the connection's replies, moved only when it would fire too early (arming a
+    /// timer for every reply would lock the runtime's timer wheel twice per request).
+    watchdog: Option<Pin<Box<Sleep>>>,
     /// Replies that answered no request we were waiting for (exhaust pushes, late replies).
     pub stray_replies: u64,
 }
@@ -213,6 +230,7 @@ impl Conn {
             next_id: 1,
             addr,
             timeout,
+            watchdog: None,
             stray_replies: 0,
         };
         let mut hello = rawdoc! {
@@ -275,16 +293,34 @@ impl Conn {
     }
 
     /// Reads until the reply to `request_id`; replies to anything else are counted and dropped.
+    /// Fails after the connection's timeout without a reply.
     pub async fn recv(&mut self, request_id: i32) -> Result<Bytes, ConnError> {
-        let timeout = self.timeout;
-        match tokio::time::timeout(timeout, self.recv_inner(request_id)).await {
-            Ok(r) => r,
-            Err(_) => Err(ConnError::Timeout {
-                addr: self.addr.clone(),
-                secs: timeout.as_secs_f64(),
-                during: "waiting for a reply",
-            }),
-        }
+        let limit = Instant::now() + self.timeout;
+        // The watchdog was armed for an earlier request, so it is due at or before `limit`; when it
+        // fires early it is moved to `limit` (about once per timeout period, not per request).
+        let mut watchdog = self
+            .watchdog
+            .take()
+            .unwrap_or_else(|| Box::pin(tokio::time::sleep_until(limit)));
+        let result = loop {
+            tokio::select! {
+                biased;
+                // Cancel-safe: a read lands in the splitter's buffer, frames are taken out synchronously.
+                r = self.recv_inner(request_id) => break r,
+                _ = watchdog.as_mut() => {
+                    if Instant::now() >= limit {
+                        break Err(ConnError::Timeout {
+                            addr: self.addr.clone(),
+                            secs: self.timeout.as_secs_f64(),
+                            during: "waiting for a reply",
+                        });
+                    }
+                    watchdog.as_mut().reset(limit);
+                }
+            }
+        };
+        self.watchdog = Some(watchdog);
+        result
     }
 
     async fn recv_inner(&mut self, request_id: i32) -> Result<Bytes, ConnError> {
@@ -395,6 +431,60 @@ mod tests {
         assert_eq!(
             Target::redact("mongodb://u:secret@h:1/"),
             "mongodb://u:****@h:1/"
+        );
+    }
+
+    /// A server that answers each request after the given delays (then never again).
+    async fn slow_server(delays: Vec<u64>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut splitter = FrameSplitter::new();
+            for delay in delays {
+                let frame = loop {
+                    if let Some(f) = splitter.next_frame().unwrap() {
+                        break f;
+                    }
+                    if s.read_buf(splitter.read_buf()).await.unwrap() == 0 {
+                        return;
+                    }
+                };
+                let id = MsgHeader::parse(&frame).unwrap().unwrap().request_id;
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                let reply = OpMsg {
+                    flags: MsgFlags::empty(),
+                    sections: vec![Section::Body(rawdoc! { "ok": 1.0 })],
+                    checksum: None,
+                }
+                .encode(1, id);
+                s.write_all(&reply).await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn the_reply_timeout_holds_for_every_request_not_just_the_first() {
+        let timeout = Duration::from_millis(300);
+        // hello at once; then replies after 200 ms each: more than the timeout in total, none late.
+        let addr = slow_server(vec![0, 200, 200, 200]).await;
+        let target = Target::parse(&addr).unwrap();
+        let mut conn = Conn::connect(&target, timeout).await.unwrap();
+        let ping = rawdoc! { "ping": 1, "$db": "admin" };
+        for _ in 0..3 {
+            conn.command(&ping, "pinging").await.unwrap();
+        }
+        let started = std::time::Instant::now();
+        match conn.command(&ping, "pinging").await {
+            Err(ConnError::Timeout { .. }) => {}
+            other => panic!("expected a timeout, got {:?}", other.map(|_| ())),
+        }
+        let waited = started.elapsed();
+        assert!(
+            waited >= timeout && waited < timeout * 3,
+            "timed out after {waited:?}"
         );
     }
 }

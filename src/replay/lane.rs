@@ -1,7 +1,7 @@
 //! One replay connection: takes its requests in order, waits for each one's time, patches live cursor
 //! ids in, sends, reads the reply, and measures. A failure of the target ends the whole replay.
 
-use super::conn::{Conn, ConnError};
+use super::conn::{Conn, ConnError, UNAUTHORIZED};
 use super::metrics::Sample;
 use super::outcome;
 use super::schedule::{Counters, Op, Shared};
@@ -175,6 +175,20 @@ async fn one(
         addr: conn.addr().to_owned(),
         source,
     })?;
+    // Without credentials every request would fail this way: one clear error, not a divergence each.
+    if live.code == Some(UNAUTHORIZED)
+        && shared.target.user.is_none()
+        && op
+            .recorded
+            .as_ref()
+            .is_none_or(|r| r.code != Some(UNAUTHORIZED))
+    {
+        return Err(ConnError::Unauthorized {
+            addr: conn.addr().to_owned(),
+            command: op.command.to_string(),
+            detail: live.errmsg.clone().unwrap_or_default(),
+        });
+    }
     if let Some(recorded) = op.produces_cursor {
         let id = if live.ok { live.cursor_id } else { None };
         shared.cursors.resolve(op.scope, recorded, id);
