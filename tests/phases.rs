@@ -98,10 +98,26 @@ fn analyze_cuts_a_pymongo_capture_at_its_step_markers() {
     let starts: Vec<f64> = phases.iter().map(|p| f(&p["start_s"])).collect();
     assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
 
-    let text = mongotape(&["analyze".to_string(), capture.display().to_string()]);
+    let html = dir.path().join("analyze.html");
+    let text = mongotape(&[
+        "analyze".to_string(),
+        capture.display().to_string(),
+        "--html".into(),
+        html.display().to_string(),
+    ]);
     assert!(text.success(), "{}", text.stderr);
     assert!(text.stdout.contains("Phases, from each step marker"));
     assert!(text.stdout.contains("delete_all_index"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let rendered = render(&html);
+    assert_page_ok(&page, &rendered, 8);
+    for title in [
+        "Time per phase",
+        "Latency per phase",
+        "rest of the wall time",
+    ] {
+        assert!(rendered.dom.contains(title), "{title:?} missing");
+    }
 }
 
 #[test]
