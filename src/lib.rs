@@ -4,7 +4,8 @@
 //! The folder layout is the architecture:
 //!
 //! - [`wire`]: the MongoDB wire protocol. Framing, every opcode (OP_MSG, OP_COMPRESSED and the legacy
-//!   ones), and what a message means (command, namespace, session, outcome). Pure, no I/O.
+//!   ones), and what a message means (command, namespace, session, outcome, step marker). Pure,
+//!   no I/O.
 //! - [`capture`]: the `.mtape` file format (zstd-compressed, streamed, crash-tolerant): the record
 //!   encoding, a streaming writer and a streaming reader with bounded memory.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
@@ -12,7 +13,7 @@
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
 //!   concurrency, rewriting what must change (sessions, cursors, cluster time, auth).
 //! - [`report`]: `inspect`, `cat`, `analyze` and `compare`: what a capture or a replay says, as text,
-//!   JSON and HTML.
+//!   JSON and HTML, overall and per phase (cut at step markers).
 //!
 //! `main.rs` only parses the command line and calls into these.
 
