@@ -7,7 +7,7 @@ use super::outcome::Outcome;
 use super::raw::{self, DocWriter, RawError, ARRAY, DOCUMENT};
 use crate::wire::header::{MsgHeader, OpCode, HEADER_LEN};
 use crate::wire::info::is_handshake_command;
-use crate::wire::legacy::{OpDelete, OpGetMore, OpInsert, OpQuery, OpUpdate};
+use crate::wire::legacy::{OpDelete, OpGetMore, OpInsert, OpKillCursors, OpQuery, OpUpdate};
 use crate::wire::{compressed, WireError};
 use bson::{rawdoc, RawArrayBuf, RawDocumentBuf};
 use bytes::Bytes;
@@ -152,6 +152,52 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         req.transaction = txn_number;
     }
     req.msg = msg;
+    Ok(req)
+}
+
+/// OP_KILL_CURSORS names no namespace, and `killCursors` needs one: `namespace_of` says where the
+/// capture opened a recorded cursor (`(db, collection)`, remembered by the capture reader). The
+/// cursors of the first namespace found are killed in one command; ids whose cursor the capture
+/// never opened are left out, and a kill of only those is not replayed (`Skip::Unsupported`).
+/// Anything but OP_KILL_CURSORS (possibly inside OP_COMPRESSED) is `Skip::Unsupported` too.
+pub fn understand_kill_cursors(
+    conn_id: u64,
+    ts_ns: u64,
+    wire: &Bytes,
+    namespace_of: impl Fn(i64) -> Option<(String, String)>,
+) -> Result<Request, Skip> {
+    let header = MsgHeader::parse(wire)
+        .ok()
+        .flatten()
+        .ok_or(Skip::Malformed)?;
+    match header.op_code {
+        OpCode::KillCursors => {}
+        OpCode::Compressed => {
+            let (_, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
+            return understand_kill_cursors(conn_id, ts_ns, &Bytes::from(inner), namespace_of);
+        }
+        _ => return Err(Skip::Unsupported),
+    }
+    let m = OpKillCursors::parse(wire).map_err(malformed)?;
+    let mut namespace = None;
+    let mut ids = RawArrayBuf::new();
+    for id in m.cursor_ids {
+        match namespace_of(id) {
+            Some(ns) if namespace.as_ref().is_none_or(|first| *first == ns) => {
+                namespace = Some(ns);
+                ids.push(id);
+            }
+            _ => {}
+        }
+    }
+    let (db, collection) = namespace.ok_or(Skip::Unsupported)?;
+    let body = rawdoc! { "killCursors": collection.as_str(), "cursors": ids, "$db": db.as_str() };
+    let mut req = understand(conn_id, ts_ns, &op_msg(body, false, header.request_id))?;
+    // It had no reply: nothing to wait for in the capture, nothing to compare but success.
+    req.recorded = Some(Outcome {
+        ok: true,
+        ..Outcome::default()
+    });
     Ok(req)
 }
 
@@ -567,6 +613,32 @@ mod tests {
             ("getMore", vec![42])
         );
         assert_eq!(req.collection.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn op_kill_cursors_takes_the_namespace_its_cursors_were_opened_in() {
+        let wire = Bytes::from(
+            crate::wire::legacy::OpKillCursors {
+                cursor_ids: vec![5, 6, 7],
+            }
+            .encode(8),
+        );
+        let ns = |c: i64| match c {
+            5 | 7 => Some(("bench".to_string(), "c".to_string())),
+            6 => Some(("bench".to_string(), "other".to_string())),
+            _ => None,
+        };
+        assert_eq!(understand(1, 1, &wire).unwrap_err(), Skip::Unsupported);
+        let req = understand_kill_cursors(1, 1, &wire, ns).unwrap();
+        assert_eq!(
+            (&*req.command, req.db.as_str(), req.collection.as_deref()),
+            ("killCursors", "bench", Some("c"))
+        );
+        assert_eq!(req.cursor_refs, vec![5, 7]);
+        assert!(req.expects_reply && req.recorded.as_ref().is_some_and(|o| o.ok));
+        assert_eq!(req.request_id, 8);
+        let none = understand_kill_cursors(1, 1, &wire, |_| None).unwrap_err();
+        assert_eq!(none, Skip::Unsupported);
     }
 
     #[test]

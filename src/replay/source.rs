@@ -282,9 +282,40 @@ struct Reader<'a> {
     ns_buf: String,
     /// New ObjectId `_id`s for passes after the first; `None` when there is only one pass.
     ids: Option<IdRemap>,
+    /// Where recorded cursors were opened, for legacy OP_KILL_CURSORS.
+    cursor_ns: CursorNamespaces,
     /// Step markers of this pass, and those waiting in `held` (by connection and request id).
     markers: MarkerSeq,
     held_markers: HashMap<(u64, i32), Marker>,
+}
+
+/// Recorded cursor id -> `(db, collection)` it was opened on, from the recorded replies; forgotten
+/// when the recording shows the cursor exhausted or killed. Bounded: past the limit it starts over.
+#[derive(Default)]
+struct CursorNamespaces(HashMap<i64, (String, String)>);
+
+impl CursorNamespaces {
+    const LIMIT: usize = 100_000;
+
+    fn learn(&mut self, req: &Request) {
+        if let Some(c) = req.produces_cursor() {
+            if self.0.len() >= Self::LIMIT {
+                self.0.clear();
+            }
+            let collection = req.collection.clone().unwrap_or_default();
+            self.0.insert(c, (req.db.clone(), collection));
+        }
+        let exhausted = req.recorded.as_ref().and_then(|o| o.cursor_id) == Some(0);
+        if (&*req.command == "getMore" && exhausted) || &*req.command == "killCursors" {
+            for c in &req.cursor_refs {
+                self.0.remove(c);
+            }
+        }
+    }
+
+    fn get(&self, cursor: i64) -> Option<(String, String)> {
+        self.0.get(&cursor).cloned()
+    }
 }
 
 fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
@@ -450,6 +481,20 @@ impl Reader<'_> {
         Some(phases::marker_request(conn_id, ts_ns, request_id))
     }
 
+    /// A legacy OP_KILL_CURSORS becomes `killCursors` on the namespace its cursors were opened in.
+    fn legacy_kill_cursors(
+        &self,
+        skip: Skip,
+        record: &crate::capture::Record,
+    ) -> Result<Request, Skip> {
+        if skip != Skip::Unsupported {
+            return Err(skip);
+        }
+        rewrite::understand_kill_cursors(record.conn_id, record.ts_ns, &record.payload, |c| {
+            self.cursor_ns.get(c)
+        })
+    }
+
     /// Emits the front of a connection's queue while it is complete.
     fn flush(&mut self, held: &mut VecDeque<Request>, all: bool) -> bool {
         while let Some(front) = held.front() {
@@ -513,27 +558,24 @@ impl Reader<'_> {
                     if self.iteration == 0 {
                         self.result.requests_read += 1;
                     }
-                    let req =
-                        match rewrite::understand(record.conn_id, record.ts_ns, &record.payload) {
-                            Err(skip) => {
-                                if self.iteration == 0 {
-                                    *self.result.skipped.entry(skip.name()).or_default() += 1;
-                                }
-                                self.marker_request(
-                                    skip,
-                                    record.conn_id,
-                                    record.ts_ns,
-                                    &record.payload,
-                                )
+                    let understood =
+                        rewrite::understand(record.conn_id, record.ts_ns, &record.payload)
+                            .or_else(|skip| self.legacy_kill_cursors(skip, &record));
+                    let req = match understood {
+                        Err(skip) => {
+                            if self.iteration == 0 {
+                                *self.result.skipped.entry(skip.name()).or_default() += 1;
                             }
-                            Ok(req) if !self.cfg.filters.accepts(&req) => {
-                                if self.iteration == 0 {
-                                    self.result.filtered += 1;
-                                }
-                                None
+                            self.marker_request(skip, record.conn_id, record.ts_ns, &record.payload)
+                        }
+                        Ok(req) if !self.cfg.filters.accepts(&req) => {
+                            if self.iteration == 0 {
+                                self.result.filtered += 1;
                             }
-                            Ok(req) => Some(req),
-                        };
+                            None
+                        }
+                        Ok(req) => Some(req),
+                    };
                     if let Some(req) = req {
                         let q = held.entry(record.conn_id).or_default();
                         q.push_back(req);
@@ -558,6 +600,7 @@ impl Reader<'_> {
                         Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none()
                     }) {
                         req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
+                        self.cursor_ns.learn(req);
                     }
                     let ok = self.flush(&mut q, false);
                     held.insert(record.conn_id, q);
@@ -633,6 +676,7 @@ pub fn run(
         namespaces: HashMap::new(),
         ns_buf: String::new(),
         ids: (cfg.repeat != Some(1)).then(IdRemap::default),
+        cursor_ns: CursorNamespaces::default(),
         markers: MarkerSeq::default(),
         held_markers: HashMap::new(),
     };

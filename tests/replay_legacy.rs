@@ -1,0 +1,71 @@
+//! Legacy opcodes a current server no longer takes, replayed as the commands that replaced them.
+
+mod common;
+mod replay_support;
+
+use common::*;
+use replay_support::*;
+
+/// A find (OP_MSG, batch of 2 out of 10) then a legacy OP_KILL_CURSORS of its cursor, from a raw
+/// socket. secantusd-rs, like a current mongod, answers OP_KILL_CURSORS by closing the connection,
+/// so the recorded cursor stays open; the replay sends `killCursors` on the namespace of the find,
+/// with the live cursor id, and the live cursor is gone.
+const KILL: &str = r#"
+import sys, socket, struct, bson
+from pymongo import MongoClient
+from urllib.parse import urlparse
+uri = sys.argv[1]
+db = MongoClient(uri)["legacy"]
+db.drop_collection("c")
+db.c.insert_many([{"_id": i} for i in range(10)])
+host, port = urlparse(uri).netloc.split(":")
+s = socket.create_connection((host, int(port)))
+body = b"\x00" + bson.encode({"find": "c", "batchSize": 2, "$db": "legacy"})
+s.sendall(struct.pack("<iiii", 20 + len(body), 1, 0, 2013) + struct.pack("<I", 0) + body)
+head = s.recv(16, socket.MSG_WAITALL)
+rest = s.recv(struct.unpack("<i", head[:4])[0] - 16, socket.MSG_WAITALL)
+cid = bson.decode(rest[5:])["cursor"]["id"]
+s.sendall(struct.pack("<iiii", 16 + 16, 2, 0, 2007) + struct.pack("<iiq", 0, 1, cid))
+print(s.recv(1) == b"" and cid != 0)
+"#;
+
+fn open_cursors(uri: &str) -> serde_json::Value {
+    admin_command(uri, r#"{"serverStatus": 1}"#)["metrics"]["cursor"]["open"]["total"].clone()
+}
+
+#[test]
+fn op_kill_cursors_becomes_kill_cursors_on_the_live_cursor() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, out) = record_python(&a, dir.path(), "killcursors", KILL);
+    assert_eq!(out.trim(), "True", "the server closes on OP_KILL_CURSORS");
+    assert_eq!(open_cursors(&a.uri()), 1, "the recorded cursor stayed open");
+    drop(a);
+
+    // The data is written beforehand: the find's connection is not ordered after the inserts'.
+    for args in [&[][..], &["--fast", "--connections", "3"][..]] {
+        let b = Server::start_with(&["--standalone"]);
+        python(
+            "import sys\nfrom pymongo import MongoClient\nMongoClient(sys.argv[1])['legacy'].c.insert_many([{'_id': i} for i in range(10)])\n",
+            &[b.uri()],
+        );
+        let only = ["--command", "find,killCursors"];
+        let r = replay(&capture, &b.uri(), &[&only[..], args].concat());
+        assert_eq!(r.count("find"), 1, "{}", r.describe());
+        assert_eq!(r.count("killCursors"), 1, "{}", r.describe());
+        assert_eq!(r.skipped("unsupported_opcode"), 0, "{}", r.describe());
+        assert_eq!(r.skipped("cursor_not_found"), 0, "{}", r.describe());
+        assert_eq!(r.divergences(), 0, "{}", r.describe());
+        assert_eq!(
+            r.report["summary"]["overall"]["errors"].as_u64(),
+            Some(0),
+            "{}",
+            r.describe()
+        );
+        assert_eq!(
+            open_cursors(&b.uri()),
+            0,
+            "{args:?}: the live cursor was killed"
+        );
+    }
+}
