@@ -119,21 +119,26 @@ impl Abort {
 /// stays bounded whatever the capture's size.
 ///
 /// Only the capture reader thread acquires and waits; the connections release after every request,
-/// so releasing is an atomic subtraction, and the condition variable is touched only while the
-/// reader is actually waiting (a notify per request would be a futex call per request).
+/// so releasing is an atomic subtraction. A reader that found the budget full waits until a quarter
+/// of it is free again, and only the release that gets there wakes it: the reader then works in
+/// batches instead of being woken, and sleeping again, for every request (a futex call and a context
+/// switch per request, when the capture is larger than the read-ahead).
 pub struct Budget {
     used: AtomicUsize,
-    waiting: AtomicBool,
+    /// The level of `used` the waiting reader wants to be woken at; `usize::MAX` when none waits.
+    wake_at: AtomicUsize,
     lock: Mutex<()>,
     freed: Condvar,
     limit: usize,
 }
 
+const NOBODY_WAITS: usize = usize::MAX;
+
 impl Budget {
     pub fn new(limit: usize) -> Budget {
         Budget {
             used: AtomicUsize::new(0),
-            waiting: AtomicBool::new(false),
+            wake_at: AtomicUsize::new(NOBODY_WAITS),
             lock: Mutex::new(()),
             freed: Condvar::new(),
             limit,
@@ -142,9 +147,14 @@ impl Budget {
 
     /// Blocks (the reader thread) until `n` bytes fit; false when the replay was aborted meanwhile.
     pub fn acquire(&self, n: usize, abort: &Abort) -> bool {
-        let fits = |used: usize| used == 0 || used.saturating_add(n) <= self.limit;
-        if !fits(self.used.load(Ordering::SeqCst)) && !self.wait_until(abort, fits) {
-            return false;
+        let used = self.used.load(Ordering::SeqCst);
+        if used > 0 && used.saturating_add(n) > self.limit {
+            // Resume once n fits and a quarter of the budget is free (or everything, for a request
+            // larger than the budget).
+            let resume = self.limit.saturating_sub(n).min(self.limit / 4 * 3);
+            if !self.wait_until(abort, resume) {
+                return false;
+            }
         }
         // Only the reader adds, so what fitted still fits.
         self.used.fetch_add(n, Ordering::SeqCst);
@@ -154,15 +164,16 @@ impl Budget {
     /// Blocks until every request handed out so far has been answered (or dropped); false when the
     /// replay was aborted meanwhile.
     pub fn wait_empty(&self, abort: &Abort) -> bool {
-        self.wait_until(abort, |used| used == 0)
+        self.wait_until(abort, 0)
     }
 
-    fn wait_until(&self, abort: &Abort, done: impl Fn(usize) -> bool) -> bool {
+    /// Waits until `used <= level`.
+    fn wait_until(&self, abort: &Abort, level: usize) -> bool {
         let mut guard = self.lock.lock().expect("budget lock");
         let result = loop {
             // Announced before looking, so a release after the look sees it and notifies.
-            self.waiting.store(true, Ordering::SeqCst);
-            if done(self.used.load(Ordering::SeqCst)) {
+            self.wake_at.store(level, Ordering::SeqCst);
+            if self.used.load(Ordering::SeqCst) <= level {
                 break true;
             }
             if abort.is_set() {
@@ -174,17 +185,19 @@ impl Budget {
                 .expect("budget lock")
                 .0;
         };
-        self.waiting.store(false, Ordering::SeqCst);
+        self.wake_at.store(NOBODY_WAITS, Ordering::SeqCst);
         result
     }
 
     pub fn release(&self, n: usize) {
-        let _ = self
+        let before = self
             .used
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
                 Some(u.saturating_sub(n))
-            });
-        if self.waiting.load(Ordering::SeqCst) {
+            })
+            .unwrap_or_default();
+        let wake_at = self.wake_at.load(Ordering::SeqCst);
+        if wake_at != NOBODY_WAITS && before.saturating_sub(n) <= wake_at {
             let _guard = self.lock.lock().expect("budget lock");
             self.freed.notify_all();
         }
@@ -225,4 +238,48 @@ pub struct Shared {
     pub op_timeout: Duration,
     /// How long a getMore waits for the live reply that opens its cursor.
     pub cursor_wait: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_full_budget_resumes_the_reader_once_a_quarter_is_free() {
+        let budget = Arc::new(Budget::new(100));
+        let abort = Abort::default();
+        for _ in 0..10 {
+            assert!(budget.acquire(10, &abort));
+        }
+        let b = budget.clone();
+        let releaser = std::thread::spawn(move || {
+            for _ in 0..3 {
+                std::thread::sleep(Duration::from_millis(20));
+                b.release(10);
+            }
+        });
+        let started = std::time::Instant::now();
+        assert!(budget.acquire(10, &abort));
+        // 100 used: one release would let 10 more fit, but the reader waits for 75 or less.
+        assert!(
+            started.elapsed() >= Duration::from_millis(50),
+            "{:?}",
+            started.elapsed()
+        );
+        releaser.join().unwrap();
+        assert_eq!(budget.used.load(Ordering::SeqCst), 80);
+        // A request larger than the whole budget waits for an empty one.
+        let b = budget.clone();
+        let drainer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            b.release(80);
+        });
+        assert!(budget.acquire(500, &abort));
+        drainer.join().unwrap();
+        assert_eq!(budget.used.load(Ordering::SeqCst), 500);
+        abort.trigger("stop".into());
+        assert!(!budget.acquire(10, &abort));
+        assert!(!budget.wait_empty(&abort));
+    }
 }
