@@ -2,6 +2,7 @@
 //! `hello` handshake and SCRAM authentication. Nothing here re-encodes a replayed request.
 
 use super::auth;
+use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
 use crate::wire::{FrameSplitter, WireError};
@@ -204,6 +205,7 @@ pub struct Conn {
     /// One timer for the connection's replies, moved only when it would fire too early (arming a
     /// timer for every reply would lock the runtime's timer wheel twice per request).
     watchdog: Option<Pin<Box<Sleep>>>,
+    compressor: Option<Compressor>,
     /// Replies that answered no request we were waiting for (exhaust pushes, late replies).
     pub stray_replies: u64,
 }
@@ -211,6 +213,16 @@ pub struct Conn {
 impl Conn {
     /// Connects, says `hello`, and authenticates when the target carries credentials.
     pub async fn connect(target: &Target, timeout: Duration) -> Result<Conn, ConnError> {
+        Conn::connect_offering(target, timeout, None).await
+    }
+
+    /// [`Conn::connect`], offering a compressor in the `hello` (as the recorded client did); the
+    /// target's answer says whether it agreed ([`Conn::compressor`]).
+    pub async fn connect_offering(
+        target: &Target,
+        timeout: Duration,
+        offer: Option<Compressor>,
+    ) -> Result<Conn, ConnError> {
         let addr = target.addr.clone();
         let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
             Ok(Ok(s)) => s,
@@ -231,6 +243,7 @@ impl Conn {
             addr,
             timeout,
             watchdog: None,
+            compressor: None,
             stray_replies: 0,
         };
         let mut hello = rawdoc! {
@@ -247,6 +260,11 @@ impl Conn {
                 format!("{}.{user}", target.auth_source),
             );
         }
+        if let Some(c) = offer {
+            let mut names = bson::RawArrayBuf::new();
+            names.push(c.name());
+            hello.append(bson::cstr!("compression"), names);
+        }
         hello.append(bson::cstr!("$db"), "admin");
         let reply = conn.command(&hello, "saying hello").await?;
         if !command_ok(&reply) {
@@ -254,6 +272,15 @@ impl Conn {
                 addr: conn.addr.clone(),
                 detail: error_text(&reply),
             });
+        }
+        if let (Some(c), Ok(agreed)) = (offer, reply.get_array("compression")) {
+            if agreed
+                .into_iter()
+                .flatten()
+                .any(|a| a.as_str() == Some(c.name()))
+            {
+                conn.compressor = Some(c);
+            }
         }
         if target.user.is_some() {
             auth::authenticate(&mut conn, target, &reply).await?;
@@ -263,6 +290,11 @@ impl Conn {
 
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// The compressor offered and agreed in the handshake, if any.
+    pub fn compressor(&self) -> Option<Compressor> {
+        self.compressor
     }
 
     fn io(&self, during: &'static str) -> impl Fn(std::io::Error) -> ConnError + '_ {

@@ -5,28 +5,33 @@ use super::conn::{Conn, ConnError, UNAUTHORIZED};
 use super::metrics::Sample;
 use super::outcome;
 use super::schedule::{Counters, Op, Shared};
+use crate::wire::compressed::{self, Compressor};
 use bson::rawdoc;
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 use tokio::time::Instant;
 
-/// Runs one lane until its queue closes or the replay is aborted.
+/// Opens the lane's connection, offering the compressor its first request was recorded with.
+async fn connect(
+    shared: &Shared,
+    offer: Option<Compressor>,
+    abort: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<Conn, ConnError> {
+    let conn = tokio::select! {
+        c = Conn::connect_offering(&shared.target, shared.op_timeout, offer) => c,
+        _ = abort.wait_for(|a| *a) => Err(ConnError::Closed { addr: shared.target.addr.clone(), during: "aborting" }),
+    }?;
+    Counters::bump(&shared.counters.connections_opened);
+    Ok(conn)
+}
+
+/// Runs one lane until its queue closes or the replay is aborted. The connection is opened when
+/// the first request arrives (step markers need none), so its handshake can offer that request's
+/// compressor.
 pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     let mut abort = shared.abort.subscribe();
-    let conn = tokio::select! {
-        c = Conn::connect(&shared.target, shared.op_timeout) => c,
-        _ = abort.wait_for(|a| *a) => Err(ConnError::Closed { addr: shared.target.addr.clone(), during: "aborting" }),
-    };
-    let mut conn = match conn {
-        Ok(c) => c,
-        Err(e) => {
-            shared.abort.trigger(e.to_string());
-            drain(&shared, &mut rx);
-            return;
-        }
-    };
-    Counters::bump(&shared.counters.connections_opened);
+    let mut conn: Option<Conn> = None;
     let mut last_unacknowledged = false;
     loop {
         // The reader usually runs ahead: take the next request without registering a waiter on the
@@ -44,8 +49,18 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
                 op = rx.recv() => match op { Some(op) => op, None => break },
             },
         };
+        if conn.is_none() && op.marker.is_none() {
+            match connect(&shared, op.compressor, &mut abort).await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    shared.budget.release(op.bytes.len());
+                    shared.abort.trigger(e.to_string());
+                    break;
+                }
+            }
+        }
         let len = op.bytes.len();
-        let result = one(&shared, &mut conn, op, &mut abort).await;
+        let result = one(&shared, conn.as_mut(), op, &mut abort).await;
         shared.budget.release(len);
         match result {
             Ok(Step::Sent { acknowledged }) => last_unacknowledged = !acknowledged,
@@ -58,6 +73,7 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         }
     }
     drain(&shared, &mut rx);
+    let Some(mut conn) = conn else { return };
     shared
         .counters
         .stray_replies
@@ -90,7 +106,7 @@ enum Step {
 
 async fn one(
     shared: &Shared,
-    conn: &mut Conn,
+    conn: Option<&mut Conn>,
     mut op: Op,
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
@@ -99,6 +115,10 @@ async fn one(
         let reached = super::phases::reach(shared, marker, intended, abort).await;
         return Ok(if reached { Step::Skipped } else { Step::Stop });
     }
+    let Some(conn) = conn else {
+        // Not reached: the lane connects before its first request.
+        return Ok(Step::Skipped);
+    };
     if let (Some(deadline), Some(due)) = (shared.deadline, intended) {
         if due >= deadline {
             Counters::bump(&shared.counters.after_deadline);
@@ -148,7 +168,18 @@ async fn one(
     let lag_ns = intended.map_or(0, |d| {
         sent_at.saturating_duration_since(d).as_nanos() as u64
     });
-    let id = conn.send(&mut op.bytes).await?;
+    // Compressed as the recorded client did, with what the target agreed to.
+    let packed = match (op.compressor, conn.compressor()) {
+        (Some(_), Some(c)) => compressed::compress(&op.bytes, c).ok(),
+        _ => None,
+    };
+    let id = match packed {
+        Some(mut packed) => {
+            Counters::bump(&shared.counters.compressed);
+            conn.send(&mut packed).await?
+        }
+        None => conn.send(&mut op.bytes).await?,
+    };
     Counters::bump(&shared.counters.sent);
     if !op.expects_reply {
         shared.metrics.lock().expect("metrics lock").record(Sample {

@@ -318,6 +318,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     drop(metrics);
     let c = &shared.counters;
     report.sent = Counters::get(&c.sent);
+    report.compressed = Counters::get(&c.compressed);
     report.connections_opened = Counters::get(&c.connections_opened);
     report.stray_replies = Counters::get(&c.stray_replies);
     report.skipped = source

@@ -72,6 +72,7 @@ pub fn marker_request(conn_id: u64, ts_ns: u64, request_id: i32) -> Request {
         transaction: None,
         cursor_refs: Vec::new(),
         recorded: None,
+        compressor: None,
     }
 }
 
@@ -91,6 +92,7 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         origin_conn: req.conn_id,
         origin_request: req.request_id,
         marker: Some(marker),
+        compressor: None,
     }
 }
 

@@ -56,6 +56,8 @@ pub struct ReplayReport {
     pub iterations: u64,
     pub requests_read: u64,
     pub sent: u64,
+    /// Of `sent`, how many went compressed (recorded compressed, and the target agreed to a compressor).
+    pub compressed: u64,
     pub unacknowledged: u64,
     pub connections_opened: u64,
     pub skipped: BTreeMap<String, u64>,

@@ -5,10 +5,11 @@
 
 use super::outcome::Outcome;
 use super::raw::{self, DocWriter, RawError, ARRAY, DOCUMENT};
+use crate::wire::compressed::{self, Compressor};
 use crate::wire::header::{MsgHeader, OpCode, HEADER_LEN};
 use crate::wire::info::is_handshake_command;
 use crate::wire::legacy::{OpDelete, OpGetMore, OpInsert, OpKillCursors, OpQuery, OpUpdate};
-use crate::wire::{compressed, WireError};
+use crate::wire::WireError;
 use bson::{rawdoc, RawArrayBuf, RawDocumentBuf};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -57,6 +58,8 @@ pub struct Request {
     pub cursor_refs: Vec<i64>,
     /// The recorded reply's outcome, once the reply has been read from the capture.
     pub recorded: Option<Outcome>,
+    /// The compressor of the recorded OP_COMPRESSED this request came in, if any.
+    pub compressor: Option<Compressor>,
 }
 
 impl Request {
@@ -88,9 +91,10 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
     let msg: Bytes = match header.op_code {
         OpCode::Msg => wire.clone(),
         OpCode::Compressed => {
-            let (_, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
-            let inner = Bytes::from(inner);
-            return understand(conn_id, ts_ns, &inner);
+            let (compressor, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
+            let mut req = understand(conn_id, ts_ns, &Bytes::from(inner))?;
+            req.compressor = (compressor != Compressor::Noop).then_some(compressor);
+            return Ok(req);
         }
         OpCode::Query => from_op_query(wire)?,
         OpCode::Insert => from_op_insert(wire)?,
@@ -122,6 +126,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         transaction: None,
         cursor_refs: Vec::new(),
         recorded: None,
+        compressor: None,
         msg: Bytes::new(),
     };
     let mut txn_number = None;

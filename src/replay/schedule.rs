@@ -72,6 +72,8 @@ pub struct Op {
     pub origin_request: i32,
     /// A step marker: not sent, it starts a phase when the lane reaches it (`phases`).
     pub marker: Option<super::phases::Marker>,
+    /// How the recorded client compressed it: sent compressed when the connection agreed on one.
+    pub compressor: Option<crate::wire::compressed::Compressor>,
 }
 
 /// The first failure ends the replay: every connection and the capture reader stop.
@@ -212,6 +214,8 @@ pub struct Counters {
     pub after_deadline: AtomicU64,
     pub stray_replies: AtomicU64,
     pub sent: AtomicU64,
+    /// Requests sent compressed (OP_COMPRESSED with the compressor the target agreed to).
+    pub compressed: AtomicU64,
 }
 
 impl Counters {

@@ -430,6 +430,7 @@ impl Reader<'_> {
                 origin_request: req.request_id,
                 bytes: out.bytes,
                 marker: None,
+                compressor: req.compressor,
             };
             self.ns_buf = ns;
             self.seq += 1;
