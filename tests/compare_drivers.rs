@@ -40,6 +40,7 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
     .unwrap();
     let workloads = all.as_object().unwrap();
     assert_eq!(workloads.len(), 5);
+    let mut server_cpu = 0.0;
     for (workload, results) in workloads {
         let results = results.as_array().unwrap();
         assert_eq!(results.len(), 3, "{workload}");
@@ -64,10 +65,11 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
                 "{who}: {}",
                 replay["divergences"]
             );
-            assert!(
-                p["server_cpu_s_per_1k_ops"].as_f64().unwrap() > 0.0,
-                "{who}"
-            );
+            // Measured for every replay; the kernel counts CPU in 10 ms ticks, so a short one may
+            // read zero, but not all of them together.
+            let cpu = p["server_cpu_s_per_1k_ops"].as_f64().unwrap();
+            assert!(cpu >= 0.0, "{who}");
+            server_cpu += cpu;
             // Every step the client reported has its phase in the recording and in the replay.
             let steps = r["steps"].as_array().unwrap();
             let times = r["step_times"].as_array().unwrap();
@@ -99,4 +101,5 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
             assert!(out.path().join(format!("{workload}.{suffix}")).is_file());
         }
     }
+    assert!(server_cpu > 0.0, "no replay measured any server CPU");
 }

@@ -89,7 +89,8 @@ fn analyze_and_two_replays_side_by_side() {
     let cpu = &row(&cmp["overall"], "server CPU per 1,000 ops")["values"];
     assert!(cpu[0].is_null(), "{cpu}");
     assert!(
-        cpu[1].as_f64().unwrap() > 0.0 && cpu[2].as_f64().unwrap() > 0.0,
+        // Measured (a number, not n/a); a short replay can take less than one 10 ms clock tick.
+        cpu[1].as_f64().unwrap() >= 0.0 && cpu[2].as_f64().unwrap() >= 0.0,
         "{cpu}"
     );
     let share = &row(&cmp["overall"], "client-bound share")["values"];
