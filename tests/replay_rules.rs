@@ -259,6 +259,18 @@ fn scram_authentication_with_the_target_credentials() {
     assert_eq!(r.divergences(), 0, "{}", r.describe());
     assert_same_db(&expected, &dump_db(&auth_uri(&b), "rules"));
 
+    // SCRAM-SHA-1 as well, into another fresh server.
+    let c = Server::start_with(&["--standalone", "--auth"]);
+    python(CREATE_USER, &[c.uri()]);
+    let sha1 = format!(
+        "mongodb://bob:s3cret@{}/?authSource=admin&authMechanism=SCRAM-SHA-1",
+        c.addr()
+    );
+    let r = replay(&out, &sha1, &[]);
+    assert_eq!(r.divergences(), 0, "{}", r.describe());
+    assert_same_db(&expected, &dump_db(&auth_uri(&c), "rules"));
+    drop(c);
+
     let wrong = format!("mongodb://bob:nope@{}/", b.addr());
     let r = try_replay(&out, &wrong, &[]);
     assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
