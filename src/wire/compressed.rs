@@ -57,12 +57,7 @@ impl Compressor {
 /// Undoes OP_COMPRESSED: returns the compressor and the inner message, header included, with the
 /// wrapper's request id and response-to and the original opcode.
 pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
-    let header = MsgHeader::parse(message)?.ok_or(WireError::Truncated {
-        what: "OP_COMPRESSED header",
-        offset: 0,
-        needed: HEADER_LEN,
-        available: message.len(),
-    })?;
+    let header = MsgHeader::parse_whole(message, "OP_COMPRESSED header")?;
     let mut r = Reader::new(&message[HEADER_LEN..], HEADER_LEN);
     let original = OpCode::from_i32(r.i32("OP_COMPRESSED originalOpcode")?);
     if original == OpCode::Compressed {
@@ -142,12 +137,7 @@ fn inflate(
 
 /// Wraps a whole message (header included) in OP_COMPRESSED with the given compressor.
 pub fn compress(message: &[u8], compressor: Compressor) -> Result<Vec<u8>, WireError> {
-    let header = MsgHeader::parse(message)?.ok_or(WireError::Truncated {
-        what: "message header",
-        offset: 0,
-        needed: HEADER_LEN,
-        available: message.len(),
-    })?;
+    let header = MsgHeader::parse_whole(message, "message header")?;
     let body = &message[HEADER_LEN..];
     let fail = |detail: String| WireError::Decompress {
         compressor: compressor.name(),

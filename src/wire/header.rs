@@ -98,6 +98,17 @@ impl MsgHeader {
         }))
     }
 
+    /// Like [`MsgHeader::parse`], for a buffer that must hold a whole message: fewer than 16 bytes
+    /// is a truncation error naming `what`.
+    pub fn parse_whole(buf: &[u8], what: &'static str) -> Result<MsgHeader, WireError> {
+        MsgHeader::parse(buf)?.ok_or(WireError::Truncated {
+            what,
+            offset: 0,
+            needed: HEADER_LEN,
+            available: buf.len(),
+        })
+    }
+
     /// Peeks only at the length prefix: `Ok(None)` with fewer than 4 bytes.
     pub fn peek_length(buf: &[u8]) -> Result<Option<usize>, WireError> {
         if buf.len() < 4 {

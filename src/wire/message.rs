@@ -33,12 +33,7 @@ pub struct Message {
 impl Message {
     /// Decodes one whole message as it was on the wire, header included.
     pub fn parse(bytes: &[u8]) -> Result<Message, WireError> {
-        let header = MsgHeader::parse(bytes)?.ok_or(WireError::Truncated {
-            what: "message header",
-            offset: 0,
-            needed: HEADER_LEN,
-            available: bytes.len(),
-        })?;
+        let header = MsgHeader::parse_whole(bytes, "message header")?;
         if header.message_length != bytes.len() {
             return Err(WireError::LengthMismatch {
                 declared: header.message_length,
@@ -55,12 +50,7 @@ impl Message {
     }
 
     fn parse_plain(bytes: &[u8]) -> Result<Message, WireError> {
-        let header = MsgHeader::parse(bytes)?.ok_or(WireError::Truncated {
-            what: "message header",
-            offset: 0,
-            needed: HEADER_LEN,
-            available: bytes.len(),
-        })?;
+        let header = MsgHeader::parse_whole(bytes, "message header")?;
         let body = match header.op_code {
             OpCode::Msg => Body::Msg(OpMsg::parse(bytes)?),
             OpCode::Query => Body::Query(OpQuery::parse(bytes)?),
