@@ -1,7 +1,7 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
 use super::analyze::{AnalyzeReport, Category, ConnReport, Role};
-use super::analyze_text::pct;
+use super::analyze_text::{pct, time_cells};
 use super::html::{BarChart, LineChart, Page};
 use super::table::fmt_ns;
 use crate::proxy::stats::human_bytes;
@@ -237,6 +237,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         .iter()
         .map(|d| {
             let w = &d.workload;
+            let cells = time_cells(&w.times, w.client_bound_share);
             let po = w.per_op.as_ref();
             let extra = |k: Category| {
                 po.map_or("-".into(), |p| {
@@ -247,10 +248,10 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                 d.driver.clone(),
                 w.connections.to_string(),
                 w.ops.to_string(),
-                fmt_ns(w.times.server_ns as f64),
-                fmt_ns(w.times.client_ns as f64),
-                fmt_ns(w.times.gaps.total_ns() as f64),
-                pct(w.client_bound_share),
+                cells[1].clone(),
+                cells[2].clone(),
+                cells[3].clone(),
+                cells[4].clone(),
                 po.map_or("-".into(), |p| format!("{:.2}", p.round_trips)),
                 po.map_or("-".into(), |p| human_bytes(p.bytes as u64)),
                 extra(Category::Handshake),
@@ -309,19 +310,16 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         .connections
         .iter()
         .map(|c| {
-            vec![
+            let mut row = vec![
                 c.id.to_string(),
                 c.client.clone(),
                 c.driver.clone(),
                 c.role.map_or("-", |r| r.name()).to_string(),
                 c.requests.to_string(),
                 c.ops.to_string(),
-                fmt_ns(c.times.wall_ns as f64),
-                fmt_ns(c.times.server_ns as f64),
-                fmt_ns(c.times.client_ns as f64),
-                fmt_ns(c.times.gaps.total_ns() as f64),
-                pct(c.client_bound_share),
-            ]
+            ];
+            row.extend(time_cells(&c.times, c.client_bound_share));
+            row
         })
         .collect();
     page.section("Connections")

@@ -1,6 +1,7 @@
 //! `mongotape analyze` as text tables.
 
 use super::analyze::{AnalyzeReport, Category, CommandReport, Totals};
+use super::analyze_conn::TimeSplit;
 use super::table::{fmt_ns, Table};
 use crate::proxy::stats::human_bytes;
 
@@ -9,6 +10,17 @@ const MAX_CONN_ROWS: usize = 40;
 
 pub fn pct(share: Option<f64>) -> String {
     share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// The time-split cells every table shows: wall, server, client, gaps, client-bound share.
+pub fn time_cells(t: &TimeSplit, share: Option<f64>) -> [String; 5] {
+    [
+        fmt_ns(t.wall_ns as f64),
+        fmt_ns(t.server_ns as f64),
+        fmt_ns(t.client_ns as f64),
+        fmt_ns(t.gaps.total_ns() as f64),
+        pct(share),
+    ]
 }
 
 fn us(v: f64) -> String {
@@ -85,18 +97,14 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             Some(p) => (us(p.server_us), us(p.client_us)),
             None => ("-".into(), "-".into()),
         };
-        t.row([
+        let mut row = vec![
             d.driver.clone(),
             w.connections.to_string(),
             w.ops.to_string(),
-            fmt_ns(w.times.wall_ns as f64),
-            fmt_ns(w.times.server_ns as f64),
-            fmt_ns(w.times.client_ns as f64),
-            fmt_ns(w.times.gaps.total_ns() as f64),
-            pct(w.client_bound_share),
-            server_op,
-            client_op,
-        ]);
+        ];
+        row.extend(time_cells(&w.times, w.client_bound_share));
+        row.extend([server_op, client_op]);
+        t.row(row);
     }
     s.push_str("\nWhere the time went, per driver (workload connections, summed)\n");
     s.push_str(&t.render());
@@ -165,18 +173,15 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         "client-bound",
     ]);
     for c in r.connections.iter().take(MAX_CONN_ROWS) {
-        t.row([
+        let mut row = vec![
             c.id.to_string(),
             c.driver.clone(),
             c.role.map_or("-", |r| r.name()).to_string(),
             c.requests.to_string(),
             c.ops.to_string(),
-            fmt_ns(c.times.wall_ns as f64),
-            fmt_ns(c.times.server_ns as f64),
-            fmt_ns(c.times.client_ns as f64),
-            fmt_ns(c.times.gaps.total_ns() as f64),
-            pct(c.client_bound_share),
-        ]);
+        ];
+        row.extend(time_cells(&c.times, c.client_bound_share));
+        t.row(row);
     }
     s.push_str("\nConnections\n");
     s.push_str(&t.render());
