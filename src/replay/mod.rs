@@ -1,101 +1,59 @@
 //! `mongotape replay`: reissues a capture against a server at a chosen pace and concurrency, rewriting
 //! what must change, and measures what the server spends. Options and rules: `docs/replay.md`.
 //!
-//! - [`source`]: the capture reader thread (filters, pairing with recorded replies, routing, read-ahead).
-//! - [`rewrite`]: what a recorded request becomes (sessions, databases, cursors, cluster time);
+//! - [`config`]: the options and the errors before replaying; `progress`: `--progress`.
+//! - [`source`]: the capture reader thread (pairing with recorded replies, read-ahead), with
+//!   [`filters`] (what is replayed) and [`router`] (which replay connection each copy goes to).
+//! - [`request`]: what a recorded request is, decided once; [`legacy`]: legacy opcodes as commands.
+//! - [`rewrite`]: what a recorded request becomes in each copy (sessions, databases, cursors, cluster
+//!   time), with [`db_map`] (`--db-map` and clones) and [`sessions`] (recorded to live `lsid`s);
 //!   [`ids`]: new ObjectId `_id`s for the inserts of every pass after the first.
 //! - [`schedule`]: pacing and the state the replay connections share; [`lane`]: one connection.
-//! - [`conn`], [`auth`]: a minimal MongoDB connection with its own handshake and SCRAM.
+//! - [`conn`], [`auth`]: a minimal MongoDB connection with its own handshake and SCRAM; [`target`]:
+//!   the `--target` URI.
 //! - [`cursors`]: recorded to live cursor ids. [`outcome`]: reading and comparing replies.
 //! - [`metrics`], [`server`], [`report`]: what is measured and reported; [`phases`]: per step
 //!   marker; [`html`]: `--html`.
 
 pub mod auth;
+pub mod config;
 pub mod conn;
 pub mod cursors;
+pub mod db_map;
+pub mod filters;
 pub mod html;
 pub mod ids;
 pub mod lane;
+pub mod legacy;
 pub mod metrics;
 pub mod outcome;
 pub mod phases;
+mod progress;
 pub mod raw;
 pub mod report;
+pub mod request;
 pub mod rewrite;
+pub mod router;
 pub mod schedule;
 pub mod server;
+pub mod sessions;
 pub mod source;
+pub mod target;
 
-use crate::capture::{CaptureError, CaptureReader};
+use crate::capture::CaptureReader;
 use crate::report::summary::ReportSummary;
-use conn::{Conn, Target, TargetError};
+use config::options_report;
+pub use config::{ReplayConfig, ReplayError};
+use conn::{Conn, Target};
+pub use filters::Filters;
 use metrics::Metrics;
-use report::{OptionsReport, ReplayReport, ReplayerReport, ServerReport};
+use progress::progress_bar;
+use report::{ReplayReport, ReplayerReport, ServerReport};
+pub use router::Lanes;
 pub use schedule::Pacing;
 use schedule::{Abort, Budget, Counters, Shared};
-pub use source::{Filters, Lanes};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use thiserror::Error;
-
-#[derive(Debug, Clone)]
-pub struct ReplayConfig {
-    pub capture: PathBuf,
-    pub target: String,
-    pub pacing: Pacing,
-    /// `None`: one replay connection per recorded connection.
-    pub connections: Option<usize>,
-    pub clones: u32,
-    /// `None` with a duration: repeat until it is over.
-    pub repeat: Option<u64>,
-    pub duration: Option<Duration>,
-    pub filters: Filters,
-    pub db_map: Vec<(String, String)>,
-    pub server_pid: Option<u32>,
-    /// Read serverStatus before and after.
-    pub server_status: bool,
-    pub op_timeout: Duration,
-    pub read_ahead_bytes: usize,
-    pub progress: bool,
-    pub label: Option<String>,
-}
-
-impl ReplayConfig {
-    pub fn new(capture: impl Into<PathBuf>, target: impl Into<String>) -> ReplayConfig {
-        ReplayConfig {
-            capture: capture.into(),
-            target: target.into(),
-            pacing: Pacing::Recorded { speed: 1.0 },
-            connections: None,
-            clones: 1,
-            repeat: Some(1),
-            duration: None,
-            filters: Filters::default(),
-            db_map: Vec::new(),
-            server_pid: None,
-            server_status: true,
-            op_timeout: Duration::from_secs(60),
-            read_ahead_bytes: 64 * 1024 * 1024,
-            progress: false,
-            label: None,
-        }
-    }
-}
-
-/// Failures before anything was replayed. Once replaying has begun, failures end up in the report.
-#[derive(Debug, Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    #[error(transparent)]
-    Capture(#[from] CaptureError),
-    #[error("invalid option: {0}")]
-    Option(String),
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(std::io::Error),
-}
 
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
@@ -350,53 +308,4 @@ fn is_local(host: &str) -> bool {
         host,
         "127.0.0.1" | "localhost" | "[::1]" | "::1" | "0.0.0.0"
     ) || host.starts_with("127.")
-}
-
-fn options_report(c: &ReplayConfig) -> OptionsReport {
-    let f = &c.filters;
-    let mut filters = Vec::new();
-    filters.extend(f.commands.iter().map(|x| format!("command={x}")));
-    filters.extend(f.exclude_commands.iter().map(|x| format!("command!={x}")));
-    filters.extend(f.namespaces.iter().map(|x| format!("namespace={x}")));
-    filters.extend(
-        f.exclude_namespaces
-            .iter()
-            .map(|x| format!("namespace!={x}")),
-    );
-    filters.extend(f.connections.iter().map(|x| format!("connection={x}")));
-    OptionsReport {
-        pacing: c.pacing.describe(),
-        connections: c.connections,
-        clones: c.clones,
-        repeat: c.repeat,
-        duration_s: c.duration.map(|d| d.as_secs_f64()),
-        db_map: c.db_map.iter().map(|(a, b)| format!("{a}:{b}")).collect(),
-        filters,
-    }
-}
-
-fn progress_bar(
-    shared: Arc<Shared>,
-    pos: Arc<AtomicU64>,
-    len: u64,
-) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
-    let bar = indicatif::ProgressBar::new(len.max(1));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
-        )
-        .expect("static template"),
-    );
-    let b = bar.clone();
-    let started = Instant::now();
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            b.set_position(pos.load(Ordering::Relaxed).min(len));
-            let sent = Counters::get(&shared.counters.sent);
-            let rate = sent as f64 / started.elapsed().as_secs_f64().max(0.001);
-            b.set_message(format!("{sent} ops, {rate:.0} ops/s"));
-        }
-    });
-    (bar, task)
 }

@@ -10,7 +10,7 @@
 
 use super::cursors::Scope;
 use super::metrics::Sample;
-use super::rewrite::Request;
+use super::request::Request;
 use super::schedule::{Op, Shared};
 use crate::report::phases::{PhaseReport, Phases, BEFORE_FIRST_MARKER};
 use std::sync::Arc;

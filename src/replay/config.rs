@@ -1,0 +1,90 @@
+//! What a replay is asked to do: [`ReplayConfig`] (the `replay` command's options), the errors that
+//! stop it before anything is replayed ([`ReplayError`]), and the options as the report states them.
+
+use super::conn::TargetError;
+use super::report::OptionsReport;
+use super::{Filters, Pacing};
+use crate::capture::CaptureError;
+use std::path::PathBuf;
+use std::time::Duration;
+use thiserror::Error;
+
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    pub capture: PathBuf,
+    pub target: String,
+    pub pacing: Pacing,
+    /// `None`: one replay connection per recorded connection.
+    pub connections: Option<usize>,
+    pub clones: u32,
+    /// `None` with a duration: repeat until it is over.
+    pub repeat: Option<u64>,
+    pub duration: Option<Duration>,
+    pub filters: Filters,
+    pub db_map: Vec<(String, String)>,
+    pub server_pid: Option<u32>,
+    /// Read serverStatus before and after.
+    pub server_status: bool,
+    pub op_timeout: Duration,
+    pub read_ahead_bytes: usize,
+    pub progress: bool,
+    pub label: Option<String>,
+}
+
+impl ReplayConfig {
+    pub fn new(capture: impl Into<PathBuf>, target: impl Into<String>) -> ReplayConfig {
+        ReplayConfig {
+            capture: capture.into(),
+            target: target.into(),
+            pacing: Pacing::Recorded { speed: 1.0 },
+            connections: None,
+            clones: 1,
+            repeat: Some(1),
+            duration: None,
+            filters: Filters::default(),
+            db_map: Vec::new(),
+            server_pid: None,
+            server_status: true,
+            op_timeout: Duration::from_secs(60),
+            read_ahead_bytes: 64 * 1024 * 1024,
+            progress: false,
+            label: None,
+        }
+    }
+}
+
+/// Failures before anything was replayed. Once replaying has begun, failures end up in the report.
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error("invalid option: {0}")]
+    Option(String),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+pub(super) fn options_report(c: &ReplayConfig) -> OptionsReport {
+    let f = &c.filters;
+    let mut filters = Vec::new();
+    filters.extend(f.commands.iter().map(|x| format!("command={x}")));
+    filters.extend(f.exclude_commands.iter().map(|x| format!("command!={x}")));
+    filters.extend(f.namespaces.iter().map(|x| format!("namespace={x}")));
+    filters.extend(
+        f.exclude_namespaces
+            .iter()
+            .map(|x| format!("namespace!={x}")),
+    );
+    filters.extend(f.connections.iter().map(|x| format!("connection={x}")));
+    OptionsReport {
+        pacing: c.pacing.describe(),
+        connections: c.connections,
+        clones: c.clones,
+        repeat: c.repeat,
+        duration_s: c.duration.map(|d| d.as_secs_f64()),
+        db_map: c.db_map.iter().map(|(a, b)| format!("{a}:{b}")).collect(),
+        filters,
+    }
+}

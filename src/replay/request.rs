@@ -1,0 +1,243 @@
+//! A recorded request understood: what it is (command, database, collection, session, transaction,
+//! the cursors it names) and whether it is replayed at all ([`Skip`]). This is done once per recorded
+//! request, whatever its opcode (legacy ones come in through [`super::legacy`]), before any copy of
+//! it is written out ([`super::rewrite`]).
+
+use super::legacy::{
+    from_op_delete, from_op_get_more, from_op_insert, from_op_query, from_op_update,
+};
+use super::outcome::Outcome;
+use super::raw;
+use crate::wire::compressed::{self, Compressor};
+use crate::wire::header::{MsgHeader, OpCode};
+use crate::wire::info::is_handshake_command;
+use bytes::Bytes;
+use std::sync::Arc;
+
+const MORE_TO_COME: u32 = 1 << 1;
+
+/// Why a recorded request is not replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Skip {
+    /// Handshake, monitoring or authentication: every replay connection does its own.
+    Handshake,
+    /// An opcode a current server no longer takes and that has no command equivalent here.
+    Unsupported,
+    /// The recorded bytes do not decode.
+    Malformed,
+}
+
+impl Skip {
+    pub fn name(self) -> &'static str {
+        match self {
+            Skip::Handshake => "handshake",
+            Skip::Unsupported => "unsupported_opcode",
+            Skip::Malformed => "malformed",
+        }
+    }
+}
+
+/// A recorded request that will be replayed, as a plain (uncompressed) OP_MSG.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub request_id: i32,
+    pub msg: Bytes,
+    pub command: Arc<str>,
+    pub db: String,
+    pub collection: Option<String>,
+    pub expects_reply: bool,
+    /// The raw bytes of the recorded `lsid.id` (or of the whole lsid when it has no `id`).
+    pub lsid: Option<Vec<u8>>,
+    /// `txnNumber` of a multi-statement transaction statement (`autocommit: false`).
+    pub transaction: Option<i64>,
+    /// Cursors a getMore or killCursors refers to, as recorded.
+    pub cursor_refs: Vec<i64>,
+    /// The recorded reply's outcome, once the reply has been read from the capture.
+    pub recorded: Option<Outcome>,
+    /// The compressor of the recorded OP_COMPRESSED this request came in, if any.
+    pub compressor: Option<Compressor>,
+}
+
+impl Request {
+    pub fn namespace(&self) -> String {
+        match &self.collection {
+            Some(c) => format!("{}.{c}", self.db),
+            None => self.db.clone(),
+        }
+    }
+
+    /// The cursor the recorded reply handed out, if this request opened one.
+    pub fn produces_cursor(&self) -> Option<i64> {
+        if &*self.command == "getMore" {
+            return None;
+        }
+        self.recorded
+            .as_ref()
+            .and_then(|o| o.cursor_id)
+            .filter(|&c| c != 0)
+    }
+}
+
+/// Decides whether a recorded request is replayed and, if so, turns it into a plain OP_MSG.
+pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Skip> {
+    let header = MsgHeader::parse(wire)
+        .ok()
+        .flatten()
+        .ok_or(Skip::Malformed)?;
+    let msg: Bytes = match header.op_code {
+        OpCode::Msg => wire.clone(),
+        OpCode::Compressed => {
+            let (compressor, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
+            let mut req = understand(conn_id, ts_ns, &Bytes::from(inner))?;
+            req.compressor = (compressor != Compressor::Noop).then_some(compressor);
+            return Ok(req);
+        }
+        OpCode::Query => from_op_query(wire)?,
+        OpCode::Insert => from_op_insert(wire)?,
+        OpCode::Update => from_op_update(wire)?,
+        OpCode::Delete => from_op_delete(wire)?,
+        OpCode::GetMore => from_op_get_more(wire)?,
+        _ => return Err(Skip::Unsupported),
+    };
+    let flags = u32::from_le_bytes(msg.get(16..20).ok_or(Skip::Malformed)?.try_into().unwrap());
+    let body = super::outcome::op_msg_body(&msg).map_err(|_| Skip::Malformed)?;
+    let mut els = raw::iter(body).map_err(|_| Skip::Malformed)?;
+    let first = els
+        .next()
+        .ok_or(Skip::Malformed)?
+        .map_err(|_| Skip::Malformed)?;
+    if is_handshake_command(first.key) {
+        return Err(Skip::Handshake);
+    }
+    let command: Arc<str> = Arc::from(first.key);
+    let mut req = Request {
+        conn_id,
+        ts_ns,
+        request_id: header.request_id,
+        collection: first.as_str().map(str::to_owned),
+        command,
+        db: String::new(),
+        expects_reply: flags & MORE_TO_COME == 0,
+        lsid: None,
+        transaction: None,
+        cursor_refs: Vec::new(),
+        recorded: None,
+        compressor: None,
+        msg: Bytes::new(),
+    };
+    let mut txn_number = None;
+    let mut autocommit_false = false;
+    if &*req.command == "getMore" {
+        req.cursor_refs.extend(first.as_i64());
+    }
+    for e in els {
+        let e = e.map_err(|_| Skip::Malformed)?;
+        match e.key {
+            "$db" => req.db = e.as_str().unwrap_or_default().to_owned(),
+            "collection" if &*req.command == "getMore" => {
+                req.collection = e.as_str().map(str::to_owned)
+            }
+            "cursors" if &*req.command == "killCursors" => {
+                if let Some(arr) = e.as_doc().and_then(|d| raw::elements(d).ok()) {
+                    req.cursor_refs
+                        .extend(arr.iter().filter_map(|c| c.as_i64()));
+                }
+            }
+            "lsid" => req.lsid = Some(lsid_key(e.value)),
+            "txnNumber" => txn_number = e.as_i64(),
+            "autocommit" => autocommit_false = e.as_bool() == Some(false),
+            _ => {}
+        }
+    }
+    if autocommit_false {
+        req.transaction = txn_number;
+    }
+    req.msg = msg;
+    Ok(req)
+}
+
+fn lsid_key(lsid: &[u8]) -> Vec<u8> {
+    raw::elements(lsid)
+        .ok()
+        .and_then(|els| els.iter().find(|e| e.key == "id").map(|e| e.value.to_vec()))
+        .unwrap_or_else(|| lsid.to_vec())
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::wire::legacy::{OpGetMore, OpQuery};
+    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use bson::{rawdoc, RawDocumentBuf};
+
+    /// An OP_MSG with `body`, and a `documents` sequence when `seq`.
+    pub(in crate::replay) fn msg(flags: MsgFlags, body: RawDocumentBuf, seq: bool) -> Bytes {
+        let mut sections = vec![Section::Body(body)];
+        if seq {
+            sections.push(Section::Sequence {
+                identifier: "documents".into(),
+                documents: vec![rawdoc! {"_id": 1}],
+            });
+        }
+        Bytes::from(
+            OpMsg {
+                flags,
+                sections,
+                checksum: None,
+            }
+            .encode(9, 0),
+        )
+    }
+
+    #[test]
+    fn handshake_is_skipped_and_legacy_is_converted() {
+        let hello = msg(
+            MsgFlags::empty(),
+            rawdoc! {"hello": 1, "$db": "admin"},
+            false,
+        );
+        assert_eq!(understand(1, 1, &hello).unwrap_err(), Skip::Handshake);
+        let q = OpQuery {
+            flags: 0,
+            full_collection_name: "admin.$cmd".into(),
+            number_to_skip: 0,
+            number_to_return: -1,
+            query: rawdoc! {"isMaster": 1},
+            return_fields_selector: None,
+        };
+        assert_eq!(
+            understand(1, 1, &Bytes::from(q.encode(3))).unwrap_err(),
+            Skip::Handshake
+        );
+        let q = OpQuery {
+            full_collection_name: "bench.$cmd".into(),
+            query: rawdoc! {"$query": {"count": "c"}, "$readPreference": {"mode": "primary"}},
+            ..q
+        };
+        let req = understand(1, 1, &Bytes::from(q.encode(3))).unwrap();
+        assert_eq!((&*req.command, req.db.as_str()), ("count", "bench"));
+        let g = OpGetMore {
+            full_collection_name: "bench.c".into(),
+            number_to_return: 5,
+            cursor_id: 42,
+        };
+        let req = understand(1, 1, &Bytes::from(g.encode(4))).unwrap();
+        assert_eq!(
+            (&*req.command, req.cursor_refs.clone()),
+            ("getMore", vec![42])
+        );
+        assert_eq!(req.collection.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn garbage_is_malformed_not_a_panic() {
+        let wire = msg(MsgFlags::empty(), rawdoc! {"find": "c", "$db": "b"}, true);
+        for cut in 16..wire.len() {
+            let mut b = wire[..cut].to_vec();
+            b[..4].copy_from_slice(&(cut as i32).to_le_bytes());
+            let _ = understand(1, 1, &Bytes::from(b));
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Routing: which replay connection (lane) each copy of a recorded request is sent on. With one lane
+//! per recorded connection it follows the recording; with `--connections N` it spreads requests over
+//! N lanes per clone, keeping a cursor's getMores and a transaction's statements on one lane.
+
+use super::cursors::Scope;
+use super::request::Request;
+use super::schedule::{Op, Shared};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::task::JoinHandle;
+
+/// How replay connections are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lanes {
+    /// One replay connection per recorded connection.
+    PerRecorded,
+    /// N replay connections per clone, the recorded requests spread over them.
+    Fixed(usize),
+}
+
+pub struct Router {
+    lanes_mode: Lanes,
+    handle: Handle,
+    shared: Arc<Shared>,
+    lanes: Vec<Option<UnboundedSender<Op>>>,
+    by_conn: HashMap<(Scope, u64), usize>,
+    by_cursor: HashMap<(Scope, i64), usize>,
+    by_txn: HashMap<(Scope, Vec<u8>, i64), usize>,
+    next: Vec<usize>,
+    /// The lanes' tasks, to wait for at the end.
+    pub joins: Vec<JoinHandle<()>>,
+}
+
+impl Router {
+    pub fn new(lanes_mode: Lanes, clones: u32, handle: Handle, shared: Arc<Shared>) -> Router {
+        let mut r = Router {
+            lanes_mode,
+            handle,
+            shared,
+            lanes: Vec::new(),
+            by_conn: HashMap::new(),
+            by_cursor: HashMap::new(),
+            by_txn: HashMap::new(),
+            next: vec![0; clones as usize],
+            joins: Vec::new(),
+        };
+        if let Lanes::Fixed(n) = lanes_mode {
+            for _ in 0..n * clones as usize {
+                r.spawn();
+            }
+        }
+        r
+    }
+
+    fn spawn(&mut self) -> usize {
+        let (tx, rx) = unbounded_channel();
+        let shared = self.shared.clone();
+        self.joins
+            .push(self.handle.spawn(super::lane::run(shared, rx)));
+        self.lanes.push(Some(tx));
+        self.lanes.len() - 1
+    }
+
+    /// The lane for one copy of `req`, and the key its sessions are mapped under.
+    pub fn route(&mut self, scope: Scope, clone: u32, req: &Request) -> (usize, u32) {
+        match self.lanes_mode {
+            Lanes::PerRecorded => {
+                let lane = match self.by_conn.get(&(scope, req.conn_id)) {
+                    Some(&l) => l,
+                    None => {
+                        let l = self.spawn();
+                        self.by_conn.insert((scope, req.conn_id), l);
+                        l
+                    }
+                };
+                (lane, 0)
+            }
+            Lanes::Fixed(n) => {
+                let base = clone as usize * n;
+                let cursor_lane = req
+                    .cursor_refs
+                    .iter()
+                    .find_map(|c| self.by_cursor.get(&(scope, *c)).copied());
+                let txn_key = match (&req.lsid, req.transaction) {
+                    (Some(l), Some(t)) => Some((scope, l.clone(), t)),
+                    _ => None,
+                };
+                let lane = if let Some(l) = cursor_lane {
+                    l
+                } else if let Some(l) = txn_key.as_ref().and_then(|k| self.by_txn.get(k)) {
+                    *l
+                } else {
+                    let slot = &mut self.next[clone as usize];
+                    let l = base + *slot % n;
+                    *slot = slot.wrapping_add(1);
+                    if let Some(k) = txn_key.clone() {
+                        self.by_txn.insert(k, l);
+                    }
+                    l
+                };
+                if let Some(k) = txn_key {
+                    if matches!(&*req.command, "commitTransaction" | "abortTransaction") {
+                        self.by_txn.remove(&k);
+                    }
+                }
+                if &*req.command == "killCursors" {
+                    for c in &req.cursor_refs {
+                        self.by_cursor.remove(&(scope, *c));
+                    }
+                }
+                if let Some(c) = req.produces_cursor() {
+                    self.by_cursor.insert((scope, c), lane);
+                }
+                if &*req.command == "getMore"
+                    && req.recorded.as_ref().and_then(|o| o.cursor_id) == Some(0)
+                {
+                    for c in &req.cursor_refs {
+                        self.by_cursor.remove(&(scope, *c));
+                    }
+                }
+                (lane, lane as u32)
+            }
+        }
+    }
+
+    pub fn send(&mut self, lane: usize, op: Op) {
+        let len = op.bytes.len();
+        let delivered = match self.lanes.get(lane).and_then(|l| l.as_ref()) {
+            Some(tx) => tx.send(op).is_ok(),
+            None => false,
+        };
+        if !delivered {
+            self.shared.budget.release(len);
+        }
+    }
+
+    /// A recorded connection closed: its replay connection finishes its queue and closes too.
+    pub fn close_conn(&mut self, scope: Scope, conn: u64) {
+        if let Some(l) = self.by_conn.remove(&(scope, conn)) {
+            self.lanes[l] = None;
+        }
+    }
+
+    pub fn close_all(&mut self) {
+        self.by_conn.clear();
+        for l in &mut self.lanes {
+            *l = None;
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Writing one recorded request out for every clone: each copy gets its lane, its live session, its
+//! database and its `_id`s, and is queued within the read-ahead budget. Step markers are copied the
+//! same way but take no part in pacing.
+
+use super::Reader;
+use crate::replay::db_map::{CopyDb, DbMap};
+use crate::replay::phases::{self, Marker};
+use crate::replay::request::{Request, Skip};
+use crate::replay::rewrite;
+use crate::replay::router::Lanes;
+use crate::replay::schedule::Op;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Commands that change what later requests see (collections, indexes). With `--connections N` the
+/// requests before one finish before it is sent, and it finishes before anything after it is sent.
+const BARRIERS: &[&str] = &[
+    "create",
+    "drop",
+    "dropDatabase",
+    "createIndexes",
+    "dropIndexes",
+    "renameCollection",
+    "collMod",
+    "convertToCapped",
+    "cloneCollectionAsCapped",
+];
+
+fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
+    match map.get(s) {
+        Some(a) => a.clone(),
+        None => {
+            let a: Arc<str> = Arc::from(s);
+            map.insert(s.to_owned(), a.clone());
+            a
+        }
+    }
+}
+
+impl Reader<'_> {
+    /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
+    pub(super) fn emit(&mut self, req: Request) -> bool {
+        if self.shared.abort.is_set() {
+            return false;
+        }
+        let clones = self.cfg.clones.max(1);
+        if req.msg.is_empty() {
+            if let Some(marker) = self.held_markers.remove(&(req.conn_id, req.request_id)) {
+                return self.emit_marker(req, marker);
+            }
+        }
+        if self.iteration == 0 {
+            self.last_ts = self.last_ts.max(req.ts_ns);
+        }
+        let first = *self.first_ts.get_or_insert(req.ts_ns);
+        let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
+        let command = req.command.clone();
+        let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
+        let insert = &*command == "insert";
+        if let Some(ids) = self.ids.as_mut().filter(|_| insert && self.iteration == 0) {
+            ids.learn(&req.msg);
+        }
+        if barrier && !self.shared.budget.wait_empty(&self.shared.abort) {
+            return false;
+        }
+        for clone in 0..clones {
+            let scope = (self.iteration as u32)
+                .wrapping_mul(clones)
+                .wrapping_add(clone);
+            let (lane, session_key) = self.router.route(scope, clone, &req);
+            let lsid = req
+                .lsid
+                .as_ref()
+                .map(|l| self.sessions.live(scope, session_key, l));
+            let map = CopyDb {
+                map: &self.cfg.db_map,
+                clone: (clones > 1).then_some(clone + 1),
+            };
+            let out = match rewrite::rewrite(&req, &map, lsid.as_ref()) {
+                Ok(mut o) => {
+                    if let Some(ids) = &self.ids {
+                        ids.apply(&mut o.bytes, insert);
+                    }
+                    o
+                }
+                Err(_) => {
+                    *self
+                        .result
+                        .skipped
+                        .entry(Skip::Malformed.name())
+                        .or_default() += 1;
+                    continue;
+                }
+            };
+            // Built in a reused buffer: interning finds it without allocating.
+            let mut ns = std::mem::take(&mut self.ns_buf);
+            ns.clear();
+            ns.push_str(&map.map_db(&req.db));
+            if let Some(c) = &req.collection {
+                ns.push('.');
+                ns.push_str(c);
+            }
+            let produces_cursor = req.produces_cursor();
+            if let Some(c) = produces_cursor {
+                self.shared.cursors.expect(scope, c);
+            }
+            let op = Op {
+                cursor_patches: out.cursor_patches,
+                expects_reply: req.expects_reply,
+                command: intern(&mut self.commands, &command),
+                namespace: intern(&mut self.namespaces, &ns),
+                offset_ns,
+                seq: self.seq,
+                scope,
+                produces_cursor,
+                recorded: req.recorded.clone(),
+                origin_conn: req.conn_id,
+                origin_request: req.request_id,
+                bytes: out.bytes,
+                marker: None,
+                compressor: req.compressor,
+            };
+            self.ns_buf = ns;
+            self.seq += 1;
+            if !self
+                .shared
+                .budget
+                .acquire(op.bytes.len(), &self.shared.abort)
+            {
+                return false;
+            }
+            self.router.send(lane, op);
+        }
+        !barrier || self.shared.budget.wait_empty(&self.shared.abort)
+    }
+
+    /// Queues a step marker on its connection's lane in every clone. It takes no part in the
+    /// replay's span or `--rate` sequence.
+    fn emit_marker(&mut self, req: Request, marker: Marker) -> bool {
+        let clones = self.cfg.clones.max(1);
+        let first = self.first_ts.unwrap_or(req.ts_ns);
+        let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
+        for clone in 0..clones {
+            let scope = (self.iteration as u32)
+                .wrapping_mul(clones)
+                .wrapping_add(clone);
+            let (lane, _) = self.router.route(scope, clone, &req);
+            let op = phases::marker_op(marker.clone(), &req, offset_ns, self.seq, scope);
+            self.router.send(lane, op);
+        }
+        true
+    }
+}

@@ -1,0 +1,335 @@
+//! The capture reader thread: streams the capture (once per repeat), decides what is replayed, pairs
+//! each request with its recorded reply, rewrites it for every clone, and hands it to a replay
+//! connection. It runs ahead of the connections by at most the read-ahead budget.
+
+use super::filters::Filters;
+use super::ids::IdRemap;
+use super::legacy::{self, CursorNamespaces};
+use super::outcome;
+use super::phases::{self, Marker, MarkerSeq};
+use super::request::{self, Request, Skip};
+use super::router::{Lanes, Router};
+use super::schedule::Shared;
+use super::sessions::Sessions;
+use crate::capture::{CaptureReader, RecordKind};
+use crate::wire::header::MsgHeader;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+mod copies;
+
+/// Requests held per recorded connection while their recorded replies are read.
+const MAX_HELD: usize = 10_000;
+
+pub struct SourceConfig {
+    pub capture: PathBuf,
+    /// None: repeat until the deadline (with `--duration`).
+    pub repeat: Option<u64>,
+    pub clones: u32,
+    pub lanes: Lanes,
+    pub filters: Filters,
+    pub db_map: Vec<(String, String)>,
+    /// Each pass starts once the previous one is answered (false for open-loop `--rate`).
+    pub pass_barrier: bool,
+}
+
+/// What the reader saw, for the report.
+#[derive(Debug, Default)]
+pub struct SourceResult {
+    /// Where and why reading stopped early (truncated or corrupt capture).
+    pub capture_error: Option<String>,
+    pub requests_read: u64,
+    pub skipped: BTreeMap<&'static str, u64>,
+    pub filtered: u64,
+    pub iterations: u64,
+    /// Recorded time from the first to the last replayed request of one pass.
+    pub recorded_span_ns: u64,
+    pub lanes: Vec<JoinHandle<()>>,
+}
+struct Reader<'a> {
+    cfg: &'a SourceConfig,
+    shared: Arc<Shared>,
+    router: Router,
+    result: SourceResult,
+    /// Live session ids per copy and lane, by recorded `lsid.id`.
+    sessions: Sessions,
+    seq: u64,
+    first_ts: Option<u64>,
+    last_ts: u64,
+    iteration: u64,
+    /// Offset of this pass's first request from the replay's start.
+    pass_base_ns: u64,
+    /// Compressed bytes read so far, over every pass (for the progress bar).
+    progress: Arc<AtomicU64>,
+    commands: HashMap<String, Arc<str>>,
+    namespaces: HashMap<String, Arc<str>>,
+    /// Scratch for the namespace of each copy (interned without allocating).
+    ns_buf: String,
+    /// New ObjectId `_id`s for passes after the first; `None` when there is only one pass.
+    ids: Option<IdRemap>,
+    /// Where recorded cursors were opened, for legacy OP_KILL_CURSORS.
+    cursor_ns: CursorNamespaces,
+    /// Step markers of this pass, and those waiting in `held` (by connection and request id).
+    markers: MarkerSeq,
+    held_markers: HashMap<(u64, i32), Marker>,
+}
+
+impl Reader<'_> {
+    fn span(&self) -> u64 {
+        self.last_ts
+            .saturating_sub(self.first_ts.unwrap_or(self.last_ts))
+    }
+    /// A recorded request skipped as a handshake that is a step marker: a placeholder for its
+    /// connection's queue (markers are kept whatever the filters).
+    fn marker_request(
+        &mut self,
+        skip: Skip,
+        conn_id: u64,
+        ts_ns: u64,
+        wire: &[u8],
+    ) -> Option<Request> {
+        if skip != Skip::Handshake {
+            return None;
+        }
+        let step = crate::wire::marker::step_marker_of_bytes(wire)?;
+        let request_id = MsgHeader::parse(wire).ok().flatten()?.request_id;
+        let marker = self.markers.next(self.iteration, &step);
+        self.held_markers.insert((conn_id, request_id), marker);
+        Some(phases::marker_request(conn_id, ts_ns, request_id))
+    }
+
+    /// A legacy OP_KILL_CURSORS becomes `killCursors` on the namespace its cursors were opened in.
+    fn legacy_kill_cursors(
+        &self,
+        skip: Skip,
+        record: &crate::capture::Record,
+    ) -> Result<Request, Skip> {
+        if skip != Skip::Unsupported {
+            return Err(skip);
+        }
+        legacy::understand_kill_cursors(record.conn_id, record.ts_ns, &record.payload, |c| {
+            self.cursor_ns.get(c)
+        })
+    }
+
+    /// Emits the front of a connection's queue while it is complete.
+    fn flush(&mut self, held: &mut VecDeque<Request>, all: bool) -> bool {
+        while let Some(front) = held.front() {
+            let complete = !front.expects_reply || front.recorded.is_some();
+            if !(complete || all || held.len() > MAX_HELD) {
+                break;
+            }
+            let req = held.pop_front().expect("front exists");
+            if !self.emit(req) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn deadline_passed(&self) -> bool {
+        self.shared
+            .deadline
+            .is_some_and(|d| tokio::time::Instant::now() >= d)
+    }
+
+    /// One pass over the capture. False when the replay should stop.
+    fn pass(&mut self) -> bool {
+        let mut reader = match CaptureReader::open(&self.cfg.capture) {
+            Ok(r) => r,
+            Err(e) => {
+                self.result.capture_error = Some(e.to_string());
+                return false;
+            }
+        };
+        let base = self.progress.load(Ordering::Relaxed);
+        let mut held: HashMap<u64, VecDeque<Request>> = HashMap::new();
+        self.markers.new_pass();
+        self.held_markers.clear();
+        if let Some(ids) = &mut self.ids {
+            ids.new_pass(self.iteration == 0);
+        }
+        let mut n = 0u64;
+        let mut go_on = true;
+        while let Some(record) = reader.next_record() {
+            n += 1;
+            if n % 256 == 0 {
+                self.progress
+                    .store(base + reader.compressed_offset(), Ordering::Relaxed);
+                if self.shared.abort.is_set() || self.deadline_passed() {
+                    go_on = false;
+                    break;
+                }
+            }
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => {
+                    if self.result.capture_error.is_none() {
+                        self.result.capture_error = Some(e.to_string());
+                    }
+                    break;
+                }
+            };
+            match record.kind {
+                RecordKind::Request => {
+                    if self.iteration == 0 {
+                        self.result.requests_read += 1;
+                    }
+                    let understood =
+                        request::understand(record.conn_id, record.ts_ns, &record.payload)
+                            .or_else(|skip| self.legacy_kill_cursors(skip, &record));
+                    let req = match understood {
+                        Err(skip) => {
+                            if self.iteration == 0 {
+                                *self.result.skipped.entry(skip.name()).or_default() += 1;
+                            }
+                            self.marker_request(skip, record.conn_id, record.ts_ns, &record.payload)
+                        }
+                        Ok(req) if !self.cfg.filters.accepts(&req) => {
+                            if self.iteration == 0 {
+                                self.result.filtered += 1;
+                            }
+                            None
+                        }
+                        Ok(req) => Some(req),
+                    };
+                    if let Some(req) = req {
+                        let q = held.entry(record.conn_id).or_default();
+                        q.push_back(req);
+                        let mut q = std::mem::take(q);
+                        let ok = self.flush(&mut q, false);
+                        held.insert(record.conn_id, q);
+                        if !ok {
+                            go_on = false;
+                            break;
+                        }
+                    }
+                }
+                RecordKind::Reply => {
+                    let Some(mut q) = held.remove(&record.conn_id) else {
+                        continue;
+                    };
+                    let response_to = MsgHeader::parse(&record.payload)
+                        .ok()
+                        .flatten()
+                        .map(|h| h.response_to);
+                    if let Some(req) = q.iter_mut().find(|r| {
+                        Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none()
+                    }) {
+                        req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
+                        self.cursor_ns.learn(req);
+                    }
+                    let ok = self.flush(&mut q, false);
+                    held.insert(record.conn_id, q);
+                    if !ok {
+                        go_on = false;
+                        break;
+                    }
+                }
+                RecordKind::Close => {
+                    if let Some(mut q) = held.remove(&record.conn_id) {
+                        if !self.flush(&mut q, true) {
+                            go_on = false;
+                            break;
+                        }
+                    }
+                    let clones = self.cfg.clones.max(1);
+                    for clone in 0..clones {
+                        let scope = (self.iteration as u32)
+                            .wrapping_mul(clones)
+                            .wrapping_add(clone);
+                        self.router.close_conn(scope, record.conn_id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if go_on {
+            let mut conns: Vec<u64> = held.keys().copied().collect();
+            conns.sort_unstable();
+            for c in conns {
+                let mut q = held.remove(&c).unwrap_or_default();
+                if !self.flush(&mut q, true) {
+                    go_on = false;
+                    break;
+                }
+            }
+        }
+        self.progress
+            .store(base + reader.compressed_offset(), Ordering::Relaxed);
+        if self.iteration == 0 {
+            self.result.recorded_span_ns = self.span();
+        }
+        if self.cfg.lanes == Lanes::PerRecorded {
+            self.router.close_all();
+        }
+        // Sessions and cursors of this pass are never used again.
+        self.sessions.clear();
+        go_on && self.result.capture_error.is_none()
+    }
+}
+
+/// Runs the reader to the end of the last pass; returns what it saw and the lanes to wait for.
+pub fn run(
+    cfg: SourceConfig,
+    shared: Arc<Shared>,
+    handle: Handle,
+    progress: Arc<AtomicU64>,
+) -> SourceResult {
+    let router = Router::new(cfg.lanes, cfg.clones.max(1), handle, shared.clone());
+    let mut reader = Reader {
+        cfg: &cfg,
+        shared,
+        router,
+        result: SourceResult::default(),
+        sessions: Sessions::default(),
+        seq: 0,
+        first_ts: None,
+        last_ts: 0,
+        iteration: 0,
+        pass_base_ns: 0,
+        progress,
+        commands: HashMap::new(),
+        namespaces: HashMap::new(),
+        ns_buf: String::new(),
+        ids: (cfg.repeat != Some(1)).then(IdRemap::default),
+        cursor_ns: CursorNamespaces::default(),
+        markers: MarkerSeq::default(),
+        held_markers: HashMap::new(),
+    };
+    loop {
+        if cfg.repeat.is_some_and(|r| reader.iteration >= r) {
+            break;
+        }
+        if reader.iteration > 0 {
+            // A pass starts where the previous one ended on schedule, or later if it ran late.
+            let scheduled = reader.iteration * (reader.result.recorded_span_ns + 1_000_000);
+            reader.pass_base_ns = if cfg.pass_barrier {
+                if !reader.shared.budget.wait_empty(&reader.shared.abort) {
+                    break;
+                }
+                scheduled.max(reader.shared.start.elapsed().as_nanos() as u64)
+            } else {
+                scheduled
+            };
+        }
+        let go_on = reader.pass();
+        reader.iteration += 1;
+        if !go_on || reader.deadline_passed() || reader.shared.abort.is_set() {
+            break;
+        }
+        if reader.first_ts.is_none() {
+            // Nothing replayable: repeating would spin.
+            break;
+        }
+    }
+    reader.router.close_all();
+    let mut result = reader.result;
+    result.iterations = reader.iteration;
+    result.lanes = std::mem::take(&mut reader.router.joins);
+    result
+}
