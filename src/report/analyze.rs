@@ -3,8 +3,8 @@
 //! operation, latency percentiles per command, and a timeline. Definitions:
 //! `docs/analyze.md`.
 //!
-//! The pass over the capture is in `analyze_pass`, the renderings in `analyze_text` and
-//! `analyze_html`; this file holds the report's schema.
+//! The pass over the capture is in `analyze_pass` (with `analyze_commands` and `analyze_finish`),
+//! the renderings in `analyze_text` and `analyze_html`; this file holds the report's schema.
 
 pub use super::analyze_conn::{ConnClock, Gaps, TimeSplit};
 use super::phases::PhaseReport;

@@ -1,15 +1,20 @@
 //! The single streaming pass behind `mongotape analyze`. Memory is bounded by the connections open at
 //! once, the distinct command names and the timeline's buckets (both capped).
+//!
+//! This file reads the records and books each request and reply; the per-command accumulators are
+//! in `analyze_commands`, what happens when a connection closes and at the end in `analyze_finish`.
 
 use super::analyze::{
-    is_monitoring_command, AnalyzeReport, CaptureFacts, Category, CommandReport, ConnClock,
-    ConnReport, DriverReport, Role, Totals,
+    is_monitoring_command, AnalyzeReport, CaptureFacts, Category, ConnClock, ConnReport,
+    DriverReport, Totals,
 };
+use super::analyze_commands::{count_reply, count_request, CmdAcc, Commands};
+use super::analyze_finish::driver_key;
 use super::analyze_timeline::{Bucket, Timeline};
 use super::inspect::Driver;
 use super::pair::{Answer, Pairer};
 use super::phases::Phases;
-use super::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
+use super::summary::new_ns_histogram;
 use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
 use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
@@ -20,157 +25,56 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
-/// Distinct command names tracked; further names are counted under `(other)`.
-const MAX_COMMANDS: usize = 100;
-const OTHER_COMMAND: &str = "(other)";
 /// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
 const MAX_DEFERRED_LATENCIES: usize = 4096;
-/// Drivers told apart; further ones are counted under `(other drivers)`.
-const MAX_DRIVERS: usize = 32;
-const OTHER_DRIVERS: &str = "(other drivers)";
 /// Per-driver, per-command latency histograms kept in all (each is a few hundred KiB).
 const MAX_DRIVER_HISTOGRAMS: usize = 200;
-/// Connections listed one by one in the report; all of them count in the totals.
-const MAX_CONN_REPORTS: usize = 10_000;
-
-#[derive(Default)]
-struct CmdAcc {
-    hist: Option<Histogram<u64>>,
-    requests: u64,
-    replies: u64,
-    no_reply: u64,
-    errors: u64,
-    request_bytes: u64,
-    reply_bytes: u64,
-}
-
-impl CmdAcc {
-    fn record(&mut self, latency_ns: u64) {
-        let h = self.hist.get_or_insert_with(new_ns_histogram);
-        h.saturating_record(latency_ns.max(100));
-    }
-
-    fn merge(&mut self, o: CmdAcc) {
-        self.requests += o.requests;
-        self.replies += o.replies;
-        self.no_reply += o.no_reply;
-        self.errors += o.errors;
-        self.request_bytes += o.request_bytes;
-        self.reply_bytes += o.reply_bytes;
-    }
-}
-
-#[derive(Default)]
-struct Commands(BTreeMap<String, CmdAcc>);
-
-impl Commands {
-    fn entry(&mut self, name: &str) -> &mut CmdAcc {
-        let key = if self.0.len() >= MAX_COMMANDS && !self.0.contains_key(name) {
-            OTHER_COMMAND
-        } else {
-            name
-        };
-        self.0.entry(key.to_owned()).or_default()
-    }
-
-    /// `workload`: name each command's category (on the other connections every command is
-    /// monitoring or handshake, whatever its name).
-    fn reports(self, workload: bool) -> Vec<CommandReport> {
-        let mut out: Vec<CommandReport> = self
-            .0
-            .into_iter()
-            .map(|(command, acc)| {
-                let (latency, distribution) = match &acc.hist {
-                    Some(h) => (LatencySummary::from_ns_histogram(h), distribution(h)),
-                    None => Default::default(),
-                };
-                CommandReport {
-                    category: workload.then(|| Category::of(&command)),
-                    command,
-                    requests: acc.requests,
-                    replies: acc.replies,
-                    no_reply_expected: acc.no_reply,
-                    errors: acc.errors,
-                    request_bytes: acc.request_bytes,
-                    reply_bytes: acc.reply_bytes,
-                    latency,
-                    distribution,
-                }
-            })
-            .collect();
-        out.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.command.cmp(&b.command)));
-        out
-    }
-}
-
-/// `[upper bound µs, share %]` in buckets a factor √2 apart, from the first non-empty one.
-fn distribution(h: &Histogram<u64>) -> Vec<[f64; 2]> {
-    let total = h.len();
-    if total == 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for v in h.iter_log(1_000, std::f64::consts::SQRT_2) {
-        let n = v.count_since_last_iteration();
-        if n == 0 && out.is_empty() {
-            continue;
-        }
-        out.push([
-            v.value_iterated_to() as f64 / 1e3,
-            n as f64 * 100.0 / total as f64,
-        ]);
-        if out.len() > 200 {
-            break;
-        }
-    }
-    out
-}
 
 /// Hello and authentication traffic of a connection not yet known to be a workload connection.
 #[derive(Default)]
-struct Deferred {
+pub(super) struct Deferred {
     commands: BTreeMap<String, CmdAcc>,
     latencies: Vec<(String, u64)>,
-    requests: u64,
+    pub(super) requests: u64,
 }
 
-struct ConnState {
-    report: ConnReport,
-    clock: ConnClock,
-    workload: bool,
-    hellos: u64,
-    awaitable: bool,
-    deferred: Deferred,
+pub(super) struct ConnState {
+    pub(super) report: ConnReport,
+    pub(super) clock: ConnClock,
+    pub(super) workload: bool,
+    pub(super) hellos: u64,
+    pub(super) awaitable: bool,
+    pub(super) deferred: Deferred,
 }
 
 #[derive(Default)]
-struct Pass {
-    first_ns: Option<u64>,
-    last_ns: u64,
-    conns: HashMap<u64, ConnState>,
-    done: Vec<ConnReport>,
-    conns_not_listed: u64,
-    workload: Totals,
-    other: Totals,
-    drivers: BTreeMap<String, DriverReport>,
+pub(super) struct Pass {
+    pub(super) first_ns: Option<u64>,
+    pub(super) last_ns: u64,
+    pub(super) conns: HashMap<u64, ConnState>,
+    pub(super) done: Vec<ConnReport>,
+    pub(super) conns_not_listed: u64,
+    pub(super) workload: Totals,
+    pub(super) other: Totals,
+    pub(super) drivers: BTreeMap<String, DriverReport>,
     driver_histograms: usize,
-    pairer: Pairer,
-    workload_cmds: Commands,
-    other_cmds: Commands,
+    pub(super) pairer: Pairer,
+    pub(super) workload_cmds: Commands,
+    pub(super) other_cmds: Commands,
     /// driver -> command -> latency, logical operations only.
-    driver_cmds: BTreeMap<String, BTreeMap<String, Histogram<u64>>>,
+    pub(super) driver_cmds: BTreeMap<String, BTreeMap<String, Histogram<u64>>>,
     /// Requests a replay replays (workload, not handshake): the summary's operations.
-    replayable: u64,
-    replayable_hist: Option<Histogram<u64>>,
-    replayable_errors: u64,
-    timeline: Timeline,
+    pub(super) replayable: u64,
+    pub(super) replayable_hist: Option<Histogram<u64>>,
+    pub(super) replayable_errors: u64,
+    pub(super) timeline: Timeline,
     /// First and last replayable request or reply (the summary's wall time).
-    span: Option<(u64, u64)>,
-    facts: CaptureFacts,
+    pub(super) span: Option<(u64, u64)>,
+    pub(super) facts: CaptureFacts,
     /// Cut at step markers: operations, latency, server and client time per phase.
-    phases: Phases,
+    pub(super) phases: Phases,
     /// Step markers sent and not yet answered: (connection, request id) -> step.
-    markers: HashMap<(u64, i32), String>,
+    pub(super) markers: HashMap<(u64, i32), String>,
 }
 
 /// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
@@ -435,7 +339,7 @@ impl Pass {
     }
 
     /// Moves a connection's hello traffic to the workload or the other commands.
-    fn flush(&mut self, deferred: Deferred, workload: bool) {
+    pub(super) fn flush(&mut self, deferred: Deferred, workload: bool) {
         let target = if workload {
             &mut self.workload_cmds
         } else {
@@ -446,156 +350,6 @@ impl Pass {
         }
         for (name, latency) in deferred.latencies {
             target.entry(&name).record(latency);
-        }
-    }
-
-    fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
-        let Some(mut c) = self.conns.remove(&conn_id) else {
-            return;
-        };
-        self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
-        self.markers.retain(|k, _| k.0 != conn_id);
-        let role = if c.workload {
-            Role::Workload
-        } else if c.report.requests == 0 {
-            Role::Idle
-        } else if c.awaitable || c.hellos >= 2 {
-            Role::Monitoring
-        } else {
-            Role::HandshakeOnly
-        };
-        if !c.workload {
-            let deferred = std::mem::take(&mut c.deferred);
-            if deferred.requests > 0 {
-                let cat = if role == Role::Monitoring {
-                    Category::Monitoring
-                } else {
-                    Category::Handshake
-                };
-                *c.report.extra.entry(cat.name().into()).or_default() += deferred.requests;
-            }
-            self.flush(deferred, false);
-        }
-        c.report.role = Some(role);
-        c.report.closed = closed;
-        c.report.times = c.clock.close(ts);
-        c.report.client_bound_share = c.report.times.client_bound_share();
-        let mut key = driver_key(&c.report);
-        if self.drivers.len() >= MAX_DRIVERS && !self.drivers.contains_key(&key) {
-            key = OTHER_DRIVERS.to_owned();
-        }
-        let d = self
-            .drivers
-            .entry(key.clone())
-            .or_insert_with(|| DriverReport {
-                driver: key,
-                ..Default::default()
-            });
-        if role == Role::Workload {
-            self.workload.add(&c.report);
-            d.workload.add(&c.report);
-        } else {
-            self.other.add(&c.report);
-            d.other.add(&c.report);
-        }
-        if self.done.len() < MAX_CONN_REPORTS {
-            self.done.push(c.report);
-        } else {
-            self.conns_not_listed += 1;
-        }
-    }
-
-    fn finish(
-        mut self,
-        meta: crate::capture::Metadata,
-        source: &str,
-        label: Option<&str>,
-    ) -> AnalyzeReport {
-        let open: Vec<u64> = self.conns.keys().copied().collect();
-        let end = self.last_ns;
-        for id in open {
-            self.close(id, end, false);
-        }
-        self.facts.unanswered_requests += self.pairer.drain().len() as u64;
-        self.done.sort_by_key(|c| c.id);
-        self.facts.start_time = meta.start_time;
-        self.facts.upstream = meta.upstream;
-        if let Some(first) = self.first_ns {
-            self.facts.duration_s = self.last_ns.saturating_sub(first) as f64 / 1e9;
-        }
-
-        let mut workload = std::mem::take(&mut self.workload);
-        let mut other = std::mem::take(&mut self.other);
-        let drivers = std::mem::take(&mut self.drivers);
-        workload.finish();
-        other.finish();
-        let mut drivers: Vec<DriverReport> = drivers.into_values().collect();
-        for d in &mut drivers {
-            d.workload.finish();
-            d.other.finish();
-            if let Some(per) = self.driver_cmds.get(&d.driver) {
-                d.per_command = per
-                    .iter()
-                    .map(|(k, h)| (k.clone(), LatencySummary::from_ns_histogram(h)))
-                    .collect();
-            }
-        }
-
-        let wall_s = self
-            .span
-            .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
-            .unwrap_or(0.0);
-        let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
-        let commands = self.workload_cmds.reports(true);
-        let summary = ReportSummary {
-            kind: "analyze".into(),
-            label: label.unwrap_or(source).to_owned(),
-            source: source.to_owned(),
-            wall_s,
-            ops: self.replayable,
-            ops_per_s: rate(self.replayable),
-            overall: CommandSummary {
-                count: self.replayable,
-                errors: self.replayable_errors,
-                ops_per_s: rate(self.replayable),
-                latency: self
-                    .replayable_hist
-                    .as_ref()
-                    .map(LatencySummary::from_ns_histogram)
-                    .unwrap_or_default(),
-            },
-            per_command: commands
-                .iter()
-                .filter(|c| !is_handshake_command(&c.command))
-                .map(|c| {
-                    let s = CommandSummary {
-                        count: c.requests,
-                        errors: c.errors,
-                        ops_per_s: rate(c.requests),
-                        latency: c.latency.clone(),
-                    };
-                    (c.command.clone(), s)
-                })
-                .collect(),
-            server_cpu_s_per_1k_ops: None,
-            client_cpu_us_per_op: None,
-            client_bound_share: workload.client_bound_share,
-        };
-        let timeline = self.timeline.points();
-        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
-        AnalyzeReport {
-            summary,
-            capture: self.facts,
-            workload,
-            other,
-            drivers,
-            commands,
-            other_commands: self.other_cmds.reports(false),
-            connections: self.done,
-            connections_not_listed: self.conns_not_listed,
-            timeline_bucket_s: self.timeline.bucket_s(),
-            timeline,
-            phases,
         }
     }
 }
@@ -617,32 +371,10 @@ fn book(phases: &mut Phases, before: (u64, u64, u64), after: (u64, u64, u64)) {
     }
 }
 
-/// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
-fn driver_key(c: &ConnReport) -> String {
-    match &c.application {
-        Some(app) => format!("{} ({app})", c.driver),
-        None => c.driver.clone(),
-    }
-}
-
-fn count_request(acc: &mut CmdAcc, bytes: u64, expects_reply: bool) {
-    acc.requests += 1;
-    acc.request_bytes += bytes;
-    if !expects_reply {
-        acc.no_reply += 1;
-    }
-}
-
-fn count_reply(acc: &mut CmdAcc, bytes: u64, error: bool) {
-    acc.replies += 1;
-    acc.reply_bytes += bytes;
-    if error {
-        acc.errors += 1;
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::analyze_commands::{MAX_COMMANDS, OTHER_COMMAND};
+    use super::super::analyze_finish::MAX_CONN_REPORTS;
     use super::*;
     use crate::capture::{CaptureWriter, Metadata, Record};
     use crate::wire::op_msg::{OpMsg, Section};

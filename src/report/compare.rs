@@ -1,11 +1,11 @@
 //! `mongotape compare`: reports side by side, per command and overall, with ratios against the first
 //! column. Reads the `summary` key ([`ReportSummary`]) of any report JSON (analyze or replay), or a
 //! bare `ReportSummary`.
+//!
+//! This file loads the summaries and lines them up (the report's schema); the renderings are in
+//! `compare_text` and `compare_html`.
 
-use super::html::{BarChart, Page};
-use super::html_chart::fmt_value;
 use super::summary::{CommandSummary, ReportSummary};
-use super::table::Table;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -210,157 +210,6 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
         columns,
         overall,
         per_command,
-    }
-}
-
-fn cell(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(v) if unit.is_empty() => format!("{v:.0}"),
-        Some(v) => fmt_value(v, unit),
-        None => "-".into(),
-    }
-}
-
-fn ratio(r: Option<f64>) -> String {
-    r.map_or("-".into(), |r| format!("{r:.2}x"))
-}
-
-impl CompareReport {
-    fn table(&self, rows: &[MetricRow]) -> Table {
-        let mut t = Table::new(self.table_rows_headers());
-        for cells in self.table_rows(rows) {
-            t.row(cells);
-        }
-        t
-    }
-
-    pub fn render_text(&self) -> String {
-        let mut s = String::new();
-        for c in &self.columns {
-            s.push_str(&format!(
-                "{:<16} {} report of {} ({})\n",
-                c.label, c.kind, c.source, c.file
-            ));
-        }
-        s.push_str("\nOverall (workload requests a replay replays: handshakes left out)\n");
-        s.push_str(&self.table(&self.overall).render());
-        for c in &self.per_command {
-            let rows: Vec<MetricRow> = c
-                .rows
-                .iter()
-                .filter(|r| {
-                    matches!(
-                        r.metric.as_str(),
-                        "count" | "throughput" | "p50" | "p99" | "errors"
-                    )
-                })
-                .cloned()
-                .collect();
-            s.push_str(&format!("\n{}\n", c.command));
-            s.push_str(&self.table(&rows).render());
-        }
-        s
-    }
-
-    pub fn render_html(&self) -> String {
-        let labels: Vec<String> = self.columns.iter().map(|c| c.label.clone()).collect();
-        let get = |metric: &str| -> Vec<Option<f64>> {
-            self.overall
-                .iter()
-                .find(|r| r.metric == metric)
-                .map(|r| r.values.clone())
-                .unwrap_or_default()
-        };
-        let mut page = Page::new(&format!("mongotape compare: {}", labels.join(" vs ")));
-        for c in &self.columns {
-            page = page.subtitle(&format!(
-                "{}: {} report of {} ({})",
-                c.label, c.kind, c.source, c.file
-            ));
-        }
-        page = page
-            .section("Overall")
-            .bar_chart(
-                BarChart::new("Throughput", "ops/s")
-                    .categories(labels.clone())
-                    .series_opt("ops/s", get("throughput")),
-            )
-            .bar_chart(
-                BarChart::new("Latency percentiles", "µs")
-                    .categories(labels.clone())
-                    .series_opt("p50", get("p50"))
-                    .series_opt("p90", get("p90"))
-                    .series_opt("p99", get("p99")),
-            )
-            .bar_chart(
-                BarChart::new("Client-bound share of active time", "%")
-                    .categories(labels.clone())
-                    .series_opt("client-bound", get("client-bound share"))
-                    .color("#f28e2b"),
-            );
-        let cpu = get("server CPU per 1,000 ops");
-        if cpu.iter().any(Option::is_some) {
-            page = page.bar_chart(
-                BarChart::new("Server CPU per 1,000 operations", "s")
-                    .categories(labels.clone())
-                    .series_opt("server CPU", cpu),
-            );
-        }
-        page = page.table(&self.table_rows_headers(), &self.table_rows(&self.overall));
-        let top: Vec<&CommandRows> = self.per_command.iter().take(12).collect();
-        let metric = |c: &CommandRows, m: &str, i: usize| -> Option<f64> {
-            c.rows
-                .iter()
-                .find(|r| r.metric == m)
-                .and_then(|r| r.values.get(i).copied().flatten())
-        };
-        for (m, unit, title) in [
-            ("throughput", "ops/s", "Throughput per command"),
-            ("p50", "µs", "p50 latency per command"),
-            ("p99", "µs", "p99 latency per command"),
-        ] {
-            let mut chart =
-                BarChart::new(title, unit).categories(top.iter().map(|c| c.command.clone()));
-            for (i, l) in labels.iter().enumerate() {
-                chart = chart.series_opt(l, top.iter().map(|c| metric(c, m, i)));
-            }
-            if m == "throughput" {
-                page = page.section("Per command");
-            }
-            page = page.bar_chart(chart);
-        }
-        for c in &self.per_command {
-            page = page
-                .paragraph(&c.command)
-                .table(&self.table_rows_headers(), &self.table_rows(&c.rows));
-        }
-        page.render()
-    }
-
-    fn table_rows_headers(&self) -> Vec<String> {
-        let mut h = vec!["metric".to_owned()];
-        for (i, c) in self.columns.iter().enumerate() {
-            h.push(c.label.clone());
-            if i > 0 {
-                h.push(format!("vs {}", self.columns[0].label));
-            }
-        }
-        h
-    }
-
-    fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
-        rows.iter()
-            .map(|r| {
-                let mut cells = vec![r.metric.clone()];
-                for (i, v) in r.values.iter().enumerate() {
-                    cells.push(cell(*v, &r.unit));
-                    if i > 0 {
-                        cells.push(ratio(r.ratios.get(i).copied().flatten()));
-                    }
-                }
-                cells
-            })
-            .collect()
     }
 }
 

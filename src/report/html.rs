@@ -17,7 +17,8 @@
 //!
 //! Every string is escaped; every number is checked finite before it reaches the SVG.
 
-pub use super::html_chart::{BarChart, LineChart};
+pub use super::html_bar_chart::BarChart;
+pub use super::html_line_chart::LineChart;
 
 /// An HTML report under construction.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,174 @@
+//! The end of a connection and the end of the capture in `mongotape analyze`: a closing connection
+//! gets its role (workload, monitoring, handshake only, idle) and is added to the totals and to its
+//! driver's; at the end the connections still open are closed and the report is assembled.
+
+use super::analyze::{AnalyzeReport, Category, ConnReport, DriverReport, Role};
+use super::analyze_pass::Pass;
+use super::summary::{CommandSummary, LatencySummary, ReportSummary};
+use crate::wire::info::is_handshake_command;
+
+/// Drivers told apart; further ones are counted under `(other drivers)`.
+const MAX_DRIVERS: usize = 32;
+const OTHER_DRIVERS: &str = "(other drivers)";
+/// Connections listed one by one in the report; all of them count in the totals.
+pub(super) const MAX_CONN_REPORTS: usize = 10_000;
+
+impl Pass {
+    pub(super) fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
+        let Some(mut c) = self.conns.remove(&conn_id) else {
+            return;
+        };
+        self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
+        self.markers.retain(|k, _| k.0 != conn_id);
+        let role = if c.workload {
+            Role::Workload
+        } else if c.report.requests == 0 {
+            Role::Idle
+        } else if c.awaitable || c.hellos >= 2 {
+            Role::Monitoring
+        } else {
+            Role::HandshakeOnly
+        };
+        if !c.workload {
+            let deferred = std::mem::take(&mut c.deferred);
+            if deferred.requests > 0 {
+                let cat = if role == Role::Monitoring {
+                    Category::Monitoring
+                } else {
+                    Category::Handshake
+                };
+                *c.report.extra.entry(cat.name().into()).or_default() += deferred.requests;
+            }
+            self.flush(deferred, false);
+        }
+        c.report.role = Some(role);
+        c.report.closed = closed;
+        c.report.times = c.clock.close(ts);
+        c.report.client_bound_share = c.report.times.client_bound_share();
+        let mut key = driver_key(&c.report);
+        if self.drivers.len() >= MAX_DRIVERS && !self.drivers.contains_key(&key) {
+            key = OTHER_DRIVERS.to_owned();
+        }
+        let d = self
+            .drivers
+            .entry(key.clone())
+            .or_insert_with(|| DriverReport {
+                driver: key,
+                ..Default::default()
+            });
+        if role == Role::Workload {
+            self.workload.add(&c.report);
+            d.workload.add(&c.report);
+        } else {
+            self.other.add(&c.report);
+            d.other.add(&c.report);
+        }
+        if self.done.len() < MAX_CONN_REPORTS {
+            self.done.push(c.report);
+        } else {
+            self.conns_not_listed += 1;
+        }
+    }
+
+    pub(super) fn finish(
+        mut self,
+        meta: crate::capture::Metadata,
+        source: &str,
+        label: Option<&str>,
+    ) -> AnalyzeReport {
+        let open: Vec<u64> = self.conns.keys().copied().collect();
+        let end = self.last_ns;
+        for id in open {
+            self.close(id, end, false);
+        }
+        self.facts.unanswered_requests += self.pairer.drain().len() as u64;
+        self.done.sort_by_key(|c| c.id);
+        self.facts.start_time = meta.start_time;
+        self.facts.upstream = meta.upstream;
+        if let Some(first) = self.first_ns {
+            self.facts.duration_s = self.last_ns.saturating_sub(first) as f64 / 1e9;
+        }
+
+        let mut workload = std::mem::take(&mut self.workload);
+        let mut other = std::mem::take(&mut self.other);
+        let drivers = std::mem::take(&mut self.drivers);
+        workload.finish();
+        other.finish();
+        let mut drivers: Vec<DriverReport> = drivers.into_values().collect();
+        for d in &mut drivers {
+            d.workload.finish();
+            d.other.finish();
+            if let Some(per) = self.driver_cmds.get(&d.driver) {
+                d.per_command = per
+                    .iter()
+                    .map(|(k, h)| (k.clone(), LatencySummary::from_ns_histogram(h)))
+                    .collect();
+            }
+        }
+
+        let wall_s = self
+            .span
+            .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
+            .unwrap_or(0.0);
+        let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
+        let commands = self.workload_cmds.reports(true);
+        let summary = ReportSummary {
+            kind: "analyze".into(),
+            label: label.unwrap_or(source).to_owned(),
+            source: source.to_owned(),
+            wall_s,
+            ops: self.replayable,
+            ops_per_s: rate(self.replayable),
+            overall: CommandSummary {
+                count: self.replayable,
+                errors: self.replayable_errors,
+                ops_per_s: rate(self.replayable),
+                latency: self
+                    .replayable_hist
+                    .as_ref()
+                    .map(LatencySummary::from_ns_histogram)
+                    .unwrap_or_default(),
+            },
+            per_command: commands
+                .iter()
+                .filter(|c| !is_handshake_command(&c.command))
+                .map(|c| {
+                    let s = CommandSummary {
+                        count: c.requests,
+                        errors: c.errors,
+                        ops_per_s: rate(c.requests),
+                        latency: c.latency.clone(),
+                    };
+                    (c.command.clone(), s)
+                })
+                .collect(),
+            server_cpu_s_per_1k_ops: None,
+            client_cpu_us_per_op: None,
+            client_bound_share: workload.client_bound_share,
+        };
+        let timeline = self.timeline.points();
+        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
+        AnalyzeReport {
+            summary,
+            capture: self.facts,
+            workload,
+            other,
+            drivers,
+            commands,
+            other_commands: self.other_cmds.reports(false),
+            connections: self.done,
+            connections_not_listed: self.conns_not_listed,
+            timeline_bucket_s: self.timeline.bucket_s(),
+            timeline,
+            phases,
+        }
+    }
+}
+
+/// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
+pub(super) fn driver_key(c: &ConnReport) -> String {
+    match &c.application {
+        Some(app) => format!("{} ({app})", c.driver),
+        None => c.driver.clone(),
+    }
+}
