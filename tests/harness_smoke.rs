@@ -100,7 +100,8 @@ fn sh(script: &str) -> Command {
 #[test]
 fn proxy_handle_stops_with_sigterm_and_keeps_stderr() {
     let proxy = Proxy::spawn(
-        sh("echo 'mongotape: listening on 127.0.0.1:4242' >&2; trap 'echo flushed >&2; exit 3' TERM; \
+        // The trap is set before the listening line, so SIGTERM can never beat it.
+        sh("trap 'echo flushed >&2; exit 3' TERM; echo 'mongotape: listening on 127.0.0.1:4242' >&2; \
             while true; do sleep 0.05; done"),
         Path::new("unused.mtape"),
     );
