@@ -162,8 +162,18 @@ class ZstdSource:
 
     def _chunks_module(self):
         _, module = _zstd_module()
+        yield from self._chunks_frames(module.ZstdDecompressor, module.ZstdError)
+
+    def _chunks_zstandard(self):
+        import zstandard
+
+        context = zstandard.ZstdDecompressor()
+        yield from self._chunks_frames(context.decompressobj, zstandard.ZstdError)
+
+    def _chunks_frames(self, new_decoder, zstd_error):
+        """Decompress frame after frame (a capture may hold several) with a streaming decoder."""
         with open(self.path, "rb") as fh:
-            decoder, fed = module.ZstdDecompressor(), False
+            decoder, fed = new_decoder(), False
             try:
                 while True:
                     data = fh.read(READ_CHUNK)
@@ -171,7 +181,7 @@ class ZstdSource:
                         break
                     while data:
                         if decoder.eof:  # next frame
-                            decoder, fed = module.ZstdDecompressor(), False
+                            decoder, fed = new_decoder(), False
                         fed = True
                         out = decoder.decompress(data)
                         if out:
@@ -179,31 +189,7 @@ class ZstdSource:
                         data = decoder.unused_data if decoder.eof else b""
                 if fed and not decoder.eof:
                     self.error = "zstd stream ends part-way through a frame"
-            except module.ZstdError as err:
-                self.error = "zstd: %s" % err
-
-    def _chunks_zstandard(self):
-        import zstandard
-
-        with open(self.path, "rb") as fh:
-            context = zstandard.ZstdDecompressor()
-            decoder, fed = context.decompressobj(), False
-            try:
-                while True:
-                    data = fh.read(READ_CHUNK)
-                    if not data:
-                        break
-                    while data:
-                        if decoder.eof:
-                            decoder, fed = context.decompressobj(), False
-                        fed = True
-                        out = decoder.decompress(data)
-                        if out:
-                            yield out
-                        data = decoder.unused_data if decoder.eof else b""
-                if fed and not decoder.eof:
-                    self.error = "zstd stream ends part-way through a frame"
-            except zstandard.ZstdError as err:
+            except zstd_error as err:
                 self.error = "zstd: %s" % err
 
     def _chunks_command(self):
@@ -1121,4 +1107,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader of our output (`| head`) went away: not an error of the capture.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
