@@ -5,7 +5,7 @@ use super::auth;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
-use crate::wire::{FrameSplitter, WireError};
+use crate::wire::{FrameSplitter, OpMsgView, WireError};
 use bson::{rawdoc, RawDocumentBuf};
 use bytes::Bytes;
 use std::pin::Pin;
@@ -177,9 +177,7 @@ impl Conn {
     pub async fn send(&mut self, message: &mut [u8]) -> Result<i32, ConnError> {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
-        if message.len() >= 8 {
-            message[4..8].copy_from_slice(&id.to_le_bytes());
-        }
+        MsgHeader::write_request_id(message, id);
         let addr = &self.addr;
         self.stream
             .write_all(message)
@@ -280,7 +278,9 @@ impl Conn {
             addr: self.addr.clone(),
             source,
         };
-        let body = super::outcome::op_msg_body(&frame).map_err(wire)?;
+        let body = OpMsgView::new(&frame)
+            .and_then(|view| view.body())
+            .map_err(wire)?;
         RawDocumentBuf::from_bytes(body.to_vec()).map_err(|e| ConnError::Wire {
             addr: self.addr.clone(),
             source: WireError::Invalid {

@@ -12,15 +12,12 @@
 //!
 //! The ids are rewritten in place (same length), after [`super::rewrite::rewrite`].
 
-use super::raw::{self, ARRAY, DOCUMENT};
-use crate::wire::header::HEADER_LEN;
+use crate::wire::bson_raw::{self, ARRAY, DOCUMENT, OBJECT_ID};
+use crate::wire::{OpMsgView, SectionView};
 use rand::RngCore;
 use std::collections::HashSet;
 
 pub type ObjectId = [u8; 12];
-
-const OBJECT_ID: u8 = 0x07;
-const CHECKSUM_PRESENT: u32 = 1;
 /// Ids remembered for references from other requests. Beyond it, inserted documents still get new
 /// ids, but a later request that mentions one of the others keeps the recorded id.
 pub const MAX_KNOWN: usize = 1 << 20;
@@ -96,34 +93,24 @@ impl IdRemap {
 /// Calls `f(document, is_an_inserted_document)` for the body and every document of every section
 /// of an OP_MSG. Malformed sections end the walk.
 fn for_each_document(msg: &[u8], mut f: impl FnMut(&[u8], bool)) {
-    let Some(flags) = msg.get(16..20) else { return };
-    let flags = u32::from_le_bytes([flags[0], flags[1], flags[2], flags[3]]);
-    let end = if flags & CHECKSUM_PRESENT != 0 {
-        msg.len().saturating_sub(4)
-    } else {
-        msg.len()
+    let Ok(view) = OpMsgView::new(msg) else {
+        return;
     };
-    let mut at = HEADER_LEN + 4;
     let mut is_insert = false;
-    while at < end {
-        let kind = msg[at];
-        let Some(len) = read_len(msg, at + 1).filter(|&l| l >= 5 && at + 1 + l <= end) else {
-            return;
-        };
-        let section = &msg[at + 1..at + 1 + len];
-        match kind {
-            0 => {
-                let Ok(mut els) = raw::iter(section) else {
+    for section in view.sections() {
+        match section {
+            Ok(SectionView::Body { document, .. }) => {
+                let Ok(mut els) = bson_raw::iter(document) else {
                     return;
                 };
                 if let Some(Ok(first)) = els.next() {
                     is_insert = first.key == "insert";
                 }
-                f(section, false);
+                f(document, false);
                 if is_insert {
                     for e in els.flatten() {
                         if e.key == "documents" && e.kind == ARRAY {
-                            for d in raw::iter(e.value).into_iter().flatten().flatten() {
+                            for d in bson_raw::iter(e.value).into_iter().flatten().flatten() {
                                 if d.kind == DOCUMENT {
                                     f(d.value, true);
                                 }
@@ -132,37 +119,28 @@ fn for_each_document(msg: &[u8], mut f: impl FnMut(&[u8], bool)) {
                     }
                 }
             }
-            1 => {
-                // size, identifier (cstring), documents
-                let Some(id_len) = section[4..].iter().position(|&c| c == 0) else {
-                    return;
-                };
-                let inserted = is_insert && &section[4..4 + id_len] == b"documents";
-                let mut d = 4 + id_len + 1;
-                while d < section.len() {
-                    let Some(l) =
-                        read_len(section, d).filter(|&l| l >= 5 && d + l <= section.len())
-                    else {
-                        return;
-                    };
-                    f(&section[d..d + l], inserted);
-                    d += l;
+            Ok(SectionView::Sequence {
+                identifier,
+                documents,
+                ..
+            }) => {
+                let inserted = is_insert && identifier == "documents";
+                for doc in documents {
+                    let Ok(doc) = doc else { return };
+                    f(doc, inserted);
                 }
             }
-            _ => return,
+            Err(_) => return,
         }
-        at += 1 + len;
     }
-}
-
-fn read_len(b: &[u8], at: usize) -> Option<usize> {
-    let s = b.get(at..at.checked_add(4)?)?;
-    usize::try_from(i32::from_le_bytes([s[0], s[1], s[2], s[3]])).ok()
 }
 
 /// Offset, in `doc`, of the value of a top-level ObjectId `_id`.
 fn top_level_id_offset(doc: &[u8]) -> Option<usize> {
-    let e = raw::iter(doc).ok()?.flatten().find(|e| e.key == "_id")?;
+    let e = bson_raw::iter(doc)
+        .ok()?
+        .flatten()
+        .find(|e| e.key == "_id")?;
     (e.kind == OBJECT_ID).then(|| e.value.as_ptr() as usize - doc.as_ptr() as usize)
 }
 
@@ -182,7 +160,7 @@ fn references(
     if depth > MAX_DEPTH {
         return;
     }
-    let Ok(els) = raw::iter(doc) else { return };
+    let Ok(els) = bson_raw::iter(doc) else { return };
     for e in els.flatten() {
         let offset = base + (e.value.as_ptr() as usize - doc.as_ptr() as usize);
         match e.kind {

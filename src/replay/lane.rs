@@ -5,6 +5,7 @@ use super::conn::{Conn, ConnError, UNAUTHORIZED};
 use super::metrics::Sample;
 use super::outcome;
 use super::schedule::{Counters, Op, Shared};
+use crate::wire::bson_raw;
 use crate::wire::compressed::{self, Compressor};
 use bson::rawdoc;
 use std::sync::Arc;
@@ -148,7 +149,7 @@ async fn one(
                 .await
             {
                 Some(live) => {
-                    op.bytes[at..at + 8].copy_from_slice(&live.to_le_bytes());
+                    bson_raw::write_i64_at(&mut op.bytes, at, live);
                     fallback.get_or_insert(live);
                     found += 1;
                 }
@@ -161,7 +162,7 @@ async fn one(
         }
         // killCursors with some cursors gone: name a known one twice rather than a stale id.
         for at in missing {
-            op.bytes[at..at + 8].copy_from_slice(&fallback.unwrap_or_default().to_le_bytes());
+            bson_raw::write_i64_at(&mut op.bytes, at, fallback.unwrap_or_default());
         }
     }
     let sent_at = Instant::now();

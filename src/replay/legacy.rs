@@ -108,8 +108,10 @@ fn split_ns(ns: &str) -> Result<(&str, &str), Skip> {
     ns.split_once('.').ok_or(Skip::Malformed)
 }
 
-fn request_id(wire: &[u8]) -> i32 {
-    i32::from_le_bytes([wire[4], wire[5], wire[6], wire[7]])
+fn request_id(wire: &[u8]) -> Result<i32, Skip> {
+    Ok(MsgHeader::parse_whole(wire, "legacy request header")
+        .map_err(malformed)?
+        .request_id)
 }
 
 fn malformed(_: WireError) -> Skip {
@@ -155,7 +157,7 @@ pub(super) fn from_op_query(wire: &[u8]) -> Result<Bytes, Skip> {
         }
     }
     body.append(bson::cstr!("$db"), db);
-    Ok(op_msg(body, false, request_id(wire)))
+    Ok(op_msg(body, false, request_id(wire)?))
 }
 
 fn unacknowledged() -> RawDocumentBuf {
@@ -165,35 +167,38 @@ fn unacknowledged() -> RawDocumentBuf {
 pub(super) fn from_op_insert(wire: &[u8]) -> Result<Bytes, Skip> {
     let m = OpInsert::parse(wire).map_err(malformed)?;
     let (db, coll) = split_ns(&m.full_collection_name)?;
+    let ordered = !m.continue_on_error();
     let mut docs = RawArrayBuf::new();
     for d in m.documents {
         docs.push(d);
     }
     let body = rawdoc! {
-        "insert": coll, "documents": docs, "ordered": m.flags & 1 == 0,
+        "insert": coll, "documents": docs, "ordered": ordered,
         "writeConcern": unacknowledged(), "$db": db,
     };
-    Ok(op_msg(body, true, request_id(wire)))
+    Ok(op_msg(body, true, request_id(wire)?))
 }
 
 pub(super) fn from_op_update(wire: &[u8]) -> Result<Bytes, Skip> {
     let m = OpUpdate::parse(wire).map_err(malformed)?;
     let (db, coll) = split_ns(&m.full_collection_name)?;
     let mut updates = RawArrayBuf::new();
-    updates.push(rawdoc! { "q": m.selector, "u": m.update, "upsert": m.flags & 1 != 0, "multi": m.flags & 2 != 0 });
+    let (upsert, multi) = (m.upsert(), m.multi_update());
+    updates.push(rawdoc! { "q": m.selector, "u": m.update, "upsert": upsert, "multi": multi });
     let body =
         rawdoc! { "update": coll, "updates": updates, "writeConcern": unacknowledged(), "$db": db };
-    Ok(op_msg(body, true, request_id(wire)))
+    Ok(op_msg(body, true, request_id(wire)?))
 }
 
 pub(super) fn from_op_delete(wire: &[u8]) -> Result<Bytes, Skip> {
     let m = OpDelete::parse(wire).map_err(malformed)?;
     let (db, coll) = split_ns(&m.full_collection_name)?;
     let mut deletes = RawArrayBuf::new();
-    deletes.push(rawdoc! { "q": m.selector, "limit": if m.flags & 1 != 0 { 1 } else { 0 } });
+    let limit = if m.single_remove() { 1 } else { 0 };
+    deletes.push(rawdoc! { "q": m.selector, "limit": limit });
     let body =
         rawdoc! { "delete": coll, "deletes": deletes, "writeConcern": unacknowledged(), "$db": db };
-    Ok(op_msg(body, true, request_id(wire)))
+    Ok(op_msg(body, true, request_id(wire)?))
 }
 
 pub(super) fn from_op_get_more(wire: &[u8]) -> Result<Bytes, Skip> {
@@ -204,7 +209,7 @@ pub(super) fn from_op_get_more(wire: &[u8]) -> Result<Bytes, Skip> {
         body.append(bson::cstr!("batchSize"), m.number_to_return as i64);
     }
     body.append(bson::cstr!("$db"), db);
-    Ok(op_msg(body, false, request_id(wire)))
+    Ok(op_msg(body, false, request_id(wire)?))
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@ pub mod metrics;
 pub mod outcome;
 pub mod phases;
 mod progress;
-pub mod raw;
 pub mod report;
 pub mod request;
 pub mod rewrite;

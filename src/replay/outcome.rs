@@ -1,10 +1,11 @@
 //! The outcome of a reply, read in place from the frame (no document is copied), for recorded and
 //! live replies alike, and the comparison of the two.
 
-use super::raw::{self, Element};
+use crate::wire::bson_raw::{self, Element, RawError};
 use crate::wire::compressed;
-use crate::wire::header::{MsgHeader, OpCode, HEADER_LEN};
-use crate::wire::WireError;
+use crate::wire::header::{MsgHeader, OpCode};
+use crate::wire::legacy::OpReplyView;
+use crate::wire::{OpMsgView, WireError};
 use serde::Serialize;
 
 /// What a replayer compares between a recorded and a live reply.
@@ -33,40 +34,22 @@ fn is_zero(v: &usize) -> bool {
     *v == 0
 }
 
-const OP_MSG_MORE_TO_COME: u32 = 1 << 1;
-
 /// Reads the outcome of a whole reply message (OP_MSG, OP_REPLY, or either inside OP_COMPRESSED).
 pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
-    let header = MsgHeader::parse(frame)?.ok_or(WireError::Truncated {
-        what: "reply header",
-        offset: 0,
-        needed: HEADER_LEN,
-        available: frame.len(),
-    })?;
+    let header = MsgHeader::parse_whole(frame, "reply header")?;
     match header.op_code {
         OpCode::Compressed => {
             let (_, inner) = compressed::decompress(frame)?;
             scan(&inner)
         }
-        OpCode::Msg => {
-            let body = op_msg_body(frame)?;
-            from_doc(body)
-        }
+        OpCode::Msg => from_doc(OpMsgView::new(frame)?.body()?),
         OpCode::Reply => scan_op_reply(frame),
-        other => Err(WireError::Invalid {
-            what: "reply opcode",
-            offset: 12,
-            detail: format!("{} is not a reply", other.name()),
-        }),
+        other => Err(invalid(
+            "reply opcode",
+            12,
+            format!("{} is not a reply", other.name()),
+        )),
     }
-}
-
-/// Whether an OP_MSG reply has moreToCome set (an exhaust stream continues).
-pub fn more_to_come(frame: &[u8]) -> bool {
-    frame.len() >= 20
-        && i32::from_le_bytes([frame[12], frame[13], frame[14], frame[15]]) == 2013
-        && u32::from_le_bytes([frame[16], frame[17], frame[18], frame[19]]) & OP_MSG_MORE_TO_COME
-            != 0
 }
 
 fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> WireError {
@@ -77,72 +60,29 @@ fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> Wire
     }
 }
 
-/// The body (kind 0) section of an OP_MSG, as bytes borrowed from the frame.
-pub fn op_msg_body(frame: &[u8]) -> Result<&[u8], WireError> {
-    let mut at = HEADER_LEN + 4;
-    while at < frame.len() {
-        let kind = frame[at];
-        let len_at = at + 1;
-        let len = frame
-            .get(len_at..len_at + 4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .ok_or_else(|| invalid("OP_MSG section", len_at, "truncated length"))?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l >= 5 && len_at + l <= frame.len())
-            .ok_or_else(|| invalid("OP_MSG section", len_at, format!("bad length {len}")))?;
-        match kind {
-            0 => return Ok(&frame[len_at..len_at + len]),
-            1 => at = len_at + len,
-            k => {
-                return Err(invalid(
-                    "OP_MSG section kind",
-                    at,
-                    format!("unknown kind {k}"),
-                ))
-            }
-        }
-    }
-    Err(invalid(
-        "OP_MSG sections",
-        HEADER_LEN + 4,
-        "no body section",
-    ))
-}
-
 fn scan_op_reply(frame: &[u8]) -> Result<Outcome, WireError> {
-    let body = frame.get(HEADER_LEN..).unwrap_or_default();
-    if body.len() < 20 {
-        return Err(WireError::Truncated {
-            what: "OP_REPLY",
-            offset: HEADER_LEN,
-            needed: 20,
-            available: body.len(),
-        });
-    }
-    let cursor_id = i64::from_le_bytes(body[4..12].try_into().expect("8 bytes"));
-    let returned = i32::from_le_bytes(body[16..20].try_into().expect("4 bytes"));
-    if cursor_id == 0 && returned == 1 {
-        return from_doc(&body[20..]);
+    let reply = OpReplyView::new(frame)?;
+    if reply.cursor_id == 0 && reply.number_returned == 1 {
+        return from_doc(reply.documents);
     }
     Ok(Outcome {
         ok: true,
-        cursor_id: Some(cursor_id),
-        batch_len: usize::try_from(returned).ok(),
+        cursor_id: Some(reply.cursor_id),
+        batch_len: usize::try_from(reply.number_returned).ok(),
         ..Outcome::default()
     })
 }
 
 fn count(e: &Element<'_>) -> usize {
     e.as_doc()
-        .and_then(|d| raw::iter(d).ok())
+        .and_then(|d| bson_raw::iter(d).ok())
         .map_or(0, |els| els.filter(Result::is_ok).count())
 }
 
 fn from_doc(doc: &[u8]) -> Result<Outcome, WireError> {
-    let bad = |e: raw::RawError| invalid("reply document", e.offset, e.detail);
+    let bad = |e: RawError| invalid("reply document", e.offset, e.detail);
     let mut o = Outcome::default();
-    for e in raw::iter(doc).map_err(bad)? {
+    for e in bson_raw::iter(doc).map_err(bad)? {
         let e = e.map_err(bad)?;
         match e.key {
             "ok" => o.ok = e.as_i64() == Some(1) || e.as_bool() == Some(true),
@@ -153,7 +93,7 @@ fn from_doc(doc: &[u8]) -> Result<Outcome, WireError> {
             "upserted" => o.upserted = count(&e),
             "writeErrors" => o.write_errors = count(&e),
             "cursor" => {
-                if let Some(c) = e.as_doc().and_then(|d| raw::iter(d).ok()) {
+                if let Some(c) = e.as_doc().and_then(|d| bson_raw::iter(d).ok()) {
                     for f in c.flatten() {
                         match f.key {
                             "id" => o.cursor_id = f.as_i64(),
@@ -226,14 +166,14 @@ mod tests {
         let o = scan(&f).unwrap();
         assert!(o.ok);
         assert_eq!((o.cursor_id, o.batch_len), (Some(77), Some(2)));
-        assert!(!more_to_come(&f));
+        assert!(!OpMsgView::new(&f).unwrap().more_to_come());
         let f = reply(
             rawdoc! {"n": 1, "writeErrors": [{"index": 0, "code": 11000}], "ok": 1},
             MsgFlags::MORE_TO_COME,
         );
         let o = scan(&f).unwrap();
         assert_eq!((o.n, o.write_errors), (Some(1), 1));
-        assert!(more_to_come(&f));
+        assert!(OpMsgView::new(&f).unwrap().more_to_come());
         let recorded = Outcome {
             ok: true,
             n: Some(1),
@@ -247,9 +187,7 @@ mod tests {
         let f = reply(rawdoc! {"ok": 1.0, "n": 3}, MsgFlags::empty());
         for cut in 0..f.len() {
             let mut b = f[..cut].to_vec();
-            if b.len() >= 4 {
-                b[..4].copy_from_slice(&(cut as i32).to_le_bytes());
-            }
+            MsgHeader::write_message_length(&mut b, cut as i32);
             assert!(scan(&b).is_err(), "cut {cut}");
         }
     }

@@ -7,14 +7,13 @@ use super::legacy::{
     from_op_delete, from_op_get_more, from_op_insert, from_op_query, from_op_update,
 };
 use super::outcome::Outcome;
-use super::raw;
+use crate::wire::bson_raw;
 use crate::wire::compressed::{self, Compressor};
 use crate::wire::header::{MsgHeader, OpCode};
 use crate::wire::info::is_handshake_command;
+use crate::wire::OpMsgView;
 use bytes::Bytes;
 use std::sync::Arc;
-
-const MORE_TO_COME: u32 = 1 << 1;
 
 /// Why a recorded request is not replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,9 +100,9 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         OpCode::GetMore => from_op_get_more(wire)?,
         _ => return Err(Skip::Unsupported),
     };
-    let flags = u32::from_le_bytes(msg.get(16..20).ok_or(Skip::Malformed)?.try_into().unwrap());
-    let body = super::outcome::op_msg_body(&msg).map_err(|_| Skip::Malformed)?;
-    let mut els = raw::iter(body).map_err(|_| Skip::Malformed)?;
+    let view = OpMsgView::new(&msg).map_err(|_| Skip::Malformed)?;
+    let body = view.body().map_err(|_| Skip::Malformed)?;
+    let mut els = bson_raw::iter(body).map_err(|_| Skip::Malformed)?;
     let first = els
         .next()
         .ok_or(Skip::Malformed)?
@@ -119,7 +118,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         collection: first.as_str().map(str::to_owned),
         command,
         db: String::new(),
-        expects_reply: flags & MORE_TO_COME == 0,
+        expects_reply: !view.more_to_come(),
         lsid: None,
         transaction: None,
         cursor_refs: Vec::new(),
@@ -140,7 +139,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
                 req.collection = e.as_str().map(str::to_owned)
             }
             "cursors" if &*req.command == "killCursors" => {
-                if let Some(arr) = e.as_doc().and_then(|d| raw::elements(d).ok()) {
+                if let Some(arr) = e.as_doc().and_then(|d| bson_raw::elements(d).ok()) {
                     req.cursor_refs
                         .extend(arr.iter().filter_map(|c| c.as_i64()));
                 }
@@ -159,7 +158,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
 }
 
 fn lsid_key(lsid: &[u8]) -> Vec<u8> {
-    raw::elements(lsid)
+    bson_raw::elements(lsid)
         .ok()
         .and_then(|els| els.iter().find(|e| e.key == "id").map(|e| e.value.to_vec()))
         .unwrap_or_else(|| lsid.to_vec())
@@ -236,7 +235,7 @@ pub(super) mod tests {
         let wire = msg(MsgFlags::empty(), rawdoc! {"find": "c", "$db": "b"}, true);
         for cut in 16..wire.len() {
             let mut b = wire[..cut].to_vec();
-            b[..4].copy_from_slice(&(cut as i32).to_le_bytes());
+            MsgHeader::write_message_length(&mut b, cut as i32);
             let _ = understand(1, 1, &Bytes::from(b));
         }
     }

@@ -4,12 +4,9 @@
 //! rules are listed in `docs/replay.md`.
 
 use super::db_map::DbMap;
-use super::raw::{self, DocWriter, RawError, ARRAY, DOCUMENT};
 use super::request::Request;
-use crate::wire::header::{OpCode, HEADER_LEN};
-
-const CHECKSUM_PRESENT: u32 = 1;
-const EXHAUST_ALLOWED: u32 = 1 << 16;
+use crate::wire::bson_raw::{self, DocWriter, ARRAY, BINARY_UUID, DOCUMENT};
+use crate::wire::{MsgFlags, OpMsgView, OpMsgWriter, SectionView, WireError};
 
 /// A request written out for one copy: the bytes to send (request id still to be set) and where
 /// the live cursor ids go.
@@ -21,53 +18,27 @@ pub struct Rewritten {
 }
 
 /// Writes `req` for one copy: `lsid` is the live session id (16 bytes) that replaces the recorded one.
+/// The request is sent without a checksum (its bytes change) and without exhaustAllowed (the
+/// replay waits for one reply per request).
 pub fn rewrite(
     req: &Request,
     map: &dyn DbMap,
     lsid: Option<&[u8; 16]>,
-) -> Result<Rewritten, RawError> {
-    let frame = &req.msg[..];
-    let bad = |detail| RawError { offset: 0, detail };
-    let flags = u32::from_le_bytes(
-        frame
-            .get(16..20)
-            .ok_or(bad("short OP_MSG"))?
-            .try_into()
-            .unwrap(),
-    );
-    let end = if flags & CHECKSUM_PRESENT != 0 {
-        frame.len().checked_sub(4).ok_or(bad("short OP_MSG"))?
-    } else {
-        frame.len()
-    };
-    let mut out = Vec::with_capacity(frame.len() + 32);
-    out.extend_from_slice(&[0; 12]);
-    out.extend_from_slice(&OpCode::Msg.as_i32().to_le_bytes());
-    let flags = flags & !(CHECKSUM_PRESENT | EXHAUST_ALLOWED);
-    out.extend_from_slice(&flags.to_le_bytes());
+) -> Result<Rewritten, WireError> {
+    let view = OpMsgView::new(&req.msg)?;
+    let flags = view.flags() - (MsgFlags::CHECKSUM_PRESENT | MsgFlags::EXHAUST_ALLOWED);
+    let mut out = OpMsgWriter::new(req.msg.len() + 32, flags);
     let mut patches = Vec::new();
-    let mut at = HEADER_LEN + 4;
-    while at < end {
-        let kind = frame[at];
-        let len = frame
-            .get(at + 1..at + 5)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .and_then(|l| usize::try_from(l).ok())
-            .filter(|&l| l >= 5 && at + 1 + l <= end)
-            .ok_or(bad("bad OP_MSG section length"))?;
-        let section = &frame[at + 1..at + 1 + len];
-        if kind == 0 {
-            out.push(0);
-            rewrite_body(req, section, map, lsid, &mut out, &mut patches)?;
-        } else {
-            out.extend_from_slice(&frame[at..at + 1 + len]);
+    for section in view.sections() {
+        match section? {
+            SectionView::Body { document, .. } => {
+                rewrite_body(req, document, map, lsid, out.body(), &mut patches)?
+            }
+            sequence => out.raw_section(sequence.raw()),
         }
-        at += 1 + len;
     }
-    let len = out.len() as i32;
-    out[..4].copy_from_slice(&len.to_le_bytes());
     Ok(Rewritten {
-        bytes: out,
+        bytes: out.finish(),
         cursor_patches: patches,
     })
 }
@@ -79,10 +50,10 @@ fn rewrite_body(
     lsid: Option<&[u8; 16]>,
     out: &mut Vec<u8>,
     patches: &mut Vec<(usize, i64)>,
-) -> Result<(), RawError> {
+) -> Result<(), WireError> {
     let command = &*req.command;
     let mut w = DocWriter::new(out);
-    for (i, e) in raw::iter(body)?.enumerate() {
+    for (i, e) in bson_raw::iter(body)?.enumerate() {
         let e = e?;
         match e.key {
             "getMore" if i == 0 => {
@@ -91,7 +62,7 @@ fn rewrite_body(
                 patches.push((at, id));
             }
             "cursors" if command == "killCursors" && e.kind == ARRAY => {
-                let ids: Vec<i64> = raw::elements(e.value)?
+                let ids: Vec<i64> = bson_raw::elements(e.value)?
                     .iter()
                     .filter_map(|c| c.as_i64())
                     .collect();
@@ -104,13 +75,13 @@ fn rewrite_body(
             }
             "lsid" => {
                 if let Some(id) = lsid {
-                    w.sub(DOCUMENT, "lsid", |d| d.binary("id", 4, id));
+                    w.sub(DOCUMENT, "lsid", |d| d.binary("id", BINARY_UUID, id));
                 }
             }
             "$clusterTime" | "recoveryToken" => {}
             "$db" => w.str("$db", &map.map_db(e.as_str().unwrap_or_default())),
             "readConcern" if e.kind == DOCUMENT => {
-                let inner = raw::elements(e.value)?;
+                let inner = bson_raw::elements(e.value)?;
                 w.sub(DOCUMENT, "readConcern", |d| {
                     for f in inner
                         .iter()
@@ -212,7 +183,7 @@ mod tests {
         let mut out = rewrite(&req, &Suffix(""), None).unwrap();
         let (at, rec) = out.cursor_patches[0];
         assert_eq!(rec, 55);
-        out.bytes[at..at + 8].copy_from_slice(&99i64.to_le_bytes());
+        bson_raw::write_i64_at(&mut out.bytes, at, 99);
         assert_eq!(body_of(&out.bytes).get_i64("getMore").unwrap(), 99);
 
         let wire = msg(

@@ -117,6 +117,22 @@ impl MsgHeader {
         check_length(read_i32(buf, 0)).map(Some)
     }
 
+    /// Sets the request id of a whole message in place (a connection numbers what it sends); a
+    /// buffer too short to hold one is left as it is.
+    pub fn write_request_id(message: &mut [u8], request_id: i32) {
+        if let Some(field) = message.get_mut(4..8) {
+            field.copy_from_slice(&request_id.to_le_bytes());
+        }
+    }
+
+    /// Sets the length field of a message in place (to fix up a buffer that was cut); a buffer too
+    /// short to hold one is left as it is.
+    pub fn write_message_length(message: &mut [u8], length: i32) {
+        if let Some(field) = message.get_mut(..4) {
+            field.copy_from_slice(&length.to_le_bytes());
+        }
+    }
+
     pub fn write_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&(self.message_length as i32).to_le_bytes());
         out.extend_from_slice(&self.request_id.to_le_bytes());

@@ -48,6 +48,32 @@ pub struct OpDelete {
     pub selector: RawDocumentBuf,
 }
 
+impl OpInsert {
+    /// Flag bit 0: keep inserting after a failed document (the command's `ordered: false`).
+    pub fn continue_on_error(&self) -> bool {
+        self.flags & 1 != 0
+    }
+}
+
+impl OpUpdate {
+    /// Flag bit 0: insert when nothing matches.
+    pub fn upsert(&self) -> bool {
+        self.flags & 1 != 0
+    }
+
+    /// Flag bit 1: update every match, not only the first.
+    pub fn multi_update(&self) -> bool {
+        self.flags & (1 << 1) != 0
+    }
+}
+
+impl OpDelete {
+    /// Flag bit 0: delete the first match only (the command's `limit: 1`).
+    pub fn single_remove(&self) -> bool {
+        self.flags & 1 != 0
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpGetMore {
     pub full_collection_name: String,
@@ -159,6 +185,33 @@ impl OpReply {
             out.extend_from_slice(d.as_bytes());
         }
         finish(out)
+    }
+}
+
+/// The head of an OP_REPLY read in place, its documents left as bytes: what a replayer needs of a
+/// recorded reply without copying it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpReplyView<'a> {
+    pub cursor_id: i64,
+    pub number_returned: i32,
+    /// The returned documents, one after the other, not checked.
+    pub documents: &'a [u8],
+}
+
+impl<'a> OpReplyView<'a> {
+    /// Reads the fixed fields of a whole OP_REPLY, header included.
+    pub fn new(message: &'a [u8]) -> Result<OpReplyView<'a>, WireError> {
+        MsgHeader::parse_whole(message, "OP_REPLY header")?;
+        let mut r = body(message);
+        r.i32("OP_REPLY responseFlags")?;
+        let cursor_id = r.i64("OP_REPLY cursorID")?;
+        r.i32("OP_REPLY startingFrom")?;
+        let number_returned = r.i32("OP_REPLY numberReturned")?;
+        Ok(OpReplyView {
+            cursor_id,
+            number_returned,
+            documents: r.rest(),
+        })
     }
 }
 
@@ -314,6 +367,24 @@ mod tests {
             documents: vec![rawdoc! { "ok": 1.0 }],
         };
         assert_eq!(OpReply::parse(&reply.encode(4, 3)).unwrap(), reply);
+    }
+
+    #[test]
+    fn reply_view_reads_the_head_in_place_and_truncations_are_errors() {
+        let reply = OpReply {
+            response_flags: 0,
+            cursor_id: 42,
+            starting_from: 0,
+            number_returned: 2,
+            documents: vec![rawdoc! { "a": 1 }, rawdoc! { "b": 2 }],
+        };
+        let bytes = reply.encode(4, 3);
+        let view = OpReplyView::new(&bytes).unwrap();
+        assert_eq!((view.cursor_id, view.number_returned), (42, 2));
+        assert_eq!(view.documents.len(), bytes.len() - HEADER_LEN - 20);
+        for cut in 0..HEADER_LEN + 20 {
+            assert!(OpReplyView::new(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

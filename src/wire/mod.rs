@@ -2,7 +2,19 @@
 //!
 //! Everything here is pure (no I/O) and safe on hostile input: lengths are checked against bounds
 //! before use, and every malformed input is a [`WireError`] that names what was wrong and where.
+//! This is the only place that knows byte layouts: the rest of mongotape asks these modules for a
+//! field, an opcode, a flag or a section, never for a byte offset.
+//!
+//! - [`header`]: the 16-byte header and [`OpCode`]; [`frame`]: a byte stream split into messages.
+//! - [`op_msg`]: OP_MSG owned ([`OpMsg`], flags, sections, checksum); [`op_msg_view`]: the same read
+//!   in place ([`OpMsgView`], zero-copy) and written section by section ([`OpMsgWriter`]).
+//! - [`legacy`]: OP_QUERY, OP_REPLY (and its in-place head) and the removed legacy opcodes;
+//!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
+//! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them.
+//! - [`info`]: what a request or reply means (command, namespace, session, outcome);
+//!   [`marker`]: step markers. [`error`]: [`WireError`].
 
+pub mod bson_raw;
 pub mod compressed;
 pub mod error;
 pub mod frame;
@@ -12,6 +24,7 @@ pub mod legacy;
 pub mod marker;
 pub mod message;
 pub mod op_msg;
+pub mod op_msg_view;
 mod read;
 
 pub use compressed::Compressor;
@@ -22,3 +35,4 @@ pub use info::{ReplyInfo, RequestInfo};
 pub use marker::step_marker;
 pub use message::{Body, Message};
 pub use op_msg::{MsgFlags, OpMsg, Section};
+pub use op_msg_view::{OpMsgView, OpMsgWriter, SectionView};

@@ -16,7 +16,7 @@ bitflags! {
 }
 
 /// Bits 0-15 are required: a receiver must fail on one it does not know.
-const REQUIRED_BITS: u32 = 0xffff;
+pub(super) const REQUIRED_BITS: u32 = 0xffff;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Section {

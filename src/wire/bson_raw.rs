@@ -1,5 +1,6 @@
-//! Top-level BSON elements as byte ranges, and a writer that copies them, so a rewrite keeps what it
-//! does not touch without decoding or re-encoding it.
+//! BSON documents as byte ranges: the top-level elements of a document borrowed in place, and a
+//! writer that copies them, so a rewrite keeps what it does not touch without decoding or
+//! re-encoding it. Values are bounds-checked; nothing here panics on malformed bytes.
 
 use thiserror::Error;
 
@@ -30,9 +31,30 @@ pub const STRING: u8 = 0x02;
 pub const DOCUMENT: u8 = 0x03;
 pub const ARRAY: u8 = 0x04;
 pub const BINARY: u8 = 0x05;
+pub const OBJECT_ID: u8 = 0x07;
 pub const BOOLEAN: u8 = 0x08;
 pub const INT32: u8 = 0x10;
 pub const INT64: u8 = 0x12;
+/// The binary subtype of a UUID (`lsid.id`).
+pub const BINARY_UUID: u8 = 0x04;
+
+impl From<RawError> for super::WireError {
+    fn from(e: RawError) -> Self {
+        super::WireError::Invalid {
+            what: "BSON document",
+            offset: e.offset,
+            detail: e.detail.into(),
+        }
+    }
+}
+
+/// Overwrites the 8 bytes of an int64 value at `at` (an offset [`DocWriter::i64`] returned); a
+/// range outside `bytes` is left as it is.
+pub fn write_i64_at(bytes: &mut [u8], at: usize, v: i64) {
+    if let Some(value) = at.checked_add(8).and_then(|end| bytes.get_mut(at..end)) {
+        value.copy_from_slice(&v.to_le_bytes());
+    }
+}
 
 fn read_i32(b: &[u8], at: usize) -> Option<i32> {
     let s = b.get(at..at.checked_add(4)?)?;
