@@ -2,7 +2,7 @@
 
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_LEN};
-use super::read::Reader;
+use super::read::ByteCursor;
 use std::io::Read;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,7 +58,7 @@ impl Compressor {
 /// wrapper's request id and response-to and the original opcode.
 pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
     let header = MsgHeader::parse_whole(message, "OP_COMPRESSED header")?;
-    let mut r = Reader::new(&message[HEADER_LEN..], HEADER_LEN);
+    let mut r = ByteCursor::new(&message[HEADER_LEN..], HEADER_LEN);
     let original = OpCode::from_i32(r.i32("OP_COMPRESSED originalOpcode")?);
     if original == OpCode::Compressed {
         return Err(WireError::NestedCompression);

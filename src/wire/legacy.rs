@@ -4,7 +4,7 @@
 
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
-use super::read::Reader;
+use super::read::ByteCursor;
 use bson::RawDocumentBuf;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,12 +86,12 @@ pub struct OpKillCursors {
     pub cursor_ids: Vec<i64>,
 }
 
-fn body(message: &[u8]) -> Reader<'_> {
-    Reader::new(message.get(HEADER_LEN..).unwrap_or_default(), HEADER_LEN)
+fn body(message: &[u8]) -> ByteCursor<'_> {
+    ByteCursor::new(message.get(HEADER_LEN..).unwrap_or_default(), HEADER_LEN)
 }
 
 fn docs_until_end(
-    r: &mut Reader<'_>,
+    r: &mut ByteCursor<'_>,
     what: &'static str,
 ) -> Result<Vec<RawDocumentBuf>, WireError> {
     let mut docs = Vec::new();
@@ -101,7 +101,7 @@ fn docs_until_end(
     Ok(docs)
 }
 
-fn expect_end(r: &Reader<'_>, what: &'static str) -> Result<(), WireError> {
+fn expect_end(r: &ByteCursor<'_>, what: &'static str) -> Result<(), WireError> {
     if r.is_empty() {
         Ok(())
     } else {

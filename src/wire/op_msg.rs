@@ -2,7 +2,7 @@
 
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
-use super::read::Reader;
+use super::read::ByteCursor;
 use bitflags::bitflags;
 use bson::RawDocumentBuf;
 
@@ -40,7 +40,7 @@ impl OpMsg {
     /// Decodes a whole OP_MSG message, header included, verifying the checksum when present.
     pub fn parse(message: &[u8]) -> Result<OpMsg, WireError> {
         let body = message.get(HEADER_LEN..).unwrap_or_default();
-        let mut r = Reader::new(body, HEADER_LEN);
+        let mut r = ByteCursor::new(body, HEADER_LEN);
         let raw_flags = r.u32("OP_MSG flagBits")?;
         let unknown_required = raw_flags & REQUIRED_BITS & !MsgFlags::all().bits();
         if unknown_required != 0 {
@@ -75,7 +75,7 @@ impl OpMsg {
         } else {
             body.len()
         };
-        let mut r = Reader::new(&body[4..sections_end], HEADER_LEN + 4);
+        let mut r = ByteCursor::new(&body[4..sections_end], HEADER_LEN + 4);
         let mut sections = Vec::new();
         while !r.is_empty() {
             let kind_at = r.offset();
@@ -170,7 +170,7 @@ impl OpMsg {
     }
 }
 
-fn parse_sequence(r: &mut Reader<'_>) -> Result<Section, WireError> {
+fn parse_sequence(r: &mut ByteCursor<'_>) -> Result<Section, WireError> {
     let start = r.offset();
     let size = r.i32("OP_MSG document sequence size")?;
     if size < 5 {
@@ -181,7 +181,7 @@ fn parse_sequence(r: &mut Reader<'_>) -> Result<Section, WireError> {
         });
     }
     let payload = r.bytes(size as usize - 4, "OP_MSG document sequence")?;
-    let mut seq = Reader::new(payload, start + 4);
+    let mut seq = ByteCursor::new(payload, start + 4);
     let identifier = seq
         .cstring("OP_MSG document sequence identifier")?
         .to_owned();

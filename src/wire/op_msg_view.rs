@@ -38,7 +38,7 @@ impl<'a> OpMsgView<'a> {
             });
         }
         let raw_flags =
-            super::read::Reader::new(&frame[HEADER_LEN..], HEADER_LEN).u32("OP_MSG flagBits")?;
+            super::read::ByteCursor::new(&frame[HEADER_LEN..], HEADER_LEN).u32("OP_MSG flagBits")?;
         let unknown_required = raw_flags & REQUIRED_BITS & !MsgFlags::all().bits();
         if unknown_required != 0 {
             return Err(WireError::UnknownRequiredFlags {

@@ -7,16 +7,16 @@ use bson::RawDocumentBuf;
 /// Smallest valid BSON document: a 4-byte length and the terminating NUL.
 const MIN_DOC_LEN: usize = 5;
 
-pub struct Reader<'a> {
+pub struct ByteCursor<'a> {
     buf: &'a [u8],
     pos: usize,
     /// Offset of `buf[0]` within the whole message, for error positions.
     base: usize,
 }
 
-impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8], base: usize) -> Reader<'a> {
-        Reader { buf, pos: 0, base }
+impl<'a> ByteCursor<'a> {
+    pub fn new(buf: &'a [u8], base: usize) -> ByteCursor<'a> {
+        ByteCursor { buf, pos: 0, base }
     }
 
     pub fn offset(&self) -> usize {
