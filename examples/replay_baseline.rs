@@ -15,8 +15,8 @@
 //! `--server-pid`); `--json` prints one JSON object instead.
 
 use bson::{rawdoc, RawDocumentBuf};
-use mongotape::replay::conn::{Conn, Target};
-use mongotape::replay::server::{clock_tick_s, cpu_seconds, own_cpu_seconds};
+use mongotape::replay::client::{Conn, Target};
+use mongotape::replay::measure::server::{clock_tick_s, cpu_seconds, own_cpu_seconds};
 use mongotape::wire::op_msg::{MsgFlags, OpMsg, Section};
 use rand::RngCore;
 use std::time::{Duration, Instant};
@@ -138,7 +138,7 @@ fn main() -> anyhow::Result<()> {
                     for mut m in lane {
                         let id = conn.send(&mut m).await?;
                         let reply = conn.recv(id).await?;
-                        let outcome = mongotape::replay::outcome::scan(&reply)?;
+                        let outcome = mongotape::replay::measure::outcome::scan(&reply)?;
                         if !outcome.ok || outcome.write_errors > 0 {
                             anyhow::bail!("insert failed: {outcome:?}");
                         }

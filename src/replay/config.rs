@@ -1,9 +1,10 @@
 //! What a replay is asked to do: [`ReplayConfig`] (the `replay` command's options), the errors that
 //! stop it before anything is replayed ([`ReplayError`]), and the options as the report states them.
 
-use super::conn::TargetError;
+use super::client::TargetError;
 use super::report::OptionsReport;
-use super::{Filters, Pacing};
+use super::route::pacing::Pacing;
+use super::source::filters::Filters;
 use crate::capture::CaptureError;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,58 +1,62 @@
 //! `mongotape replay`: reissues a capture against a server at a chosen pace and concurrency, rewriting
 //! what must change, and measures what the server spends. Options and rules: `docs/replay.md`.
 //!
-//! - [`config`]: the options and the errors before replaying; `progress`: `--progress`.
-//! - [`source`]: the capture reader thread (pairing with recorded replies, read-ahead), with
-//!   [`filters`] (what is replayed) and [`router`] (which replay connection each copy goes to).
-//! - [`request`]: what a recorded request is, decided once; [`legacy`]: legacy opcodes as commands.
-//! - [`rewrite`]: what a recorded request becomes in each copy (sessions, databases, cursors, cluster
-//!   time), with [`db_map`] (`--db-map` and clones) and [`sessions`] (recorded to live `lsid`s);
-//!   [`ids`]: new ObjectId `_id`s for the inserts of every pass after the first.
-//! - [`schedule`]: pacing and the state the replay connections share; [`lane`]: one connection.
-//! - [`conn`], [`auth`]: a minimal MongoDB connection with its own handshake and SCRAM; [`target`]:
-//!   the `--target` URI.
-//! - [`cursors`]: recorded to live cursor ids. [`outcome`]: reading and comparing replies.
-//! - [`metrics`], [`server`], [`report`]: what is measured and reported; [`phases`]: per step
-//!   marker; [`html`]: `--html`.
+//! The folders are the pipeline, in the order a recorded request goes through it:
+//!
+//! 1. [`source`]: the capture feed, a thread that reads the capture (once per pass), pairs each
+//!    request with its recorded reply, applies the [`source::filters`], and copies each request for
+//!    every clone ([`source::markers`]: step markers travel the same way).
+//! 2. [`request`]: what a recorded request is, decided once ([`request::understand`], legacy
+//!    opcodes as commands), and what it becomes in each copy ([`request::rewrite`], with database
+//!    mapping, live sessions and new `_id`s).
+//! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`route::pacing`]), as
+//!    what ([`route::op::Op`]), and the state the lanes share ([`route::shared`], the read-ahead
+//!    [`route::budget`], the live [`route::cursors`]).
+//! 4. [`lane`]: one replay connection per lane: wait, patch cursor ids, send, read the reply. Over
+//!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
+//! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
+//!
+//! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
+//! before and after), `progress` (`--progress`), [`report`] (the run's report, JSON and text) and
+//! [`html`] (`--html`). This file starts the run and puts the report together.
+//!
+//! Dependencies point down the list above and never back: `client` and `measure` know nothing of
+//! the rest, `request` only `measure`, `route` only those, `lane` the four, `source` all of them.
 
-pub mod auth;
+pub mod client;
 pub mod config;
-pub mod conn;
-pub mod cursors;
-pub mod db_map;
-pub mod filters;
 pub mod html;
-pub mod ids;
 pub mod lane;
-pub mod legacy;
-pub mod metrics;
-pub mod outcome;
-pub mod phases;
+pub mod measure;
+pub mod probe;
 mod progress;
 pub mod report;
 pub mod request;
-pub mod rewrite;
-pub mod router;
-pub mod schedule;
-pub mod server;
-pub mod sessions;
+pub mod route;
 pub mod source;
-pub mod target;
 
 use crate::capture::CaptureReader;
 use crate::report::summary::ReportSummary;
+use client::Target;
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
-use conn::{Conn, Target};
-pub use filters::Filters;
-use metrics::Metrics;
+// `html.rs` (leaving for report/) still names `replay::metrics`; remove with it.
+use measure::metrics;
+use measure::metrics::Metrics;
+use probe::ServerProbe;
 use progress::progress_bar;
 use report::{ReplayReport, ReplayerReport, ServerReport};
-pub use router::Lanes;
-pub use schedule::Pacing;
-use schedule::{Abort, Budget, Counters, Shared};
+use route::abort::Abort;
+use route::budget::Budget;
+use route::cursors::Cursors;
+pub use route::pacing::Pacing;
+use route::shared::{Counters, Shared};
+pub use route::Lanes;
+pub use source::filters::Filters;
+use source::SourceResult;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
+use tokio::time::Instant;
 
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
@@ -88,7 +92,6 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
 }
 
 async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayReport {
-    let tick = server::clock_tick_s();
     let mut report = ReplayReport {
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
@@ -96,60 +99,54 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         options: options_report(&config),
         ..ReplayReport::default()
     };
-    let mut server = ServerReport {
-        pid: config.server_pid,
-        ..ServerReport::default()
-    };
-    if config.server_pid.is_some() {
-        server.pid_source = Some("--server-pid".into());
-    } else if let Some(port) = target
-        .addr
-        .rsplit_once(':')
-        .and_then(|(host, p)| is_local(host).then_some(p))
-        .and_then(|p| p.parse().ok())
-    {
-        server.pid = server::find_listener_pid(port);
-        server.pid_source = server.pid.map(|_| "port".into());
+    let mut probe = ServerProbe::locate(&config, &target);
+    if let Err(e) = probe.connect(&target, config.op_timeout).await {
+        report.error = Some(e.to_string());
+        report.server = probe.into_server_report();
+        return report;
     }
+    probe.before(config.server_status).await;
 
-    // A first connection: checks the target before anything starts, and reads serverStatus.
-    let mut status_conn = match Conn::connect(&target, config.op_timeout).await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            report.error = Some(e.to_string());
-            report.server = server;
-            return report;
-        }
-    };
-    if config.server_status {
-        if let Some(c) = status_conn.as_mut() {
-            match server::server_status(c).await {
-                Ok(s) => server.status_before = Some(s),
-                Err(e) => server.status_error = Some(e),
-            }
-        }
-    }
-    let server_cpu_before = server.pid.and_then(|p| server::cpu_seconds(p, tick));
-    let own_cpu_before = server::own_cpu_seconds(tick);
+    let start = Instant::now();
+    let shared = Arc::new(shared_state(&config, target, start));
+    probe.watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
+    let source = feed_lanes(&config, &shared, file_len).await;
+    let wall_s = start.elapsed().as_secs_f64();
 
-    let start = tokio::time::Instant::now();
-    let shared = Arc::new(Shared {
+    let server_cpu_after = probe
+        .after(config.server_status && !shared.abort.is_set())
+        .await;
+    let mut metrics = shared.metrics.lock().expect("metrics lock");
+    metrics.phases.finish(server_cpu_after);
+    let (server, replayer) = probe.report(metrics.ops());
+    add_measurements(&mut report, &config, &metrics, wall_s, &server, &replayer);
+    drop(metrics);
+    add_counts(&mut report, &shared, source);
+    report.server = server;
+    report.replayer = replayer;
+    report
+}
+
+/// What the lanes share, the replay's clock starting at `start`.
+fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared {
+    Shared {
         target,
         pacing: config.pacing,
         start,
         deadline: config.duration.map(|d| start + d),
-        cursors: cursors::Cursors::default(),
+        cursors: Cursors::default(),
         metrics: Mutex::new(Metrics::new(start.into_std())),
         budget: Budget::new(config.read_ahead_bytes.max(1)),
         abort: Abort::default(),
         counters: Counters::default(),
         op_timeout: config.op_timeout,
         cursor_wait: config.op_timeout,
-    });
-    if let Some(pid) = server.pid {
-        let mut metrics = shared.metrics.lock().expect("metrics lock");
-        metrics.phases.measure_server(pid, tick, server_cpu_before);
     }
+}
+
+/// Runs the capture feed on its own thread until every lane it started is done, with the progress
+/// bar and Ctrl-C watched meanwhile.
+async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) -> SourceResult {
     let source_cfg = source::SourceConfig {
         capture: config.capture.clone(),
         repeat: match (config.repeat, config.duration) {
@@ -184,7 +181,6 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
             file_len.saturating_mul(config.repeat.unwrap_or(1).max(1)),
         )
     });
-
     let interrupted = {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -193,8 +189,8 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
             }
         })
     };
-    let source = done_rx.await.unwrap_or_default();
-    for lane in source.lanes {
+    let mut source: SourceResult = done_rx.await.unwrap_or_default();
+    for lane in std::mem::take(&mut source.lanes) {
         if let Err(e) = lane.await {
             shared
                 .abort
@@ -202,46 +198,23 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         }
     }
     interrupted.abort();
-    let wall = start.elapsed();
     if let Some((bar, task)) = bar {
         task.abort();
         bar.finish_and_clear();
     }
+    source
+}
 
-    let server_cpu_after = server.pid.and_then(|p| server::cpu_seconds(p, tick));
-    let own_cpu_after = server::own_cpu_seconds(tick);
-    if config.server_status && !shared.abort.is_set() {
-        if let Some(c) = status_conn.as_mut() {
-            match server::server_status(c).await {
-                Ok(s) => server.status_after = Some(s),
-                Err(e) => server.status_error = Some(e),
-            }
-        }
-    }
-    if let (Some(b), Some(a)) = (&server.status_before, &server.status_after) {
-        server.delta = Some(serde_json::json!({
-            "opcounters": server::delta(&b.opcounters, &a.opcounters),
-            "network": server::delta(&b.network, &a.network),
-            "connections": server::delta(&b.connections, &a.connections),
-        }));
-    }
-
-    let mut metrics = shared.metrics.lock().expect("metrics lock");
-    metrics.phases.finish(server_cpu_after);
+/// The summary and the other figures measured per operation.
+fn add_measurements(
+    report: &mut ReplayReport,
+    config: &ReplayConfig,
+    metrics: &Metrics,
+    wall_s: f64,
+    server: &ServerReport,
+    replayer: &ReplayerReport,
+) {
     let ops = metrics.ops();
-    let wall_s = wall.as_secs_f64();
-    let per_1k = |cpu: f64| (ops > 0).then(|| cpu / ops as f64 * 1000.0);
-    if let (Some(b), Some(a)) = (server_cpu_before, server_cpu_after) {
-        server.cpu_s = Some(a - b);
-        server.cpu_s_per_1k_ops = per_1k(a - b);
-    }
-    let replayer = match (own_cpu_before, own_cpu_after) {
-        (Some(b), Some(a)) => ReplayerReport {
-            cpu_s: Some(a - b),
-            cpu_us_per_op: per_1k(a - b).map(|ms| ms * 1000.0),
-        },
-        _ => ReplayerReport::default(),
-    };
     let label = config.label.clone().unwrap_or_else(|| {
         config
             .capture
@@ -272,7 +245,10 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     report.timeline = metrics.timeline();
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
-    drop(metrics);
+}
+
+/// What was sent, skipped and read, and whether the run completed.
+fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) {
     let c = &shared.counters;
     report.sent = Counters::get(&c.sent);
     report.compressed = Counters::get(&c.compressed);
@@ -297,14 +273,4 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     report.capture_error = source.capture_error;
     report.error = shared.abort.reason();
     report.complete = report.error.is_none() && report.capture_error.is_none();
-    report.server = server;
-    report.replayer = replayer;
-    report
-}
-
-fn is_local(host: &str) -> bool {
-    matches!(
-        host,
-        "127.0.0.1" | "localhost" | "[::1]" | "::1" | "0.0.0.0"
-    ) || host.starts_with("127.")
 }

@@ -1,7 +1,7 @@
 //! `--progress`: a bar over the compressed bytes of the capture read so far (all passes), with the
 //! requests sent and their rate. It only reads counters; the replay never waits for it.
 
-use super::schedule::{Counters, Shared};
+use super::route::shared::{Counters, Shared};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,8 +1,8 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout.
 
-use super::metrics::{DivergenceReport, LagReport, SecondReport};
-use super::server::StatusSnapshot;
+use super::measure::metrics::{DivergenceReport, LagReport, SecondReport};
+use super::measure::server::StatusSnapshot;
 use crate::report::phases::PhaseReport;
 use crate::report::summary::{CommandSummary, ReportSummary};
 use crate::report::table::Table;

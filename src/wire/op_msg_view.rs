@@ -37,8 +37,8 @@ impl<'a> OpMsgView<'a> {
                 detail: format!("{} is not OP_MSG", header.op_code.name()),
             });
         }
-        let raw_flags =
-            super::read::ByteCursor::new(&frame[HEADER_LEN..], HEADER_LEN).u32("OP_MSG flagBits")?;
+        let raw_flags = super::read::ByteCursor::new(&frame[HEADER_LEN..], HEADER_LEN)
+            .u32("OP_MSG flagBits")?;
         let unknown_required = raw_flags & REQUIRED_BITS & !MsgFlags::all().bits();
         if unknown_required != 0 {
             return Err(WireError::UnknownRequiredFlags {
@@ -334,8 +334,11 @@ mod tests {
         .encode(7, 3)
     }
 
+    /// A section as owned values: the sequence identifier ("" for the body) and the documents.
+    type Owned = (String, Vec<Vec<u8>>);
+
     /// Every section and document of a view, as owned values, or the first error.
-    fn walk(frame: &[u8]) -> Result<Vec<(String, Vec<Vec<u8>>)>, WireError> {
+    fn walk(frame: &[u8]) -> Result<Vec<Owned>, WireError> {
         let view = OpMsgView::new(frame)?;
         let mut out = Vec::new();
         for s in view.sections() {

@@ -2,13 +2,14 @@
 //! database and its `_id`s, and is queued within the read-ahead budget. Step markers are copied the
 //! same way but take no part in pacing.
 
-use super::Reader;
-use crate::replay::db_map::{CopyDb, DbMap};
-use crate::replay::phases::{self, Marker};
+use super::markers;
+use super::Feed;
+use crate::replay::measure::step_phases::Marker;
+use crate::replay::request::db_map::{CopyDb, DbMap};
+use crate::replay::request::rewrite;
 use crate::replay::request::{Request, Skip};
-use crate::replay::rewrite;
-use crate::replay::router::Lanes;
-use crate::replay::schedule::Op;
+use crate::replay::route::op::Op;
+use crate::replay::route::Lanes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -37,7 +38,7 @@ fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
     }
 }
 
-impl Reader<'_> {
+impl Feed<'_> {
     /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
     pub(super) fn emit(&mut self, req: Request) -> bool {
         if self.shared.abort.is_set() {
@@ -145,7 +146,7 @@ impl Reader<'_> {
                 .wrapping_mul(clones)
                 .wrapping_add(clone);
             let (lane, _) = self.router.route(scope, clone, &req);
-            let op = phases::marker_op(marker.clone(), &req, offset_ns, self.seq, scope);
+            let op = markers::marker_op(marker.clone(), &req, offset_ns, self.seq, scope);
             self.router.send(lane, op);
         }
         true

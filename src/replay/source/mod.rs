@@ -1,18 +1,21 @@
-//! The capture reader thread: streams the capture (once per repeat), decides what is replayed, pairs
-//! each request with its recorded reply, rewrites it for every clone, and hands it to a replay
-//! connection. It runs ahead of the connections by at most the read-ahead budget.
+//! Step 1 of the pipeline: the capture feed, a thread that streams the capture (once per repeat),
+//! decides what is replayed ([`filters`]), pairs each request with its recorded reply, writes it out
+//! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
+//! read-ahead budget. Step markers travel the same way ([`markers`]).
 
-use super::filters::Filters;
-use super::ids::IdRemap;
-use super::legacy::{self, CursorNamespaces};
-use super::outcome;
-use super::phases::{self, Marker, MarkerSeq};
-use super::request::{self, Request, Skip};
-use super::router::{Lanes, Router};
-use super::schedule::Shared;
-use super::sessions::Sessions;
 use crate::capture::{CaptureReader, RecordKind};
+use crate::replay::lane;
+use crate::replay::measure::outcome;
+use crate::replay::measure::step_phases::Marker;
+use crate::replay::request::ids::IdRemap;
+use crate::replay::request::kill_cursors::{self, CursorNamespaces};
+use crate::replay::request::sessions::Sessions;
+use crate::replay::request::{self, Request, Skip};
+use crate::replay::route::shared::Shared;
+use crate::replay::route::{Lanes, Router, SpawnLane};
 use crate::wire::header::MsgHeader;
+use filters::Filters;
+use markers::MarkerSeq;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +24,8 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 mod copies;
+pub mod filters;
+pub mod markers;
 
 /// Requests held per recorded connection while their recorded replies are read.
 const MAX_HELD: usize = 10_000;
@@ -50,7 +55,8 @@ pub struct SourceResult {
     pub recorded_span_ns: u64,
     pub lanes: Vec<JoinHandle<()>>,
 }
-struct Reader<'a> {
+/// The feed's state over all passes.
+struct Feed<'a> {
     cfg: &'a SourceConfig,
     shared: Arc<Shared>,
     router: Router,
@@ -78,7 +84,7 @@ struct Reader<'a> {
     held_markers: HashMap<(u64, i32), Marker>,
 }
 
-impl Reader<'_> {
+impl Feed<'_> {
     fn span(&self) -> u64 {
         self.last_ts
             .saturating_sub(self.first_ts.unwrap_or(self.last_ts))
@@ -99,7 +105,7 @@ impl Reader<'_> {
         let request_id = MsgHeader::parse(wire).ok().flatten()?.request_id;
         let marker = self.markers.next(self.iteration, &step);
         self.held_markers.insert((conn_id, request_id), marker);
-        Some(phases::marker_request(conn_id, ts_ns, request_id))
+        Some(markers::marker_request(conn_id, ts_ns, request_id))
     }
 
     /// A legacy OP_KILL_CURSORS becomes `killCursors` on the namespace its cursors were opened in.
@@ -111,7 +117,7 @@ impl Reader<'_> {
         if skip != Skip::Unsupported {
             return Err(skip);
         }
-        legacy::understand_kill_cursors(record.conn_id, record.ts_ns, &record.payload, |c| {
+        kill_cursors::understand_kill_cursors(record.conn_id, record.ts_ns, &record.payload, |c| {
             self.cursor_ns.get(c)
         })
     }
@@ -280,8 +286,12 @@ pub fn run(
     handle: Handle,
     progress: Arc<AtomicU64>,
 ) -> SourceResult {
-    let router = Router::new(cfg.lanes, cfg.clones.max(1), handle, shared.clone());
-    let mut reader = Reader {
+    let spawn_lane: SpawnLane = {
+        let shared = shared.clone();
+        Box::new(move |rx| handle.spawn(lane::run(shared.clone(), rx)))
+    };
+    let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.clone());
+    let mut reader = Feed {
         cfg: &cfg,
         shared,
         router,

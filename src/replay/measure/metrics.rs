@@ -2,6 +2,7 @@
 //! schedule lag, and divergences from the recorded replies. One lock, held for a few hundred ns per
 //! operation; every figure is kept in nanoseconds.
 
+use super::step_phases::ReplayPhases;
 use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -105,7 +106,7 @@ pub struct Metrics {
     /// Requests sent with moreToCome: no reply, so no latency.
     pub unacknowledged: u64,
     /// The replay cut at the capture's step markers.
-    pub phases: super::phases::ReplayPhases,
+    pub phases: ReplayPhases,
 }
 
 /// One finished operation.
@@ -132,13 +133,13 @@ impl Metrics {
             behind_100ms: 0,
             divergences: BTreeMap::new(),
             unacknowledged: 0,
-            phases: super::phases::ReplayPhases::new(start),
+            phases: ReplayPhases::new(start),
         }
     }
 
     pub fn record(&mut self, s: Sample<'_>) {
         self.overall.add(s.latency_ns, s.error);
-        self.phases.record(&s);
+        self.phases.record(s.done, s.latency_ns, s.error);
         match self.per_command.get_mut(s.command) {
             Some(st) => st.add(s.latency_ns, s.error),
             None => {

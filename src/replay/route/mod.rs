@@ -1,15 +1,29 @@
-//! Routing: which replay connection (lane) each copy of a recorded request is sent on. With one lane
-//! per recorded connection it follows the recording; with `--connections N` it spreads requests over
-//! N lanes per clone, keeping a cursor's getMores and a transaction's statements on one lane.
+//! Step 3 of the pipeline: which lane each copy of a recorded request goes to ([`Router`]), when it
+//! is due ([`pacing`]), in what form ([`op::Op`]), and what the lanes share ([`shared`], with the
+//! read-ahead [`budget`], the live [`cursors`] and the [`abort`] signal).
+//!
+//! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
+//! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
+//! statements on one lane.
 
-use super::cursors::Scope;
-use super::request::Request;
-use super::schedule::{Op, Shared};
+pub mod abort;
+pub mod budget;
+pub mod cursors;
+pub mod op;
+pub mod pacing;
+pub mod shared;
+
+use crate::replay::request::{Request, Scope};
+use op::Op;
+use shared::Shared;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::runtime::Handle;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
+
+/// Starts a lane on the receiving end of its queue. The source plugs `lane::run` in, so routing
+/// does not depend on what a lane does.
+pub type SpawnLane = Box<dyn Fn(UnboundedReceiver<Op>) -> JoinHandle<()>>;
 
 /// How replay connections are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +36,7 @@ pub enum Lanes {
 
 pub struct Router {
     lanes_mode: Lanes,
-    handle: Handle,
+    spawn_lane: SpawnLane,
     shared: Arc<Shared>,
     lanes: Vec<Option<UnboundedSender<Op>>>,
     by_conn: HashMap<(Scope, u64), usize>,
@@ -34,10 +48,15 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(lanes_mode: Lanes, clones: u32, handle: Handle, shared: Arc<Shared>) -> Router {
+    pub fn new(
+        lanes_mode: Lanes,
+        clones: u32,
+        spawn_lane: SpawnLane,
+        shared: Arc<Shared>,
+    ) -> Router {
         let mut r = Router {
             lanes_mode,
-            handle,
+            spawn_lane,
             shared,
             lanes: Vec::new(),
             by_conn: HashMap::new(),
@@ -56,9 +75,7 @@ impl Router {
 
     fn spawn(&mut self) -> usize {
         let (tx, rx) = unbounded_channel();
-        let shared = self.shared.clone();
-        self.joins
-            .push(self.handle.spawn(super::lane::run(shared, rx)));
+        self.joins.push((self.spawn_lane)(rx));
         self.lanes.push(Some(tx));
         self.lanes.len() - 1
     }

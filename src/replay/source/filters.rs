@@ -1,7 +1,7 @@
 //! `--command`, `--namespace` and `--connection` (and their `!=` forms): which recorded requests are
 //! replayed. Decided once per recorded request, before it is copied for every clone.
 
-use super::request::Request;
+use crate::replay::request::Request;
 
 /// Which recorded requests are replayed. Empty lists accept everything.
 #[derive(Debug, Clone, Default)]

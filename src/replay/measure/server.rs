@@ -2,7 +2,7 @@
 //! its CPU time from the kernel's accounting (`/proc/PID/stat`). The process is given with
 //! `--server-pid` or found as the owner of the socket listening on the target's port.
 
-use super::conn::Conn;
+use crate::replay::client::{command_ok, error_text, Conn};
 use bson::{rawdoc, Bson, Document};
 use serde::Serialize;
 use std::path::Path;
@@ -111,11 +111,8 @@ pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
-    if !super::conn::command_ok(&reply) {
-        return Err(format!(
-            "serverStatus failed: {}",
-            super::conn::error_text(&reply)
-        ));
+    if !command_ok(&reply) {
+        return Err(format!("serverStatus failed: {}", error_text(&reply)));
     }
     let doc: Document = reply
         .try_into()

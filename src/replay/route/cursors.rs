@@ -5,13 +5,11 @@
 //! opened it, which is always before any getMore that uses it; the connection that gets the live reply
 //! resolves it. A getMore waits for a cursor that is announced but not yet resolved.
 
+use crate::replay::request::Scope;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
-
-/// A copy of the traffic (repeat iteration x clone): cursors of one copy never serve another.
-pub type Scope = u32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {

@@ -4,7 +4,7 @@
 //! rules are listed in `docs/replay.md`.
 
 use super::db_map::DbMap;
-use super::request::Request;
+use super::recorded::Request;
 use crate::wire::bson_raw::{self, DocWriter, ARRAY, BINARY_UUID, DOCUMENT};
 use crate::wire::{MsgFlags, OpMsgView, OpMsgWriter, SectionView, WireError};
 
@@ -104,8 +104,8 @@ fn rewrite_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::request::tests::msg;
-    use crate::replay::request::understand;
+    use crate::replay::request::understand::tests::msg;
+    use crate::replay::request::understand::understand;
     use crate::wire::op_msg::MsgFlags;
     use crate::wire::Message;
     use bson::{rawdoc, RawDocumentBuf};

@@ -1,7 +1,8 @@
 //! SCRAM-SHA-256 and SCRAM-SHA-1 (RFC 5802 as MongoDB uses it). Recorded SASL conversations are bound
 //! to their session's nonce and cannot be replayed, so each replay connection authenticates itself.
 
-use super::conn::{command_ok, error_text, Conn, ConnError, Target};
+use super::connection::{command_ok, error_text, Conn, ConnError};
+use super::target::Target;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bson::{rawdoc, spec::BinarySubtype, Binary, RawDocumentBuf};
@@ -95,71 +96,42 @@ fn payload(reply: &RawDocumentBuf) -> Option<String> {
     String::from_utf8(b.bytes.to_vec()).ok()
 }
 
-pub async fn authenticate(
-    conn: &mut Conn,
-    target: &Target,
-    hello: &RawDocumentBuf,
-) -> Result<(), ConnError> {
-    let user = target.user.clone().unwrap_or_default();
-    let fail = |detail: String| ConnError::Auth {
-        addr: target.addr.clone(),
-        user: user.clone(),
-        detail,
-    };
-    let mech = choose(target, hello);
-    let password = target.password.clone().unwrap_or_default();
-    let password = match mech {
-        // SCRAM-SHA-1 in MongoDB hashes the password the way MONGODB-CR did.
+/// SCRAM-SHA-1 in MongoDB hashes the password the way MONGODB-CR did.
+fn mongo_password(mech: Mechanism, user: &str, password: &str) -> String {
+    match mech {
         Mechanism::Sha1 => {
             use md5::Digest;
             let digest = md5::Md5::digest(format!("{user}:mongo:{password}").as_bytes());
-            digest
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+            digest.iter().map(|b| format!("{b:02x}")).collect()
         }
-        Mechanism::Sha256 => password,
-    };
-    let mut nonce = [0u8; 24];
-    rand::rng().fill_bytes(&mut nonce);
-    let nonce = B64.encode(nonce);
-    let sasl_user = user.replace('=', "=3D").replace(',', "=2C");
-    let first_bare = format!("n={sasl_user},r={nonce}");
-    let binary = |s: String| Binary {
-        subtype: BinarySubtype::Generic,
-        bytes: s.into_bytes(),
-    };
-    let db = target.auth_source.as_str();
-    let start = rawdoc! {
-        "saslStart": 1, "mechanism": mech.name(), "payload": binary(format!("n,,{first_bare}")),
-        "autoAuthorize": 1, "options": { "skipEmptyExchange": true }, "$db": db,
-    };
-    let reply = conn.command(&start, "authenticating").await?;
-    if !command_ok(&reply) {
-        return Err(fail(format!(
-            "{} saslStart: {}",
-            mech.name(),
-            error_text(&reply)
-        )));
+        Mechanism::Sha256 => password.to_owned(),
     }
-    let conversation = reply
-        .get("conversationId")
-        .ok()
-        .flatten()
-        .map(bson::RawBson::from)
-        .ok_or_else(|| fail("saslStart reply has no conversationId".into()))?;
-    let server_first =
-        payload(&reply).ok_or_else(|| fail("saslStart reply has no payload".into()))?;
-    let server_nonce = attr(&server_first, 'r').unwrap_or_default();
-    let salt = attr(&server_first, 's')
+}
+
+/// The client-final message, and the signature the server's final message must carry.
+struct Proof {
+    client_final: String,
+    server_signature: String,
+}
+
+/// Answers the server-first message (RFC 5802 section 3); the error says what the server got wrong.
+fn prove(
+    mech: Mechanism,
+    password: &str,
+    nonce: &str,
+    first_bare: &str,
+    server_first: &str,
+) -> Result<Proof, String> {
+    let server_nonce = attr(server_first, 'r').unwrap_or_default();
+    let salt = attr(server_first, 's')
         .and_then(|s| B64.decode(s).ok())
-        .ok_or_else(|| fail("server-first message has no salt".into()))?;
-    let iterations: u32 = attr(&server_first, 'i')
+        .ok_or("server-first message has no salt")?;
+    let iterations: u32 = attr(server_first, 'i')
         .and_then(|i| i.parse().ok())
         .filter(|&i| i >= 1)
-        .ok_or_else(|| fail("server-first message has no iteration count".into()))?;
-    if !server_nonce.starts_with(&nonce) {
-        return Err(fail("the server nonce does not extend ours".into()));
+        .ok_or("server-first message has no iteration count")?;
+    if !server_nonce.starts_with(nonce) {
+        return Err("the server nonce does not extend ours".into());
     }
     let salted = mech.salted_password(password.as_bytes(), &salt, iterations);
     let client_key = mech.hmac(&salted, b"Client Key");
@@ -172,33 +144,118 @@ pub async fn authenticate(
         .zip(&signature)
         .map(|(a, b)| a ^ b)
         .collect();
-    let client_final = format!("{without_proof},p={}", B64.encode(proof));
-    let mut step = rawdoc! { "saslContinue": 1, "payload": binary(client_final), "$db": db };
-    step.append(bson::cstr!("conversationId"), conversation.clone());
-    let reply = conn.command(&step, "authenticating").await?;
-    if !command_ok(&reply) {
-        return Err(fail(format!(
-            "{} saslContinue: {}",
-            mech.name(),
-            error_text(&reply)
-        )));
-    }
-    let server_final = payload(&reply).unwrap_or_default();
     let server_key = mech.hmac(&salted, b"Server Key");
-    let expected = B64.encode(mech.hmac(&server_key, auth_message.as_bytes()));
-    if attr(&server_final, 'v') != Some(expected.as_str()) {
-        return Err(fail("the server's signature does not verify".into()));
+    Ok(Proof {
+        client_final: format!("{without_proof},p={}", B64.encode(proof)),
+        server_signature: B64.encode(mech.hmac(&server_key, auth_message.as_bytes())),
+    })
+}
+
+fn binary(s: String) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: s.into_bytes(),
+    }
+}
+
+/// One SASL conversation on one connection.
+struct Conversation<'a> {
+    conn: &'a mut Conn,
+    target: &'a Target,
+    user: String,
+    mech: Mechanism,
+    id: Option<bson::RawBson>,
+}
+
+impl Conversation<'_> {
+    fn fail(&self, detail: String) -> ConnError {
+        ConnError::Auth {
+            addr: self.target.addr.clone(),
+            user: self.user.clone(),
+            detail,
+        }
+    }
+
+    /// Runs one SASL command; a failed reply is an error prefixed with `what`.
+    async fn run(
+        &mut self,
+        mut cmd: RawDocumentBuf,
+        what: &str,
+    ) -> Result<RawDocumentBuf, ConnError> {
+        if let Some(id) = &self.id {
+            cmd.append(bson::cstr!("conversationId"), id.clone());
+        }
+        let reply = self.conn.command(&cmd, "authenticating").await?;
+        if !command_ok(&reply) {
+            return Err(self.fail(format!("{what}{}", error_text(&reply))));
+        }
+        Ok(reply)
+    }
+
+    /// `saslStart` with the client-first message; returns the server-first message.
+    async fn start(&mut self, first_bare: &str) -> Result<String, ConnError> {
+        let start = rawdoc! {
+            "saslStart": 1, "mechanism": self.mech.name(), "payload": binary(format!("n,,{first_bare}")),
+            "autoAuthorize": 1, "options": { "skipEmptyExchange": true }, "$db": self.target.auth_source.as_str(),
+        };
+        let what = format!("{} saslStart: ", self.mech.name());
+        let reply = self.run(start, &what).await?;
+        self.id = Some(
+            reply
+                .get("conversationId")
+                .ok()
+                .flatten()
+                .map(bson::RawBson::from)
+                .ok_or_else(|| self.fail("saslStart reply has no conversationId".into()))?,
+        );
+        payload(&reply).ok_or_else(|| self.fail("saslStart reply has no payload".into()))
+    }
+
+    /// `saslContinue` with `payload`.
+    async fn next(&mut self, payload: String, what: &str) -> Result<RawDocumentBuf, ConnError> {
+        let db = self.target.auth_source.as_str();
+        let step = rawdoc! { "saslContinue": 1, "payload": binary(payload), "$db": db };
+        self.run(step, what).await
+    }
+}
+
+pub async fn authenticate(
+    conn: &mut Conn,
+    target: &Target,
+    hello: &RawDocumentBuf,
+) -> Result<(), ConnError> {
+    let mech = choose(target, hello);
+    let user = target.user.clone().unwrap_or_default();
+    let password = mongo_password(mech, &user, target.password.as_deref().unwrap_or_default());
+    let mut nonce = [0u8; 24];
+    rand::rng().fill_bytes(&mut nonce);
+    let nonce = B64.encode(nonce);
+    let sasl_user = user.replace('=', "=3D").replace(',', "=2C");
+    let first_bare = format!("n={sasl_user},r={nonce}");
+    let mut c = Conversation {
+        conn,
+        target,
+        user,
+        mech,
+        id: None,
+    };
+    let server_first = c.start(&first_bare).await?;
+    let proof =
+        prove(mech, &password, &nonce, &first_bare, &server_first).map_err(|d| c.fail(d))?;
+    let what = format!("{} saslContinue: ", mech.name());
+    let reply = c.next(proof.client_final, &what).await?;
+    let server_final = payload(&reply).unwrap_or_default();
+    if attr(&server_final, 'v') != Some(proof.server_signature.as_str()) {
+        return Err(c.fail("the server's signature does not verify".into()));
     }
     let mut done = reply.get_bool("done").unwrap_or(true);
     let mut rounds = 0;
     while !done && rounds < 3 {
-        let mut step = rawdoc! { "saslContinue": 1, "payload": binary(String::new()), "$db": db };
-        step.append(bson::cstr!("conversationId"), conversation.clone());
-        let reply = conn.command(&step, "authenticating").await?;
-        if !command_ok(&reply) {
-            return Err(fail(error_text(&reply)));
-        }
-        done = reply.get_bool("done").unwrap_or(true);
+        done = c
+            .next(String::new(), "")
+            .await?
+            .get_bool("done")
+            .unwrap_or(true);
         rounds += 1;
     }
     Ok(())

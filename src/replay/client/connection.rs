@@ -1,12 +1,12 @@
-//! A minimal MongoDB connection for the replayer: raw OP_MSG bytes out, whole frames back, its own
-//! `hello` handshake and SCRAM authentication. Nothing here re-encodes a replayed request.
+//! A minimal MongoDB connection for the replayer: raw OP_MSG bytes out, whole frames back, and
+//! commands of its own (handshake, auth, serverStatus). Nothing here re-encodes a replayed request.
+//! Opening one (`hello`, SCRAM) is [`super::handshake`].
 
-use super::auth;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
 use crate::wire::{FrameSplitter, OpMsgView, WireError};
-use bson::{rawdoc, RawDocumentBuf};
+use bson::RawDocumentBuf;
 use bytes::Bytes;
 use std::pin::Pin;
 use std::time::Duration;
@@ -14,8 +14,6 @@ use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
-
-pub use super::target::{Target, TargetError};
 
 /// What went wrong talking to the target. Every variant names the target's address: these are
 /// target-side failures, as opposed to capture or internal ones.
@@ -79,32 +77,9 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects, says `hello`, and authenticates when the target carries credentials.
-    pub async fn connect(target: &Target, timeout: Duration) -> Result<Conn, ConnError> {
-        Conn::connect_offering(target, timeout, None).await
-    }
-
-    /// [`Conn::connect`], offering a compressor in the `hello` (as the recorded client did); the
-    /// target's answer says whether it agreed ([`Conn::compressor`]).
-    pub async fn connect_offering(
-        target: &Target,
-        timeout: Duration,
-        offer: Option<Compressor>,
-    ) -> Result<Conn, ConnError> {
-        let addr = target.addr.clone();
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(source)) => return Err(ConnError::Connect { addr, source }),
-            Err(_) => {
-                return Err(ConnError::Timeout {
-                    addr,
-                    secs: timeout.as_secs_f64(),
-                    during: "connecting",
-                })
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let mut conn = Conn {
+    /// A connection over `stream` that has not said `hello` yet ([`Conn::connect`] does).
+    pub(super) fn new(stream: TcpStream, addr: String, timeout: Duration) -> Conn {
+        Conn {
             stream,
             splitter: FrameSplitter::new(),
             next_id: 1,
@@ -113,47 +88,12 @@ impl Conn {
             watchdog: None,
             compressor: None,
             stray_replies: 0,
-        };
-        let mut hello = rawdoc! {
-            "hello": 1, "helloOk": true,
-            "client": {
-                "application": { "name": target.app_name.as_str() },
-                "driver": { "name": "mongotape", "version": env!("CARGO_PKG_VERSION") },
-                "os": { "type": std::env::consts::OS },
-            },
-        };
-        if let Some(user) = &target.user {
-            hello.append(
-                bson::cstr!("saslSupportedMechs"),
-                format!("{}.{user}", target.auth_source),
-            );
         }
-        if let Some(c) = offer {
-            let mut names = bson::RawArrayBuf::new();
-            names.push(c.name());
-            hello.append(bson::cstr!("compression"), names);
-        }
-        hello.append(bson::cstr!("$db"), "admin");
-        let reply = conn.command(&hello, "saying hello").await?;
-        if !command_ok(&reply) {
-            return Err(ConnError::Handshake {
-                addr: conn.addr.clone(),
-                detail: error_text(&reply),
-            });
-        }
-        if let (Some(c), Ok(agreed)) = (offer, reply.get_array("compression")) {
-            if agreed
-                .into_iter()
-                .flatten()
-                .any(|a| a.as_str() == Some(c.name()))
-            {
-                conn.compressor = Some(c);
-            }
-        }
-        if target.user.is_some() {
-            auth::authenticate(&mut conn, target, &reply).await?;
-        }
-        Ok(conn)
+    }
+
+    /// Sets the compressor the target agreed to in the handshake.
+    pub(super) fn agree_compressor(&mut self, compressor: Compressor) {
+        self.compressor = Some(compressor);
     }
 
     pub fn addr(&self) -> &str {
@@ -311,6 +251,8 @@ pub fn error_text(reply: &RawDocumentBuf) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::client::Target;
+    use bson::rawdoc;
 
     /// A server that answers each request after the given delays (then never again).
     async fn slow_server(delays: Vec<u64>) -> String {

@@ -1,7 +1,7 @@
 //! Logical sessions: the live session id (`lsid.id`) that stands for a recorded one in each copy and
 //! lane. Copies and lanes never share a session, so clones do not collide on `txnNumber`s.
 
-use super::cursors::Scope;
+use super::recorded::Scope;
 use rand::RngCore;
 use std::collections::HashMap;
 

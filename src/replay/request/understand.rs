@@ -1,12 +1,11 @@
-//! A recorded request understood: what it is (command, database, collection, session, transaction,
-//! the cursors it names) and whether it is replayed at all ([`Skip`]). This is done once per recorded
-//! request, whatever its opcode (legacy ones come in through [`super::legacy`]), before any copy of
-//! it is written out ([`super::rewrite`]).
+//! Deciding, once per recorded request, whether it is replayed, and what it is: command,
+//! database, collection, session, transaction, the cursors it names. Legacy opcodes are first turned
+//! into the command they stand for ([`super::as_command`]).
 
-use super::legacy::{
+use super::as_command::{
     from_op_delete, from_op_get_more, from_op_insert, from_op_query, from_op_update,
 };
-use super::outcome::Outcome;
+use super::recorded::{Request, Skip};
 use crate::wire::bson_raw;
 use crate::wire::compressed::{self, Compressor};
 use crate::wire::header::{MsgHeader, OpCode};
@@ -14,70 +13,6 @@ use crate::wire::info::is_handshake_command;
 use crate::wire::OpMsgView;
 use bytes::Bytes;
 use std::sync::Arc;
-
-/// Why a recorded request is not replayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Skip {
-    /// Handshake, monitoring or authentication: every replay connection does its own.
-    Handshake,
-    /// An opcode a current server no longer takes and that has no command equivalent here.
-    Unsupported,
-    /// The recorded bytes do not decode.
-    Malformed,
-}
-
-impl Skip {
-    pub fn name(self) -> &'static str {
-        match self {
-            Skip::Handshake => "handshake",
-            Skip::Unsupported => "unsupported_opcode",
-            Skip::Malformed => "malformed",
-        }
-    }
-}
-
-/// A recorded request that will be replayed, as a plain (uncompressed) OP_MSG.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub conn_id: u64,
-    pub ts_ns: u64,
-    pub request_id: i32,
-    pub msg: Bytes,
-    pub command: Arc<str>,
-    pub db: String,
-    pub collection: Option<String>,
-    pub expects_reply: bool,
-    /// The raw bytes of the recorded `lsid.id` (or of the whole lsid when it has no `id`).
-    pub lsid: Option<Vec<u8>>,
-    /// `txnNumber` of a multi-statement transaction statement (`autocommit: false`).
-    pub transaction: Option<i64>,
-    /// Cursors a getMore or killCursors refers to, as recorded.
-    pub cursor_refs: Vec<i64>,
-    /// The recorded reply's outcome, once the reply has been read from the capture.
-    pub recorded: Option<Outcome>,
-    /// The compressor of the recorded OP_COMPRESSED this request came in, if any.
-    pub compressor: Option<Compressor>,
-}
-
-impl Request {
-    pub fn namespace(&self) -> String {
-        match &self.collection {
-            Some(c) => format!("{}.{c}", self.db),
-            None => self.db.clone(),
-        }
-    }
-
-    /// The cursor the recorded reply handed out, if this request opened one.
-    pub fn produces_cursor(&self) -> Option<i64> {
-        if &*self.command == "getMore" {
-            return None;
-        }
-        self.recorded
-            .as_ref()
-            .and_then(|o| o.cursor_id)
-            .filter(|&c| c != 0)
-    }
-}
 
 /// Decides whether a recorded request is replayed and, if so, turns it into a plain OP_MSG.
 pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Skip> {

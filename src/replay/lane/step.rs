@@ -1,0 +1,263 @@
+//! One op on a lane: a step marker reached, or a request waited for, patched, sent, answered,
+//! checked against its recorded reply and measured.
+
+use crate::replay::client::{Conn, ConnError, UNAUTHORIZED};
+use crate::replay::measure::metrics::Sample;
+use crate::replay::measure::outcome::{self, Outcome};
+use crate::replay::measure::step_phases::Marker;
+use crate::replay::route::op::Op;
+use crate::replay::route::shared::{Counters, Shared};
+use crate::wire::bson_raw;
+use crate::wire::compressed;
+use std::time::Instant as StdInstant;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub(super) enum Step {
+    Sent { acknowledged: bool },
+    Skipped,
+    Stop,
+}
+
+pub(super) async fn one(
+    shared: &Shared,
+    conn: Option<&mut Conn>,
+    mut op: Op,
+    abort: &mut watch::Receiver<bool>,
+) -> Result<Step, ConnError> {
+    let intended = shared.pacing.due(shared.start, &op);
+    if let Some(marker) = &op.marker {
+        let reached = reach_marker(shared, marker, intended, abort).await;
+        return Ok(if reached { Step::Skipped } else { Step::Stop });
+    }
+    let Some(conn) = conn else {
+        // Not reached: the lane connects before its first request.
+        return Ok(Step::Skipped);
+    };
+    if let Some(step) = wait_until_due(shared, intended, abort).await {
+        return Ok(step);
+    }
+    if !patch_cursors(shared, &mut op).await {
+        Counters::bump(&shared.counters.cursor_not_found);
+        return Ok(Step::Skipped);
+    }
+    let sent_at = Instant::now();
+    let lag_ns = intended.map_or(0, |d| {
+        sent_at.saturating_duration_since(d).as_nanos() as u64
+    });
+    let id = send(shared, conn, &mut op).await?;
+    if !op.expects_reply {
+        shared.metrics.lock().expect("metrics lock").record(Sample {
+            command: &op.command,
+            namespace: &op.namespace,
+            latency_ns: None,
+            error: false,
+            lag_ns,
+            done: StdInstant::now(),
+        });
+        return Ok(Step::Sent {
+            acknowledged: false,
+        });
+    }
+    let frame = conn.recv(id).await?;
+    let done = Instant::now();
+    let origin = if shared.pacing.open_loop() {
+        intended.unwrap_or(sent_at)
+    } else {
+        sent_at
+    };
+    let latency_ns = done.saturating_duration_since(origin).as_nanos() as u64;
+    let live = outcome::scan(&frame).map_err(|source| ConnError::Wire {
+        addr: conn.addr().to_owned(),
+        source,
+    })?;
+    check_authorized(shared, conn, &op, &live)?;
+    follow_cursors(shared, &op, &live);
+    measure(shared, &op, &live, latency_ns, lag_ns);
+    Ok(Step::Sent { acknowledged: true })
+}
+
+/// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the
+/// `--duration` deadline, or the replay was aborted meanwhile.
+async fn wait_until_due(
+    shared: &Shared,
+    intended: Option<Instant>,
+    abort: &mut watch::Receiver<bool>,
+) -> Option<Step> {
+    if let (Some(deadline), Some(due)) = (shared.deadline, intended) {
+        if due >= deadline {
+            Counters::bump(&shared.counters.after_deadline);
+            return Some(Step::Skipped);
+        }
+    }
+    if let Some(due) = intended {
+        if due > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => {}
+                _ = abort.wait_for(|a| *a) => return Some(Step::Stop),
+            }
+        }
+    }
+    if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+        Counters::bump(&shared.counters.after_deadline);
+        return Some(Step::Skipped);
+    }
+    None
+}
+
+/// Writes the live ids of the recorded cursors the op names into its bytes (waiting for cursors
+/// opened on other lanes). False when none of them is live: the op is not sent.
+async fn patch_cursors(shared: &Shared, op: &mut Op) -> bool {
+    if op.cursor_patches.is_empty() {
+        return true;
+    }
+    let mut found = 0;
+    let mut fallback = None;
+    let mut missing = Vec::new();
+    for &(at, recorded) in &op.cursor_patches {
+        match shared
+            .cursors
+            .live(op.scope, recorded, shared.cursor_wait)
+            .await
+        {
+            Some(live) => {
+                bson_raw::write_i64_at(&mut op.bytes, at, live);
+                fallback.get_or_insert(live);
+                found += 1;
+            }
+            None => missing.push(at),
+        }
+    }
+    if found == 0 {
+        return false;
+    }
+    // killCursors with some cursors gone: name a known one twice rather than a stale id.
+    for at in missing {
+        bson_raw::write_i64_at(&mut op.bytes, at, fallback.unwrap_or_default());
+    }
+    true
+}
+
+/// Sends the op, compressed as the recorded client did with what the target agreed to; returns
+/// the request id it went out with.
+async fn send(shared: &Shared, conn: &mut Conn, op: &mut Op) -> Result<i32, ConnError> {
+    let packed = match (op.compressor, conn.compressor()) {
+        (Some(_), Some(c)) => compressed::compress(&op.bytes, c).ok(),
+        _ => None,
+    };
+    let id = match packed {
+        Some(mut packed) => {
+            Counters::bump(&shared.counters.compressed);
+            conn.send(&mut packed).await?
+        }
+        None => conn.send(&mut op.bytes).await?,
+    };
+    Counters::bump(&shared.counters.sent);
+    Ok(id)
+}
+
+/// Without credentials every request would fail this way: one clear error, not a divergence each.
+fn check_authorized(
+    shared: &Shared,
+    conn: &Conn,
+    op: &Op,
+    live: &Outcome,
+) -> Result<(), ConnError> {
+    if live.code == Some(UNAUTHORIZED)
+        && shared.target.user.is_none()
+        && op
+            .recorded
+            .as_ref()
+            .is_none_or(|r| r.code != Some(UNAUTHORIZED))
+    {
+        return Err(ConnError::Unauthorized {
+            addr: conn.addr().to_owned(),
+            command: op.command.to_string(),
+            detail: live.errmsg.clone().unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// Tells the shared cursor map what the live reply did to the op's cursors.
+fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
+    if let Some(recorded) = op.produces_cursor {
+        let id = if live.ok { live.cursor_id } else { None };
+        shared.cursors.resolve(op.scope, recorded, id);
+    }
+    match &*op.command {
+        "getMore" => {
+            if let Some(&(_, recorded)) = op.cursor_patches.first() {
+                let recorded_done = op.recorded.as_ref().and_then(|o| o.cursor_id) == Some(0);
+                if recorded_done {
+                    shared.cursors.forget(op.scope, recorded);
+                } else if !live.ok || live.cursor_id == Some(0) {
+                    shared.cursors.resolve(op.scope, recorded, None);
+                }
+            }
+        }
+        "killCursors" => {
+            for &(_, recorded) in &op.cursor_patches {
+                shared.cursors.forget(op.scope, recorded);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Records the answered op, and how its reply differs from the recorded one.
+fn measure(shared: &Shared, op: &Op, live: &Outcome, latency_ns: u64, lag_ns: u64) {
+    let error = !live.ok || live.write_errors > 0;
+    let mut metrics = shared.metrics.lock().expect("metrics lock");
+    if let Some(recorded) = &op.recorded {
+        let fields = recorded.differences(live);
+        if !fields.is_empty() {
+            metrics.diverged(&op.command, &fields, || {
+                serde_json::json!({
+                    "recorded_connection": op.origin_conn,
+                    "recorded_request_id": op.origin_request,
+                    "namespace": &*op.namespace,
+                    "fields": fields,
+                    "recorded": recorded,
+                    "live": live,
+                })
+            });
+        }
+    }
+    metrics.record(Sample {
+        command: &op.command,
+        namespace: &op.namespace,
+        latency_ns: Some(latency_ns),
+        error,
+        lag_ns,
+        done: StdInstant::now(),
+    });
+}
+
+/// Waits for the marker's due time (as a request would be), then marks the phase. False when the
+/// replay was aborted meanwhile.
+async fn reach_marker(
+    shared: &Shared,
+    marker: &Marker,
+    due: Option<Instant>,
+    abort: &mut watch::Receiver<bool>,
+) -> bool {
+    if let Some(due) = due {
+        if shared.deadline.is_some_and(|d| due >= d) {
+            return true;
+        }
+        if due > Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => {}
+                _ = abort.wait_for(|a| *a) => return false,
+            }
+        }
+    }
+    shared
+        .metrics
+        .lock()
+        .expect("metrics lock")
+        .phases
+        .reach(marker);
+    true
+}

@@ -1,0 +1,11 @@
+//! Step 5 of the pipeline: what a replay measures. Below everything but `client` (serverStatus).
+//!
+//! - [`outcome`]: a reply's outcome read in place (recorded and live alike), and the comparison.
+//! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
+//! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
+//! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
+
+pub mod metrics;
+pub mod outcome;
+pub mod server;
+pub mod step_phases;

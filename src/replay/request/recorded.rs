@@ -1,0 +1,75 @@
+//! A recorded request as the rest of the replay sees it ([`Request`]), why one is not replayed
+//! ([`Skip`]), and which copy of the traffic a copy of it belongs to ([`Scope`]).
+
+use crate::replay::measure::outcome::Outcome;
+use crate::wire::compressed::Compressor;
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// A copy of the traffic (repeat iteration x clone): each recorded request is written out once per
+/// copy, and the sessions, cursors and lanes of one copy never serve another.
+pub type Scope = u32;
+
+/// Why a recorded request is not replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Skip {
+    /// Handshake, monitoring or authentication: every replay connection does its own.
+    Handshake,
+    /// An opcode a current server no longer takes and that has no command equivalent here.
+    Unsupported,
+    /// The recorded bytes do not decode.
+    Malformed,
+}
+
+impl Skip {
+    pub fn name(self) -> &'static str {
+        match self {
+            Skip::Handshake => "handshake",
+            Skip::Unsupported => "unsupported_opcode",
+            Skip::Malformed => "malformed",
+        }
+    }
+}
+
+/// A recorded request that will be replayed, as a plain (uncompressed) OP_MSG.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub request_id: i32,
+    pub msg: Bytes,
+    pub command: Arc<str>,
+    pub db: String,
+    pub collection: Option<String>,
+    pub expects_reply: bool,
+    /// The raw bytes of the recorded `lsid.id` (or of the whole lsid when it has no `id`).
+    pub lsid: Option<Vec<u8>>,
+    /// `txnNumber` of a multi-statement transaction statement (`autocommit: false`).
+    pub transaction: Option<i64>,
+    /// Cursors a getMore or killCursors refers to, as recorded.
+    pub cursor_refs: Vec<i64>,
+    /// The recorded reply's outcome, once the reply has been read from the capture.
+    pub recorded: Option<Outcome>,
+    /// The compressor of the recorded OP_COMPRESSED this request came in, if any.
+    pub compressor: Option<Compressor>,
+}
+
+impl Request {
+    pub fn namespace(&self) -> String {
+        match &self.collection {
+            Some(c) => format!("{}.{c}", self.db),
+            None => self.db.clone(),
+        }
+    }
+
+    /// The cursor the recorded reply handed out, if this request opened one.
+    pub fn produces_cursor(&self) -> Option<i64> {
+        if &*self.command == "getMore" {
+            return None;
+        }
+        self.recorded
+            .as_ref()
+            .and_then(|o| o.cursor_id)
+            .filter(|&c| c != 0)
+    }
+}

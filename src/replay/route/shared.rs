@@ -1,0 +1,51 @@
+//! What every lane shares: the target, the pacing and the replay's clock, the live cursors, the
+//! metrics, the read-ahead budget, the abort signal and the counters.
+
+use super::abort::Abort;
+use super::budget::Budget;
+use super::cursors::Cursors;
+use super::pacing::Pacing;
+use crate::replay::client::Target;
+use crate::replay::measure::metrics::Metrics;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What every replay connection shares.
+pub struct Shared {
+    pub target: Target,
+    pub pacing: Pacing,
+    pub start: Instant,
+    pub deadline: Option<Instant>,
+    pub cursors: Cursors,
+    pub metrics: Mutex<Metrics>,
+    pub budget: Budget,
+    pub abort: Abort,
+    pub counters: Counters,
+    pub op_timeout: Duration,
+    /// How long a getMore waits for the live reply that opens its cursor.
+    pub cursor_wait: Duration,
+}
+
+/// Counters the connections bump without the metrics lock.
+#[derive(Default)]
+pub struct Counters {
+    pub connections_opened: AtomicU64,
+    pub cursor_not_found: AtomicU64,
+    pub after_deadline: AtomicU64,
+    pub stray_replies: AtomicU64,
+    pub sent: AtomicU64,
+    /// Requests sent compressed (OP_COMPRESSED with the compressor the target agreed to).
+    pub compressed: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
