@@ -6,19 +6,11 @@ use crate::replay::client::{command_ok, error_text, Conn};
 use bson::{rawdoc, Bson, Document};
 use serde::Serialize;
 use std::path::Path;
-use std::process::Command;
 
-/// Seconds per clock tick of `/proc/*/stat` (`getconf CLK_TCK`, 100 on every Linux we know).
+/// Seconds per clock tick of `/proc/*/stat` (`CLK_TCK`, 100 on every Linux we know).
 pub fn clock_tick_s() -> f64 {
-    let ticks = Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|&t| t > 0.0)
-        .unwrap_or(100.0);
-    1.0 / ticks
+    let ticks = rustix::param::clock_ticks_per_second();
+    1.0 / if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
 /// User + system CPU seconds of a process (all its threads, dead ones included).
