@@ -20,8 +20,10 @@
 //! before and after), `progress` (`--progress`), [`report`] (the run's report, JSON and text) and
 //! [`html`] (`--html`). This file starts the run and puts the report together.
 //!
-//! Dependencies point down the list above and never back: `client` and `measure` know nothing of
-//! the rest, `request` only `measure`, `route` only those, `lane` the four, `source` all of them.
+//! Dependencies never point back up the pipeline: `client` knows only `wire/`; `measure` only
+//! `client` (for `serverStatus`); `request` only `measure`; `route` those three; `lane` `client`,
+//! `route` and `measure`; `source` all of them (it plugs `lane::run` into the router). No file of
+//! `replay/` imports one that imports it back.
 
 pub mod client;
 pub mod config;

@@ -92,28 +92,13 @@ impl ReplayReport {
             "{} ops in {:.2} s ({:.0} ops/s), recorded span {:.2} s, {} connection(s), {} pass(es)\n",
             s.ops, s.wall_s, s.ops_per_s, self.recorded_span_s, self.connections_opened, self.iterations
         ));
-        let mut t = Table::new([
-            "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
-        ]);
-        let mut row = |name: &str, c: &CommandSummary| {
-            let l = &c.latency;
-            t.row([
-                name.to_owned(),
-                c.count.to_string(),
-                c.errors.to_string(),
-                format!("{:.0}", c.ops_per_s),
-                us(l.p50_us),
-                us(l.p90_us),
-                us(l.p99_us),
-                us(l.p999_us),
-                us(l.max_us),
-            ]);
-        };
-        for (name, c) in &s.per_command {
-            row(name, c);
-        }
-        row("(all)", &s.overall);
-        out.push_str(&t.render());
+        out.push_str(&self.command_table());
+        self.push_notes(&mut out);
+        out
+    }
+
+    /// Phases, what was not replayed or diverged, and what was spent, a line each.
+    fn push_notes(&self, out: &mut String) {
         if !self.phases.is_empty() {
             out.push_str(
                 "phases, from the first connection reaching each step marker to the next:\n",
@@ -170,6 +155,32 @@ impl ReplayReport {
         if let Some(e) = &self.error {
             out.push_str(&format!("replay ended early: {e}\n"));
         }
-        out
+    }
+
+    /// Latency and throughput per command, and over all.
+    fn command_table(&self) -> String {
+        let s = &self.summary;
+        let mut t = Table::new([
+            "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
+        ]);
+        let mut row = |name: &str, c: &CommandSummary| {
+            let l = &c.latency;
+            t.row([
+                name.to_owned(),
+                c.count.to_string(),
+                c.errors.to_string(),
+                format!("{:.0}", c.ops_per_s),
+                us(l.p50_us),
+                us(l.p90_us),
+                us(l.p99_us),
+                us(l.p999_us),
+                us(l.max_us),
+            ]);
+        };
+        for (name, c) in &s.per_command {
+            row(name, c);
+        }
+        row("(all)", &s.overall);
+        t.render()
     }
 }

@@ -65,74 +65,90 @@ impl Feed<'_> {
             return false;
         }
         for clone in 0..clones {
-            let scope = (self.iteration as u32)
-                .wrapping_mul(clones)
-                .wrapping_add(clone);
-            let (lane, session_key) = self.router.route(scope, clone, &req);
-            let lsid = req
-                .lsid
-                .as_ref()
-                .map(|l| self.sessions.live(scope, session_key, l));
-            let map = CopyDb {
-                map: &self.cfg.db_map,
-                clone: (clones > 1).then_some(clone + 1),
-            };
-            let out = match rewrite::rewrite(&req, &map, lsid.as_ref()) {
-                Ok(mut o) => {
-                    if let Some(ids) = &self.ids {
-                        ids.apply(&mut o.bytes, insert);
-                    }
-                    o
-                }
-                Err(_) => {
-                    *self
-                        .result
-                        .skipped
-                        .entry(Skip::Malformed.name())
-                        .or_default() += 1;
-                    continue;
-                }
-            };
-            // Built in a reused buffer: interning finds it without allocating.
-            let mut ns = std::mem::take(&mut self.ns_buf);
-            ns.clear();
-            ns.push_str(&map.map_db(&req.db));
-            if let Some(c) = &req.collection {
-                ns.push('.');
-                ns.push_str(c);
-            }
-            let produces_cursor = req.produces_cursor();
-            if let Some(c) = produces_cursor {
-                self.shared.cursors.expect(scope, c);
-            }
-            let op = Op {
-                cursor_patches: out.cursor_patches,
-                expects_reply: req.expects_reply,
-                command: intern(&mut self.commands, &command),
-                namespace: intern(&mut self.namespaces, &ns),
-                offset_ns,
-                seq: self.seq,
-                scope,
-                produces_cursor,
-                recorded: req.recorded.clone(),
-                origin_conn: req.conn_id,
-                origin_request: req.request_id,
-                bytes: out.bytes,
-                marker: None,
-                compressor: req.compressor,
-            };
-            self.ns_buf = ns;
-            self.seq += 1;
-            if !self
-                .shared
-                .budget
-                .acquire(op.bytes.len(), &self.shared.abort)
-            {
+            if !self.emit_copy(&req, clone, offset_ns, insert) {
                 return false;
             }
-            self.router.send(lane, op);
         }
         !barrier || self.shared.budget.wait_empty(&self.shared.abort)
+    }
+
+    /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
+    fn emit_copy(&mut self, req: &Request, clone: u32, offset_ns: u64, insert: bool) -> bool {
+        let clones = self.cfg.clones.max(1);
+        let scope = (self.iteration as u32)
+            .wrapping_mul(clones)
+            .wrapping_add(clone);
+        let (lane, session_key) = self.router.route(scope, clone, req);
+        let lsid = req
+            .lsid
+            .as_ref()
+            .map(|l| self.sessions.live(scope, session_key, l));
+        let map = CopyDb {
+            map: &self.cfg.db_map,
+            clone: (clones > 1).then_some(clone + 1),
+        };
+        let out = match rewrite::rewrite(req, &map, lsid.as_ref()) {
+            Ok(mut o) => {
+                if let Some(ids) = &self.ids {
+                    ids.apply(&mut o.bytes, insert);
+                }
+                o
+            }
+            Err(_) => {
+                *self
+                    .result
+                    .skipped
+                    .entry(Skip::Malformed.name())
+                    .or_default() += 1;
+                return true;
+            }
+        };
+        let namespace = self.namespace(&map, req);
+        let produces_cursor = req.produces_cursor();
+        if let Some(c) = produces_cursor {
+            self.shared.cursors.expect(scope, c);
+        }
+        let op = Op {
+            cursor_patches: out.cursor_patches,
+            expects_reply: req.expects_reply,
+            command: intern(&mut self.commands, &req.command),
+            namespace,
+            offset_ns,
+            seq: self.seq,
+            scope,
+            produces_cursor,
+            recorded: req.recorded.clone(),
+            origin_conn: req.conn_id,
+            origin_request: req.request_id,
+            bytes: out.bytes,
+            marker: None,
+            compressor: req.compressor,
+        };
+        self.seq += 1;
+        if !self
+            .shared
+            .budget
+            .acquire(op.bytes.len(), &self.shared.abort)
+        {
+            return false;
+        }
+        self.router.send(lane, op);
+        true
+    }
+
+    /// The copy's namespace, interned: built in a reused buffer, so interning finds it without
+    /// allocating.
+    fn namespace(&mut self, map: &CopyDb<'_>, req: &Request) -> Arc<str> {
+        let mut ns = std::mem::take(&mut self.ns_buf);
+        ns.clear();
+        ns.push_str(&map.map_db(&req.db));
+        if let Some(c) = &req.collection {
+            ns.push('.');
+            ns.push_str(c);
+        }
+        let interned = intern(&mut self.namespaces, &ns);
+        self.ns_buf = ns;
+        interned
     }
 
     /// Queues a step marker on its connection's lane in every clone. It takes no part in the

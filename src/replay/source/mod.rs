@@ -3,7 +3,7 @@
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
 //! read-ahead budget. Step markers travel the same way ([`markers`]).
 
-use crate::capture::{CaptureReader, RecordKind};
+use crate::capture::{CaptureReader, Record, RecordKind};
 use crate::replay::lane;
 use crate::replay::measure::outcome;
 use crate::replay::measure::step_phases::Marker;
@@ -29,6 +29,9 @@ pub mod markers;
 
 /// Requests held per recorded connection while their recorded replies are read.
 const MAX_HELD: usize = 10_000;
+
+/// The requests of each recorded connection waiting for their recorded replies.
+type Held = HashMap<u64, VecDeque<Request>>;
 
 pub struct SourceConfig {
     pub capture: PathBuf,
@@ -109,11 +112,7 @@ impl Feed<'_> {
     }
 
     /// A legacy OP_KILL_CURSORS becomes `killCursors` on the namespace its cursors were opened in.
-    fn legacy_kill_cursors(
-        &self,
-        skip: Skip,
-        record: &crate::capture::Record,
-    ) -> Result<Request, Skip> {
+    fn legacy_kill_cursors(&self, skip: Skip, record: &Record) -> Result<Request, Skip> {
         if skip != Skip::Unsupported {
             return Err(skip);
         }
@@ -153,7 +152,7 @@ impl Feed<'_> {
             }
         };
         let base = self.progress.load(Ordering::Relaxed);
-        let mut held: HashMap<u64, VecDeque<Request>> = HashMap::new();
+        let mut held = Held::new();
         self.markers.new_pass();
         self.held_markers.clear();
         if let Some(ids) = &mut self.ids {
@@ -180,90 +179,18 @@ impl Feed<'_> {
                     break;
                 }
             };
-            match record.kind {
-                RecordKind::Request => {
-                    if self.iteration == 0 {
-                        self.result.requests_read += 1;
-                    }
-                    let understood =
-                        request::understand(record.conn_id, record.ts_ns, &record.payload)
-                            .or_else(|skip| self.legacy_kill_cursors(skip, &record));
-                    let req = match understood {
-                        Err(skip) => {
-                            if self.iteration == 0 {
-                                *self.result.skipped.entry(skip.name()).or_default() += 1;
-                            }
-                            self.marker_request(skip, record.conn_id, record.ts_ns, &record.payload)
-                        }
-                        Ok(req) if !self.cfg.filters.accepts(&req) => {
-                            if self.iteration == 0 {
-                                self.result.filtered += 1;
-                            }
-                            None
-                        }
-                        Ok(req) => Some(req),
-                    };
-                    if let Some(req) = req {
-                        let q = held.entry(record.conn_id).or_default();
-                        q.push_back(req);
-                        let mut q = std::mem::take(q);
-                        let ok = self.flush(&mut q, false);
-                        held.insert(record.conn_id, q);
-                        if !ok {
-                            go_on = false;
-                            break;
-                        }
-                    }
-                }
-                RecordKind::Reply => {
-                    let Some(mut q) = held.remove(&record.conn_id) else {
-                        continue;
-                    };
-                    let response_to = MsgHeader::parse(&record.payload)
-                        .ok()
-                        .flatten()
-                        .map(|h| h.response_to);
-                    if let Some(req) = q.iter_mut().find(|r| {
-                        Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none()
-                    }) {
-                        req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
-                        self.cursor_ns.learn(req);
-                    }
-                    let ok = self.flush(&mut q, false);
-                    held.insert(record.conn_id, q);
-                    if !ok {
-                        go_on = false;
-                        break;
-                    }
-                }
-                RecordKind::Close => {
-                    if let Some(mut q) = held.remove(&record.conn_id) {
-                        if !self.flush(&mut q, true) {
-                            go_on = false;
-                            break;
-                        }
-                    }
-                    let clones = self.cfg.clones.max(1);
-                    for clone in 0..clones {
-                        let scope = (self.iteration as u32)
-                            .wrapping_mul(clones)
-                            .wrapping_add(clone);
-                        self.router.close_conn(scope, record.conn_id);
-                    }
-                }
-                _ => {}
+            go_on = match record.kind {
+                RecordKind::Request => self.on_request(&mut held, &record),
+                RecordKind::Reply => self.on_reply(&mut held, &record),
+                RecordKind::Close => self.on_close(&mut held, &record),
+                _ => true,
+            };
+            if !go_on {
+                break;
             }
         }
         if go_on {
-            let mut conns: Vec<u64> = held.keys().copied().collect();
-            conns.sort_unstable();
-            for c in conns {
-                let mut q = held.remove(&c).unwrap_or_default();
-                if !self.flush(&mut q, true) {
-                    go_on = false;
-                    break;
-                }
-            }
+            go_on = self.flush_all(&mut held);
         }
         self.progress
             .store(base + reader.compressed_offset(), Ordering::Relaxed);
@@ -277,9 +204,98 @@ impl Feed<'_> {
         self.sessions.clear();
         go_on && self.result.capture_error.is_none()
     }
+
+    /// What a recorded request is, or `None` when it is not replayed (counted in the first pass).
+    /// A step marker, though not replayed, comes back as a placeholder.
+    fn understood(&mut self, record: &Record) -> Option<Request> {
+        let understood = request::understand(record.conn_id, record.ts_ns, &record.payload)
+            .or_else(|skip| self.legacy_kill_cursors(skip, record));
+        match understood {
+            Err(skip) => {
+                if self.iteration == 0 {
+                    *self.result.skipped.entry(skip.name()).or_default() += 1;
+                }
+                self.marker_request(skip, record.conn_id, record.ts_ns, &record.payload)
+            }
+            Ok(req) if !self.cfg.filters.accepts(&req) => {
+                if self.iteration == 0 {
+                    self.result.filtered += 1;
+                }
+                None
+            }
+            Ok(req) => Some(req),
+        }
+    }
+
+    /// A recorded request joins its connection's queue. False when the replay should stop.
+    fn on_request(&mut self, held: &mut Held, record: &Record) -> bool {
+        if self.iteration == 0 {
+            self.result.requests_read += 1;
+        }
+        let Some(req) = self.understood(record) else {
+            return true;
+        };
+        let q = held.entry(record.conn_id).or_default();
+        q.push_back(req);
+        let mut q = std::mem::take(q);
+        let ok = self.flush(&mut q, false);
+        held.insert(record.conn_id, q);
+        ok
+    }
+
+    /// A recorded reply completes the request it answers. False when the replay should stop.
+    fn on_reply(&mut self, held: &mut Held, record: &Record) -> bool {
+        let Some(mut q) = held.remove(&record.conn_id) else {
+            return true;
+        };
+        let response_to = MsgHeader::parse(&record.payload)
+            .ok()
+            .flatten()
+            .map(|h| h.response_to);
+        if let Some(req) = q
+            .iter_mut()
+            .find(|r| Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none())
+        {
+            req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
+            self.cursor_ns.learn(req);
+        }
+        let ok = self.flush(&mut q, false);
+        held.insert(record.conn_id, q);
+        ok
+    }
+
+    /// A recorded connection closed: its queue goes out, and its lanes close after it.
+    fn on_close(&mut self, held: &mut Held, record: &Record) -> bool {
+        if let Some(mut q) = held.remove(&record.conn_id) {
+            if !self.flush(&mut q, true) {
+                return false;
+            }
+        }
+        let clones = self.cfg.clones.max(1);
+        for clone in 0..clones {
+            let scope = (self.iteration as u32)
+                .wrapping_mul(clones)
+                .wrapping_add(clone);
+            self.router.close_conn(scope, record.conn_id);
+        }
+        true
+    }
+
+    /// The end of the capture: every queue goes out, in connection order.
+    fn flush_all(&mut self, held: &mut Held) -> bool {
+        let mut conns: Vec<u64> = held.keys().copied().collect();
+        conns.sort_unstable();
+        for c in conns {
+            let mut q = held.remove(&c).unwrap_or_default();
+            if !self.flush(&mut q, true) {
+                return false;
+            }
+        }
+        true
+    }
 }
 
-/// Runs the reader to the end of the last pass; returns what it saw and the lanes to wait for.
+/// Runs the feed to the end of the last pass; returns what it saw and the lanes to wait for.
 pub fn run(
     cfg: SourceConfig,
     shared: Arc<Shared>,
@@ -291,7 +307,7 @@ pub fn run(
         Box::new(move |rx| handle.spawn(lane::run(shared.clone(), rx)))
     };
     let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.clone());
-    let mut reader = Feed {
+    let mut feed = Feed {
         cfg: &cfg,
         shared,
         router,
@@ -312,34 +328,34 @@ pub fn run(
         held_markers: HashMap::new(),
     };
     loop {
-        if cfg.repeat.is_some_and(|r| reader.iteration >= r) {
+        if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
             break;
         }
-        if reader.iteration > 0 {
+        if feed.iteration > 0 {
             // A pass starts where the previous one ended on schedule, or later if it ran late.
-            let scheduled = reader.iteration * (reader.result.recorded_span_ns + 1_000_000);
-            reader.pass_base_ns = if cfg.pass_barrier {
-                if !reader.shared.budget.wait_empty(&reader.shared.abort) {
+            let scheduled = feed.iteration * (feed.result.recorded_span_ns + 1_000_000);
+            feed.pass_base_ns = if cfg.pass_barrier {
+                if !feed.shared.budget.wait_empty(&feed.shared.abort) {
                     break;
                 }
-                scheduled.max(reader.shared.start.elapsed().as_nanos() as u64)
+                scheduled.max(feed.shared.start.elapsed().as_nanos() as u64)
             } else {
                 scheduled
             };
         }
-        let go_on = reader.pass();
-        reader.iteration += 1;
-        if !go_on || reader.deadline_passed() || reader.shared.abort.is_set() {
+        let go_on = feed.pass();
+        feed.iteration += 1;
+        if !go_on || feed.deadline_passed() || feed.shared.abort.is_set() {
             break;
         }
-        if reader.first_ts.is_none() {
+        if feed.first_ts.is_none() {
             // Nothing replayable: repeating would spin.
             break;
         }
     }
-    reader.router.close_all();
-    let mut result = reader.result;
-    result.iterations = reader.iteration;
-    result.lanes = std::mem::take(&mut reader.router.joins);
+    feed.router.close_all();
+    let mut result = feed.result;
+    result.iterations = feed.iteration;
+    result.lanes = std::mem::take(&mut feed.router.joins);
     result
 }
