@@ -13,7 +13,7 @@
 //!   the `--target` URI.
 //! - [`cursors`]: recorded to live cursor ids. [`outcome`]: reading and comparing replies.
 //! - [`metrics`], [`server`], [`report`]: what is measured and reported; [`phases`]: per step
-//!   marker; [`html`]: `--html`.
+//!   marker; `--html`: [`crate::report::html::replay`].
 
 pub mod auth;
 pub mod config;
@@ -21,7 +21,6 @@ pub mod conn;
 pub mod cursors;
 pub mod db_map;
 pub mod filters;
-pub mod html;
 pub mod ids;
 pub mod lane;
 pub mod legacy;

@@ -2,9 +2,9 @@
 //! percentiles per command, and a table. A replay report calls
 //! `html_summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
 
-use super::html::{BarChart, Page};
-use super::html_chart::fmt_value;
-use super::summary::ReportSummary;
+use super::chart::fmt_value;
+use super::{BarChart, Page};
+use crate::report::summary::ReportSummary;
 
 fn us(v: f64) -> String {
     fmt_value(v, "µs")
@@ -34,7 +34,7 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     let mut cmds: Vec<_> = s.per_command.iter().collect();
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     let top = &cmds[..cmds.len().min(MAX_CHART_COMMANDS)];
-    let lat = |f: fn(&super::summary::LatencySummary) -> f64| {
+    let lat = |f: fn(&crate::report::summary::LatencySummary) -> f64| {
         top.iter()
             .map(move |(_, c)| (c.latency.count > 0).then(|| f(&c.latency)))
     };

@@ -2,9 +2,8 @@
 //! page builder (`report::html`): the summary's charts (throughput and latency per command), the
 //! per-second timeline and the phases.
 
-use super::report::ReplayReport;
-use crate::report::html::{LineChart, Page};
-use crate::report::{html_summary, phases};
+use super::{summary as html_summary, LineChart, Page};
+use crate::replay::report::ReplayReport;
 
 pub fn render_html(r: &ReplayReport) -> String {
     let s = &r.summary;
@@ -33,7 +32,7 @@ pub fn render_html(r: &ReplayReport) -> String {
     }
     page = html_summary::summary_section(page, s);
     let tl = &r.timeline;
-    let series = |f: fn(&super::metrics::SecondReport) -> f64, busy: bool| {
+    let series = |f: fn(&crate::replay::metrics::SecondReport) -> f64, busy: bool| {
         tl.iter()
             .filter(|p| !busy || p.ops > 0)
             .map(|p| (p.second as f64, f(p)))
@@ -57,7 +56,7 @@ pub fn render_html(r: &ReplayReport) -> String {
                 .series("p99", series(|p| p.p99_us, true))
                 .series("max", series(|p| p.max_us, true)),
         );
-    page = phases::html_section(
+    page = super::phases::section(
         page,
         &r.phases,
         "The replay cut at the capture's step markers (a ping with comment mongotape:step:NAME, \

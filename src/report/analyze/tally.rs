@@ -1,29 +1,20 @@
-//! The single streaming pass behind `mongotape analyze`. Memory is bounded by the connections open at
-//! once, the distinct command names and the timeline's buckets (both capped).
-//!
-//! This file reads the records and books each request and reply; the per-command accumulators are
-//! in `analyze_commands`, what happens when a connection closes and at the end in `analyze_finish`.
+//! What the pass has counted so far: the connections open, the closed ones' reports, the totals
+//! per driver and per command, the timeline and the phases. [`Tally::request`] and [`Tally::reply`]
+//! book one message each; closing a connection and assembling the report are in `finish`.
 
-use super::analyze::{
-    is_monitoring_command, AnalyzeReport, CaptureFacts, Category, ConnClock, ConnReport,
-    DriverReport, Totals,
+use super::commands::{count_reply, count_request, CmdAcc, Commands};
+use super::timeline::{Bucket, Timeline};
+use super::{
+    is_monitoring_command, CaptureFacts, Category, ConnClock, ConnReport, DriverReport, Totals,
 };
-use super::analyze_commands::{count_reply, count_request, CmdAcc, Commands};
-use super::analyze_finish::driver_key;
-use super::analyze_timeline::{Bucket, Timeline};
-use super::inspect::Driver;
-use super::pair::{Answer, Pairer};
-use super::phases::Phases;
-use super::summary::new_ns_histogram;
-use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
+use crate::report::pair::{Answer, Pairer};
+use crate::report::phases::Phases;
+use crate::report::summary::new_ns_histogram;
 use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
-use bson::RawDocumentBuf;
 use hdrhistogram::Histogram;
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
-use std::path::Path;
 
 /// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
 const MAX_DEFERRED_LATENCIES: usize = 4096;
@@ -48,7 +39,7 @@ pub(super) struct ConnState {
 }
 
 #[derive(Default)]
-pub(super) struct Pass {
+pub(super) struct Tally {
     pub(super) first_ns: Option<u64>,
     pub(super) last_ns: u64,
     pub(super) conns: HashMap<u64, ConnState>,
@@ -77,77 +68,8 @@ pub(super) struct Pass {
     pub(super) markers: HashMap<(u64, i32), String>,
 }
 
-/// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
-/// `compare` (default: the file stem). Reading errors end the pass and are reported in
-/// `capture.error`; what came before still counts.
-pub fn analyze<R: Read>(
-    mut reader: CaptureReader<R>,
-    source: &str,
-    label: Option<&str>,
-) -> AnalyzeReport {
-    let meta = reader.metadata().clone();
-    let mut pass = Pass::default();
-    for record in &mut reader {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                pass.facts.error = Some(e.to_string());
-                break;
-            }
-        };
-        pass.facts.records += 1;
-        let ts = record.ts_ns;
-        if record.kind != RecordKind::End {
-            pass.first_ns.get_or_insert(ts);
-            pass.last_ns = pass.last_ns.max(ts);
-        }
-        match record.kind {
-            RecordKind::Open => {
-                let client = record
-                    .event::<OpenEvent>()
-                    .map(|e| e.client)
-                    .unwrap_or_default();
-                pass.conn(record.conn_id, ts).report.client = client;
-            }
-            RecordKind::Close => pass.close(record.conn_id, ts, true),
-            RecordKind::ClientMetadata => {
-                if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
-                    let d = Driver::from_client_doc(&doc);
-                    let c = pass.conn(record.conn_id, ts);
-                    c.report.driver = d.label();
-                    c.report.application = d.application;
-                }
-            }
-            RecordKind::Gap => {
-                if let Ok(g) = record.event::<GapEvent>() {
-                    pass.facts.dropped_messages += g.dropped_messages;
-                }
-                for c in pass.conns.values_mut() {
-                    c.clock.gap();
-                }
-            }
-            RecordKind::End => pass.facts.complete = true,
-            RecordKind::Request => pass.request(record.conn_id, ts, &record.payload),
-            RecordKind::Reply => pass.reply(record.conn_id, ts, &record.payload),
-            RecordKind::Unknown(_) => {}
-        }
-    }
-    pass.finish(meta, source, label)
-}
-
-/// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.
-pub fn analyze_file(path: &Path, label: Option<&str>) -> Result<AnalyzeReport, CaptureError> {
-    let reader = CaptureReader::open(path)?;
-    let label = label.map(str::to_owned).unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    Ok(analyze(reader, &path.display().to_string(), Some(&label)))
-}
-
-impl Pass {
-    fn conn(&mut self, id: u64, ts: u64) -> &mut ConnState {
+impl Tally {
+    pub(super) fn conn(&mut self, id: u64, ts: u64) -> &mut ConnState {
         let first = self.first_ns.unwrap_or(ts);
         self.conns.entry(id).or_insert_with(|| ConnState {
             report: ConnReport {
@@ -169,7 +91,7 @@ impl Pass {
         Some(self.timeline.at(offset))
     }
 
-    fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+    pub(super) fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
         let bytes = payload.len() as u64;
         let c = self.conn(conn_id, ts);
         c.report.requests += 1;
@@ -253,7 +175,7 @@ impl Pass {
         self.pairer.request(conn_id, &msg, info, ts, payload.len());
     }
 
-    fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+    pub(super) fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
         let bytes = payload.len() as u64;
         let c = self.conn(conn_id, ts);
         c.report.replies += 1;
@@ -301,7 +223,7 @@ impl Pass {
             }
             return;
         }
-        let driver = driver_key(&c.report);
+        let driver = c.report.driver_key();
         let acc = self.workload_cmds.entry(&command);
         count_reply(acc, bytes, error);
         acc.record(latency);
@@ -368,101 +290,5 @@ fn book(phases: &mut Phases, before: (u64, u64, u64), after: (u64, u64, u64)) {
         phases.time(from, to, true);
     } else if after.2 > before.2 {
         phases.time(from, to, false);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::analyze_commands::{MAX_COMMANDS, OTHER_COMMAND};
-    use super::super::analyze_finish::MAX_CONN_REPORTS;
-    use super::*;
-    use crate::capture::{CaptureWriter, Metadata, Record};
-    use crate::wire::op_msg::{OpMsg, Section};
-    use bson::rawdoc;
-
-    fn op_msg(request_id: i32, response_to: i32, body: RawDocumentBuf) -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(request_id, response_to)
-    }
-
-    fn capture(records: &[Record]) -> CaptureReader<std::io::Cursor<Vec<u8>>> {
-        let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
-        for r in records {
-            w.write(r).unwrap();
-        }
-        CaptureReader::new(std::io::Cursor::new(w.finish().unwrap())).unwrap()
-    }
-
-    #[test]
-    fn many_connections_and_command_names_stay_bounded() {
-        let mut recs = Vec::new();
-        let conns = MAX_CONN_REPORTS as u64 + 50;
-        for id in 1..=conns {
-            recs.push(Record::new(RecordKind::Open, id, id * 10, &b"{}"[..]));
-            recs.push(Record::new(RecordKind::Close, id, id * 10 + 5, &b"{}"[..]));
-        }
-        // One workload connection sending more distinct commands than are tracked.
-        let id = conns + 1;
-        let mut ts = conns * 10 + 100;
-        for i in 0..(MAX_COMMANDS as i32 + 20) {
-            let mut doc = bson::Document::new();
-            doc.insert(format!("cmd{i}"), 1);
-            doc.insert("$db", "x");
-            let body = RawDocumentBuf::try_from(&doc).unwrap();
-            recs.push(Record::new(
-                RecordKind::Request,
-                id,
-                ts,
-                op_msg(i + 1, 0, body),
-            ));
-            ts += 10;
-            let reply = op_msg(10_000 + i, i + 1, rawdoc! { "ok": 1.0 });
-            recs.push(Record::new(RecordKind::Reply, id, ts, reply));
-            ts += 10;
-        }
-        let r = analyze(capture(&recs), "synthetic", None);
-        assert_eq!(r.connections.len(), MAX_CONN_REPORTS);
-        assert_eq!(r.connections_not_listed, 51);
-        assert_eq!(r.other.connections + r.workload.connections, conns + 1);
-        assert_eq!(r.commands.len(), MAX_COMMANDS + 1, "the rest under (other)");
-        let other = r
-            .commands
-            .iter()
-            .find(|c| c.command == OTHER_COMMAND)
-            .unwrap();
-        assert_eq!(other.requests, 20);
-        assert_eq!(r.summary.ops, MAX_COMMANDS as u64 + 20);
-        assert!(r.workload.times.adds_up());
-        assert_eq!(r.workload.times.server_ns, 10 * (MAX_COMMANDS as u64 + 20));
-    }
-
-    #[test]
-    fn garbage_payloads_and_wild_timestamps_do_not_panic() {
-        let recs = vec![
-            Record::new(RecordKind::Request, 1, u64::MAX, &b"\x10\0\0\0garbage!"[..]),
-            Record::new(RecordKind::Reply, 1, 0, &b""[..]),
-            Record::new(RecordKind::ClientMetadata, 1, 5, &b"not bson"[..]),
-            Record::new(RecordKind::Open, 2, 3, &b"not json"[..]),
-            Record::new(RecordKind::Gap, 0, 4, &b"{"[..]),
-            Record::new(
-                RecordKind::Request,
-                2,
-                7,
-                op_msg(1, 0, rawdoc! {"find": "c", "$db": "d"}),
-            ),
-            Record::new(RecordKind::Unknown(99), 2, 8, &b"?"[..]),
-        ];
-        let r = analyze(capture(&recs), "garbage", Some("g"));
-        assert_eq!(r.capture.undecodable_messages, 2);
-        for c in &r.connections {
-            assert!(c.times.adds_up(), "{c:?}");
-        }
-        assert_eq!(r.capture.unanswered_requests, 1);
-        let _ = super::super::analyze_text::render_text(&r);
-        let _ = super::super::analyze_html::render_html(&r);
     }
 }

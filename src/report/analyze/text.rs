@@ -1,9 +1,9 @@
 //! `mongotape analyze` as text tables.
 
-use super::analyze::{AnalyzeReport, Category, CommandReport, Totals};
-use super::analyze_conn::TimeSplit;
-use super::table::{fmt_ns, Table};
+use super::conn::TimeSplit;
+use super::{AnalyzeReport, Category, CommandReport, Totals};
 use crate::proxy::stats::human_bytes;
+use crate::report::table::{fmt_ns, Table};
 
 /// Connections listed in the text report; `--json` has them all.
 const MAX_CONN_ROWS: usize = 40;
@@ -150,7 +150,7 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         s.push_str(
             "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
         );
-        s.push_str(&super::phases::render_text(&r.phases));
+        s.push_str(&crate::report::phases::render_text(&r.phases));
     }
 
     s.push_str("\nLatency per command (workload connections)\n");

@@ -1,10 +1,10 @@
 //! `mongotape compare` as text: one table for the overall figures and one per command, each
 //! column followed by its ratio against the first. The cell and header helpers are shared with
-//! `compare_html`, which shows the same tables under its charts.
+//! `html::compare`, which shows the same tables under its charts.
 
-use super::compare::{CompareReport, MetricRow};
-use super::html_chart::fmt_value;
-use super::table::Table;
+use super::{CompareReport, MetricRow};
+use crate::report::html::chart::fmt_value;
+use crate::report::table::Table;
 
 fn cell(v: Option<f64>, unit: &str) -> String {
     match v {
@@ -55,7 +55,7 @@ impl CompareReport {
         s
     }
 
-    pub(super) fn table_rows_headers(&self) -> Vec<String> {
+    pub(crate) fn table_rows_headers(&self) -> Vec<String> {
         let mut h = vec!["metric".to_owned()];
         for (i, c) in self.columns.iter().enumerate() {
             h.push(c.label.clone());
@@ -66,7 +66,7 @@ impl CompareReport {
         h
     }
 
-    pub(super) fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
+    pub(crate) fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
         rows.iter()
             .map(|r| {
                 let mut cells = vec![r.metric.clone()];

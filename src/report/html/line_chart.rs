@@ -1,8 +1,8 @@
 //! Line charts as inline SVG over a shared x axis, linear or logarithmic; long series are thinned
 //! and short ones get a hoverable dot per point.
 
-use super::html::esc;
-use super::html_chart::{color, figure, fmt_num, fmt_value, legend, nice_ticks, Series, W};
+use super::chart::{color, figure, fmt_num, fmt_value, legend, nice_ticks, Series, W};
+use super::esc;
 use std::fmt::Write;
 
 /// Points drawn per line; longer series are thinned to this.

@@ -1,10 +1,10 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
-use super::analyze::{AnalyzeReport, Category, ConnReport, Role};
-use super::analyze_text::{pct, time_cells};
-use super::html::{BarChart, LineChart, Page};
-use super::table::fmt_ns;
+use super::{BarChart, LineChart, Page};
 use crate::proxy::stats::human_bytes;
+use crate::report::analyze::text::{pct, time_cells};
+use crate::report::analyze::{AnalyzeReport, Category, ConnReport, Role};
+use crate::report::table::fmt_ns;
 
 /// Commands drawn in the latency charts (the most requested ones).
 const MAX_CHART_COMMANDS: usize = 8;
@@ -164,7 +164,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     }
 
     // Round trips and extra commands per logical operation.
-    let per_op = |d: &&super::analyze::DriverReport, k: Category| {
+    let per_op = |d: &&crate::report::analyze::DriverReport, k: Category| {
         d.workload
             .per_op
             .as_ref()
@@ -223,7 +223,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ),
         );
 
-    page = super::phases::html_section(
+    page = super::phases::section(
         page,
         &r.phases,
         "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
@@ -279,7 +279,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         ],
         &rows,
     );
-    let cmd_rows = |list: &[super::analyze::CommandReport]| -> Vec<Vec<String>> {
+    let cmd_rows = |list: &[crate::report::analyze::CommandReport]| -> Vec<Vec<String>> {
         list.iter()
             .map(|c| {
                 let l = &c.latency;

@@ -1,10 +1,10 @@
 //! What every chart shares: the SVG width, the palette, a series, number and unit formatting, round
 //! axis ticks, the legend and the `<figure>` around it. The charts themselves are in
-//! `html_bar_chart` (horizontal bars) and `html_line_chart` (lines, linear or log x axis); both are
+//! `bar_chart` (horizontal bars) and `line_chart` (lines, linear or log x axis); both are
 //! generic over series of numbers so any report can draw them.
 
-use super::html::esc;
-use super::table::fmt_ns;
+use super::esc;
+use crate::report::table::fmt_ns;
 use std::fmt::Write;
 
 pub(super) const W: f64 = 860.0;

@@ -1,10 +1,8 @@
 //! Horizontal bar charts as inline SVG, one row per category, the series grouped (one bar each) or
 //! stacked. A value that was not measured is drawn as "n/a", not as a zero bar.
 
-use super::html::esc;
-use super::html_chart::{
-    color, figure, finite, fmt_value, legend, nice_ticks, truncate, Series, W,
-};
+use super::chart::{color, figure, finite, fmt_value, legend, nice_ticks, truncate, Series, W};
+use super::esc;
 use std::fmt::Write;
 
 /// Horizontal bars, one row per category; grouped (one bar per series) or stacked.

@@ -17,8 +17,17 @@
 //!
 //! Every string is escaped; every number is checked finite before it reaches the SVG.
 
-pub use super::html_bar_chart::BarChart;
-pub use super::html_line_chart::LineChart;
+pub mod analyze;
+mod bar_chart;
+pub(crate) mod chart;
+pub mod compare;
+mod line_chart;
+pub mod phases;
+pub mod replay;
+pub mod summary;
+
+pub use bar_chart::BarChart;
+pub use line_chart::LineChart;
 
 /// An HTML report under construction.
 #[derive(Debug, Clone, Default)]

@@ -3,9 +3,11 @@
 //! bare `ReportSummary`.
 //!
 //! This file loads the summaries and lines them up (the report's schema); the renderings are in
-//! `compare_text` and `compare_html`.
+//! [`text`] and [`crate::report::html::compare`].
 
-use super::summary::{CommandSummary, ReportSummary};
+mod text;
+
+use crate::report::summary::{CommandSummary, ReportSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;

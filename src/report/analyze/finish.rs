@@ -2,9 +2,9 @@
 //! gets its role (workload, monitoring, handshake only, idle) and is added to the totals and to its
 //! driver's; at the end the connections still open are closed and the report is assembled.
 
-use super::analyze::{AnalyzeReport, Category, ConnReport, DriverReport, Role};
-use super::analyze_pass::Pass;
-use super::summary::{CommandSummary, LatencySummary, ReportSummary};
+use super::tally::Tally;
+use super::{AnalyzeReport, Category, DriverReport, Role};
+use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::wire::info::is_handshake_command;
 
 /// Drivers told apart; further ones are counted under `(other drivers)`.
@@ -13,7 +13,7 @@ const OTHER_DRIVERS: &str = "(other drivers)";
 /// Connections listed one by one in the report; all of them count in the totals.
 pub(super) const MAX_CONN_REPORTS: usize = 10_000;
 
-impl Pass {
+impl Tally {
     pub(super) fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
         let Some(mut c) = self.conns.remove(&conn_id) else {
             return;
@@ -45,7 +45,7 @@ impl Pass {
         c.report.closed = closed;
         c.report.times = c.clock.close(ts);
         c.report.client_bound_share = c.report.times.client_bound_share();
-        let mut key = driver_key(&c.report);
+        let mut key = c.report.driver_key();
         if self.drivers.len() >= MAX_DRIVERS && !self.drivers.contains_key(&key) {
             key = OTHER_DRIVERS.to_owned();
         }
@@ -162,13 +162,5 @@ impl Pass {
             timeline,
             phases,
         }
-    }
-}
-
-/// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
-pub(super) fn driver_key(c: &ConnReport) -> String {
-    match &c.application {
-        Some(app) => format!("{} ({app})", c.driver),
-        None => c.driver.clone(),
     }
 }
