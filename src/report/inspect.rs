@@ -1,11 +1,11 @@
 //! `mongotape inspect`: one streaming pass over a capture, summarised.
 
 use super::pair::{Answer, Pairer};
-use super::table::{fmt_ns, Table};
+use super::table::Table;
+use super::units;
 use crate::capture::{
     CaptureError, CaptureReader, CloseEvent, GapEvent, Metadata, OpenEvent, RecordKind,
 };
-use crate::proxy::stats::human_bytes;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
@@ -266,8 +266,8 @@ impl Inspection {
         ));
         s.push_str(&format!(
             "size        {} on the wire, {} on disk ({:.1}x)\n",
-            human_bytes(self.wire_bytes),
-            human_bytes(self.compressed_file_bytes),
+            units::bytes(self.wire_bytes),
+            units::bytes(self.compressed_file_bytes),
             self.compression_ratio
         ));
         let state = match (&self.error, self.complete) {
@@ -307,7 +307,7 @@ impl Inspection {
                     .unwrap_or_else(|| "-".into()),
                 c.requests.to_string(),
                 c.replies.to_string(),
-                human_bytes(c.bytes),
+                units::bytes(c.bytes),
                 c.closed_by.clone().unwrap_or_else(|| "-".into()),
             ]);
         }
@@ -324,7 +324,7 @@ impl Inspection {
                     dir.to_string(),
                     op.clone(),
                     c.messages.to_string(),
-                    human_bytes(c.bytes),
+                    units::bytes(c.bytes),
                 ]);
             }
         }
@@ -344,7 +344,7 @@ impl Inspection {
         cmds.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(b.0)));
         for (name, c) in cmds {
             let mean = if c.replies > 0 {
-                fmt_ns(c.total_latency_ns as f64 / c.replies as f64)
+                units::duration_ns(c.total_latency_ns as f64 / c.replies as f64)
             } else {
                 "-".into()
             };
@@ -354,7 +354,7 @@ impl Inspection {
                 c.replies.to_string(),
                 c.no_reply_expected.to_string(),
                 c.errors.to_string(),
-                human_bytes(c.request_bytes + c.reply_bytes),
+                units::bytes(c.request_bytes + c.reply_bytes),
                 mean,
             ]);
         }
@@ -363,14 +363,14 @@ impl Inspection {
 
         let mut t = Table::new(["namespace", "requests", "bytes"]);
         for (ns, c) in &self.by_namespace {
-            t.row([ns.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+            t.row([ns.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
         }
         s.push_str("\nBy namespace\n");
         s.push_str(&t.render());
         if !self.compressed_by_compressor.is_empty() {
             let mut t = Table::new(["compressor", "messages", "bytes"]);
             for (name, c) in &self.compressed_by_compressor {
-                t.row([name.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+                t.row([name.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
             }
             s.push_str("\nWire compression (OP_COMPRESSED)\n");
             s.push_str(&t.render());

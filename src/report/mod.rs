@@ -27,3 +27,4 @@ pub mod pair;
 pub mod phases;
 pub mod summary;
 pub mod table;
+pub mod units;

@@ -3,7 +3,8 @@
 //! file holds that schema, the per-phase accumulator and its text table and HTML section.
 
 use super::summary::LatencySummary;
-use super::table::{fmt_ns, Table};
+use super::table::Table;
+use super::units;
 use crate::wire::marker::END_STEP;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -215,14 +216,6 @@ impl Phases {
     }
 }
 
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
-}
-
-fn secs(v: Option<f64>) -> String {
-    v.map_or("-".into(), |s| fmt_ns(s * 1e9))
-}
-
 /// Column headers and one row of cells per phase, for the text table and the HTML one. Server and
 /// client time appear when measured (analyze), server CPU when measured (replay).
 pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
@@ -240,15 +233,22 @@ pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String
         .iter()
         .map(|p| {
             let l = &p.latency;
-            let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+            let lat = |v: f64| {
+                if l.count > 0 {
+                    units::duration_us(v)
+                } else {
+                    "-".into()
+                }
+            };
             let mut row = vec![
                 p.name.clone(),
                 format!("{:.3}s", p.start_s),
-                fmt_ns(p.wall_s * 1e9),
+                units::duration_s(p.wall_s),
                 p.ops.to_string(),
                 format!("{:.0}", p.ops_per_s),
             ];
             if times {
+                let secs = |v: Option<f64>| v.map_or("-".into(), units::duration_s);
                 row.extend([secs(p.server_s), secs(p.client_s)]);
             }
             row.extend([
@@ -258,7 +258,7 @@ pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String
                 p.errors.to_string(),
             ]);
             if cpu {
-                row.push(p.server_cpu_s.map_or("-".into(), |c| format!("{c:.2}s")));
+                row.push(p.server_cpu_s.map_or("-".into(), units::duration_s));
             }
             row
         })

@@ -2,29 +2,21 @@
 
 use super::conn::TimeSplit;
 use super::{AnalyzeReport, Category, CommandReport, Totals};
-use crate::proxy::stats::human_bytes;
-use crate::report::table::{fmt_ns, Table};
+use crate::report::table::Table;
+use crate::report::units::{self, duration_ns, duration_us};
 
 /// Connections listed in the text report; `--json` has them all.
 const MAX_CONN_ROWS: usize = 40;
 
-pub fn pct(share: Option<f64>) -> String {
-    share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))
-}
-
 /// The time-split cells every table shows: wall, server, client, gaps, client-bound share.
 pub fn time_cells(t: &TimeSplit, share: Option<f64>) -> [String; 5] {
     [
-        fmt_ns(t.wall_ns as f64),
-        fmt_ns(t.server_ns as f64),
-        fmt_ns(t.client_ns as f64),
-        fmt_ns(t.gaps.total_ns() as f64),
-        pct(share),
+        duration_ns(t.wall_ns as f64),
+        duration_ns(t.server_ns as f64),
+        duration_ns(t.client_ns as f64),
+        duration_ns(t.gaps.total_ns() as f64),
+        units::share(share),
     ]
-}
-
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
 }
 
 fn per_op(t: &Totals, key: &str) -> String {
@@ -63,17 +55,17 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     ));
     s.push_str(&format!(
         "client-bound  {} of the workload connections' active time (server {}, client {}, gaps {})\n",
-        pct(w.client_bound_share),
-        fmt_ns(w.times.server_ns as f64),
-        fmt_ns(w.times.client_ns as f64),
-        fmt_ns(w.times.gaps.total_ns() as f64),
+        units::share(w.client_bound_share),
+        duration_ns(w.times.server_ns as f64),
+        duration_ns(w.times.client_ns as f64),
+        duration_ns(w.times.gaps.total_ns() as f64),
     ));
     let o = &r.other;
     s.push_str(&format!(
         "set apart     {} monitoring / handshake-only / idle connections, {} requests, {}\n",
         o.connections,
         o.requests,
-        human_bytes(o.bytes)
+        units::bytes(o.bytes)
     ));
 
     let mut t = Table::new([
@@ -94,7 +86,7 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             continue;
         }
         let (server_op, client_op) = match &w.per_op {
-            Some(p) => (us(p.server_us), us(p.client_us)),
+            Some(p) => (duration_us(p.server_us), duration_us(p.client_us)),
             None => ("-".into(), "-".into()),
         };
         let mut row = vec![
@@ -127,7 +119,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             continue;
         }
         let (rt, bytes) = match &w.per_op {
-            Some(p) => (format!("{:.2}", p.round_trips), human_bytes(p.bytes as u64)),
+            Some(p) => (
+                format!("{:.2}", p.round_trips),
+                units::bytes(p.bytes as u64),
+            ),
             None => ("-".into(), "-".into()),
         };
         t.row([
@@ -201,7 +196,13 @@ fn command_table(commands: &[CommandReport]) -> Table {
     ]);
     for c in commands {
         let l = &c.latency;
-        let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+        let lat = |v: f64| {
+            if l.count > 0 {
+                duration_us(v)
+            } else {
+                "-".into()
+            }
+        };
         t.row([
             c.command.clone(),
             c.category.map_or("-", |k| k.name()).to_string(),

@@ -3,19 +3,19 @@
 //! `html::compare`, which shows the same tables under its charts.
 
 use super::{CompareReport, MetricRow};
-use crate::report::html::chart::fmt_value;
 use crate::report::table::Table;
+use crate::report::units;
 
 fn cell(v: Option<f64>, unit: &str) -> String {
     match v {
         Some(v) if unit.is_empty() => format!("{v:.0}"),
-        Some(v) => fmt_value(v, unit),
+        Some(v) => units::value(v, unit),
         None => "-".into(),
     }
 }
 
 fn ratio(r: Option<f64>) -> String {
-    r.map_or("-".into(), |r| format!("{r:.2}x"))
+    r.map_or("-".into(), units::ratio)
 }
 
 impl CompareReport {

@@ -1,10 +1,9 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
 use super::{BarChart, LineChart, Page};
-use crate::proxy::stats::human_bytes;
-use crate::report::analyze::text::{pct, time_cells};
+use crate::report::analyze::text::time_cells;
 use crate::report::analyze::{AnalyzeReport, Category, ConnReport, Role};
-use crate::report::table::fmt_ns;
+use crate::report::units::{self, duration_ns, duration_us};
 
 /// Commands drawn in the latency charts (the most requested ones).
 const MAX_CHART_COMMANDS: usize = 8;
@@ -14,10 +13,6 @@ const MAX_CHART_CONNS: usize = 30;
 const SERVER: &str = "#3b6fd8";
 const CLIENT: &str = "#f28e2b";
 const GAPS: &str = "#c0c4cc";
-
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
-}
 
 pub fn render_html(r: &AnalyzeReport) -> String {
     let s = &r.summary;
@@ -35,9 +30,9 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ("logical operations", w.ops.to_string()),
             ("requests a replay replays", s.ops.to_string()),
             ("of those per second", format!("{:.0}", s.ops_per_s)),
-            ("client-bound share", pct(w.client_bound_share)),
-            ("p50 latency", us(s.overall.latency.p50_us)),
-            ("p99 latency", us(s.overall.latency.p99_us)),
+            ("client-bound share", units::share(w.client_bound_share)),
+            ("p50 latency", duration_us(s.overall.latency.p50_us)),
+            ("p99 latency", duration_us(s.overall.latency.p99_us)),
             ("workload connections", w.connections.to_string()),
             ("other connections", r.other.connections.to_string()),
         ]);
@@ -188,7 +183,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
 
     // Over time.
     let tl = &r.timeline;
-    let bucket_note = format!("In buckets of {}.", fmt_ns(r.timeline_bucket_s * 1e9));
+    let bucket_note = format!("In buckets of {}.", duration_ns(r.timeline_bucket_s * 1e9));
     page = page
         .section("Over time")
         .line_chart(
@@ -253,7 +248,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                 cells[3].clone(),
                 cells[4].clone(),
                 po.map_or("-".into(), |p| format!("{:.2}", p.round_trips)),
-                po.map_or("-".into(), |p| human_bytes(p.bytes as u64)),
+                po.map_or("-".into(), |p| units::bytes(p.bytes as u64)),
                 extra(Category::Handshake),
                 extra(Category::Sessions),
                 extra(Category::GetMore),
@@ -283,7 +278,13 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         list.iter()
             .map(|c| {
                 let l = &c.latency;
-                let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+                let lat = |v: f64| {
+                    if l.count > 0 {
+                        duration_us(v)
+                    } else {
+                        "-".into()
+                    }
+                };
                 vec![
                     c.command.clone(),
                     c.category.map_or("-", |k| k.name()).to_string(),

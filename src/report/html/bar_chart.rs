@@ -1,8 +1,9 @@
 //! Horizontal bar charts as inline SVG, one row per category, the series grouped (one bar each) or
 //! stacked. A value that was not measured is drawn as "n/a", not as a zero bar.
 
-use super::chart::{color, figure, finite, fmt_value, legend, nice_ticks, truncate, Series, W};
+use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
 use super::esc;
+use crate::report::units;
 use std::fmt::Write;
 
 /// Horizontal bars, one row per category; grouped (one bar per series) or stacked.
@@ -135,7 +136,7 @@ impl BarChart {
                 "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y0:.1}\" y2=\"{axis_y:.1}\"/>\
                  <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 axis_y + 14.0,
-                esc(&fmt_value(*t, &self.unit))
+                esc(&units::value(*t, &self.unit))
             );
         }
         for (c, cat) in self.categories.iter().enumerate() {
@@ -180,7 +181,7 @@ impl BarChart {
                     color(se, i),
                     esc(cat),
                     esc(&se.name),
-                    esc(&fmt_value(v, &self.unit))
+                    esc(&units::value(v, &self.unit))
                 );
                 if !self.stacked {
                     let _ = write!(
@@ -188,7 +189,7 @@ impl BarChart {
                         "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>",
                         x + w + 4.0,
                         y + bar_h - 3.5,
-                        esc(&fmt_value(v, &self.unit))
+                        esc(&units::value(v, &self.unit))
                     );
                 }
             }
@@ -198,7 +199,7 @@ impl BarChart {
                     "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>",
                     x0 + sx(acc) + 4.0,
                     ry + row_h / 2.0 + 4.0,
-                    esc(&fmt_value(acc, &self.unit))
+                    esc(&units::value(acc, &self.unit))
                 );
             }
         }

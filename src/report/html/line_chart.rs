@@ -1,8 +1,9 @@
 //! Line charts as inline SVG over a shared x axis, linear or logarithmic; long series are thinned
 //! and short ones get a hoverable dot per point.
 
-use super::chart::{color, figure, fmt_num, fmt_value, legend, nice_ticks, Series, W};
+use super::chart::{color, figure, legend, nice_ticks, Series, W};
 use super::esc;
+use crate::report::units;
 use std::fmt::Write;
 
 /// Points drawn per line; longer series are thinned to this.
@@ -110,15 +111,15 @@ impl LineChart {
                  <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 x0 - 6.0,
                 y + 4.0,
-                esc(&fmt_value(*t, &self.y_unit))
+                esc(&units::value(*t, &self.y_unit))
             );
         }
         for t in self.x_ticks(xmin, xmax) {
             let x = px(t);
             let label = if self.x_log {
-                fmt_value(t, &self.x_unit)
+                units::value(t, &self.x_unit)
             } else {
-                fmt_num(t)
+                units::count(t)
             };
             let _ = write!(
                 s,
@@ -152,9 +153,9 @@ impl LineChart {
             if se.values.len() <= DOT_POINTS {
                 for (x, y) in &se.values {
                     let xs = if self.x_log {
-                        fmt_value(*x, &self.x_unit)
+                        units::value(*x, &self.x_unit)
                     } else {
-                        fmt_num(*x)
+                        units::count(*x)
                     };
                     let _ = write!(
                         s,
@@ -165,7 +166,7 @@ impl LineChart {
                         esc(&se.name),
                         esc(&self.x_label),
                         esc(&xs),
-                        esc(&fmt_value(*y, &self.y_unit))
+                        esc(&units::value(*y, &self.y_unit))
                     );
                 }
             }
