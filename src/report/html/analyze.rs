@@ -2,7 +2,9 @@
 
 use super::{BarChart, LineChart, Page};
 use crate::report::analyze::text::time_cells;
-use crate::report::analyze::{AnalyzeReport, Category, ConnReport, Role};
+use crate::report::analyze::{
+    AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role,
+};
 use crate::report::units::{self, duration_ns, duration_us};
 
 /// Commands drawn in the latency charts (the most requested ones).
@@ -15,6 +17,31 @@ const CLIENT: &str = "#f28e2b";
 const GAPS: &str = "#c0c4cc";
 
 pub fn render_html(r: &AnalyzeReport) -> String {
+    // Drivers with workload connections: the ones the charts compare.
+    let drivers: Vec<&DriverReport> = r
+        .drivers
+        .iter()
+        .filter(|d| d.workload.connections > 0)
+        .collect();
+    let page = header(r);
+    let page = server_or_client(page, r, &drivers);
+    let page = latency(page, r, &drivers);
+    let page = per_operation(page, &drivers);
+    let page = over_time(page, r);
+    let page = super::phases::section(
+        page,
+        &r.phases,
+        "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
+         running from its marker to the next. Operations and latency count what a replay replays; \
+         server and client time are summed over the workload connections.",
+    );
+    let page = driver_table(page, r);
+    let page = command_tables(page, r);
+    connection_table(page, r).render()
+}
+
+/// The title, the headline figures and what could not be read.
+fn header(r: &AnalyzeReport) -> Page {
     let s = &r.summary;
     let w = &r.workload;
     let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
@@ -45,13 +72,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             r.capture.dropped_messages, r.capture.undecodable_messages
         ));
     }
+    page
+}
 
-    // Server or client?
-    let drivers: Vec<_> = r
-        .drivers
-        .iter()
-        .filter(|d| d.workload.connections > 0)
-        .collect();
+/// Server against client time, per driver and per workload connection.
+fn server_or_client(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page {
     let secs = |ns: u64| ns as f64 / 1e9;
     page = page
         .section("Server or client?")
@@ -87,7 +112,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             0.0
         }
     };
-    page = page.bar_chart(
+    page.bar_chart(
         BarChart::new("Share of each workload connection's wall time", "%")
             .categories(
                 conns
@@ -104,9 +129,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             )
             .color(GAPS)
             .stacked(),
-    );
+    )
+}
 
-    // Latency.
+/// Latency distribution and percentiles per command, and per driver when there are several.
+fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page {
     let cmds: Vec<_> = r
         .commands
         .iter()
@@ -149,7 +176,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             .collect();
         let mut chart = BarChart::new("p50 latency per command and driver", "µs")
             .categories(ops.iter().map(|c| c.to_string()));
-        for d in &drivers {
+        for d in drivers {
             chart = chart.series_opt(
                 &d.driver,
                 ops.iter().map(|c| d.per_command.get(*c).map(|l| l.p50_us)),
@@ -157,9 +184,12 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         }
         page = page.bar_chart(chart);
     }
+    page
+}
 
-    // Round trips and extra commands per logical operation.
-    let per_op = |d: &&crate::report::analyze::DriverReport, k: Category| {
+/// Round trips and extra commands per logical operation.
+fn per_operation(page: Page, drivers: &[&DriverReport]) -> Page {
+    let per_op = |d: &&DriverReport, k: Category| {
         d.workload
             .per_op
             .as_ref()
@@ -177,15 +207,15 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     ] {
         chart = chart.series_opt(k.name(), drivers.iter().map(|d| per_op(d, k)));
     }
-    page = page
-        .section("Per logical operation")
-        .bar_chart(chart.stacked());
+    page.section("Per logical operation")
+        .bar_chart(chart.stacked())
+}
 
-    // Over time.
+/// Throughput and latency over the capture.
+fn over_time(page: Page, r: &AnalyzeReport) -> Page {
     let tl = &r.timeline;
     let bucket_note = format!("In buckets of {}.", duration_ns(r.timeline_bucket_s * 1e9));
-    page = page
-        .section("Over time")
+    page.section("Over time")
         .line_chart(
             LineChart::new(
                 "Throughput: logical operations per second",
@@ -216,17 +246,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                     .map(|p| (p.t_s, p.max_us))
                     .collect(),
             ),
-        );
+        )
+}
 
-    page = super::phases::section(
-        page,
-        &r.phases,
-        "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
-         running from its marker to the next. Operations and latency count what a replay replays; \
-         server and client time are summed over the workload connections.",
-    );
-
-    // Tables.
+/// One row per driver: time split, per-operation figures.
+fn driver_table(page: Page, r: &AnalyzeReport) -> Page {
     let rows: Vec<Vec<String>> = r
         .drivers
         .iter()
@@ -256,7 +280,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ]
         })
         .collect();
-    page = page.section("Per driver").table(
+    page.section("Per driver").table(
         &[
             "driver",
             "conns",
@@ -273,8 +297,12 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             "other conns",
         ],
         &rows,
-    );
-    let cmd_rows = |list: &[crate::report::analyze::CommandReport]| -> Vec<Vec<String>> {
+    )
+}
+
+/// The commands on workload connections and on the others.
+fn command_tables(page: Page, r: &AnalyzeReport) -> Page {
+    let cmd_rows = |list: &[CommandReport]| -> Vec<Vec<String>> {
         list.iter()
             .map(|c| {
                 let l = &c.latency;
@@ -302,11 +330,14 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     let cmd_headers = [
         "command", "kind", "requests", "replies", "errors", "p50", "p90", "p99", "max",
     ];
-    page = page
-        .section("Commands on workload connections")
+    page.section("Commands on workload connections")
         .table(&cmd_headers, &cmd_rows(&r.commands))
         .section("Commands on monitoring and other connections")
-        .table(&cmd_headers, &cmd_rows(&r.other_commands));
+        .table(&cmd_headers, &cmd_rows(&r.other_commands))
+}
+
+/// One row per connection.
+fn connection_table(page: Page, r: &AnalyzeReport) -> Page {
     let conn_rows: Vec<Vec<String>> = r
         .connections
         .iter()
@@ -323,22 +354,20 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             row
         })
         .collect();
-    page.section("Connections")
-        .table(
-            &[
-                "conn",
-                "client",
-                "driver",
-                "role",
-                "reqs",
-                "ops",
-                "wall",
-                "server",
-                "client time",
-                "gaps",
-                "client-bound",
-            ],
-            &conn_rows,
-        )
-        .render()
+    page.section("Connections").table(
+        &[
+            "conn",
+            "client",
+            "driver",
+            "role",
+            "reqs",
+            "ops",
+            "wall",
+            "server",
+            "client time",
+            "gaps",
+            "client-bound",
+        ],
+        &conn_rows,
+    )
 }
