@@ -28,6 +28,28 @@ fn per_op(t: &Totals, key: &str) -> String {
 
 pub fn render_text(r: &AnalyzeReport) -> String {
     let mut s = String::new();
+    overview(&mut s, r);
+    driver_times(&mut s, r);
+    per_operation(&mut s, r);
+    if !r.phases.is_empty() {
+        s.push_str(
+            "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
+        );
+        s.push_str(&crate::report::phases::render_text(&r.phases));
+    }
+
+    s.push_str("\nLatency per command (workload connections)\n");
+    s.push_str(&command_table(&r.commands).render());
+    if !r.other_commands.is_empty() {
+        s.push_str("\nLatency per command (monitoring, handshake-only and idle connections)\n");
+        s.push_str(&command_table(&r.other_commands).render());
+    }
+    connections(&mut s, r);
+    s
+}
+
+/// The capture, its state and the workload in a few lines.
+fn overview(s: &mut String, r: &AnalyzeReport) {
     let c = &r.capture;
     s.push_str(&format!(
         "capture       {} recorded {} from upstream {}\n",
@@ -67,7 +89,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         o.requests,
         units::bytes(o.bytes)
     ));
+}
 
+/// Where the time went, per driver.
+fn driver_times(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "driver",
         "conns",
@@ -100,7 +125,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     s.push_str("\nWhere the time went, per driver (workload connections, summed)\n");
     s.push_str(&t.render());
+}
 
+/// Round trips, bytes and extra commands per logical operation, per driver.
+fn per_operation(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "driver",
         "ops",
@@ -140,21 +168,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     s.push_str("\nPer logical operation\n");
     s.push_str(&t.render());
+}
 
-    if !r.phases.is_empty() {
-        s.push_str(
-            "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
-        );
-        s.push_str(&crate::report::phases::render_text(&r.phases));
-    }
-
-    s.push_str("\nLatency per command (workload connections)\n");
-    s.push_str(&command_table(&r.commands).render());
-    if !r.other_commands.is_empty() {
-        s.push_str("\nLatency per command (monitoring, handshake-only and idle connections)\n");
-        s.push_str(&command_table(&r.other_commands).render());
-    }
-
+/// The first connections, one row each.
+fn connections(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "conn",
         "driver",
@@ -186,7 +203,6 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             "... {more} more connections (--json lists up to 10,000)\n"
         ));
     }
-    s
 }
 
 fn command_table(commands: &[CommandReport]) -> Table {
