@@ -38,6 +38,35 @@ pub(super) struct ConnState {
     pub(super) deferred: Deferred,
 }
 
+impl ConnState {
+    /// A request on a connection not yet known to be a workload one: kept aside, and hellos
+    /// counted (awaitable ones mark a monitoring connection).
+    fn defer_request(&mut self, msg: &Message, info: &RequestInfo, bytes: u64) {
+        self.deferred.requests += 1;
+        if matches!(info.command.as_str(), "hello" | "isMaster" | "ismaster") {
+            self.hellos += 1;
+            if let Body::Msg(m) = &msg.body {
+                let await_time = m.body().get("maxAwaitTimeMS").ok().flatten().is_some();
+                self.awaitable |= await_time || m.flags.contains(MsgFlags::EXHAUST_ALLOWED);
+            }
+        }
+        let acc = self
+            .deferred
+            .commands
+            .entry(info.command.clone())
+            .or_default();
+        count_request(acc, bytes, info.expects_reply);
+    }
+
+    fn defer_reply(&mut self, command: String, bytes: u64, latency: u64, error: bool) {
+        let acc = self.deferred.commands.entry(command.clone()).or_default();
+        count_reply(acc, bytes, error);
+        if self.deferred.latencies.len() < MAX_DEFERRED_LATENCIES {
+            self.deferred.latencies.push((command, latency));
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) first_ns: Option<u64>,
@@ -114,8 +143,7 @@ impl Tally {
         if info.expects_reply {
             c.report.round_trips += 1;
         }
-        let monitoring_cmd = is_monitoring_command(&info.command);
-        if !c.workload && !monitoring_cmd {
+        if !c.workload && !is_monitoring_command(&info.command) {
             c.workload = true;
             let deferred = std::mem::take(&mut c.deferred);
             *c.report
@@ -127,52 +155,55 @@ impl Tally {
         let c = self.conns.get_mut(&conn_id).expect("inserted above");
         if c.workload {
             book(&mut self.phases, booked, c.clock.booked());
-            if info.command == "ping" {
-                if let Some(step) = step_marker(&msg) {
-                    if info.expects_reply {
-                        self.markers
-                            .insert((conn_id, msg.header.request_id), step.to_owned());
-                    } else {
-                        self.phases.marker(step, ts, ts);
-                    }
-                }
-            }
-        }
-        if !c.workload {
-            c.deferred.requests += 1;
-            if matches!(info.command.as_str(), "hello" | "isMaster" | "ismaster") {
-                c.hellos += 1;
-                if let Body::Msg(m) = &msg.body {
-                    let await_time = m.body().get("maxAwaitTimeMS").ok().flatten().is_some();
-                    c.awaitable |= await_time || m.flags.contains(MsgFlags::EXHAUST_ALLOWED);
-                }
-            }
-            let acc = c.deferred.commands.entry(info.command.clone()).or_default();
-            count_request(acc, bytes, info.expects_reply);
+            self.workload_request(conn_id, ts, &msg, &info, bytes);
         } else {
-            let category = Category::of(&info.command);
-            if !is_handshake_command(&info.command) {
-                self.replayable += 1;
-                stretch(&mut self.span, ts);
-                if let Some(p) = self.phases.at(ts) {
-                    p.op(ts);
-                }
-            }
-            if category == Category::Operation {
-                c.report.ops += 1;
-                if let Some(s) = self.bucket(ts) {
-                    s.ops += 1;
-                }
-            } else {
-                *c.report.extra.entry(category.name().into()).or_default() += 1;
-            }
-            count_request(
-                self.workload_cmds.entry(&info.command),
-                bytes,
-                info.expects_reply,
-            );
+            c.defer_request(&msg, &info, bytes);
         }
         self.pairer.request(conn_id, &msg, info, ts, payload.len());
+    }
+
+    /// A request on a workload connection: step markers, the replayable operations, the timeline,
+    /// the per-command figures.
+    fn workload_request(
+        &mut self,
+        conn_id: u64,
+        ts: u64,
+        msg: &Message,
+        info: &RequestInfo,
+        bytes: u64,
+    ) {
+        if info.command == "ping" {
+            if let Some(step) = step_marker(msg) {
+                if info.expects_reply {
+                    self.markers
+                        .insert((conn_id, msg.header.request_id), step.to_owned());
+                } else {
+                    self.phases.marker(step, ts, ts);
+                }
+            }
+        }
+        if !is_handshake_command(&info.command) {
+            self.replayable += 1;
+            stretch(&mut self.span, ts);
+            if let Some(p) = self.phases.at(ts) {
+                p.op(ts);
+            }
+        }
+        let c = self.conns.get_mut(&conn_id).expect("booked by request");
+        let category = Category::of(&info.command);
+        if category == Category::Operation {
+            c.report.ops += 1;
+            if let Some(s) = self.bucket(ts) {
+                s.ops += 1;
+            }
+        } else {
+            *c.report.extra.entry(category.name().into()).or_default() += 1;
+        }
+        count_request(
+            self.workload_cmds.entry(&info.command),
+            bytes,
+            info.expects_reply,
+        );
     }
 
     pub(super) fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
@@ -216,11 +247,7 @@ impl Tally {
         let error = !reply.is_ok() || reply.write_errors > 0;
         let command = p.info.command;
         if !c.workload {
-            let acc = c.deferred.commands.entry(command.clone()).or_default();
-            count_reply(acc, bytes, error);
-            if c.deferred.latencies.len() < MAX_DEFERRED_LATENCIES {
-                c.deferred.latencies.push((command, latency));
-            }
+            c.defer_reply(command, bytes, latency, error);
             return;
         }
         let driver = c.report.driver_key();
@@ -240,6 +267,17 @@ impl Tally {
         if Category::of(&command) != Category::Operation {
             return;
         }
+        self.driver_latency(driver, command, latency);
+        if let Some(s) = self.bucket(ts) {
+            s.replies += 1;
+            s.sum_ns = s.sum_ns.saturating_add(latency);
+            s.max_ns = s.max_ns.max(latency);
+        }
+    }
+
+    /// A logical operation's latency in its driver's histogram for the command, while the number
+    /// of histograms allows.
+    fn driver_latency(&mut self, driver: String, command: String, latency: u64) {
         let known = self
             .driver_cmds
             .get(&driver)
@@ -252,11 +290,6 @@ impl Tally {
             per.entry(command)
                 .or_insert_with(new_ns_histogram)
                 .saturating_record(latency.max(100));
-        }
-        if let Some(s) = self.bucket(ts) {
-            s.replies += 1;
-            s.sum_ns = s.sum_ns.saturating_add(latency);
-            s.max_ns = s.max_ns.max(latency);
         }
     }
 
