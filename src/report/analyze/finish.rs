@@ -3,7 +3,7 @@
 //! driver's; at the end the connections still open are closed and the report is assembled.
 
 use super::tally::Tally;
-use super::{AnalyzeReport, Category, DriverReport, Role};
+use super::{AnalyzeReport, Category, CommandReport, DriverReport, Role};
 use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::wire::info::is_handshake_command;
 
@@ -106,13 +106,41 @@ impl Tally {
             }
         }
 
+        let commands = std::mem::take(&mut self.workload_cmds).reports(true);
+        let summary = self.summary(&commands, source, label, workload.client_bound_share);
+        let timeline = self.timeline.points();
+        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
+        AnalyzeReport {
+            summary,
+            capture: self.facts,
+            workload,
+            other,
+            drivers,
+            commands,
+            other_commands: self.other_cmds.reports(false),
+            connections: self.done,
+            connections_not_listed: self.conns_not_listed,
+            timeline_bucket_s: self.timeline.bucket_s(),
+            timeline,
+            phases,
+        }
+    }
+
+    /// The summary `compare` reads: the operations a replay replays, over the span from the first
+    /// to the last of them.
+    fn summary(
+        &self,
+        commands: &[CommandReport],
+        source: &str,
+        label: Option<&str>,
+        client_bound_share: Option<f64>,
+    ) -> ReportSummary {
         let wall_s = self
             .span
             .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
             .unwrap_or(0.0);
         let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
-        let commands = self.workload_cmds.reports(true);
-        let summary = ReportSummary {
+        ReportSummary {
             kind: "analyze".into(),
             label: label.unwrap_or(source).to_owned(),
             source: source.to_owned(),
@@ -144,23 +172,7 @@ impl Tally {
                 .collect(),
             server_cpu_s_per_1k_ops: None,
             client_cpu_us_per_op: None,
-            client_bound_share: workload.client_bound_share,
-        };
-        let timeline = self.timeline.points();
-        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
-        AnalyzeReport {
-            summary,
-            capture: self.facts,
-            workload,
-            other,
-            drivers,
-            commands,
-            other_commands: self.other_cmds.reports(false),
-            connections: self.done,
-            connections_not_listed: self.conns_not_listed,
-            timeline_bucket_s: self.timeline.bucket_s(),
-            timeline,
-            phases,
+            client_bound_share,
         }
     }
 }
