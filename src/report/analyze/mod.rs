@@ -3,9 +3,9 @@
 //! operation, latency percentiles per command, and a timeline. Definitions:
 //! `docs/analyze.md`.
 //!
-//! This file holds the report's schema. The pass over the capture is in [`pass`] (its per-connection
-//! clock in [`conn`], its per-command figures in [`commands`], its timeline in [`timeline`]), the end
-//! of a connection and of the capture in [`finish`]; the renderings are [`text`] and
+//! This file holds the report's schema. The pass over the capture is in `pass` (its per-connection
+//! clock in `conn`, its per-command figures in `commands`, its timeline in `timeline`), the end
+//! of a connection and of the capture in `finish`; the renderings are [`text`] and
 //! [`crate::report::html::analyze`].
 
 mod commands;

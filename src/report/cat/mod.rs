@@ -1,6 +1,6 @@
 //! `mongotape cat`: each record of a capture as one JSON line, filtered by connection, command and
 //! namespace. Replies are paired with their requests, so a reply is filtered (and labelled) by the
-//! command it answers. The JSON of one record is built in [`json`].
+//! command it answers. The JSON of one record is built in `json`.
 
 mod json;
 

@@ -3,7 +3,7 @@
 //! bare `ReportSummary`.
 //!
 //! This file loads the summaries and lines them up (the report's schema); the renderings are in
-//! [`text`] and [`crate::report::html::compare`].
+//! `text` and [`crate::report::html::compare`].
 
 mod text;
 

@@ -24,7 +24,7 @@ pub struct LineChart {
 }
 
 impl LineChart {
-    /// `x_label` names the x axis; `y_unit` is formatted as in [`BarChart::new`].
+    /// `x_label` names the x axis; `y_unit` is formatted as in [`super::BarChart::new`] (see [`crate::report::units::value`]).
     pub fn new(title: &str, x_label: &str, y_unit: &str) -> LineChart {
         LineChart {
             title: title.to_owned(),

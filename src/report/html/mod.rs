@@ -16,10 +16,14 @@
 //! ```
 //!
 //! Every string is escaped; every number is checked finite before it reaches the SVG.
+//!
+//! This file is the page builder; [`BarChart`] and [`LineChart`] (with what they share in `chart`)
+//! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
+//! page shows: [`summary`] (any report's summary) and [`phases`] (per step marker).
 
 pub mod analyze;
 mod bar_chart;
-pub(crate) mod chart;
+mod chart;
 pub mod compare;
 mod line_chart;
 pub mod phases;

@@ -1,8 +1,8 @@
-//! `mongotape replay --html`: the replay report as one self-contained page, built with the shared
-//! page builder (`report::html`): the summary's charts (throughput and latency per command), the
+//! `mongotape replay --html`: the replay report (`replay::report`) as one self-contained page: the
+//! summary's charts (throughput and latency per command), the
 //! per-second timeline and the phases.
 
-use super::{summary as html_summary, LineChart, Page};
+use super::{summary, LineChart, Page};
 use crate::replay::report::ReplayReport;
 
 pub fn render_html(r: &ReplayReport) -> String {
@@ -30,7 +30,7 @@ pub fn render_html(r: &ReplayReport) -> String {
             "{diverged} live replies differed from the recorded ones (see divergences in the JSON report)."
         ));
     }
-    page = html_summary::summary_section(page, s);
+    page = summary::summary_section(page, s);
     let tl = &r.timeline;
     let series = |f: fn(&crate::replay::metrics::SecondReport) -> f64, busy: bool| {
         tl.iter()

@@ -1,6 +1,6 @@
 //! The charts any report can draw from its shared [`ReportSummary`]: facts, throughput and latency
 //! percentiles per command, and a table. A replay report calls
-//! `html_summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
+//! `summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
 
 use super::{BarChart, Page};
 use crate::report::summary::ReportSummary;
