@@ -2,9 +2,9 @@
 //! compressor, mongosh, PHP): nothing lost, every connection adds up, the renderings hold. No
 //! server needed.
 
+use mongotape::report::analyze::text::render_text;
 use mongotape::report::analyze::{analyze_file, Role};
-use mongotape::report::analyze_html::render_html;
-use mongotape::report::analyze_text::render_text;
+use mongotape::report::html::analyze::render_html;
 use mongotape::report::inspect::inspect_file;
 use std::path::PathBuf;
 

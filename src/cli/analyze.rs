@@ -3,8 +3,8 @@
 use anyhow::Context;
 use clap::Args;
 use mongotape::report::analyze::analyze_file;
-use mongotape::report::analyze_html::render_html;
-use mongotape::report::analyze_text::render_text;
+use mongotape::report::analyze::text::render_text;
+use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -145,7 +145,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing the report to {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, replay::html::render_html(&report))
+        std::fs::write(path, mongotape::report::html::replay::render_html(&report))
             .with_context(|| format!("writing the HTML report to {}", path.display()))?;
     }
     if !args.quiet {

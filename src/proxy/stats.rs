@@ -1,5 +1,6 @@
 //! Counters shared by the connection tasks, the recorder and the status line.
 
+use crate::report::units;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
@@ -63,32 +64,17 @@ impl Snapshot {
 
     pub fn status_line(&self) -> String {
         let mut line = format!(
-            "conns {} open / {} total | msgs {} | wire {} | written {} ({:.1}x)",
+            "conns {} open / {} total | msgs {} | wire {} | written {} ({})",
             self.connections_open,
             self.connections_total,
             self.messages,
-            human_bytes(self.wire_bytes),
-            human_bytes(self.file_bytes),
-            self.compression_ratio(),
+            units::bytes(self.wire_bytes),
+            units::bytes(self.file_bytes),
+            units::ratio(self.compression_ratio()),
         );
         if self.dropped_messages > 0 {
             line.push_str(&format!(" | DROPPED {} msgs", self.dropped_messages));
         }
         line
-    }
-}
-
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
     }
 }

@@ -17,8 +17,8 @@
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
 //!
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
-//! before and after), `progress` (`--progress`), [`report`] (the run's report, JSON and text) and
-//! [`html`] (`--html`). This file starts the run and puts the report together.
+//! before and after), `progress` (`--progress`), [`report`] (the run's report, JSON and text; its
+//! `--html` page is [`crate::report::html::replay`]). This file starts the run and puts the report together.
 //!
 //! Dependencies never point back up the pipeline: `client` knows only `wire/`; `measure` only
 //! `client` (for `serverStatus`); `request` only `measure`; `route` those three; `lane` `client`,
@@ -27,7 +27,6 @@
 
 pub mod client;
 pub mod config;
-pub mod html;
 pub mod lane;
 pub mod measure;
 pub mod probe;
@@ -42,8 +41,6 @@ use crate::report::summary::ReportSummary;
 use client::Target;
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
-// `html.rs` (leaving for report/) still names `replay::metrics`; remove with it.
-use measure::metrics;
 use measure::metrics::Metrics;
 use probe::ServerProbe;
 use progress::progress_bar;

@@ -1,11 +1,11 @@
 //! `mongotape inspect`: one streaming pass over a capture, summarised.
 
 use super::pair::{Answer, Pairer};
-use super::table::{fmt_ns, Table};
+use super::table::Table;
+use super::units;
 use crate::capture::{
-    CaptureError, CaptureReader, CloseEvent, GapEvent, Metadata, OpenEvent, RecordKind,
+    CaptureError, CaptureReader, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
 };
-use crate::proxy::stats::human_bytes;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
@@ -173,59 +173,8 @@ impl Inspection {
                 }
                 RecordKind::End => out.complete = true,
                 RecordKind::Request | RecordKind::Reply => {
-                    let bytes = record.payload.len();
-                    out.wire_bytes += bytes as u64;
                     let c = conns.entry(record.conn_id).or_insert_with(conn);
-                    c.bytes += bytes as u64;
-                    let msg = match Message::parse(&record.payload) {
-                        Ok(m) => m,
-                        Err(_) => {
-                            out.undecodable_messages += 1;
-                            continue;
-                        }
-                    };
-                    let opcode = match msg.compressor {
-                        Some(comp) => {
-                            out.compressed_by_compressor
-                                .entry(comp.name().into())
-                                .or_default()
-                                .add(bytes);
-                            format!("OP_COMPRESSED({})", msg.op_code().name())
-                        }
-                        None => msg.op_code().name(),
-                    };
-                    if record.kind == RecordKind::Request {
-                        c.requests += 1;
-                        out.requests_by_opcode.entry(opcode).or_default().add(bytes);
-                        let info = RequestInfo::of(&msg);
-                        let cmd = out.by_command.entry(info.command.clone()).or_default();
-                        cmd.requests += 1;
-                        cmd.request_bytes += bytes as u64;
-                        if !info.expects_reply {
-                            cmd.no_reply_expected += 1;
-                        }
-                        let ns = info.namespace();
-                        if !ns.is_empty() {
-                            out.by_namespace.entry(ns).or_default().add(bytes);
-                        }
-                        pairer.request(record.conn_id, &msg, info, record.ts_ns, bytes);
-                    } else {
-                        c.replies += 1;
-                        out.replies_by_opcode.entry(opcode).or_default().add(bytes);
-                        let reply = ReplyInfo::of(&msg);
-                        match pairer.reply(record.conn_id, &msg, reply.more_to_come) {
-                            Answer::Request(p) => {
-                                let cmd = out.by_command.entry(p.info.command).or_default();
-                                cmd.replies += 1;
-                                cmd.reply_bytes += bytes as u64;
-                                cmd.total_latency_ns += record.ts_ns.saturating_sub(p.ts_ns);
-                                if !reply.is_ok() || reply.write_errors > 0 {
-                                    cmd.errors += 1;
-                                }
-                            }
-                            Answer::Unsolicited => out.unsolicited_replies += 1,
-                        }
-                    }
+                    out.message(&record, c, &mut pairer);
                 }
                 RecordKind::Unknown(_) => {}
             }
@@ -243,6 +192,74 @@ impl Inspection {
         out
     }
 
+    /// Books one request or reply: bytes per opcode and compressor, per command and namespace.
+    fn message(&mut self, record: &Record, c: &mut Connection, pairer: &mut Pairer) {
+        let bytes = record.payload.len();
+        self.wire_bytes += bytes as u64;
+        c.bytes += bytes as u64;
+        let msg = match Message::parse(&record.payload) {
+            Ok(m) => m,
+            Err(_) => {
+                self.undecodable_messages += 1;
+                return;
+            }
+        };
+        let opcode = match msg.compressor {
+            Some(comp) => {
+                self.compressed_by_compressor
+                    .entry(comp.name().into())
+                    .or_default()
+                    .add(bytes);
+                format!("OP_COMPRESSED({})", msg.op_code().name())
+            }
+            None => msg.op_code().name(),
+        };
+        if record.kind == RecordKind::Request {
+            c.requests += 1;
+            self.requests_by_opcode
+                .entry(opcode)
+                .or_default()
+                .add(bytes);
+            self.request(record, &msg, pairer);
+        } else {
+            c.replies += 1;
+            self.replies_by_opcode.entry(opcode).or_default().add(bytes);
+            self.reply(record, &msg, pairer);
+        }
+    }
+
+    fn request(&mut self, record: &Record, msg: &Message, pairer: &mut Pairer) {
+        let bytes = record.payload.len();
+        let info = RequestInfo::of(msg);
+        let cmd = self.by_command.entry(info.command.clone()).or_default();
+        cmd.requests += 1;
+        cmd.request_bytes += bytes as u64;
+        if !info.expects_reply {
+            cmd.no_reply_expected += 1;
+        }
+        let ns = info.namespace();
+        if !ns.is_empty() {
+            self.by_namespace.entry(ns).or_default().add(bytes);
+        }
+        pairer.request(record.conn_id, msg, info, record.ts_ns, bytes);
+    }
+
+    fn reply(&mut self, record: &Record, msg: &Message, pairer: &mut Pairer) {
+        let reply = ReplyInfo::of(msg);
+        match pairer.reply(record.conn_id, msg, reply.more_to_come) {
+            Answer::Request(p) => {
+                let cmd = self.by_command.entry(p.info.command).or_default();
+                cmd.replies += 1;
+                cmd.reply_bytes += record.payload.len() as u64;
+                cmd.total_latency_ns += record.ts_ns.saturating_sub(p.ts_ns);
+                if !reply.is_ok() || reply.write_errors > 0 {
+                    cmd.errors += 1;
+                }
+            }
+            Answer::Unsolicited => self.unsolicited_replies += 1,
+        }
+    }
+
     fn unanswered(&mut self, command: &str) {
         self.unanswered_requests += 1;
         *self
@@ -253,6 +270,16 @@ impl Inspection {
 
     pub fn render_text(&self) -> String {
         let mut s = String::new();
+        self.overview(&mut s);
+        self.connection_table(&mut s);
+        self.opcode_table(&mut s);
+        self.command_table(&mut s);
+        self.namespace_tables(&mut s);
+        s
+    }
+
+    /// Where the capture comes from, its size and state.
+    fn overview(&self, s: &mut String) {
         let m = &self.metadata;
         s.push_str(&format!(
             "capture     recorded {} by mongotape {} from upstream {}\n",
@@ -265,10 +292,10 @@ impl Inspection {
             self.connections.len()
         ));
         s.push_str(&format!(
-            "size        {} on the wire, {} on disk ({:.1}x)\n",
-            human_bytes(self.wire_bytes),
-            human_bytes(self.compressed_file_bytes),
-            self.compression_ratio
+            "size        {} on the wire, {} on disk ({})\n",
+            units::bytes(self.wire_bytes),
+            units::bytes(self.compressed_file_bytes),
+            units::ratio(self.compression_ratio)
         ));
         let state = match (&self.error, self.complete) {
             (Some(e), _) => format!("read stopped early: {e}"),
@@ -286,7 +313,10 @@ impl Inspection {
             "unanswered  {} requests without a reply; {} server-pushed replies; {} undecodable\n",
             self.unanswered_requests, self.unsolicited_replies, self.undecodable_messages
         ));
+    }
 
+    /// One row per connection.
+    fn connection_table(&self, s: &mut String) {
         let mut t = Table::new([
             "conn",
             "client",
@@ -307,13 +337,16 @@ impl Inspection {
                     .unwrap_or_else(|| "-".into()),
                 c.requests.to_string(),
                 c.replies.to_string(),
-                human_bytes(c.bytes),
+                units::bytes(c.bytes),
                 c.closed_by.clone().unwrap_or_else(|| "-".into()),
             ]);
         }
         s.push_str("\nConnections\n");
         s.push_str(&t.render());
+    }
 
+    /// Messages and bytes per opcode, each direction.
+    fn opcode_table(&self, s: &mut String) {
         let mut t = Table::new(["direction", "opcode", "messages", "bytes"]);
         for (dir, map) in [
             ("request", &self.requests_by_opcode),
@@ -324,13 +357,16 @@ impl Inspection {
                     dir.to_string(),
                     op.clone(),
                     c.messages.to_string(),
-                    human_bytes(c.bytes),
+                    units::bytes(c.bytes),
                 ]);
             }
         }
         s.push_str("\nBy opcode\n");
         s.push_str(&t.render());
+    }
 
+    /// Per command, the busiest first.
+    fn command_table(&self, s: &mut String) {
         let mut t = Table::new([
             "command",
             "requests",
@@ -344,7 +380,7 @@ impl Inspection {
         cmds.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(b.0)));
         for (name, c) in cmds {
             let mean = if c.replies > 0 {
-                fmt_ns(c.total_latency_ns as f64 / c.replies as f64)
+                units::duration_ns(c.total_latency_ns as f64 / c.replies as f64)
             } else {
                 "-".into()
             };
@@ -354,28 +390,30 @@ impl Inspection {
                 c.replies.to_string(),
                 c.no_reply_expected.to_string(),
                 c.errors.to_string(),
-                human_bytes(c.request_bytes + c.reply_bytes),
+                units::bytes(c.request_bytes + c.reply_bytes),
                 mean,
             ]);
         }
         s.push_str("\nBy command\n");
         s.push_str(&t.render());
+    }
 
+    /// Per namespace, and per wire compressor when there was compression.
+    fn namespace_tables(&self, s: &mut String) {
         let mut t = Table::new(["namespace", "requests", "bytes"]);
         for (ns, c) in &self.by_namespace {
-            t.row([ns.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+            t.row([ns.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
         }
         s.push_str("\nBy namespace\n");
         s.push_str(&t.render());
         if !self.compressed_by_compressor.is_empty() {
             let mut t = Table::new(["compressor", "messages", "bytes"]);
             for (name, c) in &self.compressed_by_compressor {
-                t.row([name.clone(), c.messages.to_string(), human_bytes(c.bytes)]);
+                t.row([name.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
             }
             s.push_str("\nWire compression (OP_COMPRESSED)\n");
             s.push_str(&t.render());
         }
-        s
     }
 }
 

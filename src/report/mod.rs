@@ -1,24 +1,30 @@
 //! What a capture or a replay says, for people (text tables, HTML) and for machines (JSON).
+//!
+//! One folder or file per product:
+//!
+//! - [`inspect`]: `mongotape inspect`, a capture's counts, connections and drivers.
+//! - [`cat`]: `mongotape cat`, each message as one JSON line, filtered.
+//! - [`analyze`]: `mongotape analyze`, one streaming pass over a capture: the pass, the per-connection
+//!   clock and the per-command figures, the finish, the timeline, the text rendering.
+//! - [`compare`]: `mongotape compare`, the summaries of captures and replays side by side, and its text.
+//! - [`html`]: every HTML page (analyze's, compare's, the replay's) and the page and chart builders
+//!   they share.
+//!
+//! Shared by those products (and by `replay`):
+//!
+//! - [`summary`]: the summary every report carries (`compare` reads it back).
+//! - [`phases`]: the figures per phase, cut at step markers, with their text table.
+//! - [`pair`]: pairs replies with their requests.
+//! - [`table`]: plain-text tables.
+//! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
 
 pub mod analyze;
-mod analyze_commands;
-mod analyze_conn;
-mod analyze_finish;
-pub mod analyze_html;
-mod analyze_pass;
-pub mod analyze_text;
-mod analyze_timeline;
 pub mod cat;
 pub mod compare;
-mod compare_html;
-mod compare_text;
 pub mod html;
-mod html_bar_chart;
-mod html_chart;
-mod html_line_chart;
-pub mod html_summary;
 pub mod inspect;
 pub mod pair;
 pub mod phases;
 pub mod summary;
 pub mod table;
+pub mod units;

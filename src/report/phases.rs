@@ -2,9 +2,9 @@
 //! marker to the next. `analyze` and `replay` both report a `phases` list of [`PhaseReport`]; this
 //! file holds that schema, the per-phase accumulator and its text table and HTML section.
 
-use super::html::{BarChart, Page};
 use super::summary::LatencySummary;
-use super::table::{fmt_ns, Table};
+use super::table::Table;
+use super::units;
 use crate::wire::marker::END_STEP;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -216,17 +216,9 @@ impl Phases {
     }
 }
 
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
-}
-
-fn secs(v: Option<f64>) -> String {
-    v.map_or("-".into(), |s| fmt_ns(s * 1e9))
-}
-
 /// Column headers and one row of cells per phase, for the text table and the HTML one. Server and
 /// client time appear when measured (analyze), server CPU when measured (replay).
-fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let times = phases.iter().any(|p| p.server_s.is_some());
     let cpu = phases.iter().any(|p| p.server_cpu_s.is_some());
     let mut headers = vec!["phase", "start", "wall", "ops", "ops/s"];
@@ -241,15 +233,22 @@ fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
         .iter()
         .map(|p| {
             let l = &p.latency;
-            let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+            let lat = |v: f64| {
+                if l.count > 0 {
+                    units::duration_us(v)
+                } else {
+                    "-".into()
+                }
+            };
             let mut row = vec![
                 p.name.clone(),
                 format!("{:.3}s", p.start_s),
-                fmt_ns(p.wall_s * 1e9),
+                units::duration_s(p.wall_s),
                 p.ops.to_string(),
                 format!("{:.0}", p.ops_per_s),
             ];
             if times {
+                let secs = |v: Option<f64>| v.map_or("-".into(), units::duration_s);
                 row.extend([secs(p.server_s), secs(p.client_s)]);
             }
             row.extend([
@@ -259,7 +258,7 @@ fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 p.errors.to_string(),
             ]);
             if cpu {
-                row.push(p.server_cpu_s.map_or("-".into(), |c| format!("{c:.2}s")));
+                row.push(p.server_cpu_s.map_or("-".into(), units::duration_s));
             }
             row
         })
@@ -278,46 +277,6 @@ pub fn render_text(phases: &[PhaseReport]) -> String {
         t.row(row);
     }
     t.render()
-}
-
-/// A "Phases" section: time per phase as bars, and the table. Nothing when there are no phases.
-pub fn html_section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {
-    if phases.is_empty() {
-        return page;
-    }
-    let names = phases.iter().map(|p| p.name.clone());
-    let times = phases.iter().any(|p| p.server_s.is_some());
-    let chart = if times {
-        // Server and client time are connection-seconds; on one connection they add up to about
-        // the wall time, the rest is time outside any request and reply of the workload.
-        let rest = |p: &PhaseReport| {
-            (p.wall_s - p.server_s.unwrap_or(0.0) - p.client_s.unwrap_or(0.0)).max(0.0)
-        };
-        BarChart::new("Time per phase", "s")
-            .categories(names)
-            .series("server", phases.iter().map(|p| p.server_s.unwrap_or(0.0)))
-            .color("#3b6fd8")
-            .series("client", phases.iter().map(|p| p.client_s.unwrap_or(0.0)))
-            .color("#f28e2b")
-            .series("rest of the wall time", phases.iter().map(rest))
-            .color("#c0c4cc")
-            .stacked()
-    } else {
-        BarChart::new("Wall time per phase", "s")
-            .categories(names)
-            .series("wall", phases.iter().map(|p| p.wall_s))
-    };
-    let measured: Vec<&PhaseReport> = phases.iter().filter(|p| p.latency.count > 0).collect();
-    let latency = BarChart::new("Latency per phase", "µs")
-        .categories(measured.iter().map(|p| p.name.clone()))
-        .series("p50", measured.iter().map(|p| p.latency.p50_us))
-        .series("p99", measured.iter().map(|p| p.latency.p99_us));
-    let (headers, rows) = rows(phases);
-    let mut page = page.section("Phases").paragraph(intro).bar_chart(chart);
-    if !measured.is_empty() {
-        page = page.bar_chart(latency);
-    }
-    page.table(&headers, &rows)
 }
 
 #[cfg(test)]
@@ -352,8 +311,9 @@ mod tests {
         assert_eq!((r[2].client_s, r[2].wall_s), (Some(10e-9), 20e-9));
         assert_eq!((r[2].errors, r[2].latency.count), (1, 1));
         assert!(render_text(&r).contains("(before first marker)"));
-        let html = html_section(Page::new("t"), &r, "intro").render();
-        assert_eq!(html.matches("<svg class=\"chart").count(), 2);
+        let html =
+            crate::report::html::phases::section(crate::report::html::Page::new("t"), &r, "intro");
+        assert_eq!(html.render().matches("<svg class=\"chart").count(), 2);
     }
 
     #[test]

@@ -16,9 +16,22 @@
 //! ```
 //!
 //! Every string is escaped; every number is checked finite before it reaches the SVG.
+//!
+//! This file is the page builder; [`BarChart`] and [`LineChart`] (with what they share in `chart`)
+//! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
+//! page shows: [`summary`] (any report's summary) and [`phases`] (per step marker).
 
-pub use super::html_bar_chart::BarChart;
-pub use super::html_line_chart::LineChart;
+pub mod analyze;
+mod bar_chart;
+mod chart;
+pub mod compare;
+mod line_chart;
+pub mod phases;
+pub mod replay;
+pub mod summary;
+
+pub use bar_chart::BarChart;
+pub use line_chart::LineChart;
 
 /// An HTML report under construction.
 #[derive(Debug, Clone, Default)]

@@ -1,14 +1,10 @@
 //! The charts any report can draw from its shared [`ReportSummary`]: facts, throughput and latency
 //! percentiles per command, and a table. A replay report calls
-//! `html_summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
+//! `summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
 
-use super::html::{BarChart, Page};
-use super::html_chart::fmt_value;
-use super::summary::ReportSummary;
-
-fn us(v: f64) -> String {
-    fmt_value(v, "µs")
-}
+use super::{BarChart, Page};
+use crate::report::summary::ReportSummary;
+use crate::report::units::duration_us;
 
 /// Commands drawn (the most frequent); the table has them all.
 const MAX_CHART_COMMANDS: usize = 12;
@@ -18,15 +14,15 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
         ("operations", s.ops.to_string()),
         ("ops/s", format!("{:.0}", s.ops_per_s)),
         ("wall time", format!("{:.3}s", s.wall_s)),
-        ("p50", us(s.overall.latency.p50_us)),
-        ("p99", us(s.overall.latency.p99_us)),
+        ("p50", duration_us(s.overall.latency.p50_us)),
+        ("p99", duration_us(s.overall.latency.p99_us)),
         ("errors", s.overall.errors.to_string()),
     ];
     if let Some(cpu) = s.server_cpu_s_per_1k_ops {
         facts.push(("server CPU / 1,000 ops", format!("{:.3}s", cpu)));
     }
     if let Some(cpu) = s.client_cpu_us_per_op {
-        facts.push(("client CPU / op", us(cpu)));
+        facts.push(("client CPU / op", duration_us(cpu)));
     }
     if let Some(share) = s.client_bound_share {
         facts.push(("client-bound share", format!("{:.1}%", share * 100.0)));
@@ -34,7 +30,7 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     let mut cmds: Vec<_> = s.per_command.iter().collect();
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     let top = &cmds[..cmds.len().min(MAX_CHART_COMMANDS)];
-    let lat = |f: fn(&super::summary::LatencySummary) -> f64| {
+    let lat = |f: fn(&crate::report::summary::LatencySummary) -> f64| {
         top.iter()
             .map(move |(_, c)| (c.latency.count > 0).then(|| f(&c.latency)))
     };
@@ -42,7 +38,13 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
         .iter()
         .map(|(name, c)| {
             let l = &c.latency;
-            let t = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+            let t = |v: f64| {
+                if l.count > 0 {
+                    duration_us(v)
+                } else {
+                    "-".into()
+                }
+            };
             vec![
                 name.to_string(),
                 c.count.to_string(),

@@ -1,10 +1,9 @@
-//! What every chart shares: the SVG width, the palette, a series, number and unit formatting, round
+//! What every chart shares: the SVG width, the palette, a series, round
 //! axis ticks, the legend and the `<figure>` around it. The charts themselves are in
-//! `html_bar_chart` (horizontal bars) and `html_line_chart` (lines, linear or log x axis); both are
+//! `bar_chart` (horizontal bars) and `line_chart` (lines, linear or log x axis); both are
 //! generic over series of numbers so any report can draw them.
 
-use super::html::esc;
-use super::table::fmt_ns;
+use super::esc;
 use std::fmt::Write;
 
 pub(super) const W: f64 = 860.0;
@@ -24,37 +23,6 @@ pub(super) fn finite(v: f64) -> f64 {
         v
     } else {
         0.0
-    }
-}
-
-/// A value with its unit: durations in µs or s get a readable unit, `%` stays a percentage.
-pub fn fmt_value(v: f64, unit: &str) -> String {
-    let v = finite(v);
-    match unit {
-        "µs" => fmt_ns(v * 1e3),
-        "ms" => fmt_ns(v * 1e6),
-        "s" => fmt_ns(v * 1e9),
-        "%" => format!("{v:.1}%"),
-        "x" => format!("{v:.2}x"),
-        "" => fmt_num(v),
-        u => format!("{} {u}", fmt_num(v)),
-    }
-}
-
-pub(super) fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.0}k", v / 1e3)
-    } else if a >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
     }
 }
 

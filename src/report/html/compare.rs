@@ -2,8 +2,8 @@
 //! share and server CPU across the columns, overall and for the busiest commands, above the same
 //! tables as the text rendering.
 
-use super::compare::{CommandRows, CompareReport};
-use super::html::{BarChart, Page};
+use super::{BarChart, Page};
+use crate::report::compare::{CommandRows, CompareReport};
 
 impl CompareReport {
     pub fn render_html(&self) -> String {

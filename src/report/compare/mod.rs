@@ -3,9 +3,11 @@
 //! bare `ReportSummary`.
 //!
 //! This file loads the summaries and lines them up (the report's schema); the renderings are in
-//! `compare_text` and `compare_html`.
+//! `text` and [`crate::report::html::compare`].
 
-use super::summary::{CommandSummary, ReportSummary};
+mod text;
+
+use crate::report::summary::{CommandSummary, ReportSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -121,8 +123,17 @@ fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
 
 /// Compares summaries; `files[i]` names where `summaries[i]` came from.
 pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
+    CompareReport {
+        columns: columns(summaries, files),
+        overall: overall(summaries),
+        per_command: per_command(summaries),
+    }
+}
+
+/// One column per summary, labelled by its label (made unique) or its position.
+fn columns(summaries: &[ReportSummary], files: &[String]) -> Vec<ColumnHead> {
     let mut seen = BTreeSet::new();
-    let columns = summaries
+    summaries
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -144,7 +155,11 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
                 file: files.get(i).cloned().unwrap_or_default(),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The overall rows: operations, wall time, latency, CPU and client-bound share.
+fn overall(summaries: &[ReportSummary]) -> Vec<MetricRow> {
     let overall_cmds: Vec<&CommandSummary> = summaries.iter().map(|s| &s.overall).collect();
     let mut overall = vec![
         row(
@@ -182,6 +197,11 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
             .map(|s| s.client_bound_share.map(|v| v * 100.0))
             .collect(),
     ));
+    overall
+}
+
+/// The rows of each command any summary has, the busiest first.
+fn per_command(summaries: &[ReportSummary]) -> Vec<CommandRows> {
     let names: BTreeSet<&String> = summaries
         .iter()
         .flat_map(|s| s.per_command.keys())
@@ -206,11 +226,7 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
             .total_cmp(&total(a))
             .then(a.command.cmp(&b.command))
     });
-    CompareReport {
-        columns,
-        overall,
-        per_command,
-    }
+    per_command
 }
 
 #[cfg(test)]

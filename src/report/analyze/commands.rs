@@ -2,8 +2,8 @@
 //! histogram for each command name, capped at a hundred names (the rest under `(other)`) so memory
 //! stays bounded whatever the capture sends.
 
-use super::analyze::{Category, CommandReport};
-use super::summary::{new_ns_histogram, LatencySummary};
+use super::{Category, CommandReport};
+use crate::report::summary::{new_ns_histogram, LatencySummary};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 

@@ -1,10 +1,11 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
-use super::analyze::{AnalyzeReport, Category, ConnReport, Role};
-use super::analyze_text::{pct, time_cells};
-use super::html::{BarChart, LineChart, Page};
-use super::table::fmt_ns;
-use crate::proxy::stats::human_bytes;
+use super::{BarChart, LineChart, Page};
+use crate::report::analyze::text::time_cells;
+use crate::report::analyze::{
+    AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role,
+};
+use crate::report::units::{self, duration_ns, duration_us};
 
 /// Commands drawn in the latency charts (the most requested ones).
 const MAX_CHART_COMMANDS: usize = 8;
@@ -15,11 +16,32 @@ const SERVER: &str = "#3b6fd8";
 const CLIENT: &str = "#f28e2b";
 const GAPS: &str = "#c0c4cc";
 
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
+pub fn render_html(r: &AnalyzeReport) -> String {
+    // Drivers with workload connections: the ones the charts compare.
+    let drivers: Vec<&DriverReport> = r
+        .drivers
+        .iter()
+        .filter(|d| d.workload.connections > 0)
+        .collect();
+    let page = header(r);
+    let page = server_or_client(page, r, &drivers);
+    let page = latency(page, r, &drivers);
+    let page = per_operation(page, &drivers);
+    let page = over_time(page, r);
+    let page = super::phases::section(
+        page,
+        &r.phases,
+        "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
+         running from its marker to the next. Operations and latency count what a replay replays; \
+         server and client time are summed over the workload connections.",
+    );
+    let page = driver_table(page, r);
+    let page = command_tables(page, r);
+    connection_table(page, r).render()
 }
 
-pub fn render_html(r: &AnalyzeReport) -> String {
+/// The title, the headline figures and what could not be read.
+fn header(r: &AnalyzeReport) -> Page {
     let s = &r.summary;
     let w = &r.workload;
     let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
@@ -35,9 +57,9 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ("logical operations", w.ops.to_string()),
             ("requests a replay replays", s.ops.to_string()),
             ("of those per second", format!("{:.0}", s.ops_per_s)),
-            ("client-bound share", pct(w.client_bound_share)),
-            ("p50 latency", us(s.overall.latency.p50_us)),
-            ("p99 latency", us(s.overall.latency.p99_us)),
+            ("client-bound share", units::share(w.client_bound_share)),
+            ("p50 latency", duration_us(s.overall.latency.p50_us)),
+            ("p99 latency", duration_us(s.overall.latency.p99_us)),
             ("workload connections", w.connections.to_string()),
             ("other connections", r.other.connections.to_string()),
         ]);
@@ -50,13 +72,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             r.capture.dropped_messages, r.capture.undecodable_messages
         ));
     }
+    page
+}
 
-    // Server or client?
-    let drivers: Vec<_> = r
-        .drivers
-        .iter()
-        .filter(|d| d.workload.connections > 0)
-        .collect();
+/// Server against client time, per driver and per workload connection.
+fn server_or_client(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page {
     let secs = |ns: u64| ns as f64 / 1e9;
     page = page
         .section("Server or client?")
@@ -92,7 +112,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             0.0
         }
     };
-    page = page.bar_chart(
+    page.bar_chart(
         BarChart::new("Share of each workload connection's wall time", "%")
             .categories(
                 conns
@@ -109,9 +129,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             )
             .color(GAPS)
             .stacked(),
-    );
+    )
+}
 
-    // Latency.
+/// Latency distribution and percentiles per command, and per driver when there are several.
+fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page {
     let cmds: Vec<_> = r
         .commands
         .iter()
@@ -154,7 +176,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             .collect();
         let mut chart = BarChart::new("p50 latency per command and driver", "µs")
             .categories(ops.iter().map(|c| c.to_string()));
-        for d in &drivers {
+        for d in drivers {
             chart = chart.series_opt(
                 &d.driver,
                 ops.iter().map(|c| d.per_command.get(*c).map(|l| l.p50_us)),
@@ -162,9 +184,12 @@ pub fn render_html(r: &AnalyzeReport) -> String {
         }
         page = page.bar_chart(chart);
     }
+    page
+}
 
-    // Round trips and extra commands per logical operation.
-    let per_op = |d: &&super::analyze::DriverReport, k: Category| {
+/// Round trips and extra commands per logical operation.
+fn per_operation(page: Page, drivers: &[&DriverReport]) -> Page {
+    let per_op = |d: &&DriverReport, k: Category| {
         d.workload
             .per_op
             .as_ref()
@@ -182,15 +207,15 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     ] {
         chart = chart.series_opt(k.name(), drivers.iter().map(|d| per_op(d, k)));
     }
-    page = page
-        .section("Per logical operation")
-        .bar_chart(chart.stacked());
+    page.section("Per logical operation")
+        .bar_chart(chart.stacked())
+}
 
-    // Over time.
+/// Throughput and latency over the capture.
+fn over_time(page: Page, r: &AnalyzeReport) -> Page {
     let tl = &r.timeline;
-    let bucket_note = format!("In buckets of {}.", fmt_ns(r.timeline_bucket_s * 1e9));
-    page = page
-        .section("Over time")
+    let bucket_note = format!("In buckets of {}.", duration_ns(r.timeline_bucket_s * 1e9));
+    page.section("Over time")
         .line_chart(
             LineChart::new(
                 "Throughput: logical operations per second",
@@ -221,17 +246,11 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                     .map(|p| (p.t_s, p.max_us))
                     .collect(),
             ),
-        );
+        )
+}
 
-    page = super::phases::html_section(
-        page,
-        &r.phases,
-        "The capture cut at its step markers (a ping with comment mongotape:step:NAME), each phase \
-         running from its marker to the next. Operations and latency count what a replay replays; \
-         server and client time are summed over the workload connections.",
-    );
-
-    // Tables.
+/// One row per driver: time split, per-operation figures.
+fn driver_table(page: Page, r: &AnalyzeReport) -> Page {
     let rows: Vec<Vec<String>> = r
         .drivers
         .iter()
@@ -253,7 +272,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
                 cells[3].clone(),
                 cells[4].clone(),
                 po.map_or("-".into(), |p| format!("{:.2}", p.round_trips)),
-                po.map_or("-".into(), |p| human_bytes(p.bytes as u64)),
+                po.map_or("-".into(), |p| units::bytes(p.bytes as u64)),
                 extra(Category::Handshake),
                 extra(Category::Sessions),
                 extra(Category::GetMore),
@@ -261,7 +280,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             ]
         })
         .collect();
-    page = page.section("Per driver").table(
+    page.section("Per driver").table(
         &[
             "driver",
             "conns",
@@ -278,12 +297,22 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             "other conns",
         ],
         &rows,
-    );
-    let cmd_rows = |list: &[super::analyze::CommandReport]| -> Vec<Vec<String>> {
+    )
+}
+
+/// The commands on workload connections and on the others.
+fn command_tables(page: Page, r: &AnalyzeReport) -> Page {
+    let cmd_rows = |list: &[CommandReport]| -> Vec<Vec<String>> {
         list.iter()
             .map(|c| {
                 let l = &c.latency;
-                let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+                let lat = |v: f64| {
+                    if l.count > 0 {
+                        duration_us(v)
+                    } else {
+                        "-".into()
+                    }
+                };
                 vec![
                     c.command.clone(),
                     c.category.map_or("-", |k| k.name()).to_string(),
@@ -301,11 +330,14 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     let cmd_headers = [
         "command", "kind", "requests", "replies", "errors", "p50", "p90", "p99", "max",
     ];
-    page = page
-        .section("Commands on workload connections")
+    page.section("Commands on workload connections")
         .table(&cmd_headers, &cmd_rows(&r.commands))
         .section("Commands on monitoring and other connections")
-        .table(&cmd_headers, &cmd_rows(&r.other_commands));
+        .table(&cmd_headers, &cmd_rows(&r.other_commands))
+}
+
+/// One row per connection.
+fn connection_table(page: Page, r: &AnalyzeReport) -> Page {
     let conn_rows: Vec<Vec<String>> = r
         .connections
         .iter()
@@ -322,22 +354,20 @@ pub fn render_html(r: &AnalyzeReport) -> String {
             row
         })
         .collect();
-    page.section("Connections")
-        .table(
-            &[
-                "conn",
-                "client",
-                "driver",
-                "role",
-                "reqs",
-                "ops",
-                "wall",
-                "server",
-                "client time",
-                "gaps",
-                "client-bound",
-            ],
-            &conn_rows,
-        )
-        .render()
+    page.section("Connections").table(
+        &[
+            "conn",
+            "client",
+            "driver",
+            "role",
+            "reqs",
+            "ops",
+            "wall",
+            "server",
+            "client time",
+            "gaps",
+            "client-bound",
+        ],
+        &conn_rows,
+    )
 }

@@ -2,9 +2,9 @@
 //! gets its role (workload, monitoring, handshake only, idle) and is added to the totals and to its
 //! driver's; at the end the connections still open are closed and the report is assembled.
 
-use super::analyze::{AnalyzeReport, Category, ConnReport, DriverReport, Role};
-use super::analyze_pass::Pass;
-use super::summary::{CommandSummary, LatencySummary, ReportSummary};
+use super::tally::Tally;
+use super::{AnalyzeReport, Category, CommandReport, DriverReport, Role};
+use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::wire::info::is_handshake_command;
 
 /// Drivers told apart; further ones are counted under `(other drivers)`.
@@ -13,7 +13,7 @@ const OTHER_DRIVERS: &str = "(other drivers)";
 /// Connections listed one by one in the report; all of them count in the totals.
 pub(super) const MAX_CONN_REPORTS: usize = 10_000;
 
-impl Pass {
+impl Tally {
     pub(super) fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
         let Some(mut c) = self.conns.remove(&conn_id) else {
             return;
@@ -45,7 +45,7 @@ impl Pass {
         c.report.closed = closed;
         c.report.times = c.clock.close(ts);
         c.report.client_bound_share = c.report.times.client_bound_share();
-        let mut key = driver_key(&c.report);
+        let mut key = c.report.driver_key();
         if self.drivers.len() >= MAX_DRIVERS && !self.drivers.contains_key(&key) {
             key = OTHER_DRIVERS.to_owned();
         }
@@ -106,13 +106,41 @@ impl Pass {
             }
         }
 
+        let commands = std::mem::take(&mut self.workload_cmds).reports(true);
+        let summary = self.summary(&commands, source, label, workload.client_bound_share);
+        let timeline = self.timeline.points();
+        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
+        AnalyzeReport {
+            summary,
+            capture: self.facts,
+            workload,
+            other,
+            drivers,
+            commands,
+            other_commands: self.other_cmds.reports(false),
+            connections: self.done,
+            connections_not_listed: self.conns_not_listed,
+            timeline_bucket_s: self.timeline.bucket_s(),
+            timeline,
+            phases,
+        }
+    }
+
+    /// The summary `compare` reads: the operations a replay replays, over the span from the first
+    /// to the last of them.
+    fn summary(
+        &self,
+        commands: &[CommandReport],
+        source: &str,
+        label: Option<&str>,
+        client_bound_share: Option<f64>,
+    ) -> ReportSummary {
         let wall_s = self
             .span
             .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
             .unwrap_or(0.0);
         let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
-        let commands = self.workload_cmds.reports(true);
-        let summary = ReportSummary {
+        ReportSummary {
             kind: "analyze".into(),
             label: label.unwrap_or(source).to_owned(),
             source: source.to_owned(),
@@ -144,31 +172,7 @@ impl Pass {
                 .collect(),
             server_cpu_s_per_1k_ops: None,
             client_cpu_us_per_op: None,
-            client_bound_share: workload.client_bound_share,
-        };
-        let timeline = self.timeline.points();
-        let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
-        AnalyzeReport {
-            summary,
-            capture: self.facts,
-            workload,
-            other,
-            drivers,
-            commands,
-            other_commands: self.other_cmds.reports(false),
-            connections: self.done,
-            connections_not_listed: self.conns_not_listed,
-            timeline_bucket_s: self.timeline.bucket_s(),
-            timeline,
-            phases,
+            client_bound_share,
         }
-    }
-}
-
-/// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
-pub(super) fn driver_key(c: &ConnReport) -> String {
-    match &c.application {
-        Some(app) => format!("{} ({app})", c.driver),
-        None => c.driver.clone(),
     }
 }

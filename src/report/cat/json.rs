@@ -1,6 +1,8 @@
-//! `mongotape cat`: each message of a capture as one JSON line, bodies as relaxed extended JSON.
+//! One record as JSON: a message with its header fields, flags, command and namespace, its body as
+//! relaxed extended JSON; a connection event with its data.
 
 use crate::capture::{Record, RecordKind};
+use crate::wire::WireError;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo, Section};
 use bson::{Bson, Document, RawDocument};
 use serde_json::{json, Map, Value};
@@ -82,7 +84,7 @@ fn flag_names(flags: MsgFlags) -> Vec<&'static str> {
 pub fn message_json(
     record: &Record,
     start_ns: u64,
-    msg: &Result<Message, crate::wire::WireError>,
+    msg: &Result<Message, WireError>,
     request: Option<&RequestInfo>,
     with_body: bool,
 ) -> Value {
@@ -134,4 +136,20 @@ pub fn message_json(
         }
     }
     Value::Object(obj)
+}
+
+/// A connection event (open, close, client metadata, gap, end) as a JSON object; client metadata is
+/// a BSON document, the other events' data is JSON already.
+pub fn event_json(record: &Record) -> Value {
+    let data = if record.kind == RecordKind::ClientMetadata {
+        bson::RawDocumentBuf::from_bytes(record.payload.to_vec())
+            .map(|d| doc_json(&d))
+            .unwrap_or(Value::Null)
+    } else {
+        serde_json::from_slice(&record.payload).unwrap_or(Value::Null)
+    };
+    json!({
+        "conn": record.conn_id, "ts_ns": record.ts_ns,
+        "event": record.kind.name(), "data": data,
+    })
 }

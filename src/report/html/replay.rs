@@ -1,10 +1,9 @@
-//! `mongotape replay --html`: the replay report as one self-contained page, built with the shared
-//! page builder (`report::html`): the summary's charts (throughput and latency per command), the
+//! `mongotape replay --html`: the replay report (`replay::report`) as one self-contained page: the
+//! summary's charts (throughput and latency per command), the
 //! per-second timeline and the phases.
 
-use super::report::ReplayReport;
-use crate::report::html::{LineChart, Page};
-use crate::report::{html_summary, phases};
+use super::{summary, LineChart, Page};
+use crate::replay::report::ReplayReport;
 
 pub fn render_html(r: &ReplayReport) -> String {
     let s = &r.summary;
@@ -31,9 +30,9 @@ pub fn render_html(r: &ReplayReport) -> String {
             "{diverged} live replies differed from the recorded ones (see divergences in the JSON report)."
         ));
     }
-    page = html_summary::summary_section(page, s);
+    page = summary::summary_section(page, s);
     let tl = &r.timeline;
-    let series = |f: fn(&super::metrics::SecondReport) -> f64, busy: bool| {
+    let series = |f: fn(&crate::replay::measure::metrics::SecondReport) -> f64, busy: bool| {
         tl.iter()
             .filter(|p| !busy || p.ops > 0)
             .map(|p| (p.second as f64, f(p)))
@@ -57,7 +56,7 @@ pub fn render_html(r: &ReplayReport) -> String {
                 .series("p99", series(|p| p.p99_us, true))
                 .series("max", series(|p| p.max_us, true)),
         );
-    page = phases::html_section(
+    page = super::phases::section(
         page,
         &r.phases,
         "The replay cut at the capture's step markers (a ping with comment mongotape:step:NAME, \
@@ -81,7 +80,7 @@ pub fn render_html(r: &ReplayReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::metrics::SecondReport;
+    use crate::replay::measure::metrics::SecondReport;
     use crate::report::phases::PhaseReport;
 
     #[test]

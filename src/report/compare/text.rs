@@ -1,21 +1,21 @@
 //! `mongotape compare` as text: one table for the overall figures and one per command, each
 //! column followed by its ratio against the first. The cell and header helpers are shared with
-//! `compare_html`, which shows the same tables under its charts.
+//! `html::compare`, which shows the same tables under its charts.
 
-use super::compare::{CompareReport, MetricRow};
-use super::html_chart::fmt_value;
-use super::table::Table;
+use super::{CompareReport, MetricRow};
+use crate::report::table::Table;
+use crate::report::units;
 
 fn cell(v: Option<f64>, unit: &str) -> String {
     match v {
         Some(v) if unit.is_empty() => format!("{v:.0}"),
-        Some(v) => fmt_value(v, unit),
+        Some(v) => units::value(v, unit),
         None => "-".into(),
     }
 }
 
 fn ratio(r: Option<f64>) -> String {
-    r.map_or("-".into(), |r| format!("{r:.2}x"))
+    r.map_or("-".into(), units::ratio)
 }
 
 impl CompareReport {
@@ -55,7 +55,7 @@ impl CompareReport {
         s
     }
 
-    pub(super) fn table_rows_headers(&self) -> Vec<String> {
+    pub(crate) fn table_rows_headers(&self) -> Vec<String> {
         let mut h = vec!["metric".to_owned()];
         for (i, c) in self.columns.iter().enumerate() {
             h.push(c.label.clone());
@@ -66,7 +66,7 @@ impl CompareReport {
         h
     }
 
-    pub(super) fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
+    pub(crate) fn table_rows(&self, rows: &[MetricRow]) -> Vec<Vec<String>> {
         rows.iter()
             .map(|r| {
                 let mut cells = vec![r.metric.clone()];

@@ -3,16 +3,26 @@
 //! operation, latency percentiles per command, and a timeline. Definitions:
 //! `docs/analyze.md`.
 //!
-//! The pass over the capture is in `analyze_pass` (with `analyze_commands` and `analyze_finish`),
-//! the renderings in `analyze_text` and `analyze_html`; this file holds the report's schema.
+//! This file holds the report's schema. The pass over the capture is in `pass` (its per-connection
+//! clock in `conn`, its per-command figures in `commands`, its timeline in `timeline`), the end
+//! of a connection and of the capture in `finish`; the renderings are [`text`] and
+//! [`crate::report::html::analyze`].
 
-pub use super::analyze_conn::{ConnClock, Gaps, TimeSplit};
-use super::phases::PhaseReport;
-use super::summary::{LatencySummary, ReportSummary};
+mod commands;
+mod conn;
+mod finish;
+mod pass;
+mod tally;
+pub mod text;
+mod timeline;
+
+use crate::report::phases::PhaseReport;
+use crate::report::summary::{LatencySummary, ReportSummary};
+pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use super::analyze_pass::{analyze, analyze_file};
+pub use pass::{analyze, analyze_file};
 
 /// What a request is for, seen from the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -122,6 +132,16 @@ pub struct ConnReport {
     pub extra: BTreeMap<String, u64>,
     pub times: TimeSplit,
     pub client_bound_share: Option<f64>,
+}
+
+impl ConnReport {
+    /// The driver a connection is grouped under: `name version`, plus ` (app)` when it named itself.
+    pub(super) fn driver_key(&self) -> String {
+        match &self.application {
+            Some(app) => format!("{} ({app})", self.driver),
+            None => self.driver.clone(),
+        }
+    }
 }
 
 /// Per logical operation (workload connections only).

@@ -1,30 +1,22 @@
 //! `mongotape analyze` as text tables.
 
-use super::analyze::{AnalyzeReport, Category, CommandReport, Totals};
-use super::analyze_conn::TimeSplit;
-use super::table::{fmt_ns, Table};
-use crate::proxy::stats::human_bytes;
+use super::conn::TimeSplit;
+use super::{AnalyzeReport, Category, CommandReport, Totals};
+use crate::report::table::Table;
+use crate::report::units::{self, duration_ns, duration_us};
 
 /// Connections listed in the text report; `--json` has them all.
 const MAX_CONN_ROWS: usize = 40;
 
-pub fn pct(share: Option<f64>) -> String {
-    share.map_or("-".into(), |s| format!("{:.1}%", s * 100.0))
-}
-
 /// The time-split cells every table shows: wall, server, client, gaps, client-bound share.
 pub fn time_cells(t: &TimeSplit, share: Option<f64>) -> [String; 5] {
     [
-        fmt_ns(t.wall_ns as f64),
-        fmt_ns(t.server_ns as f64),
-        fmt_ns(t.client_ns as f64),
-        fmt_ns(t.gaps.total_ns() as f64),
-        pct(share),
+        duration_ns(t.wall_ns as f64),
+        duration_ns(t.server_ns as f64),
+        duration_ns(t.client_ns as f64),
+        duration_ns(t.gaps.total_ns() as f64),
+        units::share(share),
     ]
-}
-
-fn us(v: f64) -> String {
-    fmt_ns(v * 1e3)
 }
 
 fn per_op(t: &Totals, key: &str) -> String {
@@ -36,6 +28,28 @@ fn per_op(t: &Totals, key: &str) -> String {
 
 pub fn render_text(r: &AnalyzeReport) -> String {
     let mut s = String::new();
+    overview(&mut s, r);
+    driver_times(&mut s, r);
+    per_operation(&mut s, r);
+    if !r.phases.is_empty() {
+        s.push_str(
+            "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
+        );
+        s.push_str(&crate::report::phases::render_text(&r.phases));
+    }
+
+    s.push_str("\nLatency per command (workload connections)\n");
+    s.push_str(&command_table(&r.commands).render());
+    if !r.other_commands.is_empty() {
+        s.push_str("\nLatency per command (monitoring, handshake-only and idle connections)\n");
+        s.push_str(&command_table(&r.other_commands).render());
+    }
+    connections(&mut s, r);
+    s
+}
+
+/// The capture, its state and the workload in a few lines.
+fn overview(s: &mut String, r: &AnalyzeReport) {
     let c = &r.capture;
     s.push_str(&format!(
         "capture       {} recorded {} from upstream {}\n",
@@ -63,19 +77,22 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     ));
     s.push_str(&format!(
         "client-bound  {} of the workload connections' active time (server {}, client {}, gaps {})\n",
-        pct(w.client_bound_share),
-        fmt_ns(w.times.server_ns as f64),
-        fmt_ns(w.times.client_ns as f64),
-        fmt_ns(w.times.gaps.total_ns() as f64),
+        units::share(w.client_bound_share),
+        duration_ns(w.times.server_ns as f64),
+        duration_ns(w.times.client_ns as f64),
+        duration_ns(w.times.gaps.total_ns() as f64),
     ));
     let o = &r.other;
     s.push_str(&format!(
         "set apart     {} monitoring / handshake-only / idle connections, {} requests, {}\n",
         o.connections,
         o.requests,
-        human_bytes(o.bytes)
+        units::bytes(o.bytes)
     ));
+}
 
+/// Where the time went, per driver.
+fn driver_times(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "driver",
         "conns",
@@ -94,7 +111,7 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             continue;
         }
         let (server_op, client_op) = match &w.per_op {
-            Some(p) => (us(p.server_us), us(p.client_us)),
+            Some(p) => (duration_us(p.server_us), duration_us(p.client_us)),
             None => ("-".into(), "-".into()),
         };
         let mut row = vec![
@@ -108,7 +125,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     s.push_str("\nWhere the time went, per driver (workload connections, summed)\n");
     s.push_str(&t.render());
+}
 
+/// Round trips, bytes and extra commands per logical operation, per driver.
+fn per_operation(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "driver",
         "ops",
@@ -127,7 +147,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             continue;
         }
         let (rt, bytes) = match &w.per_op {
-            Some(p) => (format!("{:.2}", p.round_trips), human_bytes(p.bytes as u64)),
+            Some(p) => (
+                format!("{:.2}", p.round_trips),
+                units::bytes(p.bytes as u64),
+            ),
             None => ("-".into(), "-".into()),
         };
         t.row([
@@ -145,21 +168,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
     s.push_str("\nPer logical operation\n");
     s.push_str(&t.render());
+}
 
-    if !r.phases.is_empty() {
-        s.push_str(
-            "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
-        );
-        s.push_str(&super::phases::render_text(&r.phases));
-    }
-
-    s.push_str("\nLatency per command (workload connections)\n");
-    s.push_str(&command_table(&r.commands).render());
-    if !r.other_commands.is_empty() {
-        s.push_str("\nLatency per command (monitoring, handshake-only and idle connections)\n");
-        s.push_str(&command_table(&r.other_commands).render());
-    }
-
+/// The first connections, one row each.
+fn connections(s: &mut String, r: &AnalyzeReport) {
     let mut t = Table::new([
         "conn",
         "driver",
@@ -191,7 +203,6 @@ pub fn render_text(r: &AnalyzeReport) -> String {
             "... {more} more connections (--json lists up to 10,000)\n"
         ));
     }
-    s
 }
 
 fn command_table(commands: &[CommandReport]) -> Table {
@@ -201,7 +212,13 @@ fn command_table(commands: &[CommandReport]) -> Table {
     ]);
     for c in commands {
         let l = &c.latency;
-        let lat = |v: f64| if l.count > 0 { us(v) } else { "-".into() };
+        let lat = |v: f64| {
+            if l.count > 0 {
+                duration_us(v)
+            } else {
+                "-".into()
+            }
+        };
         t.row([
             c.command.clone(),
             c.category.map_or("-", |k| k.name()).to_string(),

@@ -2,7 +2,7 @@
 //! begin with, ten times wider whenever there would be more than [`MAX_BUCKETS`], so a short capture
 //! still draws a curve and a day-long one stays small.
 
-use super::analyze::TimelinePoint;
+use super::TimelinePoint;
 
 pub const MAX_BUCKETS: usize = 1000;
 const FIRST_BUCKET_NS: u64 = 10_000_000;

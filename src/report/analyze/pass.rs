@@ -1,0 +1,179 @@
+//! The single streaming pass behind `mongotape analyze`. Memory is bounded by the connections open at
+//! once, the distinct command names and the timeline's buckets (both capped).
+//!
+//! This file reads the records and hands each to the [`Tally`]: it books requests and replies
+//! (per-command accumulators in `commands`); `finish` closes connections and assembles the report.
+
+use super::tally::Tally;
+use super::AnalyzeReport;
+use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
+use crate::report::inspect::Driver;
+use bson::RawDocumentBuf;
+use std::io::Read;
+use std::path::Path;
+
+/// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
+/// `compare` (default: the file stem). Reading errors end the pass and are reported in
+/// `capture.error`; what came before still counts.
+pub fn analyze<R: Read>(
+    mut reader: CaptureReader<R>,
+    source: &str,
+    label: Option<&str>,
+) -> AnalyzeReport {
+    let meta = reader.metadata().clone();
+    let mut tally = Tally::default();
+    for record in &mut reader {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                tally.facts.error = Some(e.to_string());
+                break;
+            }
+        };
+        tally.facts.records += 1;
+        let ts = record.ts_ns;
+        if record.kind != RecordKind::End {
+            tally.first_ns.get_or_insert(ts);
+            tally.last_ns = tally.last_ns.max(ts);
+        }
+        match record.kind {
+            RecordKind::Open => {
+                let client = record
+                    .event::<OpenEvent>()
+                    .map(|e| e.client)
+                    .unwrap_or_default();
+                tally.conn(record.conn_id, ts).report.client = client;
+            }
+            RecordKind::Close => tally.close(record.conn_id, ts, true),
+            RecordKind::ClientMetadata => {
+                if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
+                    let d = Driver::from_client_doc(&doc);
+                    let c = tally.conn(record.conn_id, ts);
+                    c.report.driver = d.label();
+                    c.report.application = d.application;
+                }
+            }
+            RecordKind::Gap => {
+                if let Ok(g) = record.event::<GapEvent>() {
+                    tally.facts.dropped_messages += g.dropped_messages;
+                }
+                for c in tally.conns.values_mut() {
+                    c.clock.gap();
+                }
+            }
+            RecordKind::End => tally.facts.complete = true,
+            RecordKind::Request => tally.request(record.conn_id, ts, &record.payload),
+            RecordKind::Reply => tally.reply(record.conn_id, ts, &record.payload),
+            RecordKind::Unknown(_) => {}
+        }
+    }
+    tally.finish(meta, source, label)
+}
+
+/// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.
+pub fn analyze_file(path: &Path, label: Option<&str>) -> Result<AnalyzeReport, CaptureError> {
+    let reader = CaptureReader::open(path)?;
+    let label = label.map(str::to_owned).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(analyze(reader, &path.display().to_string(), Some(&label)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::commands::{MAX_COMMANDS, OTHER_COMMAND};
+    use super::super::finish::MAX_CONN_REPORTS;
+    use super::*;
+    use crate::capture::{CaptureWriter, Metadata, Record};
+    use crate::wire::op_msg::{OpMsg, Section};
+    use crate::wire::MsgFlags;
+    use bson::rawdoc;
+
+    fn op_msg(request_id: i32, response_to: i32, body: RawDocumentBuf) -> Vec<u8> {
+        OpMsg {
+            flags: MsgFlags::empty(),
+            sections: vec![Section::Body(body)],
+            checksum: None,
+        }
+        .encode(request_id, response_to)
+    }
+
+    fn capture(records: &[Record]) -> CaptureReader<std::io::Cursor<Vec<u8>>> {
+        let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        CaptureReader::new(std::io::Cursor::new(w.finish().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn many_connections_and_command_names_stay_bounded() {
+        let mut recs = Vec::new();
+        let conns = MAX_CONN_REPORTS as u64 + 50;
+        for id in 1..=conns {
+            recs.push(Record::new(RecordKind::Open, id, id * 10, &b"{}"[..]));
+            recs.push(Record::new(RecordKind::Close, id, id * 10 + 5, &b"{}"[..]));
+        }
+        // One workload connection sending more distinct commands than are tracked.
+        let id = conns + 1;
+        let mut ts = conns * 10 + 100;
+        for i in 0..(MAX_COMMANDS as i32 + 20) {
+            let mut doc = bson::Document::new();
+            doc.insert(format!("cmd{i}"), 1);
+            doc.insert("$db", "x");
+            let body = RawDocumentBuf::try_from(&doc).unwrap();
+            recs.push(Record::new(
+                RecordKind::Request,
+                id,
+                ts,
+                op_msg(i + 1, 0, body),
+            ));
+            ts += 10;
+            let reply = op_msg(10_000 + i, i + 1, rawdoc! { "ok": 1.0 });
+            recs.push(Record::new(RecordKind::Reply, id, ts, reply));
+            ts += 10;
+        }
+        let r = analyze(capture(&recs), "synthetic", None);
+        assert_eq!(r.connections.len(), MAX_CONN_REPORTS);
+        assert_eq!(r.connections_not_listed, 51);
+        assert_eq!(r.other.connections + r.workload.connections, conns + 1);
+        assert_eq!(r.commands.len(), MAX_COMMANDS + 1, "the rest under (other)");
+        let other = r
+            .commands
+            .iter()
+            .find(|c| c.command == OTHER_COMMAND)
+            .unwrap();
+        assert_eq!(other.requests, 20);
+        assert_eq!(r.summary.ops, MAX_COMMANDS as u64 + 20);
+        assert!(r.workload.times.adds_up());
+        assert_eq!(r.workload.times.server_ns, 10 * (MAX_COMMANDS as u64 + 20));
+    }
+
+    #[test]
+    fn garbage_payloads_and_wild_timestamps_do_not_panic() {
+        let recs = vec![
+            Record::new(RecordKind::Request, 1, u64::MAX, &b"\x10\0\0\0garbage!"[..]),
+            Record::new(RecordKind::Reply, 1, 0, &b""[..]),
+            Record::new(RecordKind::ClientMetadata, 1, 5, &b"not bson"[..]),
+            Record::new(RecordKind::Open, 2, 3, &b"not json"[..]),
+            Record::new(RecordKind::Gap, 0, 4, &b"{"[..]),
+            Record::new(
+                RecordKind::Request,
+                2,
+                7,
+                op_msg(1, 0, rawdoc! {"find": "c", "$db": "d"}),
+            ),
+            Record::new(RecordKind::Unknown(99), 2, 8, &b"?"[..]),
+        ];
+        let r = analyze(capture(&recs), "garbage", Some("g"));
+        assert_eq!(r.capture.undecodable_messages, 2);
+        for c in &r.connections {
+            assert!(c.times.adds_up(), "{c:?}");
+        }
+        assert_eq!(r.capture.unanswered_requests, 1);
+        let _ = super::super::text::render_text(&r);
+        let _ = crate::report::html::analyze::render_html(&r);
+    }
+}

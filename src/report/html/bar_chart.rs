@@ -1,0 +1,255 @@
+//! Horizontal bar charts as inline SVG, one row per category, the series grouped (one bar each) or
+//! stacked. A value that was not measured is drawn as "n/a", not as a zero bar.
+
+use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
+use super::esc;
+use crate::report::units;
+use std::fmt::Write;
+
+/// Horizontal bars, one row per category; grouped (one bar per series) or stacked.
+#[derive(Default)]
+pub struct BarChart {
+    title: String,
+    unit: String,
+    note: Option<String>,
+    categories: Vec<String>,
+    series: Vec<Series<Option<f64>>>,
+    stacked: bool,
+}
+
+impl BarChart {
+    /// `unit`: `µs`, `ms`, `s`, `%`, `x`, `` or any label printed after the number.
+    pub fn new(title: &str, unit: &str) -> BarChart {
+        BarChart {
+            title: title.to_owned(),
+            unit: unit.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    pub fn note(mut self, note: &str) -> BarChart {
+        self.note = Some(note.to_owned());
+        self
+    }
+
+    pub fn categories<S: Into<String>>(mut self, c: impl IntoIterator<Item = S>) -> BarChart {
+        self.categories = c.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// One value per category (missing values are 0).
+    pub fn series(self, name: &str, values: impl IntoIterator<Item = f64>) -> BarChart {
+        self.series_opt(name, values.into_iter().map(Some))
+    }
+
+    /// One value per category; `None` is drawn as "n/a" (not measured), not as a zero bar.
+    pub fn series_opt(
+        mut self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<f64>>,
+    ) -> BarChart {
+        self.series.push(Series {
+            name: name.to_owned(),
+            values: values
+                .into_iter()
+                .map(|v| v.map(|v| finite(v).max(0.0)))
+                .collect(),
+            color: None,
+        });
+        self
+    }
+
+    /// The colour of the series added last (any CSS colour).
+    pub fn color(mut self, color: &str) -> BarChart {
+        if let Some(s) = self.series.last_mut() {
+            s.color = Some(color.to_owned());
+        }
+        self
+    }
+
+    pub fn stacked(mut self) -> BarChart {
+        self.stacked = true;
+        self
+    }
+
+    fn value(&self, s: usize, c: usize) -> f64 {
+        self.series[s]
+            .values
+            .get(c)
+            .copied()
+            .flatten()
+            .unwrap_or(0.0)
+    }
+
+    pub fn render_svg(&self) -> String {
+        let (ncat, nser) = (self.categories.len(), self.series.len());
+        if ncat == 0 || nser == 0 {
+            return figure(
+                &self.title,
+                &self.note,
+                "<p class=\"empty\">no data</p>".into(),
+            );
+        }
+        let g = self.geometry();
+        let mut s = format!(
+            "<svg class=\"chart bar\" viewBox=\"0 0 {W} {:.0}\" role=\"img\" aria-label=\"{}\" \
+             data-categories=\"{ncat}\" data-series=\"{nser}\">",
+            g.height(ncat),
+            esc(&self.title)
+        );
+        s.push_str(&legend(&self.series, 14.0, g.x0));
+        let axis_y = g.y0 + ncat as f64 * g.row_h;
+        for t in &g.ticks {
+            let x = g.x0 + g.sx(*t);
+            let _ = write!(
+                s,
+                "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{axis_y:.1}\"/>\
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                g.y0,
+                axis_y + 14.0,
+                esc(&units::value(*t, &self.unit))
+            );
+        }
+        for (c, cat) in self.categories.iter().enumerate() {
+            self.draw_row(&mut s, &g, c, cat);
+        }
+        let _ = write!(
+            s,
+            "<line class=\"axis\" x1=\"{x0:.1}\" x2=\"{x0:.1}\" y1=\"{:.1}\" y2=\"{axis_y:.1}\"/></svg>",
+            g.y0,
+            x0 = g.x0
+        );
+        figure(&self.title, &self.note, s)
+    }
+
+    /// Where things go: the value axis from the longest row, the label column from the longest
+    /// category name, the row height from the number of bars in a row.
+    fn geometry(&self) -> Geometry {
+        let max = (0..self.categories.len())
+            .map(|c| {
+                let vals = (0..self.series.len()).map(|s| self.value(s, c));
+                if self.stacked {
+                    vals.sum()
+                } else {
+                    vals.fold(0.0, f64::max)
+                }
+            })
+            .fold(0.0, f64::max);
+        let ticks = nice_ticks(0.0, if max > 0.0 { max } else { 1.0 }, 5);
+        let top = *ticks.last().unwrap_or(&1.0);
+        let label_w = self
+            .categories
+            .iter()
+            .map(|c| truncate(c, 40).chars().count())
+            .max()
+            .unwrap_or(0) as f64
+            * 6.6
+            + 14.0;
+        let bar_h = if self.stacked { 16.0 } else { 12.0 };
+        let row_h = if self.stacked {
+            24.0
+        } else {
+            self.series.len() as f64 * bar_h + 10.0
+        };
+        Geometry {
+            ticks,
+            top,
+            x0: label_w.clamp(60.0, 290.0),
+            x1: W - 80.0,
+            y0: 30.0,
+            bar_h,
+            row_h,
+        }
+    }
+
+    /// One category: its label, its bars (or "n/a"), and their values.
+    fn draw_row(&self, s: &mut String, g: &Geometry, c: usize, cat: &str) {
+        let (x0, bar_h, row_h) = (g.x0, g.bar_h, g.row_h);
+        let ry = g.y0 + c as f64 * row_h;
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"><title>{}</title>{}</text>",
+            x0 - 6.0,
+            ry + row_h / 2.0 + 4.0,
+            esc(cat),
+            esc(&truncate(cat, 40))
+        );
+        let mut acc = 0.0;
+        for (i, se) in self.series.iter().enumerate() {
+            let v = self.value(i, c);
+            let (x, y) = if self.stacked {
+                (x0 + g.sx(acc), ry + (row_h - bar_h) / 2.0)
+            } else {
+                (x0, ry + 5.0 + i as f64 * bar_h)
+            };
+            if se.values.get(c).copied().flatten().is_none() {
+                if !self.stacked {
+                    let _ = write!(
+                        s,
+                        "<text class=\"na\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">n/a \
+                         <title>{} · {}: not measured</title></text>",
+                        x + 4.0,
+                        y + bar_h - 3.5,
+                        esc(cat),
+                        esc(&se.name)
+                    );
+                }
+                continue;
+            }
+            acc += v;
+            let w = g.sx(v);
+            let _ = write!(
+                s,
+                "<rect class=\"mark\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" \
+                 fill=\"{}\" data-value=\"{v}\"><title>{} · {}: {}</title></rect>",
+                bar_h - 2.0,
+                color(se, i),
+                esc(cat),
+                esc(&se.name),
+                esc(&units::value(v, &self.unit))
+            );
+            if !self.stacked {
+                let _ = write!(
+                    s,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>",
+                    x + w + 4.0,
+                    y + bar_h - 3.5,
+                    esc(&units::value(v, &self.unit))
+                );
+            }
+        }
+        if self.stacked {
+            let _ = write!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>",
+                x0 + g.sx(acc) + 4.0,
+                ry + row_h / 2.0 + 4.0,
+                esc(&units::value(acc, &self.unit))
+            );
+        }
+    }
+}
+
+/// The positions a bar chart is drawn at.
+struct Geometry {
+    ticks: Vec<f64>,
+    /// The value at the right end of the axis.
+    top: f64,
+    /// Left and right end of the value axis; first row's top.
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    bar_h: f64,
+    row_h: f64,
+}
+
+impl Geometry {
+    /// A value's length along the axis.
+    fn sx(&self, v: f64) -> f64 {
+        (v / self.top) * (self.x1 - self.x0)
+    }
+
+    fn height(&self, ncat: usize) -> f64 {
+        self.y0 + ncat as f64 * self.row_h + 28.0
+    }
+}

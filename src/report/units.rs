@@ -1,0 +1,130 @@
+//! Every number a report prints, as text. One rule per kind of number, so the same figure reads the
+//! same in `inspect`, `analyze`, `compare`, the replay and the proxy's status line:
+//!
+//! - a duration picks its unit by size: `850ns`, `310.5µs`, `3.81ms`, `1.25s`;
+//! - bytes in powers of 1024: `512 B`, `1.5 KiB`, `3.2 MiB`;
+//! - a count or rate scales by 1000: `950`, `12k`, `3.4M`; small fractions keep their digits;
+//! - a share (0..1) as a percentage `12.3%`, a ratio as `1.25x`.
+//!
+//! A value that is not finite prints as `0` where a unit is attached (charts) and as itself
+//! otherwise; a missing one (`None`) prints as `-`.
+
+/// A duration in nanoseconds, in the unit its size calls for: `850ns`, `310.5µs`, `3.81ms`, `1.25s`.
+pub fn duration_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// A duration in microseconds (the unit latency summaries are kept in); see [`duration_ns`].
+pub fn duration_us(us: f64) -> String {
+    duration_ns(us * 1e3)
+}
+
+/// A duration in seconds; see [`duration_ns`].
+pub fn duration_s(s: f64) -> String {
+    duration_ns(s * 1e9)
+}
+
+/// A byte count in powers of 1024: `512 B`, `1.5 KiB`, `3.2 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// A count or a rate without a unit, short: `950`, `12k`, `3.4M`, `1.2G`; `2.50`, `0.125` below 100.
+pub fn count(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A share between 0 and 1 as a percentage, `-` when unknown: `Some(0.123)` -> `12.3%`.
+pub fn share(share: Option<f64>) -> String {
+    share.map_or("-".into(), |s| percent(s * 100.0))
+}
+
+/// A value already in percent: `12.3%`.
+pub fn percent(v: f64) -> String {
+    format!("{v:.1}%")
+}
+
+/// A ratio: `1.25x`.
+pub fn ratio(v: f64) -> String {
+    format!("{v:.2}x")
+}
+
+/// A value with its unit as charts and `compare` label it: `µs`, `ms` and `s` as durations, `%` as a
+/// percentage, `x` as a ratio, no unit as a count, any other label after the count (`1.2k ops/s`).
+pub fn value(v: f64, unit: &str) -> String {
+    let v = if v.is_finite() { v } else { 0.0 };
+    match unit {
+        "µs" => duration_us(v),
+        "ms" => duration_ns(v * 1e6),
+        "s" => duration_s(v),
+        "%" => percent(v),
+        "x" => ratio(v),
+        "" => count(v),
+        u => format!("{} {u}", count(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_one_unit_by_size_whatever_they_are_given_in() {
+        assert_eq!(duration_ns(850.0), "850ns");
+        assert_eq!(duration_us(310.54), "310.5µs");
+        assert_eq!(duration_us(3101.0), "3.10ms");
+        assert_eq!(duration_ns(3_810_000.0), "3.81ms");
+        assert_eq!(duration_s(1.25), "1.25s");
+        assert_eq!(value(3101.0, "µs"), duration_us(3101.0));
+        assert_eq!(value(2.0, "ms"), "2.00ms");
+        assert_eq!(value(f64::NAN, "s"), "0ns");
+    }
+
+    #[test]
+    fn bytes_counts_shares_and_ratios() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 20), "3.0 MiB");
+        assert_eq!(count(950.0), "950");
+        assert_eq!(count(12_345.0), "12k");
+        assert_eq!(count(3_400_000.0), "3.4M");
+        assert_eq!(count(2.5), "2.50");
+        assert_eq!(count(0.125), "0.125");
+        assert_eq!(share(Some(0.123)), "12.3%");
+        assert_eq!(share(None), "-");
+        assert_eq!(ratio(1.254), "1.25x");
+        assert_eq!(value(1200.0, "ops/s"), "1200 ops/s");
+    }
+}
