@@ -2,12 +2,12 @@
 //! mongosh loop) through one proxy: analyze tells the drivers apart by their handshake metadata and
 //! answers "server or client?" for each.
 
-mod support;
+mod common;
 
+use common::*;
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
-use support::*;
 
 const PHP: &str = r#"
 $m = new MongoDB\Driver\Manager($argv[1]);
@@ -61,7 +61,7 @@ fn three_clients_in_one_capture_are_told_apart() {
     let proxy = Proxy::start(server.addr(), &capture);
     let uri = proxy.uri();
 
-    python(WORKLOAD, &[uri.as_str(), "10", "0.02", "0", "sleepy"]);
+    python(INSERTS_FINDS, &[uri.as_str(), "10", "0.02", "0", "sleepy"]);
     let mut php = Command::new("php");
     php.args(["-r", PHP, "--", &uri, "100"]);
     run(php, "php");

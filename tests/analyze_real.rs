@@ -2,10 +2,10 @@
 //! its counts match `inspect`, its times add up, a client that sleeps between operations is
 //! client-bound and a tight loop is less so.
 
-mod support;
+mod common;
 
+use common::*;
 use serde_json::Value;
-use support::*;
 
 /// Checks that hold for any analyze report: every connection's buckets add up to its wall time,
 /// the totals are the sums of their connections, and the summary is kind `analyze`.
@@ -67,7 +67,7 @@ fn counts_match_the_capture_and_times_add_up() {
     let _serial = one_at_a_time();
     let server = Server::start();
     let n = 60;
-    let rec = record_workload(&server, "counts", n, 0.0, 10);
+    let rec = record_inserts_finds(&server, "counts", n, 0.0, 10);
     assert_eq!(rec.stdout.trim(), n.to_string());
     let report = analyze_json(&rec.capture, &["--label", "pymongo-tight"]);
     let inspect = inspect_json(&rec.capture);
@@ -216,7 +216,7 @@ fn counts_match_the_capture_and_times_add_up() {
 fn a_sleeping_client_is_client_bound_and_a_tight_loop_less_so() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let tight = record_workload(&server, "tight", 150, 0.0, 0);
+    let tight = record_inserts_finds(&server, "tight", 150, 0.0, 0);
     let t = analyze_json(&tight.capture, &[]);
     assert_adds_up(&t);
     let share = |r: &Value| r["summary"]["client_bound_share"].as_f64().unwrap();
@@ -227,7 +227,7 @@ fn a_sleeping_client_is_client_bound_and_a_tight_loop_less_so() {
     // trip. Up to three recordings; the least disturbed one counts.
     let mut best: Option<(f64, Value, Recorded)> = None;
     for attempt in 0..3 {
-        let sleepy = record_workload(&server, &format!("sleepy{attempt}"), 20, 0.02, 0);
+        let sleepy = record_inserts_finds(&server, &format!("sleepy{attempt}"), 20, 0.02, 0);
         let s = analyze_json(&sleepy.capture, &[]);
         assert_adds_up(&s);
         let ss = share(&s);
@@ -262,7 +262,7 @@ fn a_sleeping_client_is_client_bound_and_a_tight_loop_less_so() {
 fn a_damaged_capture_is_reported_not_panicked_on() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let rec = record_workload(&server, "damaged", 20, 0.0, 0);
+    let rec = record_inserts_finds(&server, "damaged", 20, 0.0, 0);
     let bytes = std::fs::read(&rec.capture).unwrap();
     let whole = mongotape::report::analyze::analyze_file(&rec.capture, None).unwrap();
     assert!(whole.capture.error.is_none());
@@ -363,7 +363,7 @@ fn a_busy_monitor_does_not_distort_the_workload() {
     let server = Server::start_with(&["--standalone"]);
     // pymongo's monitor streams hello replies every 500 ms (awaitable hello, exhaust): its
     // connection waits on the server nearly all the time.
-    let rec = record_workload_with(
+    let rec = record_inserts_finds_with(
         &server,
         "monitored",
         30,

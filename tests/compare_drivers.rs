@@ -4,19 +4,20 @@
 
 mod common;
 
+use common::*;
 use std::process::Command;
 
 #[test]
 fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
-    common::require_clients();
-    let out = common::tempdir();
-    let mut command = Command::new(common::workspace_root().join("tools/compare-drivers"));
+    require_clients();
+    let out = tempdir();
+    let mut command = Command::new(workspace_root().join("tools/compare-drivers"));
     command
         .args(["--no-setup", "--scale", "0.01", "--out"])
         .arg(out.path())
-        .env("MONGOTAPE", common::mongotape_bin())
-        .env("MONGOTAPE_SECANTUSD", common::secantusd_path());
-    let run = common::run_command(command, std::time::Duration::from_secs(900));
+        .env("MONGOTAPE", mongotape_bin())
+        .env("MONGOTAPE_SECANTUSD", secantusd_path());
+    let run = run_command(command, std::time::Duration::from_secs(900));
     assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
     for heading in ["own s", "rec s", "replay s", "own/rep", "CPU µs/op"] {
         assert!(run.stdout.contains(heading), "{heading} missing");

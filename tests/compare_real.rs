@@ -1,10 +1,10 @@
 //! `mongotape compare` on two real analyze reports (a sleeping and a tight pymongo client through the
 //! proxy): columns, ratios against the first, per command rows, text and HTML.
 
-mod support;
+mod common;
 
+use common::*;
 use serde_json::Value;
-use support::*;
 
 fn overall<'a>(report: &'a Value, metric: &str) -> &'a Value {
     report["overall"]
@@ -19,8 +19,8 @@ fn overall<'a>(report: &'a Value, metric: &str) -> &'a Value {
 fn compares_two_real_analyze_reports() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let sleepy = record_workload(&server, "sleepy", 10, 0.02, 0);
-    let tight = record_workload(&server, "tight", 100, 0.0, 0);
+    let sleepy = record_inserts_finds(&server, "sleepy", 10, 0.02, 0);
+    let tight = record_inserts_finds(&server, "tight", 100, 0.0, 0);
     let dir = tempdir();
     let a = dir.path().join("sleepy.json");
     let b = dir.path().join("tight.json");

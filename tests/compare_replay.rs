@@ -2,11 +2,11 @@
 //! replays of it (closed loop, and at the recorded pace) against fresh servers. The shared
 //! `summary` lines them up: same operations, CPU figures only where measured.
 
-mod support;
+mod common;
 
+use common::*;
 use serde_json::Value;
 use std::path::Path;
-use support::*;
 
 fn row<'a>(rows: &'a Value, metric: &str) -> &'a Value {
     rows.as_array()
@@ -45,7 +45,7 @@ fn replay(capture: &Path, report: &Path, label: &str, pace: &[&str]) {
 fn analyze_and_two_replays_side_by_side() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let rec = record_workload(&server, "recorded", 60, 0.0, 0);
+    let rec = record_inserts_finds(&server, "recorded", 60, 0.0, 0);
     drop(server);
     let dir = tempdir();
     let a = dir.path().join("analyze.json");

@@ -2,10 +2,10 @@
 //! script runs to the end, the charts are there with data, nothing reaches the console, nothing is
 //! fetched. A deliberately broken page must fail the same checks.
 
-mod support;
+mod common;
 
+use common::*;
 use std::path::PathBuf;
-use support::*;
 
 /// Where screenshots are kept for a person to look at.
 fn shots_dir() -> PathBuf {
@@ -18,7 +18,7 @@ fn shots_dir() -> PathBuf {
 fn analyze_and_compare_pages_render_in_chromium() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let rec = record_workload(&server, "page", 40, 0.0, 5);
+    let rec = record_inserts_finds(&server, "page", 40, 0.0, 5);
     let dir = tempdir();
     let html = dir.path().join("analyze.html");
     let json = dir.path().join("analyze.json");

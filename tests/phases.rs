@@ -2,19 +2,18 @@
 //! step's clock) cut a real pymongo capture into phases in `analyze`, and its replay into the same
 //! phases in `replay`, whose `--html` page renders in headless Chromium.
 
-mod support;
+mod common;
 
+use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use support::*;
 
 /// Records pymongo running `randstring` (10 steps, 2 × 200 inserts and 8 one-operation steps).
 fn record_randstring(server: &Server, dir: &Path) -> (PathBuf, ClientRun) {
     let capture = dir.join("randstring.mtape");
-    let proxy = Proxy::start(server.addr(), &capture);
-    let run = run_client(Client::Pymongo, "randstring", &proxy.uri(), "bench", 0.02);
-    let exit = proxy.stop();
-    assert!(exit.status.success(), "proxy: {}", exit.stderr);
+    let run = record_through(server, &capture, |uri| {
+        run_client(Client::Pymongo, "randstring", uri, "bench", 0.02)
+    });
     (capture, run)
 }
 

@@ -3,18 +3,18 @@
 
 mod common;
 
-use common::{Client, Proxy, Server};
+use common::*;
 use mongotape::capture::{CaptureReader, GapEvent, RecordKind};
 
 #[test]
 fn a_full_recorder_queue_is_counted_logged_and_marked() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("gap.mtape");
     // No room at all in the recorder queue: every message overflows it.
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet", "--max-queue-mb", "0"]);
-    let direct = common::run_client(Client::Pymongo, "basic", &server.uri(), "bench", 0.3);
-    let proxied = common::run_client(Client::Pymongo, "basic", &proxy.uri(), "bench", 0.3);
+    let direct = run_client(Client::Pymongo, "basic", &server.uri(), "bench", 0.3);
+    let proxied = run_client(Client::Pymongo, "basic", &proxy.uri(), "bench", 0.3);
     assert_eq!(
         direct.results(),
         proxied.results(),

@@ -5,7 +5,7 @@
 mod common;
 
 use bson::rawdoc;
-use common::{Proxy, Server};
+use common::*;
 use mongotape::capture::{CaptureError, CaptureReader, CloseEvent, RecordKind, Side};
 use mongotape::wire::{FrameSplitter, Message, MsgFlags, OpMsg, ReplyInfo, Section, WireError};
 use std::io::{Read, Write};
@@ -78,7 +78,7 @@ fn wait_for_log(proxy: &Proxy, needle: &str) -> String {
 #[test]
 fn garbage_oversized_and_truncated_frames_close_only_their_connection() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("bad.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     // A healthy connection stays open across everything below.
@@ -157,7 +157,7 @@ fn closed_by_peer_quickly(s: &mut TcpStream) -> bool {
 #[test]
 fn a_bad_checksum_is_forwarded_recorded_and_reported_by_the_decoder() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("crc.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let mut msg = ping_bytes(5, MsgFlags::CHECKSUM_PRESENT);
@@ -179,7 +179,7 @@ fn a_bad_checksum_is_forwarded_recorded_and_reported_by_the_decoder() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(matches!(bad[0], WireError::ChecksumMismatch { .. }));
     // `cat` prints the error for that message instead of failing.
-    let cat = std::process::Command::new(common::mongotape_bin())
+    let cat = std::process::Command::new(mongotape_bin())
         .arg("cat")
         .arg(&out)
         .output()
@@ -196,7 +196,7 @@ fn upstream_down_at_start_then_back() {
         l.local_addr().unwrap().port()
     };
     let upstream = format!("127.0.0.1:{port}");
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("down.mtape");
     let proxy = Proxy::start_with(&upstream, &out, &["--quiet"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
@@ -218,7 +218,7 @@ fn upstream_down_at_start_then_back() {
 #[test]
 fn upstream_killed_mid_session() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("killed.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
@@ -252,12 +252,12 @@ fn upstream_killed_mid_session() {
 #[test]
 fn proxy_killed_with_sigkill_leaves_a_readable_capture() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("sigkill.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let uri = proxy.uri();
     let writer = std::thread::spawn(move || {
-        common::try_python(
+        try_python(
             "import sys, time\nfrom pymongo import MongoClient\n\
              c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=3000)\n\
              i = 0\n\
@@ -268,7 +268,7 @@ fn proxy_killed_with_sigkill_leaves_a_readable_capture() {
     });
     std::thread::sleep(Duration::from_millis(2500));
     let exit = proxy.kill9();
-    assert!(common::killed_by(&exit.status, libc::SIGKILL));
+    assert!(killed_by(&exit.status, libc::SIGKILL));
     let inserted: u64 = writer.join().unwrap().stdout.trim().parse().unwrap();
     assert!(inserted > 100, "only {inserted} inserts before the kill");
 
@@ -298,7 +298,7 @@ fn proxy_killed_with_sigkill_leaves_a_readable_capture() {
         inserts * 5 >= inserted,
         "only {inserts} of {inserted} inserts readable"
     );
-    let inspect = std::process::Command::new(common::mongotape_bin())
+    let inspect = std::process::Command::new(mongotape_bin())
         .arg("inspect")
         .arg(&out)
         .output()

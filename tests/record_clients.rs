@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Client, Proxy, Server};
+use common::*;
 use mongotape::capture::{CaptureReader, RecordKind};
 use mongotape::report::inspect::inspect_file;
 use mongotape::wire::{Message, RequestInfo};
@@ -16,17 +16,17 @@ const SCALE: f64 = 1.0;
 /// Runs the workload direct and proxied (same server, the workload drops its database first).
 fn record(client: Client, uri_suffix: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let server = Server::start();
-    let direct = common::run_client(
+    let direct = run_client(
         client,
         "basic",
         &format!("{}{uri_suffix}", server.uri()),
         "bench",
         SCALE,
     );
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join(format!("{}.mtape", client.name()));
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
-    let proxied = common::run_client(
+    let proxied = run_client(
         client,
         "basic",
         &format!("{}{uri_suffix}", proxy.uri()),
@@ -39,7 +39,7 @@ fn record(client: Client, uri_suffix: &str) -> (tempfile::TempDir, std::path::Pa
         "proxy: {}",
         exit.stderr
     );
-    let strip = |run: &common::ClientRun| -> Vec<(String, u64, serde_json::Value)> {
+    let strip = |run: &ClientRun| -> Vec<(String, u64, serde_json::Value)> {
         run.steps
             .iter()
             .map(|s| (s.step.clone(), s.ops, s.result.clone()))
@@ -138,7 +138,7 @@ fn check_capture(client: Client, path: &Path, driver_name: &str) {
     assert!(counts["getMore"] >= 5, "{counts:?}");
 
     // The independent Python reader, written from the spec alone, agrees on every count.
-    let py = common::python_json(
+    let py = python_json(
         "import runpy, sys; sys.argv = ['read_capture.py', '--json', sys.argv[1]]; runpy.run_path('tools/read_capture.py', run_name='__main__')",
         &[path],
     );

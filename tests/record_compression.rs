@@ -3,23 +3,23 @@
 
 mod common;
 
-use common::{Client, Proxy, Server};
+use common::*;
 use mongotape::report::inspect::inspect_file;
 
 fn compressed(client: Client, compressor: &str) {
     let server = Server::start();
     let suffix = format!("&compressors={compressor}");
-    let direct = common::run_client(
+    let direct = run_client(
         client,
         "basic",
         &format!("{}{suffix}", server.uri()),
         "bench",
         0.5,
     );
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("c.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
-    let proxied = common::run_client(
+    let proxied = run_client(
         client,
         "basic",
         &format!("{}{suffix}", proxy.uri()),

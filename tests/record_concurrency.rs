@@ -4,7 +4,7 @@
 mod common;
 
 use bson::rawdoc;
-use common::{Proxy, Server};
+use common::*;
 use mongotape::report::inspect::inspect_file;
 use mongotape::wire::{FrameSplitter, Message, MsgFlags, OpMsg, ReplyInfo, Section};
 use std::io::{Read, Write};
@@ -18,7 +18,7 @@ const PINGS: usize = 10;
 #[test]
 fn three_hundred_connections_at_once() {
     let server = Server::start();
-    let dir = common::tempdir();
+    let dir = tempdir();
     let out = dir.path().join("many.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let barrier = Arc::new(Barrier::new(CONNECTIONS));

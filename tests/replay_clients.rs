@@ -2,10 +2,8 @@
 //! the same database, document by document, for each real client.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 
 fn equivalence(client: Client, workload: &str, scale: f64) {
     let dir = tempdir();

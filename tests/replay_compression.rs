@@ -3,10 +3,8 @@
 //! client sent compressed as OP_COMPRESSED; the server then reads far fewer bytes.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 
 const DB: &str = "bench";
 
@@ -19,16 +17,15 @@ fn record(
 ) -> (std::path::PathBuf, serde_json::Value) {
     let server = Server::start();
     let out = dir.join(format!("{name}.mtape"));
-    let proxy = Proxy::start(server.addr(), &out);
-    run_client(
-        Client::Pymongo,
-        "docsize",
-        &format!("{}{options}", proxy.uri()),
-        DB,
-        0.01,
-    );
-    let exit = proxy.stop();
-    assert!(exit.status.success(), "proxy: {}", exit.stderr);
+    record_through(&server, &out, |uri| {
+        run_client(
+            Client::Pymongo,
+            "docsize",
+            &format!("{uri}{options}"),
+            DB,
+            0.01,
+        )
+    });
     (out, dump_db(&server.uri(), DB))
 }
 

@@ -4,10 +4,8 @@
 //! and snappy, OP_QUERY handshakes) replay cleanly.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 use std::time::{Duration, Instant};
 
 const BULKY: &str = r#"

@@ -1,10 +1,8 @@
 //! Legacy opcodes a current server no longer takes, replayed as the commands that replaced them.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 
 /// A find (OP_MSG, batch of 2 out of 10) then a legacy OP_KILL_CURSORS of its cursor, from a raw
 /// socket. secantusd-rs, like a current mongod, answers OP_KILL_CURSORS by closing the connection,

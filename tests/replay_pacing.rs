@@ -2,10 +2,8 @@
 //! --db-map, filters, --duration.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 
 /// ~1 s of recorded time: 21 reads 50 ms apart, after a small setup.
 const PACED: &str = r#"

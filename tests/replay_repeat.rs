@@ -5,10 +5,8 @@
 //! acknowledged and w:0, into one upserted array; the `$inc`s; the update_many on what is there.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 use serde_json::Value;
 use std::collections::HashSet;
 

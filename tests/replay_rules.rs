@@ -2,10 +2,8 @@
 //! cursors remapped across connections and with `--connections`, killCursors.
 
 mod common;
-mod replay_support;
 
 use common::*;
-use replay_support::*;
 
 const COUNTER: &str = r#"
 import sys

@@ -1,10 +1,9 @@
-//! Helpers the replay tests share: record a workload through the proxy, run `mongotape replay`, read
-//! its report.
+//! `mongotape replay` run to completion against a target, and its JSON report read back.
 
-#![allow(dead_code)]
-
-use crate::common::*;
-use std::path::{Path, PathBuf};
+use super::cli::mongotape_bin;
+use super::process::{run_command, CommandOutput};
+use super::tempdir;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -74,31 +73,4 @@ pub fn replay(capture: &Path, target: &str, args: &[&str]) -> Replay {
     assert!(r.output.success(), "replay failed: {}", r.describe());
     assert_eq!(r.report["complete"], true, "{}", r.describe());
     r
-}
-
-/// Records `client` running `workload` against `server` through the proxy; returns the capture.
-pub fn record_workload(
-    server: &Server,
-    dir: &Path,
-    client: Client,
-    workload: &str,
-    db: &str,
-    scale: f64,
-) -> (PathBuf, ClientRun) {
-    let out = dir.join(format!("{}-{workload}.mtape", client.name()));
-    let proxy = Proxy::start(server.addr(), &out);
-    let run = run_client(client, workload, &proxy.uri(), db, scale);
-    let exit = proxy.stop();
-    assert!(exit.status.success(), "proxy: {}", exit.stderr);
-    (out, run)
-}
-
-/// Records an inline pymongo script (`sys.argv[1]` is the URI) through the proxy.
-pub fn record_python(server: &Server, dir: &Path, name: &str, script: &str) -> (PathBuf, String) {
-    let out = dir.join(format!("{name}.mtape"));
-    let proxy = Proxy::start(server.addr(), &out);
-    let stdout = python(script, &[proxy.uri()]);
-    let exit = proxy.stop();
-    assert!(exit.status.success(), "proxy: {}", exit.stderr);
-    (out, stdout)
 }
