@@ -243,3 +243,144 @@ fn direct_connection_upstream_leaves_hello_untouched() {
     assert!(cap.rewrites.is_empty());
     assert!(cap.commands.contains("ping"));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Following a set that grows. The test server is a one-node set that cannot add members, so this
+// one upstream is a stand-in that answers every command with a hello naming the members it is told.
+
+mod growing_set {
+    use mongotape::net::ConnString;
+    use mongotape::proxy::{Proxy, ProxyConfig, StatusMode};
+    use mongotape::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use mongotape::wire::{FrameSplitter, MsgHeader};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    fn hello_doc(members: &[String], me: &str) -> bson::RawDocumentBuf {
+        let mut hosts = bson::raw::RawArrayBuf::new();
+        for m in members {
+            hosts.push(m.as_str());
+        }
+        bson::rawdoc! {
+            "isWritablePrimary": true, "hosts": hosts, "setName": "grow",
+            "primary": me, "me": me, "maxWireVersion": 21, "ok": 1.0,
+        }
+    }
+
+    async fn serve_hello(mut s: TcpStream, members: Arc<Mutex<Vec<String>>>, me: String) {
+        let mut splitter = FrameSplitter::new();
+        loop {
+            match s.read_buf(splitter.read_buf()).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            while let Ok(Some(frame)) = splitter.next_frame() {
+                let header = MsgHeader::parse(&frame).unwrap().unwrap();
+                let doc = hello_doc(&members.lock().unwrap(), &me);
+                let reply = OpMsg {
+                    flags: MsgFlags::empty(),
+                    sections: vec![Section::Body(doc)],
+                    checksum: None,
+                }
+                .encode(9, header.request_id);
+                if s.write_all(&reply).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn hello_through(addr: &str) -> bson::RawDocumentBuf {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let request = OpMsg {
+            flags: MsgFlags::empty(),
+            sections: vec![Section::Body(bson::rawdoc! { "hello": 1, "$db": "admin" })],
+            checksum: None,
+        }
+        .encode(1, 0);
+        s.write_all(&request).await.unwrap();
+        let mut splitter = FrameSplitter::new();
+        loop {
+            assert!(s.read_buf(splitter.read_buf()).await.unwrap() > 0);
+            if let Some(frame) = splitter.next_frame().unwrap() {
+                return OpMsg::parse(&frame).unwrap().body().clone();
+            }
+        }
+    }
+
+    fn strings(doc: &bson::RawDocumentBuf, key: &str) -> Vec<String> {
+        doc.get_array(key)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.unwrap().as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_member_gets_a_listener_and_hello_names_only_listeners() {
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let me = upstream.local_addr().unwrap().to_string();
+        // The other members' addresses are only named, never connected to.
+        let members = Arc::new(Mutex::new(vec![me.clone(), "127.0.0.1:9".to_owned()]));
+        let shared = members.clone();
+        let me2 = me.clone();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = upstream.accept().await {
+                tokio::spawn(serve_hello(s, shared.clone(), me2.clone()));
+            }
+        });
+        let config = ProxyConfig {
+            listen: vec!["127.0.0.1:0".into()],
+            advertise_host: None,
+            upstream: ConnString::parse(&format!("mongodb://{me}/?replicaSet=grow"))
+                .await
+                .unwrap(),
+            client_tls: None,
+            out: None,
+            status: StatusMode::Never,
+            zstd_level: 1,
+            max_queue_bytes: 1 << 20,
+            topology_interval: Duration::from_millis(300),
+        };
+        let proxy = Proxy::bind(config).await.unwrap();
+        let topology = proxy.topology();
+        let listeners = proxy.local_addrs();
+        assert_eq!(listeners.len(), 2, "one listener per member");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let running = tokio::spawn(proxy.run(stopped));
+
+        let hello = hello_through(&listeners[0]).await;
+        assert_eq!(strings(&hello, "hosts"), listeners);
+        assert_eq!(hello.get_str("me").unwrap(), listeners[0]);
+        assert_eq!(hello.get_str("setName").unwrap(), "grow");
+
+        members.lock().unwrap().push("127.0.0.1:10".to_owned());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while topology.members().len() < 3 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the new member got no listener"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let hello = hello_through(&listeners[0]).await;
+        let hosts = strings(&hello, "hosts");
+        assert_eq!(hosts.len(), 3);
+        assert_eq!(hosts[..2], listeners[..]);
+        let third: Vec<String> = topology
+            .members()
+            .iter()
+            .map(|m| m.advertised.clone())
+            .collect();
+        assert_eq!(hosts, third);
+
+        stop.send(true).unwrap();
+        let snap = running.await.unwrap().unwrap();
+        assert!(
+            snap.hello_rewrites >= 2 && snap.unserved_addresses == 0,
+            "{snap:?}"
+        );
+    }
+}

@@ -85,10 +85,11 @@ fn tls_server(pki: &Pki, require_client_cert: bool) -> Server {
     Server::start_with(&args)
 }
 
-/// The proxy's upstream URI into a TLS server that wants the proxy's client certificate.
-fn tls_upstream(server: &Server, pki: &Pki, ca: &str) -> String {
+/// The proxy's upstream URI into a TLS server that wants the proxy's client certificate. Without
+/// `direct`, the proxy discovers the replica set over TLS and rewrites hello replies.
+fn tls_upstream(server: &Server, pki: &Pki, ca: &str, direct: bool) -> String {
     format!(
-        "mongodb://{}/?directConnection=true&tls=true&tlsCAFile={}&tlsCertificateKeyFile={}",
+        "mongodb://{}/?directConnection={direct}&tls=true&tlsCAFile={}&tlsCertificateKeyFile={}",
         server.addr(),
         pki.arg(ca),
         pki.arg("client.pem")
@@ -163,7 +164,7 @@ fn clients_record_the_same_content_through_tls_on_both_legs() {
     let pki = Pki::new();
     let plain = Server::start();
     let secure = tls_server(&pki, true);
-    let upstream = tls_upstream(&secure, &pki, "ca.pem");
+    let upstream = tls_upstream(&secure, &pki, "ca.pem", false);
     for client in Client::ALL {
         let expected = record_run(client, plain.addr(), None, "");
         let tls_opts = format!("&tls=true&tlsCAFile={}", pki.arg("ca.pem"));
@@ -245,7 +246,7 @@ fn required_client_certificates_and_refusals_name_their_side() {
     let server = tls_server(&pki, true);
     let dir = tempdir();
     let out = dir.path().join("run.mtape");
-    let upstream = tls_upstream(&server, &pki, "ca.pem");
+    let upstream = tls_upstream(&server, &pki, "ca.pem", true);
     let ca = pki.arg("ca.pem");
     let proxy = tls_proxy(&upstream, &out, &pki, &["--tls-ca", &ca]);
 
@@ -294,7 +295,7 @@ fn required_client_certificates_and_refusals_name_their_side() {
     // An upstream whose certificate the proxy does not trust: the client's connection is closed
     // and the log names the upstream side.
     let out2 = dir.path().join("wrong-ca.mtape");
-    let wrong = tls_upstream(&server, &pki, "other-ca.pem");
+    let wrong = tls_upstream(&server, &pki, "other-ca.pem", true);
     let proxy = tls_proxy(&wrong, &out2, &pki, &[]);
     let mut client = connect_tls(proxy.addr(), client_config(&pki, None));
     assert!(

@@ -104,7 +104,7 @@ impl ConnString {
     /// `host:port` / `host1:port,host2:port`.
     pub async fn parse(input: &str) -> Result<ConnString, NetError> {
         let written = normalize(input);
-        let display = mask_password(&written);
+        let display = mask_password(input.trim());
         let bad = |detail: String| NetError::ConnString {
             uri: display.clone(),
             detail,
@@ -311,6 +311,7 @@ mod tests {
     #[tokio::test]
     async fn plain_host_port_and_full_uri() {
         let c = ConnString::parse("127.0.0.1:27017").await.unwrap();
+        assert_eq!(c.display, "127.0.0.1:27017");
         assert_eq!(c.hosts, vec![hp("127.0.0.1:27017")]);
         assert!(c.tls.is_none() && c.options.is_empty());
         let c = ConnString::parse(

@@ -1,7 +1,11 @@
-//! `mongotape record`: a TCP proxy between MongoDB clients and a server. Bytes are forwarded
+//! `mongotape record`: a TCP proxy between MongoDB clients and a deployment. Bytes are forwarded
 //! unchanged in both directions; whole messages are handed on the side to a recorder thread that
 //! writes the capture. The recorder can never stall forwarding: when it falls behind, messages are
 //! counted as dropped and a `gap` record marks the loss.
+//!
+//! In front of a replica set every member gets a listener (`monitor`, `listen`, `topology`), and
+//! the replies to hello name those listeners instead of the members: the one rewrite the proxy
+//! makes (`conn`, `wire::hello`). Either leg may be TLS (`streams`).
 
 pub mod clock;
 pub mod conn;
@@ -217,6 +221,11 @@ impl Proxy {
     /// Each served member and the address it is served on, in order.
     pub fn members(&self) -> Vec<Member> {
         self.topology.members()
+    }
+
+    /// The served members and the rewrite map, which keep following the upstream while running.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology.clone()
     }
 
     /// The listeners' own addresses, in the members' order.
