@@ -83,7 +83,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let upstream = ConnString::parse(&args.upstream).await?;
+        let upstream = ConnString::parse(&args.upstream)
+            .await
+            .context("--upstream")?;
         let unused = upstream.options_among(CLIENT_ONLY_OPTIONS);
         if !unused.is_empty() || upstream.credential.is_some() {
             let mut what = unused;

@@ -44,7 +44,7 @@ pub enum ProxyError {
     },
     #[error(transparent)]
     Capture(#[from] CaptureError),
-    #[error("--upstream: {0}")]
+    #[error("--upstream")]
     Upstream(#[from] NetError),
     #[error(transparent)]
     ListenPlan(#[from] ListenError),
