@@ -181,6 +181,8 @@ async fn read_more(
                 reason: format!("sent an invalid message: {e}"),
             })
         }
+        // A TLS peer that closes without close_notify: what a plain close is on TCP.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(closed(dir, pending)),
         Err(e) => Err(CloseEvent {
             side: dir.reader(),
             reason: format!("read failed: {e}"),
