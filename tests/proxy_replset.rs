@@ -318,12 +318,14 @@ mod growing_set {
             .collect()
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_new_member_gets_a_listener_and_hello_names_only_listeners() {
+    /// A stand-in upstream naming `members` (itself first); its address and the shared list.
+    async fn stand_in(others: &[&str]) -> (String, Arc<Mutex<Vec<String>>>) {
         let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let me = upstream.local_addr().unwrap().to_string();
         // The other members' addresses are only named, never connected to.
-        let members = Arc::new(Mutex::new(vec![me.clone(), "127.0.0.1:9".to_owned()]));
+        let mut list = vec![me.clone()];
+        list.extend(others.iter().map(|s| s.to_string()));
+        let members = Arc::new(Mutex::new(list));
         let shared = members.clone();
         let me2 = me.clone();
         tokio::spawn(async move {
@@ -331,8 +333,12 @@ mod growing_set {
                 tokio::spawn(serve_hello(s, shared.clone(), me2.clone()));
             }
         });
-        let config = ProxyConfig {
-            listen: vec!["127.0.0.1:0".into()],
+        (me, members)
+    }
+
+    async fn config(me: &str, listen: &str) -> ProxyConfig {
+        ProxyConfig {
+            listen: vec![listen.into()],
             advertise_host: None,
             upstream: ConnString::parse(&format!("mongodb://{me}/?replicaSet=grow"))
                 .await
@@ -343,8 +349,36 @@ mod growing_set {
             zstd_level: 1,
             max_queue_bytes: 1 << 20,
             topology_interval: Duration::from_millis(300),
-        };
-        let proxy = Proxy::bind(config).await.unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unmapped_member_is_an_unserved_address_warning() {
+        let (me, _members) = stand_in(&["127.0.0.1:9"]).await;
+        let proxy = Proxy::bind(config(&me, &format!("{me}=127.0.0.1:0")).await)
+            .await
+            .unwrap();
+        let listeners = proxy.local_addrs();
+        assert_eq!(listeners.len(), 1, "only the mapped member is served");
+        let stats = proxy.stats();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let running = tokio::spawn(proxy.run(stopped));
+        let hello = hello_through(&listeners[0]).await;
+        // Mapped where it can be, left as the server said where it cannot.
+        assert_eq!(
+            strings(&hello, "hosts"),
+            [listeners[0].clone(), "127.0.0.1:9".into()]
+        );
+        assert_eq!(stats.snapshot().unserved_addresses, 1);
+        assert!(stats.snapshot().status_line().contains("UNSERVED"));
+        stop.send(true).unwrap();
+        running.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_member_gets_a_listener_and_hello_names_only_listeners() {
+        let (me, members) = stand_in(&["127.0.0.1:9"]).await;
+        let proxy = Proxy::bind(config(&me, "127.0.0.1:0").await).await.unwrap();
         let topology = proxy.topology();
         let listeners = proxy.local_addrs();
         assert_eq!(listeners.len(), 2, "one listener per member");
