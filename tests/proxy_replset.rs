@@ -418,3 +418,46 @@ mod growing_set {
         );
     }
 }
+
+/// Streaming (exhaust) hello: a monitoring connection gets a reply with moreToCome every
+/// heartbeat without asking again. Each one is rewritten, and the driver never leaves the proxy.
+#[test]
+fn streaming_hello_replies_are_rewritten_too() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("streaming.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
+    let uri = format!(
+        "mongodb://{}/?replicaSet=secantus&heartbeatFrequencyMS=500",
+        proxy.addr()
+    );
+    let seen = python_json(
+        "import sys, json, time\n\
+         from pymongo import MongoClient\n\
+         c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)\n\
+         c.admin.command('ping')\n\
+         time.sleep(3)\n\
+         c.admin.command('ping')\n\
+         print(json.dumps(['%s:%d' % a for a in c.topology_description.server_descriptions()]))\n",
+        &[&uri],
+    );
+    assert_eq!(seen, serde_json::json!([proxy.addr()]));
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    // Count the rewritten replies that came with moreToCome.
+    let mut last_reply_streamed = false;
+    let mut streamed_rewrites = 0;
+    for record in CaptureReader::open(&out).unwrap() {
+        let record = record.unwrap();
+        if record.kind == RecordKind::Reply {
+            let msg = Message::parse(&record.payload).unwrap();
+            last_reply_streamed = matches!(&msg.body, Body::Msg(m) if m.more_to_come());
+        } else if record.kind == HELLO_REWRITE && last_reply_streamed {
+            streamed_rewrites += 1;
+        }
+    }
+    assert!(
+        streamed_rewrites >= 2,
+        "only {streamed_rewrites} streamed hello replies were rewritten"
+    );
+}
