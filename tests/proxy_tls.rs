@@ -1,6 +1,6 @@
 //! TLS on both legs: secantusd-rs serving TLS (with certificates made here), the proxy accepting
-//! TLS clients and connecting to the upstream with TLS from the connection string. The real clients
-//! record the same content through TLS as through plain TCP; a required client certificate is
+//! TLS clients and connecting to the upstream with TLS from the connection string. The real clients,
+//! given a replica-set URI over TLS, record the same content as through plain TCP; a required client certificate is
 //! enforced; a plain client on the TLS listener and wrong certificates (each side) are refused with a
 //! log line naming the side while another client's connection goes on.
 
@@ -142,10 +142,7 @@ fn record_run(
         Some((pki, extra)) => tls_proxy(upstream, &out, pki, extra),
         None => Proxy::start_with(upstream, &out, &["--quiet"]),
     };
-    let uri = format!(
-        "mongodb://{}/?directConnection=true{uri_opts}",
-        proxy.addr()
-    );
+    let uri = format!("mongodb://{}/?{uri_opts}", proxy.addr());
     run_client(client, "basic", &uri, "bench", 1.0);
     let exit = proxy.stop();
     assert!(exit.status.success(), "proxy: {}", exit.stderr);
@@ -166,8 +163,12 @@ fn clients_record_the_same_content_through_tls_on_both_legs() {
     let secure = tls_server(&pki, true);
     let upstream = tls_upstream(&secure, &pki, "ca.pem", false);
     for client in Client::ALL {
-        let expected = record_run(client, plain.addr(), None, "");
-        let tls_opts = format!("&tls=true&tlsCAFile={}", pki.arg("ca.pem"));
+        let expected = record_run(client, plain.addr(), None, "directConnection=true");
+        // As an application would connect: the set's name, TLS, no directConnection.
+        let tls_opts = format!(
+            "replicaSet=secantus&tls=true&tlsCAFile={}",
+            pki.arg("ca.pem")
+        );
         let got = record_run(client, &upstream, Some((&pki, &[])), &tls_opts);
         assert_eq!(expected, got, "{} through TLS", client.name());
     }
