@@ -8,6 +8,8 @@
 //!   no I/O.
 //! - [`capture`]: the `.mtape` file format (zstd-compressed, streamed, crash-tolerant): the record
 //!   encoding, a streaming writer and a streaming reader with bounded memory.
+//! - [`net`]: reaching a deployment: connection strings (the driver's parser, SRV resolved) and
+//!   rustls configurations for both sides of a TLS connection. Shared by the proxy and the replayer.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
@@ -20,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod net;
 pub mod proxy;
 pub mod replay;
 pub mod report;

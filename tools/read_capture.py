@@ -47,10 +47,11 @@ KIND_NAMES = {
     5: "client_metadata",
     6: "gap",
     7: "end",
+    8: "hello_rewrite",
 }
-CONNECTION_KINDS = {1, 2, 3, 4, 5}
+CONNECTION_KINDS = {1, 2, 3, 4, 5, 8}
 CAPTURE_WIDE_KINDS = {6, 7}
-JSON_KINDS = {1, 2, 6, 7}
+JSON_KINDS = {1, 2, 6, 7, 8}
 MESSAGE_KINDS = {3, 4}
 
 OPCODE_NAMES = {
@@ -606,6 +607,11 @@ class Summary:
                         self.gaps[key] += info[key]
             elif record.kind == 7:
                 self.end = info
+            elif record.kind == 8:
+                conn["hello_rewrites"] = conn.get("hello_rewrites", 0) + 1
+                if info.get("unserved"):
+                    self.warn(record, "hello reply named addresses the proxy did not serve: %s"
+                              % ", ".join(map(str, info["unserved"])))
         elif record.kind in MESSAGE_KINDS:
             side = "request" if record.kind == 3 else "reply"
             conn["requests" if record.kind == 3 else "replies"] += 1

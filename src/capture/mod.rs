@@ -11,7 +11,8 @@ pub mod writer;
 pub use error::CaptureError;
 pub use reader::CaptureReader;
 pub use record::{
-    CloseEvent, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, Side, FORMAT_VERSION,
+    CloseEvent, EndEvent, GapEvent, HelloRewriteEvent, Metadata, OpenEvent, Record, RecordKind,
+    Side, FORMAT_VERSION,
 };
 pub use writer::CaptureWriter;
 

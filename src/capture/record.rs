@@ -192,6 +192,23 @@ pub struct GapEvent {
     pub reason: String,
 }
 
+/// Kind 8, `hello_rewrite`: the reply just before it on the same connection (a hello / isMaster
+/// reply, stored as the server sent it) reached the client with its member addresses rewritten to
+/// the proxy's listeners. A kind of its own rather than a [`RecordKind`] variant, so readers that
+/// match every kind keep compiling; they see it as `Unknown(8)` and skip it.
+pub const HELLO_REWRITE: RecordKind = RecordKind::Unknown(8);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloRewriteEvent {
+    /// The rewritten reply's request id.
+    pub request_id: i32,
+    /// How many addresses were replaced.
+    pub replaced: u64,
+    /// Addresses the reply named that the proxy did not serve (left as they were).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unserved: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct EndEvent {
     pub connections: u64,

@@ -1,27 +1,39 @@
-//! `mongotape record`: a TCP proxy between MongoDB clients and a server. Bytes are forwarded
+//! `mongotape record`: a TCP proxy between MongoDB clients and a deployment. Bytes are forwarded
 //! unchanged in both directions; whole messages are handed on the side to a recorder thread that
 //! writes the capture. The recorder can never stall forwarding: when it falls behind, messages are
 //! counted as dropped and a `gap` record marks the loss.
+//!
+//! In front of a replica set every member gets a listener (`monitor`, `listen`, `topology`), and
+//! the replies to hello name those listeners instead of the members: the one rewrite the proxy
+//! makes (`conn`, `wire::hello`). Either leg may be TLS (`streams`).
 
 pub mod clock;
 pub mod conn;
+mod hello_watch;
+pub mod listen;
+pub mod monitor;
 pub mod recorder;
 pub mod stats;
+pub mod streams;
+pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, FORMAT_VERSION};
+use crate::net::{ConnString, NetError, ServerTls};
 use clock::Clock;
 use conn::ConnContext;
+use listen::{ListenError, ListenPlan};
+use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use streams::{Acceptor, Connector};
 use thiserror::Error;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
+use topology::{Member, Topology};
 
 #[derive(Debug, Error)]
 pub enum ProxyError {
@@ -32,17 +44,82 @@ pub enum ProxyError {
     },
     #[error(transparent)]
     Capture(#[from] CaptureError),
+    #[error("--upstream")]
+    Upstream(#[from] NetError),
+    #[error(transparent)]
+    ListenPlan(#[from] ListenError),
+    #[error("upstream topology: {0}")]
+    Topology(String),
 }
+
+/// Connection-string options the proxy acts on.
+pub const UPSTREAM_OPTIONS: &[&str] = &[
+    "replicaset",
+    "directconnection",
+    "tls",
+    "ssl",
+    "tlscafile",
+    "tlscertificatekeyfile",
+    "tlsallowinvalidhostnames",
+    "tlsallowinvalidcertificates",
+    "tlsinsecure",
+    // rustls checks neither OCSP nor revocation lists: disabling them is what it does anyway.
+    "tlsdisableocspendpointcheck",
+    "tlsdisablecertificaterevocationcheck",
+    "connecttimeoutms",
+    "srvservicename",
+    "srvmaxhosts",
+];
+
+/// Options that only the application's own driver acts on: accepted in `--upstream` (so the
+/// application's URI can be pasted as it is) and named at start as not used by the proxy.
+pub const CLIENT_ONLY_OPTIONS: &[&str] = &[
+    "authsource",
+    "authmechanism",
+    "authmechanismproperties",
+    "readpreference",
+    "readpreferencetags",
+    "maxstalenessseconds",
+    "appname",
+    "retrywrites",
+    "retryreads",
+    "w",
+    "journal",
+    "wtimeoutms",
+    "readconcernlevel",
+    "compressors",
+    "zlibcompressionlevel",
+    "maxpoolsize",
+    "minpoolsize",
+    "maxidletimems",
+    "maxconnecting",
+    "sockettimeoutms",
+    "heartbeatfrequencyms",
+    "localthresholdms",
+    "serverselectiontimeoutms",
+    "serverselectiontryonce",
+    "waitqueuetimeoutms",
+    "timeoutms",
+    "uuidrepresentation",
+    "servermonitoringmode",
+];
 
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    pub listen: String,
-    pub upstream: String,
+    /// `--listen`: a base address, a list, or `MEMBER=LISTEN` mappings (see [`listen`]).
+    pub listen: Vec<String>,
+    /// The host clients are told in rewritten hello replies, instead of each listener's own.
+    pub advertise_host: Option<String>,
+    pub upstream: ConnString,
+    /// TLS for clients: certificate, key, and the CA that client certificates must chain to.
+    pub client_tls: Option<ServerTls>,
     /// Where to write the capture; `None` relays without recording.
     pub out: Option<PathBuf>,
     pub status: StatusMode,
     pub zstd_level: i32,
     pub max_queue_bytes: usize,
+    /// How often the upstream's topology is asked again.
+    pub topology_interval: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,37 +131,64 @@ pub enum StatusMode {
 
 /// A proxy that is listening; `run` serves until `shutdown` turns true.
 pub struct Proxy {
-    listener: TcpListener,
+    monitor: Monitor,
     config: ProxyConfig,
     stats: Arc<Stats>,
     clock: Clock,
     recorder: Option<Recorder>,
+    connector: Connector,
+    topology: Arc<Topology>,
 }
 
 impl Proxy {
+    /// Checks the upstream's options, asks it for its topology, and binds one listener per member
+    /// (per seed when the upstream cannot be reached yet: it is asked again while serving).
     pub async fn bind(config: ProxyConfig) -> Result<Proxy, ProxyError> {
-        let listener =
-            TcpListener::bind(&config.listen)
-                .await
-                .map_err(|source| ProxyError::Listen {
-                    addr: config.listen.clone(),
-                    source,
-                })?;
+        let upstream = &config.upstream;
+        let mut allowed = UPSTREAM_OPTIONS.to_vec();
+        allowed.extend_from_slice(CLIENT_ONLY_OPTIONS);
+        upstream.refuse_options_except(
+            &allowed,
+            "the proxy cannot honour it (clients negotiate everything else themselves)",
+        )?;
+        if upstream.load_balanced == Some(true) {
+            return Err(NetError::Unsupported {
+                option: "loadBalanced".into(),
+                why: "point the proxy at the load balancer's members or mongos instead".into(),
+            }
+            .into());
+        }
+        let plan = ListenPlan::parse(&config.listen)?;
+        let timeout = upstream
+            .connect_timeout
+            .filter(|t| !t.is_zero())
+            .unwrap_or(conn::UPSTREAM_CONNECT_TIMEOUT);
+        let connector = Connector::new(upstream.tls.as_ref(), timeout)?;
+        let acceptor = Acceptor::new(config.client_tls.as_ref())?;
+        let direct = upstream.direct_connection == Some(true);
+        let topology = Arc::new(Topology::new(!direct));
+        let mut monitor = Monitor::new(
+            plan,
+            config.advertise_host.clone(),
+            acceptor,
+            connector.clone(),
+            topology.clone(),
+            upstream.hosts.clone(),
+        );
+        monitor
+            .start(upstream.replica_set.as_deref(), direct)
+            .await?;
         let stats = Arc::new(Stats::default());
         let clock = Clock::start();
         let recorder = match &config.out {
             Some(path) => {
-                let local = listener
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_default();
                 let meta = Metadata {
                     format_version: FORMAT_VERSION,
                     mongotape_version: env!("CARGO_PKG_VERSION").into(),
                     start_unix_ns: clock.start_unix_ns(),
                     start_time: clock::rfc3339(clock.start_unix_ns()),
-                    upstream: config.upstream.clone(),
-                    listen: local,
+                    upstream: upstream.display.clone(),
+                    listen: monitor.local_addrs().join(","),
                     host: hostname(),
                 };
                 let opts = RecorderOptions {
@@ -97,16 +201,36 @@ impl Proxy {
             None => None,
         };
         Ok(Proxy {
-            listener,
+            monitor,
             config,
             stats,
             clock,
             recorder,
+            connector,
+            topology,
         })
     }
 
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
+    /// The first listener's address (the first member's, or the only one).
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.monitor
+            .first_local_addr()
+            .ok_or_else(|| std::io::Error::other("no listener"))
+    }
+
+    /// Each served member and the address it is served on, in order.
+    pub fn members(&self) -> Vec<Member> {
+        self.topology.members()
+    }
+
+    /// The served members and the rewrite map, which keep following the upstream while running.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology.clone()
+    }
+
+    /// The listeners' own addresses, in the members' order.
+    pub fn local_addrs(&self) -> Vec<String> {
+        self.monitor.local_addrs()
     }
 
     pub fn stats(&self) -> Arc<Stats> {
@@ -115,34 +239,35 @@ impl Proxy {
 
     /// Serves until `shutdown` turns true, then closes every connection and finishes the capture.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<Snapshot, ProxyError> {
+        let changed = Arc::new(Notify::new());
         let ctx = ConnContext {
-            upstream: self.config.upstream.clone(),
+            connector: self.connector.clone(),
+            topology: self.topology.clone(),
+            topology_changed: changed.clone(),
             recorder: self.recorder.as_ref().map(Recorder::handle),
             stats: self.stats.clone(),
             clock: self.clock,
             shutdown: shutdown.clone(),
         };
         let status = tokio::spawn(status_loop(self.stats.clone(), self.config.status));
+        let (tx, mut accepted) = mpsc::channel(1024);
+        let monitor = tokio::spawn(self.monitor.run(tx, changed, self.config.topology_interval));
         let mut conns = JoinSet::new();
         let mut next_id = 1u64;
         loop {
             tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok((client, peer)) => {
-                        conns.spawn(conn::serve(client, peer, next_id, ctx.clone()));
-                        next_id += 1;
-                    }
-                    // Out of file descriptors and the like: back off, keep serving the others.
-                    Err(e) => {
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                },
+                Some(conn) = accepted.recv() => {
+                    let monitor::Accepted { stream, peer, member, acceptor } = conn;
+                    conns.spawn(conn::serve(stream, peer, next_id, member, acceptor, ctx.clone()));
+                    next_id += 1;
+                }
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
                 _ = shutdown.wait_for(|stop| *stop) => break,
             }
         }
-        drop(self.listener);
+        // Stops accepting: the listeners close with the monitor.
+        monitor.abort();
+        drop(accepted);
         // Connections see the same signal and close themselves, writing their close records.
         let drain = async { while conns.join_next().await.is_some() {} };
         if tokio::time::timeout(Duration::from_secs(5), drain)

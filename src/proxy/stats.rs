@@ -16,6 +16,12 @@ pub struct Stats {
     pub capture_bytes: AtomicU64,
     /// Compressed bytes written to the capture file.
     pub file_bytes: AtomicU64,
+    /// Hello replies whose member addresses were rewritten to the proxy's listeners.
+    pub hello_rewrites: AtomicU64,
+    /// Hello replies naming an address the proxy does not serve (a client could bypass it).
+    pub unserved_addresses: AtomicU64,
+    /// Client connections refused during TLS (a plain client, a bad certificate).
+    pub client_tls_failures: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,6 +35,9 @@ pub struct Snapshot {
     pub dropped_bytes: u64,
     pub capture_bytes: u64,
     pub file_bytes: u64,
+    pub hello_rewrites: u64,
+    pub unserved_addresses: u64,
+    pub client_tls_failures: u64,
 }
 
 impl Stats {
@@ -48,6 +57,9 @@ impl Stats {
             dropped_bytes: get(&self.dropped_bytes),
             capture_bytes: get(&self.capture_bytes),
             file_bytes: get(&self.file_bytes),
+            hello_rewrites: get(&self.hello_rewrites),
+            unserved_addresses: get(&self.unserved_addresses),
+            client_tls_failures: get(&self.client_tls_failures),
         }
     }
 }
@@ -74,6 +86,18 @@ impl Snapshot {
         );
         if self.dropped_messages > 0 {
             line.push_str(&format!(" | DROPPED {} msgs", self.dropped_messages));
+        }
+        if self.unserved_addresses > 0 {
+            line.push_str(&format!(
+                " | UNSERVED ADDRESSES in {} hello replies",
+                self.unserved_addresses
+            ));
+        }
+        if self.client_tls_failures > 0 {
+            line.push_str(&format!(
+                " | {} client TLS failures",
+                self.client_tls_failures
+            ));
         }
         line
     }

@@ -19,6 +19,7 @@ pub mod compressed;
 pub mod error;
 pub mod frame;
 pub mod header;
+pub mod hello;
 pub mod info;
 pub mod legacy;
 pub mod marker;
