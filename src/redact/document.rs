@@ -116,9 +116,11 @@ impl<'k> Walker<'k> {
                 self.credential(&mut out, key, value);
             } else if name == "speculativeAuthenticate" {
                 self.speculative(&mut out, key, value)?;
-            } else if self.values.is_none() || is_hello(&command) {
-                out.append(key, value);
-            } else if KEEP_IN_COMMAND.contains(&name) || is_step_comment(name, value) {
+            } else if self.values.is_none()
+                || is_hello(&command)
+                || KEEP_IN_COMMAND.contains(&name)
+                || is_step_comment(name, value)
+            {
                 out.append(key, value);
             } else {
                 match (name, value) {
