@@ -75,6 +75,7 @@ pub async fn serve(client: TcpStream, peer: SocketAddr, conn_id: u64, ctx: ConnC
         &OpenEvent {
             client: peer.to_string(),
             upstream: ctx.upstream.clone(),
+            continued: false,
         },
     ));
     let close = proxy_connection(client, conn_id, &ctx).await;

@@ -8,14 +8,14 @@ pub mod conn;
 pub mod recorder;
 pub mod stats;
 
-use crate::capture::{CaptureError, Metadata, FORMAT_VERSION};
+use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
+use crate::redact::Redaction;
 use clock::Clock;
 use conn::ConnContext;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
@@ -38,11 +38,13 @@ pub enum ProxyError {
 pub struct ProxyConfig {
     pub listen: String,
     pub upstream: String,
-    /// Where to write the capture; `None` relays without recording.
-    pub out: Option<PathBuf>,
+    /// Where to write the capture, when to rotate and when to stop recording; `None` relays
+    /// without recording.
+    pub out: Option<SegmentPlan>,
     pub status: StatusMode,
     pub zstd_level: i32,
     pub max_queue_bytes: usize,
+    pub redaction: Redaction,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +75,7 @@ impl Proxy {
         let stats = Arc::new(Stats::default());
         let clock = Clock::start();
         let recorder = match &config.out {
-            Some(path) => {
+            Some(plan) => {
                 let local = listener
                     .local_addr()
                     .map(|a| a.to_string())
@@ -86,13 +88,15 @@ impl Proxy {
                     upstream: config.upstream.clone(),
                     listen: local,
                     host: hostname(),
+                    ..Metadata::default()
                 };
                 let opts = RecorderOptions {
                     max_queued_bytes: config.max_queue_bytes,
                     zstd_level: config.zstd_level,
+                    redaction: config.redaction,
                     ..RecorderOptions::default()
                 };
-                Some(Recorder::start(path, &meta, opts, stats.clone())?)
+                Some(Recorder::start(plan.clone(), &meta, opts, stats.clone())?)
             }
             None => None,
         };

@@ -15,6 +15,12 @@ pub struct Stats {
     pub capture_bytes: AtomicU64,
     /// Compressed bytes written to the capture file.
     pub file_bytes: AtomicU64,
+    /// Capture segments started (1 without rotation).
+    pub segments: AtomicU64,
+    /// Messages recorded with something redacted.
+    pub redacted_messages: AtomicU64,
+    /// Messages left out because they could not be decoded to redact them.
+    pub unredactable_messages: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -110,8 +110,9 @@ fn might_hold_credentials(bytes: &[u8]) -> Result<bool, WireError> {
     if found(bytes) {
         return Ok(true);
     }
-    match crate::wire::MsgHeader::parse_whole(bytes, "message header")?.op_code {
-        crate::wire::OpCode::Compressed => Ok(found(&compressed::decompress(bytes)?.1)),
+    // A message whose header does not decode holds nothing a server would take as a credential.
+    match crate::wire::MsgHeader::parse_whole(bytes, "message header").map(|h| h.op_code) {
+        Ok(crate::wire::OpCode::Compressed) => Ok(found(&compressed::decompress(bytes)?.1)),
         _ => Ok(false),
     }
 }
