@@ -10,6 +10,7 @@ fn meta() -> Metadata {
         upstream: "127.0.0.1:27017".into(),
         listen: "127.0.0.1:27018".into(),
         host: "h".into(),
+        ..Metadata::default()
     }
 }
 
