@@ -16,7 +16,7 @@ mod common;
 use bson::rawdoc;
 use common::{Proxy, Server};
 use hdrhistogram::Histogram;
-use mongotape::capture::{Metadata, Record, RecordKind};
+use mongotape::capture::{Metadata, Record, RecordKind, SegmentPlan};
 use mongotape::proxy::recorder::{Recorder, RecorderOptions};
 use mongotape::proxy::stats::Stats;
 use mongotape::wire::{FrameSplitter, MsgFlags, OpMsg, Section};
@@ -154,8 +154,11 @@ fn recorder_rate(messages: usize) -> f64 {
         max_queued_bytes: 1 << 30,
         ..Default::default()
     };
-    let recorder =
-        Recorder::start(&dir.path().join("r.mtape"), &meta, opts, stats.clone()).unwrap();
+    let plan = SegmentPlan {
+        path: dir.path().join("r.mtape"),
+        ..SegmentPlan::default()
+    };
+    let recorder = Recorder::start(plan, &meta, opts, stats.clone()).unwrap();
     let handle = recorder.handle();
     let start = Instant::now();
     for i in 0..messages {

@@ -12,6 +12,8 @@
 //!   rustls configurations for both sides of a TLS connection. Shared by the proxy and the replayer.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
+//! - [`redact`]: what a capture may keep: credentials always removed, and with `--redact values`
+//!   every string and binary value replaced by a keyed hash of the same length.
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
 //!   concurrency, rewriting what must change (sessions, cursors, cluster time, auth).
 //! - [`report`]: `inspect`, `cat`, `analyze` and `compare`: what a capture or a replay says, as text,
@@ -24,6 +26,7 @@
 pub mod capture;
 pub mod net;
 pub mod proxy;
+pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod wire;

@@ -345,6 +345,7 @@ mod growing_set {
                 .unwrap(),
             client_tls: None,
             out: None,
+            redaction: Default::default(),
             status: StatusMode::Never,
             zstd_level: 1,
             max_queue_bytes: 1 << 20,

@@ -10,6 +10,8 @@ pub enum CaptureError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("capture {path} exists: choose another --out, or --force to replace it")]
+    Exists { path: PathBuf },
     #[error("writing the capture failed: {0}")]
     Write(std::io::Error),
     #[error("not a mongotape capture: {detail}")]

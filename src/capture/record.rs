@@ -162,12 +162,22 @@ pub struct Metadata {
     pub listen: String,
     #[serde(default)]
     pub host: String,
+    /// Segment number (from 1) of a rotated recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<u32>,
+    /// What was redacted before writing: `credentials` or `values` (absent: nothing, a capture
+    /// from before redaction existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenEvent {
     pub client: String,
     pub upstream: String,
+    /// The connection was opened in an earlier segment and is still open.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continued: bool,
 }
 
 /// Which side ended a connection.

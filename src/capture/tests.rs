@@ -10,6 +10,7 @@ fn meta() -> Metadata {
         upstream: "127.0.0.1:27017".into(),
         listen: "127.0.0.1:27018".into(),
         host: "h".into(),
+        ..Metadata::default()
     }
 }
 
@@ -142,4 +143,175 @@ fn garbage_is_not_a_capture() {
         CaptureReader::new(&not_ours[..]).err(),
         Some(CaptureError::NotACapture { .. })
     ));
+}
+
+mod segments {
+    use super::*;
+    use crate::capture::{CaptureSet, SegmentPlan, SegmentWriter, Written};
+
+    fn open(conn: u64) -> Record {
+        Record::json(
+            RecordKind::Open,
+            conn,
+            conn,
+            &OpenEvent {
+                client: format!("127.0.0.1:{conn}"),
+                upstream: "u".into(),
+                continued: false,
+            },
+        )
+    }
+
+    /// Writes connection 1 open throughout, connection 2 opened and closed in the middle, and
+    /// `n` requests on connection 1, rotating every ~`rotate` bytes.
+    fn write(dir: &std::path::Path, n: u64, rotate: u64) -> (SegmentPlan, Vec<Record>) {
+        let plan = SegmentPlan {
+            path: dir.join("trace.mtape"),
+            rotate_bytes: Some(rotate),
+            ..SegmentPlan::default()
+        };
+        let mut w = SegmentWriter::create(plan.clone(), meta(), 1).unwrap();
+        let mut sent = vec![
+            open(1),
+            Record::new(RecordKind::ClientMetadata, 1, 1, &b"{}"[..]),
+        ];
+        for i in 0..n {
+            if i == n / 2 {
+                sent.push(open(2));
+            }
+            if i == n / 2 + 3 {
+                sent.push(Record::json(
+                    RecordKind::Close,
+                    2,
+                    i,
+                    &CloseEvent {
+                        side: Side::Client,
+                        reason: "eof".into(),
+                    },
+                ));
+            }
+            // Incompressible payloads so the segments fill.
+            let payload: Vec<u8> = (0..2000u64)
+                .map(|b| (b.wrapping_mul(i + 7) >> 3) as u8 ^ i as u8)
+                .collect();
+            sent.push(Record::new(RecordKind::Request, 1, 100 + i, payload));
+        }
+        for r in &sent {
+            assert_eq!(w.write(r).unwrap(), Written::Recorded);
+        }
+        w.finish(None).unwrap();
+        (plan, sent)
+    }
+
+    #[test]
+    fn rotated_segments_read_back_as_the_records_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plan, sent) = write(dir.path(), 400, 64 * 1024);
+        let files = crate::capture::set::resolve(&[dir.path().to_owned()]).unwrap();
+        assert!(files.len() >= 3, "only {} segments", files.len());
+        assert_eq!(files[0], plan.segment_path(1));
+        assert!(
+            files.iter().all(|f| f.extension().unwrap() == "mtape"),
+            "{files:?}"
+        );
+        // Each segment alone is a whole capture: metadata, records, an end.
+        for (i, file) in files.iter().enumerate() {
+            let mut r = CaptureReader::open(file).unwrap();
+            assert_eq!(r.metadata().segment, Some(i as u32 + 1));
+            while let Some(rec) = r.next_record() {
+                rec.unwrap();
+            }
+            assert!(r.saw_end(), "segment {i} has no end");
+        }
+        // Read as one: the same records in order, each connection opened once, one end.
+        let mut set = CaptureSet::open(&[dir.path().to_owned()]).unwrap();
+        let got: Vec<Record> = set.by_ref().map(|r| r.unwrap()).collect();
+        assert_eq!(got.last().unwrap().kind, RecordKind::End);
+        assert!(set.saw_end());
+        let body: Vec<&Record> = got[..got.len() - 1].iter().collect();
+        assert_eq!(body.len(), sent.len());
+        for (a, b) in body.iter().zip(&sent) {
+            assert_eq!(
+                (a.kind, a.conn_id, &a.payload),
+                (b.kind, b.conn_id, &b.payload)
+            );
+        }
+        // The same set given as a list of files.
+        let n = CaptureSet::open(&files).unwrap().count();
+        assert_eq!(n, got.len());
+    }
+
+    #[test]
+    fn an_existing_capture_is_refused_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.mtape");
+        std::fs::write(&path, b"precious").unwrap();
+        let plan = SegmentPlan {
+            path: path.clone(),
+            ..SegmentPlan::default()
+        };
+        let err = SegmentWriter::create(plan.clone(), meta(), 1)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("c.mtape exists"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+        let forced = SegmentPlan {
+            force: true,
+            ..plan
+        };
+        SegmentWriter::create(forced, meta(), 1)
+            .unwrap()
+            .finish(None)
+            .unwrap();
+        assert!(CaptureReader::open(&path).is_ok());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn max_size_ends_the_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = SegmentPlan {
+            path: dir.path().join("m.mtape"),
+            max_bytes: Some(20 * 1024),
+            ..SegmentPlan::default()
+        };
+        let mut w = SegmentWriter::create(plan.clone(), meta(), 1).unwrap();
+        let mut ended = None;
+        for i in 0..1000u64 {
+            let payload: Vec<u8> = (0..1000u64)
+                .map(|b| (b * 31 + i * 17) as u8 ^ (b >> 2) as u8)
+                .collect();
+            if let Written::Ended(reason) = w
+                .write(&Record::new(RecordKind::Request, 1, i, payload))
+                .unwrap()
+            {
+                ended = Some((i, reason));
+                break;
+            }
+        }
+        let (at, reason) = ended.expect("the limit ended the recording");
+        assert_eq!(reason, crate::capture::EndReason::MaxSize);
+        assert!(at > 5 && at < 200, "ended after {at} records");
+        w.finish(None).unwrap();
+        let mut r = CaptureReader::open(&plan.path).unwrap();
+        let n = r.by_ref().inspect(|x| assert!(x.is_ok())).count();
+        assert!(r.saw_end());
+        assert_eq!(n as u64, at + 2);
+    }
+
+    #[test]
+    fn a_missing_or_empty_input_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = CaptureSet::open(&[dir.path().to_owned()]).err().unwrap();
+        assert!(err.to_string().contains("holds no .mtape"), "{err}");
+        let err = CaptureSet::open(&[dir.path().join("nope.mtape")])
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("nope.mtape"), "{err}");
+    }
 }

@@ -39,7 +39,7 @@ pub struct CaptureWriter<W: Write> {
 }
 
 impl CaptureWriter<File> {
-    /// Creates (or truncates) `path`, readable by its owner only.
+    /// Creates (or truncates) `path`, readable by its owner only (a replaced file too).
     pub fn create(path: &Path, meta: &Metadata, level: i32) -> Result<Self, CaptureError> {
         let mut opts = OpenOptions::new();
         opts.write(true).create(true).truncate(true);
@@ -53,6 +53,16 @@ impl CaptureWriter<File> {
             path: path.to_owned(),
             source,
         })?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(|source| CaptureError::Io {
+                    action: "restrict permissions of",
+                    path: path.to_owned(),
+                    source,
+                })?;
+        }
         CaptureWriter::new(file, meta, level)
     }
 }

@@ -109,6 +109,7 @@ pub async fn serve(
         &OpenEvent {
             client: peer.to_string(),
             upstream: member.upstream.to_string(),
+            continued: false,
         },
     ));
     let close = proxy_connection(client_r, client_w, &member, conn_id, &ctx).await;

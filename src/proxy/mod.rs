@@ -17,8 +17,9 @@ pub mod stats;
 pub mod streams;
 pub mod topology;
 
-use crate::capture::{CaptureError, Metadata, FORMAT_VERSION};
+use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
 use crate::net::{ConnString, NetError, ServerTls};
+use crate::redact::Redaction;
 use clock::Clock;
 use conn::ConnContext;
 use listen::{ListenError, ListenPlan};
@@ -26,7 +27,6 @@ use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use streams::{Acceptor, Connector};
@@ -113,13 +113,15 @@ pub struct ProxyConfig {
     pub upstream: ConnString,
     /// TLS for clients: certificate, key, and the CA that client certificates must chain to.
     pub client_tls: Option<ServerTls>,
-    /// Where to write the capture; `None` relays without recording.
-    pub out: Option<PathBuf>,
+    /// Where to write the capture, when to rotate and when to stop recording; `None` relays
+    /// without recording.
+    pub out: Option<SegmentPlan>,
     pub status: StatusMode,
     pub zstd_level: i32,
     pub max_queue_bytes: usize,
     /// How often the upstream's topology is asked again.
     pub topology_interval: Duration,
+    pub redaction: Redaction,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +183,7 @@ impl Proxy {
         let stats = Arc::new(Stats::default());
         let clock = Clock::start();
         let recorder = match &config.out {
-            Some(path) => {
+            Some(plan) => {
                 let meta = Metadata {
                     format_version: FORMAT_VERSION,
                     mongotape_version: env!("CARGO_PKG_VERSION").into(),
@@ -190,13 +192,15 @@ impl Proxy {
                     upstream: upstream.display.clone(),
                     listen: monitor.local_addrs().join(","),
                     host: hostname(),
+                    ..Metadata::default()
                 };
                 let opts = RecorderOptions {
                     max_queued_bytes: config.max_queue_bytes,
                     zstd_level: config.zstd_level,
+                    redaction: config.redaction,
                     ..RecorderOptions::default()
                 };
-                Some(Recorder::start(path, &meta, opts, stats.clone())?)
+                Some(Recorder::start(plan.clone(), &meta, opts, stats.clone())?)
             }
             None => None,
         };

@@ -4,13 +4,13 @@
 
 use super::stats::Stats;
 use crate::capture::{
-    CaptureError, CaptureWriter, EndEvent, GapEvent, Metadata, Record, RecordKind,
+    CaptureError, EndEvent, GapEvent, Metadata, Record, RecordKind, SegmentPlan, SegmentWriter,
+    Written,
 };
+use crate::redact::{Direction, Redaction, Redactor};
 use crate::wire::{info, Message};
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -32,11 +32,16 @@ pub struct RecorderHandle {
     queued_bytes: Arc<AtomicUsize>,
     max_queued_bytes: usize,
     stats: Arc<Stats>,
+    /// Turns false when a limit ended the recording: forwarding goes on, nothing is queued.
+    recording: Arc<AtomicBool>,
 }
 
 impl RecorderHandle {
     /// Queues a record without waiting. Returns false (and counts the drop) if the queue is full.
     pub fn submit(&self, record: Record) -> bool {
+        if !self.recording.load(Ordering::Relaxed) {
+            return false;
+        }
         let size = record.payload.len();
         let queued = self.queued_bytes.fetch_add(size, Ordering::Relaxed);
         // Connection events are tiny and say what the messages mean: only messages count against
@@ -72,6 +77,7 @@ pub struct RecorderOptions {
     pub queue_records: usize,
     pub max_queued_bytes: usize,
     pub zstd_level: i32,
+    pub redaction: Redaction,
 }
 
 impl Default for RecorderOptions {
@@ -80,29 +86,44 @@ impl Default for RecorderOptions {
             queue_records: 256 * 1024,
             max_queued_bytes: 256 * 1024 * 1024,
             zstd_level: crate::capture::writer::DEFAULT_LEVEL,
+            redaction: Redaction::default(),
         }
     }
 }
 
 impl Recorder {
+    /// Creates the capture (refusing to replace one unless the plan says `force`) and starts
+    /// the recorder thread.
     pub fn start(
-        path: &Path,
+        plan: SegmentPlan,
         meta: &Metadata,
         opts: RecorderOptions,
         stats: Arc<Stats>,
     ) -> Result<Recorder, CaptureError> {
-        let writer = CaptureWriter::create(path, meta, opts.zstd_level)?;
+        let mut meta = meta.clone();
+        meta.redaction = Some(opts.redaction.name().into());
+        let writer = SegmentWriter::create(plan, meta, opts.zstd_level)?;
         let (tx, rx) = sync_channel(opts.queue_records);
         let queued_bytes = Arc::new(AtomicUsize::new(0));
+        let recording = Arc::new(AtomicBool::new(true));
         let handle = RecorderHandle {
             tx,
             queued_bytes: queued_bytes.clone(),
             max_queued_bytes: opts.max_queued_bytes,
             stats: stats.clone(),
+            recording: recording.clone(),
+        };
+        let state = LoopState {
+            writer,
+            redactor: Redactor::new(opts.redaction),
+            handshakes: HashMap::new(),
+            stats,
+            recording,
+            last_ts: 0,
         };
         let thread = std::thread::Builder::new()
             .name("mongotape-recorder".into())
-            .spawn(move || write_loop(writer, rx, queued_bytes, stats))
+            .spawn(move || write_loop(state, rx, queued_bytes))
             .map_err(CaptureError::Write)?;
         Ok(Recorder {
             handle: Some(handle),
@@ -128,19 +149,26 @@ impl Recorder {
     }
 }
 
+/// What the recorder thread owns.
+struct LoopState {
+    writer: SegmentWriter,
+    redactor: Redactor,
+    handshakes: HashMap<u64, u32>,
+    stats: Arc<Stats>,
+    recording: Arc<AtomicBool>,
+    last_ts: u64,
+}
+
 fn write_loop(
-    mut writer: CaptureWriter<File>,
+    mut st: LoopState,
     rx: Receiver<Record>,
     queued_bytes: Arc<AtomicUsize>,
-    stats: Arc<Stats>,
 ) -> Result<(), CaptureError> {
-    let file_bytes = writer.compressed_counter();
-    let mut handshakes: HashMap<u64, u32> = HashMap::new();
+    let file_bytes = st.writer.bytes_counter();
     let mut reported_drops = (0u64, 0u64);
     let mut last_flush = Instant::now();
-    let mut last_ts = 0u64;
     let mut dirty = false;
-    let mut result = Ok(());
+    let mut result = Ok(Written::Recorded);
     'run: loop {
         // Poll rather than block: a sender never has to wake this thread, so submitting a record
         // costs the connection task no system call.
@@ -148,12 +176,12 @@ fn write_loop(
             match rx.try_recv() {
                 Ok(record) => {
                     queued_bytes.fetch_sub(record.payload.len(), Ordering::Relaxed);
-                    last_ts = last_ts.max(record.ts_ns);
-                    if let Err(e) = write_one(&mut writer, &record, &mut handshakes, &stats) {
-                        result = Err(e);
+                    st.last_ts = st.last_ts.max(record.ts_ns);
+                    result = st.write_one(record);
+                    dirty = true;
+                    if !matches!(result, Ok(Written::Recorded)) {
                         break 'run;
                     }
-                    dirty = true;
                 }
                 Err(TryRecvError::Empty) => {
                     std::thread::sleep(IDLE_POLL);
@@ -162,13 +190,14 @@ fn write_loop(
                 Err(TryRecvError::Disconnected) => break 'run,
             }
         }
-        if let Err(e) = report_drops(&mut writer, &stats, &mut reported_drops, last_ts) {
-            result = Err(e);
+        result = report_drops(&mut st.writer, &st.stats, &mut reported_drops, st.last_ts)
+            .and_then(|()| st.writer.tick());
+        if !matches!(result, Ok(Written::Recorded)) {
             break;
         }
         if last_flush.elapsed() >= FLUSH_INTERVAL {
             if dirty {
-                if let Err(e) = writer.flush() {
+                if let Err(e) = st.writer.flush() {
                     result = Err(e);
                     break;
                 }
@@ -176,74 +205,132 @@ fn write_loop(
             }
             last_flush = Instant::now();
         }
+        st.publish(&file_bytes);
+    }
+    st.recording.store(false, Ordering::Relaxed);
+    match result {
+        Err(e) => {
+            // Keep the file readable up to here; the proxy goes on forwarding without recording.
+            tracing::error!(
+                "recorder stopped: {e}; traffic is still forwarded but no longer recorded"
+            );
+            st.writer.abandon();
+            drop(rx);
+            Err(e)
+        }
+        Ok(written) => {
+            report_drops(&mut st.writer, &st.stats, &mut reported_drops, st.last_ts)?;
+            let snap = st.stats.snapshot();
+            let end = EndEvent {
+                connections: snap.connections_total,
+                messages: snap.messages,
+                wire_bytes: snap.wire_bytes,
+                dropped_messages: snap.dropped_messages,
+            };
+            let segments = st.writer.segments();
+            st.writer.finish(Some(end))?;
+            st.publish(&file_bytes);
+            if let Written::Ended(reason) = written {
+                tracing::warn!(
+                    "recording ended ({}): capture closed after {segments} segment(s); \
+                     traffic is still forwarded, no longer recorded",
+                    reason.as_str()
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+impl LoopState {
+    fn publish(&self, file_bytes: &std::sync::atomic::AtomicU64) {
+        let stats = &self.stats;
         stats
             .file_bytes
             .store(file_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        stats
+            .segments
+            .store(self.writer.segments() as u64, Ordering::Relaxed);
     }
-    if let Err(e) = &result {
-        // Keep the file readable up to here; the proxy goes on forwarding without recording.
-        tracing::error!("recorder stopped: {e}; traffic is still forwarded but no longer recorded");
-        let _ = writer.flush();
-        drop(rx);
-        return result;
-    }
-    report_drops(&mut writer, &stats, &mut reported_drops, last_ts)?;
-    let snap = stats.snapshot();
-    let end = EndEvent {
-        connections: snap.connections_total,
-        messages: snap.messages,
-        wire_bytes: snap.wire_bytes,
-        dropped_messages: snap.dropped_messages,
-    };
-    writer.write(&Record::json(RecordKind::End, 0, last_ts, &end))?;
-    writer.finish()?;
-    stats
-        .file_bytes
-        .store(file_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-    Ok(())
-}
 
-fn write_one(
-    writer: &mut CaptureWriter<File>,
-    record: &Record,
-    handshakes: &mut HashMap<u64, u32>,
-    stats: &Stats,
-) -> Result<(), CaptureError> {
-    writer.write(record)?;
-    Stats::add(&stats.capture_bytes, record.encoded_len() as u64);
-    match record.kind {
-        RecordKind::Request | RecordKind::Reply => Stats::add(&stats.recorded_messages, 1),
-        RecordKind::Close => {
-            handshakes.remove(&record.conn_id);
+    fn write_one(&mut self, record: Record) -> Result<Written, CaptureError> {
+        let metadata = self.client_metadata(&record);
+        let record = match self.redact(record) {
+            Some(record) => record,
+            None => return Ok(Written::Recorded),
+        };
+        let mut written = self.writer.write(&record)?;
+        Stats::add(&self.stats.capture_bytes, record.encoded_len() as u64);
+        match record.kind {
+            RecordKind::Request | RecordKind::Reply => Stats::add(&self.stats.recorded_messages, 1),
+            RecordKind::Close => {
+                self.handshakes.remove(&record.conn_id);
+            }
+            _ => {}
         }
-        _ => {}
+        if let (Some(meta), Written::Recorded) = (metadata, written) {
+            written = self.writer.write(&meta)?;
+        }
+        Ok(written)
     }
-    if record.kind == RecordKind::Request {
-        // Look for the driver's handshake among a connection's first requests only.
-        let seen = handshakes.entry(record.conn_id).or_insert(0);
-        if *seen < HANDSHAKE_SEARCH {
-            *seen += 1;
-            if let Some(meta) = Message::parse(&record.payload)
-                .ok()
-                .as_ref()
-                .and_then(info::client_metadata)
-            {
-                *seen = HANDSHAKE_SEARCH;
-                let meta = Record::new(
-                    RecordKind::ClientMetadata,
+
+    /// The driver's handshake metadata, looked for among a connection's first requests only.
+    fn client_metadata(&mut self, record: &Record) -> Option<Record> {
+        if record.kind != RecordKind::Request {
+            return None;
+        }
+        let seen = self.handshakes.entry(record.conn_id).or_insert(0);
+        if *seen >= HANDSHAKE_SEARCH {
+            return None;
+        }
+        *seen += 1;
+        let meta = Message::parse(&record.payload)
+            .ok()
+            .as_ref()
+            .and_then(info::client_metadata)?;
+        *seen = HANDSHAKE_SEARCH;
+        Some(Record::new(
+            RecordKind::ClientMetadata,
+            record.conn_id,
+            record.ts_ns,
+            meta.into_bytes(),
+        ))
+    }
+
+    /// The record as the capture may keep it; `None` when a message that may hold a credential
+    /// cannot be decoded to remove it: it is left out and counted, never written in clear.
+    fn redact(&mut self, record: Record) -> Option<Record> {
+        let direction = match record.kind {
+            RecordKind::Request => Direction::Request,
+            RecordKind::Reply => Direction::Reply,
+            _ => return Some(record),
+        };
+        match self.redactor.message(&record.payload, direction) {
+            Ok(None) => Some(record),
+            Ok(Some(payload)) => {
+                Stats::add(&self.stats.redacted_messages, 1);
+                Some(Record::new(
+                    record.kind,
                     record.conn_id,
                     record.ts_ns,
-                    meta.into_bytes(),
+                    payload,
+                ))
+            }
+            Err(e) => {
+                Stats::add(&self.stats.unredactable_messages, 1);
+                tracing::warn!(
+                    "connection {}: a {} was not recorded: it could not be decoded to redact it ({e})",
+                    record.conn_id,
+                    record.kind.name()
                 );
-                writer.write(&meta)?;
+                None
             }
         }
     }
-    Ok(())
 }
 
 fn report_drops(
-    writer: &mut CaptureWriter<File>,
+    writer: &mut SegmentWriter,
     stats: &Stats,
     reported: &mut (u64, u64),
     ts: u64,

@@ -22,6 +22,12 @@ pub struct Stats {
     pub unserved_addresses: AtomicU64,
     /// Client connections refused during TLS (a plain client, a bad certificate).
     pub client_tls_failures: AtomicU64,
+    /// Capture segments started (1 without rotation).
+    pub segments: AtomicU64,
+    /// Messages recorded with something redacted.
+    pub redacted_messages: AtomicU64,
+    /// Messages left out because they could not be decoded to redact them.
+    pub unredactable_messages: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -320,6 +320,42 @@ impl OpKillCursors {
     }
 }
 
+// Encoders for the legacy writes: only redaction re-encodes them (a replay turns them into commands).
+impl OpInsert {
+    pub fn encode(&self, request_id: i32) -> Vec<u8> {
+        let mut out = start(request_id, 0, OpCode::Insert);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        push_cstring(&mut out, &self.full_collection_name);
+        for d in &self.documents {
+            out.extend_from_slice(d.as_bytes());
+        }
+        finish(out)
+    }
+}
+
+impl OpUpdate {
+    pub fn encode(&self, request_id: i32) -> Vec<u8> {
+        let mut out = start(request_id, 0, OpCode::Update);
+        out.extend_from_slice(&0i32.to_le_bytes());
+        push_cstring(&mut out, &self.full_collection_name);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(self.selector.as_bytes());
+        out.extend_from_slice(self.update.as_bytes());
+        finish(out)
+    }
+}
+
+impl OpDelete {
+    pub fn encode(&self, request_id: i32) -> Vec<u8> {
+        let mut out = start(request_id, 0, OpCode::Delete);
+        out.extend_from_slice(&0i32.to_le_bytes());
+        push_cstring(&mut out, &self.full_collection_name);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(self.selector.as_bytes());
+        finish(out)
+    }
+}
+
 fn start(request_id: i32, response_to: i32, op_code: OpCode) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     MsgHeader {
@@ -385,6 +421,29 @@ mod tests {
         for cut in 0..HEADER_LEN + 20 {
             assert!(OpReplyView::new(&bytes[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn legacy_writes_round_trip() {
+        let i = OpInsert {
+            flags: 1,
+            full_collection_name: "bench.c".into(),
+            documents: vec![rawdoc! { "_id": 1 }, rawdoc! { "_id": 2, "s": "x" }],
+        };
+        assert_eq!(OpInsert::parse(&i.encode(1)).unwrap(), i);
+        let u = OpUpdate {
+            full_collection_name: "bench.c".into(),
+            flags: 2,
+            selector: rawdoc! { "_id": 1 },
+            update: rawdoc! { "$set": { "s": "y" } },
+        };
+        assert_eq!(OpUpdate::parse(&u.encode(2)).unwrap(), u);
+        let d = OpDelete {
+            full_collection_name: "bench.c".into(),
+            flags: 1,
+            selector: rawdoc! { "_id": 1 },
+        };
+        assert_eq!(OpDelete::parse(&d.encode(3)).unwrap(), d);
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl Feed<'_> {
         let mut go_on = true;
         while let Some(record) = reader.next_record() {
             n += 1;
-            if n % 256 == 0 {
+            if n.is_multiple_of(256) {
                 self.progress
                     .store(base + reader.compressed_offset(), Ordering::Relaxed);
                 if self.shared.abort.is_set() || self.deadline_passed() {

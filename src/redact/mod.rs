@@ -1,0 +1,233 @@
+//! What a capture may keep of a message. Runs on the recorder's side of the proxy, never in the
+//! forwarding path, on the whole message as it was on the wire.
+//!
+//! - Credentials are always removed: SCRAM and PLAIN payloads of `saslStart`/`saslContinue` and
+//!   their replies, `speculativeAuthenticate` in hello and its reply, `authenticate`'s key, and
+//!   the `pwd` of `createUser`/`updateUser`. A replay authenticates by itself and needs none of it.
+//! - With [`Redaction::Values`], every string and binary value of the application's data is also
+//!   replaced by a keyed hash of the same length and type ([`hash`]), so equal values stay equal:
+//!   index selectivity, cardinality and document sizes survive. [`document`] says what is kept.
+//!
+//! A message is re-encoded only when something was replaced (and compressed again with its own
+//! compressor); otherwise its bytes are kept exactly.
+
+mod document;
+pub mod hash;
+
+use crate::wire::{compressed, Body, Message, WireError};
+use bson::RawDocument;
+use document::Walker;
+pub use hash::ValueKey;
+
+/// How much a capture keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redaction {
+    /// Credentials removed, everything else as sent.
+    #[default]
+    Credentials,
+    /// Credentials removed and every string and binary value hashed.
+    Values,
+}
+
+impl Redaction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Redaction::Credentials => "credentials",
+            Redaction::Values => "values",
+        }
+    }
+}
+
+/// Which way a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Request,
+    Reply,
+}
+
+/// Field names whose presence makes a message worth decoding when only credentials are removed.
+const CREDENTIAL_NEEDLES: &[&[u8]] = &[
+    b"payload\0",
+    b"pwd\0",
+    b"key\0",
+    b"speculativeAuthenticate\0",
+];
+
+#[derive(Debug)]
+pub struct Redactor {
+    mode: Redaction,
+    key: Option<ValueKey>,
+}
+
+impl Redactor {
+    /// A redactor with a fresh random key for [`Redaction::Values`].
+    pub fn new(mode: Redaction) -> Redactor {
+        let key = (mode == Redaction::Values).then(ValueKey::random);
+        Redactor { mode, key }
+    }
+
+    /// The same with a given key, so two redactions can be compared.
+    pub fn with_key(mode: Redaction, key: ValueKey) -> Redactor {
+        let key = (mode == Redaction::Values).then_some(key);
+        Redactor { mode, key }
+    }
+
+    pub fn mode(&self) -> Redaction {
+        self.mode
+    }
+
+    /// The redacted message, or `None` when nothing in it needed to change.
+    pub fn message(
+        &self,
+        bytes: &[u8],
+        direction: Direction,
+    ) -> Result<Option<Vec<u8>>, WireError> {
+        if self.key.is_none() && !might_hold_credentials(bytes)? {
+            return Ok(None);
+        }
+        let message = Message::parse(bytes)?;
+        let mut walker = Walker::new(self.key.as_ref());
+        let Some(plain) = redact_body(&message, direction, &mut walker).map_err(bson_error)? else {
+            return Ok(None);
+        };
+        if walker.replaced == 0 {
+            return Ok(None);
+        }
+        match message.compressor {
+            Some(compressor) => compressed::compress(&plain, compressor).map(Some),
+            None => Ok(Some(plain)),
+        }
+    }
+}
+
+/// Cheap test before decoding: a credential needs one of a few field names in the message.
+fn might_hold_credentials(bytes: &[u8]) -> Result<bool, WireError> {
+    let found = |haystack: &[u8]| {
+        CREDENTIAL_NEEDLES
+            .iter()
+            .any(|needle| memchr::memmem::find(haystack, needle).is_some())
+    };
+    if found(bytes) {
+        return Ok(true);
+    }
+    // A message whose header does not decode holds nothing a server would take as a credential.
+    match crate::wire::MsgHeader::parse_whole(bytes, "message header").map(|h| h.op_code) {
+        Ok(crate::wire::OpCode::Compressed) => Ok(found(&compressed::decompress(bytes)?.1)),
+        _ => Ok(false),
+    }
+}
+
+/// The whole uncompressed message re-encoded with its redacted documents.
+fn redact_body(
+    message: &Message,
+    direction: Direction,
+    walker: &mut Walker<'_>,
+) -> Result<Option<Vec<u8>>, bson::error::Error> {
+    let h = &message.header;
+    let bytes = match &message.body {
+        Body::Msg(msg) => {
+            let mut msg = msg.clone();
+            for section in &mut msg.sections {
+                match section {
+                    crate::wire::Section::Body(doc) => {
+                        *doc = match direction {
+                            Direction::Request => walker.command(doc)?,
+                            Direction::Reply => walker.reply(doc)?,
+                        }
+                    }
+                    crate::wire::Section::Sequence {
+                        identifier,
+                        documents,
+                    } => {
+                        for doc in documents.iter_mut() {
+                            *doc = match identifier.as_str() {
+                                "updates" | "deletes" => walker.statement(doc)?,
+                                "documents" => walker.data(doc, false)?,
+                                _ => walker.data(doc, direction == Direction::Request)?,
+                            };
+                        }
+                    }
+                }
+            }
+            msg.encode(h.request_id, h.response_to)
+        }
+        Body::Query(query) => {
+            let mut query = query.clone();
+            query.query = if query.full_collection_name.ends_with(".$cmd") {
+                wrapped_command(&query.query, walker)?
+            } else {
+                walker.data(&query.query, true)?
+            };
+            if let Some(fields) = &query.return_fields_selector {
+                query.return_fields_selector = Some(walker.data(fields, true)?);
+            }
+            query.encode(h.request_id)
+        }
+        Body::Reply(reply) => {
+            let mut reply = reply.clone();
+            for doc in reply.documents.iter_mut() {
+                *doc = walker.reply(doc)?;
+            }
+            reply.encode(h.request_id, h.response_to)
+        }
+        Body::Insert(insert) => {
+            let mut insert = insert.clone();
+            for doc in insert.documents.iter_mut() {
+                *doc = walker.data(doc, false)?;
+            }
+            insert.encode(h.request_id)
+        }
+        Body::Update(update) => {
+            let mut update = update.clone();
+            update.selector = walker.data(&update.selector, true)?;
+            update.update = walker.data(&update.update, true)?;
+            update.encode(h.request_id)
+        }
+        Body::Delete(delete) => {
+            let mut delete = delete.clone();
+            delete.selector = walker.data(&delete.selector, true)?;
+            delete.encode(h.request_id)
+        }
+        Body::GetMore(_) | Body::KillCursors(_) | Body::Unknown(_) => return Ok(None),
+    };
+    Ok(Some(bytes))
+}
+
+/// A legacy command may come wrapped as `{ $query: command, $readPreference: ... }`.
+fn wrapped_command(
+    doc: &RawDocument,
+    walker: &mut Walker<'_>,
+) -> Result<bson::RawDocumentBuf, bson::error::Error> {
+    let mut first = doc.iter();
+    let wrapped = match first.next() {
+        Some(Ok((key, bson::RawBsonRef::Document(_)))) => {
+            matches!(key.as_str(), "$query" | "query")
+        }
+        _ => false,
+    };
+    if !wrapped {
+        return walker.command(doc);
+    }
+    let mut out = bson::RawDocumentBuf::new();
+    for element in doc.iter() {
+        let (key, value) = element?;
+        match value {
+            bson::RawBsonRef::Document(inner) if matches!(key.as_str(), "$query" | "query") => {
+                out.append(key, walker.command(inner)?)
+            }
+            _ => out.append(key, value),
+        }
+    }
+    Ok(out)
+}
+
+fn bson_error(e: bson::error::Error) -> WireError {
+    WireError::Invalid {
+        what: "BSON document",
+        offset: 0,
+        detail: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
