@@ -14,9 +14,8 @@ use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
 use super::topology::{Member, Topology};
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{CloseEvent, HelloRewriteEvent, OpenEvent, Record, RecordKind, Side};
-use crate::wire::compressed;
 use crate::wire::hello::{is_hello_request, rewrite_hello_reply};
-use crate::wire::{FrameSplitter, MsgFlags, MsgHeader, OpCode, HEADER_LEN};
+use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -318,7 +317,11 @@ fn hello_reply(
     if !watch.is_awaited(header.response_to) {
         return None;
     }
-    watch.answered(header.response_to, header.request_id, more_to_come(frame));
+    watch.answered(
+        header.response_to,
+        header.request_id,
+        crate::wire::hello::reply_more_to_come(frame),
+    );
     let map = ctx.topology.map();
     let outcome = match rewrite_hello_reply(frame, &map) {
         Ok(outcome) => outcome,
@@ -350,23 +353,4 @@ fn hello_reply(
         },
     );
     Some((message, mark))
-}
-
-/// The moreToCome bit of a reply (an OP_COMPRESSED one is opened: this runs on hello replies only).
-fn more_to_come(frame: &[u8]) -> bool {
-    let inner;
-    let msg = match MsgHeader::parse(frame) {
-        Ok(Some(h)) if h.op_code == OpCode::Compressed => match compressed::decompress(frame) {
-            Ok((_, m)) => {
-                inner = m;
-                &inner[..]
-            }
-            Err(_) => return false,
-        },
-        Ok(Some(h)) if h.op_code == OpCode::Msg => frame,
-        _ => return false,
-    };
-    msg.get(HEADER_LEN..HEADER_LEN + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .is_some_and(|flags| MsgFlags::from_bits_retain(flags).contains(MsgFlags::MORE_TO_COME))
 }

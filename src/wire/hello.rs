@@ -10,7 +10,7 @@ use super::compressed::{self, Compressor};
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
 use super::legacy::OpReply;
-use super::op_msg::{OpMsg, Section};
+use super::op_msg::{MsgFlags, OpMsg, Section};
 use bson::raw::{RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
 use std::collections::HashMap;
 
@@ -285,6 +285,25 @@ fn op_query_command(message: &[u8]) -> Option<&[u8]> {
         return first_key(message, value_at).map(|(_, key, _)| key);
     }
     Some(key)
+}
+
+/// The moreToCome bit of a reply (an OP_COMPRESSED one is opened: this runs on hello replies only).
+pub fn reply_more_to_come(frame: &[u8]) -> bool {
+    let inner;
+    let msg = match MsgHeader::parse(frame) {
+        Ok(Some(h)) if h.op_code == OpCode::Compressed => match compressed::decompress(frame) {
+            Ok((_, m)) => {
+                inner = m;
+                &inner[..]
+            }
+            Err(_) => return false,
+        },
+        Ok(Some(h)) if h.op_code == OpCode::Msg => frame,
+        _ => return false,
+    };
+    msg.get(HEADER_LEN..HEADER_LEN + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .is_some_and(|flags| MsgFlags::from_bits_retain(flags).contains(MsgFlags::MORE_TO_COME))
 }
 
 #[cfg(test)]
