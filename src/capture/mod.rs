@@ -22,5 +22,62 @@ pub use segments::{EndReason, SegmentPlan, SegmentWriter, Written};
 pub use set::CaptureSet;
 pub use writer::CaptureWriter;
 
+/// What reports and the replayer read records from: one capture file ([`CaptureReader`]) or the
+/// segments of a rotated recording read as one ([`CaptureSet`]).
+pub trait RecordSource {
+    fn metadata(&self) -> &Metadata;
+    /// The next record, `None` at a clean end, or the error that stopped reading.
+    fn next_record(&mut self) -> Option<Result<Record, CaptureError>>;
+    /// Uncompressed bytes consumed so far.
+    fn offset(&self) -> u64;
+    /// Compressed bytes taken from the file(s) so far.
+    fn compressed_offset(&self) -> u64;
+    /// True once the (last) `end` record was read.
+    fn saw_end(&self) -> bool;
+    fn records_read(&self) -> u64;
+}
+
+impl<R: std::io::Read> RecordSource for CaptureReader<R> {
+    fn metadata(&self) -> &Metadata {
+        CaptureReader::metadata(self)
+    }
+    fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
+        CaptureReader::next_record(self)
+    }
+    fn offset(&self) -> u64 {
+        CaptureReader::offset(self)
+    }
+    fn compressed_offset(&self) -> u64 {
+        CaptureReader::compressed_offset(self)
+    }
+    fn saw_end(&self) -> bool {
+        CaptureReader::saw_end(self)
+    }
+    fn records_read(&self) -> u64 {
+        CaptureReader::records_read(self)
+    }
+}
+
+impl RecordSource for CaptureSet {
+    fn metadata(&self) -> &Metadata {
+        CaptureSet::metadata(self)
+    }
+    fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
+        CaptureSet::next_record(self)
+    }
+    fn offset(&self) -> u64 {
+        CaptureSet::offset(self)
+    }
+    fn compressed_offset(&self) -> u64 {
+        CaptureSet::compressed_offset(self)
+    }
+    fn saw_end(&self) -> bool {
+        CaptureSet::saw_end(self)
+    }
+    fn records_read(&self) -> u64 {
+        CaptureSet::records_read(self)
+    }
+}
+
 #[cfg(test)]
 mod tests;

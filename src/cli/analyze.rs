@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use mongotape::report::analyze::analyze_file;
+use mongotape::report::analyze::analyze_files;
 use mongotape::report::analyze::text::render_text;
 use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
@@ -10,8 +10,9 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// Capture file.
-    file: PathBuf,
+    /// Capture file, or the segments of a rotated recording (several files, or their folder).
+    #[arg(required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
     /// Print JSON instead of tables (it carries `summary`, which `compare` reads).
     #[arg(long)]
     json: bool,
@@ -24,7 +25,7 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let report = analyze_file(&args.file, args.label.as_deref())?;
+    let report = analyze_files(&args.files, args.label.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// Capture file to replay.
-    capture: PathBuf,
+    /// Capture to replay: a file, or the segments of a rotated recording (several files, or their
+    /// folder), read as one in order.
+    #[arg(required = true, num_args = 1..)]
+    captures: Vec<PathBuf>,
     /// The server to replay against: `mongodb://[user:pass@]host:port/[?authSource=..&authMechanism=..]`
     /// or `host:port`.
     #[arg(long)]
@@ -110,7 +112,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--db-map {m:?}: expected FROM:TO"))?;
         db_map.push((from.to_owned(), to.to_owned()));
     }
-    let mut config = ReplayConfig::new(&args.capture, &args.target);
+    let mut config = ReplayConfig::new(&args.captures[0], &args.target);
+    config.inputs = args.captures.clone();
     config.pacing = pacing;
     config.connections = args.connections;
     config.clones = args.clones;

@@ -1,23 +1,24 @@
 //! `inspect` and `cat`: looking at a capture.
 
 use clap::Args;
-use mongotape::capture::CaptureReader;
-use mongotape::report::{self, cat::CatOptions, inspect::inspect_file};
+use mongotape::capture::CaptureSet;
+use mongotape::report::{self, cat::CatOptions, inspect::inspect_files};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct InspectArgs {
-    /// Capture file.
-    file: PathBuf,
+    /// Capture file, or the segments of a rotated recording (several files, or their folder).
+    #[arg(required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
 }
 
 pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let report = inspect_file(&args.file)?;
+    let report = inspect_files(&args.files)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -33,8 +34,9 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
 
 #[derive(Args)]
 pub struct CatArgs {
-    /// Capture file.
-    file: PathBuf,
+    /// Capture file, or the segments of a rotated recording (several files, or their folder).
+    #[arg(required = true, num_args = 1..)]
+    files: Vec<PathBuf>,
     /// Only these connections (repeatable).
     #[arg(long = "conn")]
     conns: Vec<u64>,
@@ -56,7 +58,7 @@ pub struct CatArgs {
 }
 
 pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
-    let mut reader = CaptureReader::open(&args.file)?;
+    let mut reader = CaptureSet::open(&args.files)?;
     let options = CatOptions {
         conns: args.conns,
         commands: args.commands,

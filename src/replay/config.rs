@@ -12,7 +12,10 @@ use thiserror::Error;
 
 #[derive(Debug, Clone)]
 pub struct ReplayConfig {
+    /// The capture, as named in reports (the first input).
     pub capture: PathBuf,
+    /// Everything read, in order: one capture, the segments of a rotated recording, or a folder.
+    pub inputs: Vec<PathBuf>,
     pub target: String,
     pub pacing: Pacing,
     /// `None`: one replay connection per recorded connection.
@@ -34,8 +37,10 @@ pub struct ReplayConfig {
 
 impl ReplayConfig {
     pub fn new(capture: impl Into<PathBuf>, target: impl Into<String>) -> ReplayConfig {
+        let capture = capture.into();
         ReplayConfig {
-            capture: capture.into(),
+            inputs: vec![capture.clone()],
+            capture,
             target: target.into(),
             pacing: Pacing::Recorded { speed: 1.0 },
             connections: None,

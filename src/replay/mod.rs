@@ -36,7 +36,7 @@ pub mod request;
 pub mod route;
 pub mod source;
 
-use crate::capture::CaptureReader;
+use crate::capture::CaptureSet;
 use crate::report::summary::ReportSummary;
 use client::Target;
 use config::options_report;
@@ -79,10 +79,13 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         ));
     }
     // Fails early on a file that is not a capture at all.
-    drop(CaptureReader::open(&config.capture)?);
-    let file_len = std::fs::metadata(&config.capture)
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let set = CaptureSet::open(&config.inputs)?;
+    let file_len = set
+        .paths()
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    drop(set);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -147,7 +150,7 @@ fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared
 /// bar and Ctrl-C watched meanwhile.
 async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) -> SourceResult {
     let source_cfg = source::SourceConfig {
-        capture: config.capture.clone(),
+        inputs: config.inputs.clone(),
         repeat: match (config.repeat, config.duration) {
             (Some(r), _) => Some(r),
             (None, Some(_)) => None,

@@ -4,13 +4,13 @@ use super::pair::{Answer, Pairer};
 use super::table::Table;
 use super::units;
 use crate::capture::{
-    CaptureError, CaptureReader, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
+    CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
+    RecordSource,
 };
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::Read;
 
 #[derive(Debug, Default, Serialize, Clone)]
 pub struct Count {
@@ -114,7 +114,7 @@ pub struct Inspection {
 }
 
 impl Inspection {
-    pub fn of<R: Read>(mut reader: CaptureReader<R>, file_bytes: u64) -> Inspection {
+    pub fn of(mut reader: impl RecordSource, file_bytes: u64) -> Inspection {
         let mut out = Inspection {
             metadata: reader.metadata().clone(),
             compressed_file_bytes: file_bytes,
@@ -122,7 +122,7 @@ impl Inspection {
         };
         let mut conns: BTreeMap<u64, Connection> = BTreeMap::new();
         let mut pairer = Pairer::default();
-        for record in &mut reader {
+        while let Some(record) = reader.next_record() {
             let record = match record {
                 Ok(r) => r,
                 Err(e) => {
@@ -419,6 +419,16 @@ impl Inspection {
 
 /// Opens `path` and inspects it; errors only if it cannot be opened or is not a capture.
 pub fn inspect_file(path: &std::path::Path) -> Result<Inspection, CaptureError> {
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    Ok(Inspection::of(CaptureReader::open(path)?, size))
+    inspect_files(&[path.to_owned()])
+}
+
+/// Inspects captures read as one (a file, the segments of a rotated recording, or a folder).
+pub fn inspect_files(inputs: &[std::path::PathBuf]) -> Result<Inspection, CaptureError> {
+    let set = CaptureSet::open(inputs)?;
+    let size = set
+        .paths()
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    Ok(Inspection::of(set, size))
 }

@@ -3,7 +3,7 @@
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
 //! read-ahead budget. Step markers travel the same way ([`markers`]).
 
-use crate::capture::{CaptureReader, Record, RecordKind};
+use crate::capture::{CaptureSet, Record, RecordKind};
 use crate::replay::lane;
 use crate::replay::measure::outcome;
 use crate::replay::measure::step_phases::Marker;
@@ -34,7 +34,8 @@ const MAX_HELD: usize = 10_000;
 type Held = HashMap<u64, VecDeque<Request>>;
 
 pub struct SourceConfig {
-    pub capture: PathBuf,
+    /// The capture: one file, or segments read as one.
+    pub inputs: Vec<PathBuf>,
     /// None: repeat until the deadline (with `--duration`).
     pub repeat: Option<u64>,
     pub clones: u32,
@@ -144,7 +145,7 @@ impl Feed<'_> {
 
     /// One pass over the capture. False when the replay should stop.
     fn pass(&mut self) -> bool {
-        let mut reader = match CaptureReader::open(&self.cfg.capture) {
+        let mut reader = match CaptureSet::open(&self.cfg.inputs) {
             Ok(r) => r,
             Err(e) => {
                 self.result.capture_error = Some(e.to_string());

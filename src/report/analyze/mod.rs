@@ -22,7 +22,7 @@ pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use pass::{analyze, analyze_file};
+pub use pass::{analyze, analyze_file, analyze_files};
 
 /// What a request is for, seen from the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

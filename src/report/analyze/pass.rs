@@ -6,23 +6,18 @@
 
 use super::tally::Tally;
 use super::AnalyzeReport;
-use crate::capture::{CaptureError, CaptureReader, GapEvent, OpenEvent, RecordKind};
+use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource};
 use crate::report::inspect::Driver;
 use bson::RawDocumentBuf;
-use std::io::Read;
 use std::path::Path;
 
 /// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
 /// `compare` (default: the file stem). Reading errors end the pass and are reported in
 /// `capture.error`; what came before still counts.
-pub fn analyze<R: Read>(
-    mut reader: CaptureReader<R>,
-    source: &str,
-    label: Option<&str>,
-) -> AnalyzeReport {
+pub fn analyze(mut reader: impl RecordSource, source: &str, label: Option<&str>) -> AnalyzeReport {
     let meta = reader.metadata().clone();
     let mut tally = Tally::default();
-    for record in &mut reader {
+    while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
@@ -72,7 +67,17 @@ pub fn analyze<R: Read>(
 
 /// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.
 pub fn analyze_file(path: &Path, label: Option<&str>) -> Result<AnalyzeReport, CaptureError> {
-    let reader = CaptureReader::open(path)?;
+    analyze_files(&[path.to_owned()], label)
+}
+
+/// Analyzes captures read as one (a file, the segments of a rotated recording, or a folder);
+/// the first input names the report.
+pub fn analyze_files(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+) -> Result<AnalyzeReport, CaptureError> {
+    let reader = CaptureSet::open(inputs)?;
+    let path = inputs.first().map(|p| p.as_path()).unwrap_or(Path::new(""));
     let label = label.map(str::to_owned).unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -86,7 +91,7 @@ mod tests {
     use super::super::commands::{MAX_COMMANDS, OTHER_COMMAND};
     use super::super::finish::MAX_CONN_REPORTS;
     use super::*;
-    use crate::capture::{CaptureWriter, Metadata, Record};
+    use crate::capture::{CaptureReader, CaptureWriter, Metadata, Record};
     use crate::wire::op_msg::{OpMsg, Section};
     use crate::wire::MsgFlags;
     use bson::rawdoc;

@@ -7,11 +7,11 @@ mod json;
 pub use json::{body_json, doc_json, event_json, message_json};
 
 use super::pair::{Answer, Pairer};
-use crate::capture::{CaptureError, CaptureReader, Record, RecordKind};
+use crate::capture::{CaptureError, Record, RecordKind, RecordSource};
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::io::{Read, Write};
+use std::io::Write;
 
 /// What `cat` prints.
 #[derive(Debug, Clone, Default)]
@@ -40,8 +40,8 @@ pub struct CatEnd {
 
 /// Writes the records of `reader` that `options` select to `out`, one JSON object per line. Only
 /// writing can fail; a reading error ends the listing and is returned in [`CatEnd`].
-pub fn cat<R: Read>(
-    reader: &mut CaptureReader<R>,
+pub fn cat(
+    reader: &mut impl RecordSource,
     options: &CatOptions,
     out: &mut impl Write,
 ) -> std::io::Result<CatEnd> {
@@ -51,7 +51,7 @@ pub fn cat<R: Read>(
         lines: 0,
         capture_error: None,
     };
-    for record in reader {
+    while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
@@ -159,7 +159,7 @@ mod tests {
 
     fn cat_lines(path: &str, options: &CatOptions) -> (Vec<Value>, CatEnd) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-        let mut reader = CaptureReader::open(&path).unwrap();
+        let mut reader = crate::capture::CaptureReader::open(&path).unwrap();
         let mut out = Vec::new();
         let end = cat(&mut reader, options, &mut out).unwrap();
         let lines = String::from_utf8(out)
