@@ -152,11 +152,10 @@ impl SegmentWriter {
             .expect("a segment is open while recording")
     }
 
+    /// The current segment's size on disk once flushed, at most (limits must never be passed
+    /// by what the compressor still holds).
     fn current_bytes(&self) -> u64 {
-        self.writer
-            .as_ref()
-            .map(|w| w.compressed_counter().load(Ordering::Relaxed))
-            .unwrap_or(0)
+        self.writer.as_ref().map(|w| w.size_bound()).unwrap_or(0)
     }
 
     fn open_segment(&mut self) -> Result<(), CaptureError> {

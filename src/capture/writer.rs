@@ -36,6 +36,8 @@ pub struct CaptureWriter<W: Write> {
     uncompressed: u64,
     compressed: Arc<AtomicU64>,
     records: u64,
+    /// Uncompressed bytes at the last flush: everything before is in the file.
+    flushed: u64,
 }
 
 impl CaptureWriter<File> {
@@ -82,6 +84,7 @@ impl<W: Write> CaptureWriter<W> {
             uncompressed: 0,
             compressed,
             records: 0,
+            flushed: 0,
         };
         let json = serde_json::to_vec(meta).expect("metadata serializes");
         let mut head = Vec::with_capacity(14 + json.len());
@@ -108,7 +111,15 @@ impl<W: Write> CaptureWriter<W> {
 
     /// Makes everything written so far decodable from the file.
     pub fn flush(&mut self) -> Result<(), CaptureError> {
-        self.encoder.flush().map_err(CaptureError::Write)
+        self.encoder.flush().map_err(CaptureError::Write)?;
+        self.flushed = self.uncompressed;
+        Ok(())
+    }
+
+    /// An upper bound of the file's size once everything written so far is flushed: what reached
+    /// the file plus what the compressor may still hold (it never grows data by much).
+    pub fn size_bound(&self) -> u64 {
+        self.compressed.load(Ordering::Relaxed) + (self.uncompressed - self.flushed)
     }
 
     /// Ends the zstd frame and returns the underlying writer.
