@@ -26,7 +26,10 @@ pub(super) fn progress_bar(
             b.set_position(pos.load(Ordering::Relaxed).min(len));
             let sent = Counters::get(&shared.counters.sent);
             let rate = sent as f64 / started.elapsed().as_secs_f64().max(0.001);
-            b.set_message(format!("{sent} ops, {rate:.0} ops/s"));
+            b.set_message(format!(
+                "{sent} ops, {} ops/s",
+                crate::report::units::count(rate)
+            ));
         }
     });
     (bar, task)

@@ -6,6 +6,7 @@ use super::measure::server::StatusSnapshot;
 use crate::report::phases::PhaseReport;
 use crate::report::summary::{CommandSummary, ReportSummary};
 use crate::report::table::Table;
+use crate::report::units;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -72,14 +73,6 @@ pub struct ReplayReport {
     pub replayer: ReplayerReport,
 }
 
-fn us(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.1}ms", v / 1000.0)
-    } else {
-        format!("{v:.0}µs")
-    }
-}
-
 impl ReplayReport {
     pub fn render_text(&self) -> String {
         let s = &self.summary;
@@ -89,8 +82,13 @@ impl ReplayReport {
             self.capture, self.target, self.options.pacing
         ));
         out.push_str(&format!(
-            "{} ops in {:.2} s ({:.0} ops/s), recorded span {:.2} s, {} connection(s), {} pass(es)\n",
-            s.ops, s.wall_s, s.ops_per_s, self.recorded_span_s, self.connections_opened, self.iterations
+            "{} ops in {} ({} ops/s), recorded span {}, {} connection(s), {} pass(es)\n",
+            s.ops,
+            units::duration_s(s.wall_s),
+            units::count(s.ops_per_s),
+            units::duration_s(self.recorded_span_s),
+            self.connections_opened,
+            self.iterations
         ));
         out.push_str(&self.command_table());
         self.push_notes(&mut out);
@@ -122,9 +120,9 @@ impl ReplayReport {
         }
         out.push_str(&format!(
             "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",
-            us(self.lag.latency.p50_us),
-            us(self.lag.latency.p99_us),
-            us(self.lag.latency.max_us),
+            units::duration_us(self.lag.latency.p50_us),
+            units::duration_us(self.lag.latency.p99_us),
+            units::duration_us(self.lag.latency.max_us),
             self.lag.behind_1ms
         ));
         let diverged: u64 = self.divergences.values().map(|d| d.count).sum();
@@ -141,13 +139,19 @@ impl ReplayReport {
         }
         match (self.server.cpu_s, self.server.cpu_s_per_1k_ops) {
             (Some(cpu), Some(per)) => out.push_str(&format!(
-                "server CPU: {cpu:.2} s ({per:.3} s per 1,000 ops, pid {})\n",
+                "server CPU: {} ({} per 1,000 ops, pid {})\n",
+                units::duration_s(cpu),
+                units::duration_s(per),
                 self.server.pid.unwrap_or_default()
             )),
             _ => out.push_str("server CPU: not measured (no local server process found)\n"),
         }
         if let (Some(cpu), Some(per)) = (self.replayer.cpu_s, self.replayer.cpu_us_per_op) {
-            out.push_str(&format!("replayer CPU: {cpu:.2} s ({per:.1} µs per op)\n"));
+            out.push_str(&format!(
+                "replayer CPU: {} ({} per op)\n",
+                units::duration_s(cpu),
+                units::duration_us(per)
+            ));
         }
         if let Some(e) = &self.capture_error {
             out.push_str(&format!("capture stopped early: {e}\n"));
@@ -169,12 +173,12 @@ impl ReplayReport {
                 name.to_owned(),
                 c.count.to_string(),
                 c.errors.to_string(),
-                format!("{:.0}", c.ops_per_s),
-                us(l.p50_us),
-                us(l.p90_us),
-                us(l.p99_us),
-                us(l.p999_us),
-                us(l.max_us),
+                units::count(c.ops_per_s),
+                units::duration_us(l.p50_us),
+                units::duration_us(l.p90_us),
+                units::duration_us(l.p99_us),
+                units::duration_us(l.p999_us),
+                units::duration_us(l.max_us),
             ]);
         };
         for (name, c) in &s.per_command {
