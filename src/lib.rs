@@ -3,11 +3,13 @@
 //!
 //! The folder layout is the architecture:
 //!
-//! - [`wire`]: the MongoDB wire protocol. Framing, every opcode (OP_MSG, OP_COMPRESSED and the legacy
-//!   ones), and what a message means (command, namespace, session, outcome, step marker). Pure,
+//! - [`wire`]: the MongoDB wire protocol and the only place that knows byte layouts. Framing,
+//!   every opcode (OP_MSG owned and in place, OP_COMPRESSED and the legacy ones), raw BSON, what a
+//!   message means (command, namespace, session, outcome, step marker), the hello rewrite. Pure,
 //!   no I/O.
 //! - [`capture`]: the `.mtape` file format (zstd-compressed, streamed, crash-tolerant): the record
-//!   encoding, a streaming writer and a streaming reader with bounded memory.
+//!   encoding, a streaming writer and reader with bounded memory, rotated segments and their
+//!   reading as one capture.
 //! - [`net`]: reaching a deployment: connection strings (the driver's parser, SRV resolved) and
 //!   rustls configurations for both sides of a TLS connection. Shared by the proxy and the replayer.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
@@ -15,11 +17,13 @@
 //! - [`redact`]: what a capture may keep: credentials always removed, and with `--redact values`
 //!   every string and binary value replaced by a keyed hash of the same length.
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
-//!   concurrency, rewriting what must change (sessions, cursors, cluster time, auth).
-//! - [`report`]: `inspect`, `cat`, `analyze` and `compare`: what a capture or a replay says, as text,
-//!   JSON and HTML, overall and per phase (cut at step markers).
+//!   concurrency, rewriting what must change (sessions, cursors, cluster time, auth); folders in
+//!   pipeline order: source, request, route, lane, client, measure.
+//! - [`report`]: `inspect`, `cat`, `analyze/`, `compare/` and every HTML page (`html/`): what a
+//!   capture or a replay says, as text, JSON and HTML, with one number format (`units`).
 //!
-//! `main.rs` only parses the command line and calls into these.
+//! `main.rs` and `cli/` only parse the command line and call into these. The data paths of record
+//! and replay, and where a new opcode, rewrite rule, report or chart goes: `docs/architecture.md`.
 
 #![forbid(unsafe_code)]
 
