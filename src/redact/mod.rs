@@ -6,7 +6,7 @@
 //!   the `pwd` of `createUser`/`updateUser`. A replay authenticates by itself and needs none of it.
 //! - With [`Redaction::Values`], every string and binary value of the application's data is also
 //!   replaced by a keyed hash of the same length and type ([`hash`]), so equal values stay equal:
-//!   index selectivity, cardinality and document sizes survive. [`document`] says what is kept.
+//!   index selectivity, cardinality and document sizes survive. `document` says what is kept.
 //!
 //! A message is re-encoded only when something was replaced (and compressed again with its own
 //! compressor); otherwise its bytes are kept exactly.

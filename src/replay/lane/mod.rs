@@ -1,6 +1,6 @@
 //! Step 4 of the pipeline: one lane is one replay connection. It takes its requests in order, waits
 //! for each one's time, patches live cursor ids in, sends, reads the reply, and measures
-//! ([`step`]). A failure of the target ends the whole replay.
+//! (`step`). A failure of the target ends the whole replay.
 
 use crate::replay::client::{Conn, ConnError};
 use crate::replay::route::op::Op;

@@ -1,6 +1,6 @@
 //! Writing a recorded request out for one copy ([`rewrite`]): its session, database and cursor fields
 //! replaced and cluster-bound fields removed. Elements that do not change are copied as bytes; nothing
-//! is decoded and re-encoded. What the request is was decided once before ([`super::request`]). The
+//! is decoded and re-encoded. What the request is was decided once before (`understand`). The
 //! rules are listed in `docs/replay.md`.
 
 use super::db_map::DbMap;
