@@ -19,11 +19,15 @@
 //! - [`report`]: `inspect`, `cat`, `analyze` and `compare`: what a capture or a replay says, as text,
 //!   JSON and HTML, overall and per phase (cut at step markers).
 //!
+//! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
+//!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
+//!
 //! `main.rs` only parses the command line and calls into these.
 
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod metrics;
 pub mod net;
 pub mod proxy;
 pub mod redact;
