@@ -48,7 +48,8 @@ impl Default for LatencyHistogram {
 pub struct HistogramSnapshot {
     pub sum_s: f64,
     pub count: u64,
-    /// Cumulative `(le, count)` pairs in seconds; the last is `+Inf`.
+    /// `(le, count)` per bucket in seconds, not cumulative (the encoder adds them up, as
+    /// `prometheus-client` wants them); the last is `+Inf`.
     pub buckets: Vec<(f64, u64)>,
 }
 
@@ -65,19 +66,20 @@ impl LatencyHistogram {
     }
 
     pub fn snapshot(&self) -> HistogramSnapshot {
-        let mut cumulative = 0;
+        let mut total = 0;
         let mut buckets = Vec::with_capacity(BOUNDS_NS.len() + 1);
         for (i, bucket) in self.buckets.iter().enumerate() {
-            cumulative += bucket.load(Ordering::Relaxed);
+            let n = bucket.load(Ordering::Relaxed);
+            total += n;
             let le = BOUNDS_NS
                 .get(i)
                 .map_or(f64::INFINITY, |&ns| ns as f64 / 1e9);
-            buckets.push((le, cumulative));
+            buckets.push((le, n));
         }
         HistogramSnapshot {
             sum_s: self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9,
             // The buckets are the count a scrape shows: bumped first, they never lag behind it.
-            count: cumulative,
+            count: total,
             buckets,
         }
     }
@@ -88,7 +90,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn observations_land_in_cumulative_buckets() {
+    fn observations_land_in_their_buckets() {
         let h = LatencyHistogram::default();
         h.observe_ns(40_000);
         h.observe_ns(50_000);
@@ -97,7 +99,7 @@ mod tests {
         let s = h.snapshot();
         assert_eq!(s.count, 4);
         assert_eq!(s.buckets[0], (0.00005, 2));
-        assert_eq!(s.buckets[6], (0.005, 3));
-        assert_eq!(s.buckets.last().unwrap(), &(f64::INFINITY, 4));
+        assert_eq!(s.buckets[6], (0.005, 1));
+        assert_eq!(s.buckets.last().unwrap(), &(f64::INFINITY, 1));
     }
 }

@@ -386,6 +386,8 @@ mod tests {
             "mongotape_request_duration_seconds_bucket{command=\"insert\",le=\"0.0005\"} 1",
             "mongotape_request_duration_seconds_bucket{command=\"insert\",le=\"0.00025\"} 0",
             "mongotape_request_duration_seconds_count{command=\"other\"} 1",
+            "mongotape_request_duration_seconds_bucket{command=\"insert\",le=\"+Inf\"} 1",
+            "mongotape_request_duration_seconds_bucket{command=\"other\",le=\"5e-05\"} 1",
             "mongotape_error_replies_total{code=\"59\"} 1",
             "mongotape_unmatched_replies_total 1",
             "mongotape_messages_total{direction=\"reply\"} 3",

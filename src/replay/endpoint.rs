@@ -57,8 +57,14 @@ impl Collector for ReplayCollector {
         let c = &self.shared.counters;
         let elapsed = self.shared.start.elapsed();
         let read = self.read_bytes.load(Ordering::Relaxed);
+        let routed = Counters::get(&c.routed);
+        let done =
+            self.live.ops() + Counters::get(&c.cursor_not_found) + Counters::get(&c.after_deadline);
+        // The reader runs ahead of the lanes: what is read counts as done once its requests are.
         let fraction = match self.progress {
-            Progress::Bytes { total } if total > 0 => read as f64 / total as f64,
+            Progress::Bytes { total } if total > 0 && routed > 0 => {
+                (read as f64 / total as f64).min(1.0) * (done as f64 / routed as f64).min(1.0)
+            }
             Progress::Bytes { .. } => 0.0,
             Progress::Time { duration } => elapsed.as_secs_f64() / duration.as_secs_f64().max(1e-9),
         };
@@ -68,6 +74,12 @@ impl Collector for ReplayCollector {
             "replay_requests_sent",
             "Requests sent to the target.",
             Counters::get(&c.sent),
+        )?;
+        expose::counter(
+            e,
+            "replay_requests_routed",
+            "Requests handed to replay connections so far (all of them once the capture is read).",
+            routed,
         )?;
         expose::counter(
             e,
@@ -107,7 +119,7 @@ impl Collector for ReplayCollector {
         expose::gauge(
             e,
             "replay_progress_ratio",
-            "Fraction of the replay done: capture bytes read, or time under --duration.",
+            "Fraction of the replay done: capture bytes read times the share of read requests done, or time under --duration.",
             fraction.clamp(0.0, 1.0),
         )?;
         expose::gauge(
