@@ -21,6 +21,8 @@
 //!   pipeline order: source, request, route, lane, client, measure.
 //! - [`report`]: `inspect`, `cat`, `analyze/`, `compare/` and every HTML page (`html/`): what a
 //!   capture or a replay says, as text, JSON and HTML, with one number format (`units`).
+//! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
+//!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
 //!
 //! `main.rs` and `cli/` only parse the command line and call into these. The data paths of record
 //! and replay, and where a new opcode, rewrite rule, report or chart goes: `docs/architecture.md`.
@@ -28,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod metrics;
 pub mod net;
 pub mod proxy;
 pub mod redact;

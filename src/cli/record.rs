@@ -1,6 +1,7 @@
 use anyhow::Context;
 use clap::Args;
 use mongotape::capture::SegmentPlan;
+use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::{Proxy, ProxyConfig, StatusMode, CLIENT_ONLY_OPTIONS};
 use mongotape::redact::Redaction;
@@ -84,6 +85,12 @@ pub struct RecordArgs {
     /// No periodic status line on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Serve live metrics in the Prometheus text format on http://ADDR/metrics: connections,
+    /// messages and bytes per direction, requests and latency per command, error replies, the
+    /// recorder's queue and drops, capture bytes and segments. Example: `--metrics 127.0.0.1:9216`
+    /// (`0.0.0.0:9216` for a scraper on another machine). See docs/production.md, "Metrics".
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Threads forwarding traffic (the recorder has its own thread besides).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -94,6 +101,9 @@ const EXAMPLES: &str = "Examples:
   # mongodb://PROXYHOST:27018,PROXYHOST:27019,PROXYHOST:27020/?replicaSet=rs0
   mongotape record --upstream 'mongodb://db0:27017,db1:27017,db2:27017/?replicaSet=rs0' \\
       --listen 0.0.0.0:27018 --advertise-host proxy.internal --out run.mtape
+
+  # Live metrics for Prometheus on port 9216 (scrape http://PROXYHOST:9216/metrics)
+  mongotape record --upstream 127.0.0.1:27017 --out run.mtape --metrics 0.0.0.0:9216
 
   # TLS on both legs (clients must present a certificate signed by clients-ca.pem)
   mongotape record --upstream 'mongodb+srv://cluster0.example.net/?tlsCAFile=/etc/ssl/ca.pem' \\
@@ -144,6 +154,11 @@ fn segment_plan(args: &RecordArgs) -> anyhow::Result<Option<SegmentPlan>> {
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let plan = segment_plan(&args)?;
+    let metrics = args
+        .metrics
+        .as_deref()
+        .map(MetricsServer::bind)
+        .transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads.max(1))
         .enable_all()
@@ -197,7 +212,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
             topology_interval: Duration::from_secs(args.topology_interval_secs.max(1)),
         };
-        let proxy = Proxy::bind(config).await?;
+        let mut proxy = Proxy::bind(config).await?;
+        if let Some(server) = metrics {
+            eprintln!(
+                "mongotape: metrics on http://{}/metrics",
+                server.local_addr()
+            );
+            proxy.serve_metrics(server);
+        }
         for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
             if *local == member.advertised {
                 eprintln!("mongotape: listening on {local} for {}", member.upstream);

@@ -86,6 +86,11 @@ pub struct ReplayArgs {
     /// No text summary on stdout.
     #[arg(long)]
     quiet: bool,
+    /// Serve the running replay's metrics in the Prometheus text format on http://ADDR/metrics:
+    /// ops, errors and latency per command, schedule lag, progress, requests sent, connections.
+    /// Example: `--metrics 127.0.0.1:9217`. See docs/production.md, "Metrics".
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
@@ -140,6 +145,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && std::io::stderr().is_terminal();
     config.label = args.label;
+    config.metrics = args.metrics;
 
     let report = replay::run(config)?;
     if let Some(path) = &args.report {

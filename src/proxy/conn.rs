@@ -8,6 +8,7 @@
 
 use super::clock::Clock;
 use super::hello_watch::HelloWatch;
+use super::metrics::{ConnMeter, ProxyMetrics};
 use super::recorder::RecorderHandle;
 use super::stats::Stats;
 use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
@@ -35,6 +36,8 @@ pub struct ConnContext {
     pub topology_changed: Arc<Notify>,
     pub recorder: Option<RecorderHandle>,
     pub stats: Arc<Stats>,
+    /// `--metrics`: per-message figures; `None` costs nothing per message.
+    pub metrics: Option<Arc<ProxyMetrics>>,
     pub clock: Clock,
     pub shutdown: watch::Receiver<bool>,
 }
@@ -144,10 +147,11 @@ async fn proxy_connection(
         }
     };
     let watch = HelloWatch::default();
+    let meter = ConnMeter::new(&ctx.stats, ctx.metrics.as_deref());
     let mut shutdown = ctx.shutdown.clone();
     tokio::select! {
-        close = pump_requests(client_r, up_w, conn_id, ctx, &watch) => close,
-        close = pump_replies(up_r, client_w, conn_id, ctx, &watch) => close,
+        close = pump_requests(client_r, up_w, conn_id, ctx, &watch, &meter) => close,
+        close = pump_replies(up_r, client_w, conn_id, ctx, &watch, &meter) => close,
         _ = shutdown.wait_for(|stop| *stop) => CloseEvent {
             side: Side::Proxy,
             reason: "proxy shutting down".into(),
@@ -210,6 +214,7 @@ async fn pump_requests(
     conn_id: u64,
     ctx: &ConnContext,
     watch: &HelloWatch,
+    meter: &ConnMeter<'_>,
 ) -> CloseEvent {
     let dir = Direction::ClientToServer;
     let mut splitter = FrameSplitter::new();
@@ -229,6 +234,7 @@ async fn pump_requests(
         while let Ok(Some(frame)) = splitter.next_frame() {
             Stats::add(&ctx.stats.messages, 1);
             Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
+            meter.request(&frame, now);
             ctx.record(Record::new(dir.kind(), conn_id, now, frame));
         }
     }
@@ -257,6 +263,7 @@ async fn pump_replies(
     conn_id: u64,
     ctx: &ConnContext,
     watch: &HelloWatch,
+    meter: &ConnMeter<'_>,
 ) -> CloseEvent {
     let dir = Direction::ServerToClient;
     let mut splitter = FrameSplitter::new();
@@ -276,6 +283,7 @@ async fn pump_replies(
         while let Ok(Some(frame)) = splitter.next_frame() {
             Stats::add(&ctx.stats.messages, 1);
             Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
+            meter.reply(&frame, now);
             if sent >= frame.len() {
                 sent -= frame.len();
             } else {

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod conn;
 mod hello_watch;
 pub mod listen;
+pub mod metrics;
 pub mod monitor;
 pub mod recorder;
 pub mod stats;
@@ -18,6 +19,7 @@ pub mod streams;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
+use crate::metrics::{MetricsError, MetricsServer};
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::Redaction;
 use clock::Clock;
@@ -50,6 +52,8 @@ pub enum ProxyError {
     ListenPlan(#[from] ListenError),
     #[error("upstream topology: {0}")]
     Topology(String),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// Connection-string options the proxy acts on.
@@ -140,6 +144,8 @@ pub struct Proxy {
     recorder: Option<Recorder>,
     connector: Connector,
     topology: Arc<Topology>,
+    /// `--metrics`: the endpoint and the per-message figures it shows.
+    metrics: Option<(MetricsServer, Arc<metrics::ProxyMetrics>)>,
 }
 
 impl Proxy {
@@ -212,7 +218,14 @@ impl Proxy {
             recorder,
             connector,
             topology,
+            metrics: None,
         })
+    }
+
+    /// Serves the Prometheus exposition on `server` while running (`record --metrics`); every
+    /// connection then counts its messages per command and times its requests.
+    pub fn serve_metrics(&mut self, server: MetricsServer) {
+        self.metrics = Some((server, Arc::default()));
     }
 
     /// The first listener's address (the first member's, or the only one).
@@ -250,10 +263,19 @@ impl Proxy {
             topology_changed: changed.clone(),
             recorder: self.recorder.as_ref().map(Recorder::handle),
             stats: self.stats.clone(),
+            metrics: self.metrics.as_ref().map(|(_, m)| m.clone()),
             clock: self.clock,
             shutdown: shutdown.clone(),
         };
         let status = tokio::spawn(status_loop(self.stats.clone(), self.config.status));
+        let endpoint = match self.metrics {
+            Some((server, figures)) => {
+                let queued = self.recorder.as_ref().and_then(Recorder::queued_bytes);
+                let registry = metrics::registry(self.stats.clone(), figures, queued);
+                Some(server.serve(registry)?)
+            }
+            None => None,
+        };
         let (tx, mut accepted) = mpsc::channel(1024);
         let monitor = tokio::spawn(self.monitor.run(tx, changed, self.config.topology_interval));
         let mut conns = JoinSet::new();
@@ -282,6 +304,9 @@ impl Proxy {
         }
         drop(ctx);
         status.abort();
+        if let Some(endpoint) = endpoint {
+            endpoint.abort();
+        }
         if let Some(recorder) = self.recorder {
             tokio::task::spawn_blocking(move || recorder.finish())
                 .await
@@ -303,9 +328,14 @@ async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {
     };
     let mut tick = tokio::time::interval(period);
     tick.tick().await;
+    let mut prev = (stats.snapshot(), std::time::Instant::now());
     loop {
         tick.tick().await;
-        let line = stats.snapshot().status_line();
+        let now = (stats.snapshot(), std::time::Instant::now());
+        let line = now
+            .0
+            .status_line_since(&prev.0, (now.1 - prev.1).as_secs_f64());
+        prev = now;
         if live {
             eprint!("\r\x1b[2K{line}");
         } else {

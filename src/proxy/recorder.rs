@@ -131,6 +131,11 @@ impl Recorder {
         })
     }
 
+    /// Message bytes queued for the recorder thread now (the metrics' queue depth).
+    pub fn queued_bytes(&self) -> Option<Arc<AtomicUsize>> {
+        self.handle.as_ref().map(|h| h.queued_bytes.clone())
+    }
+
     pub fn handle(&self) -> RecorderHandle {
         self.handle.clone().expect("recorder is running")
     }
@@ -260,6 +265,7 @@ impl LoopState {
             None => return Ok(Written::Recorded),
         };
         let mut written = self.writer.write(&record)?;
+        Stats::add(&self.stats.records_written, 1);
         Stats::add(&self.stats.capture_bytes, record.encoded_len() as u64);
         match record.kind {
             RecordKind::Request | RecordKind::Reply => Stats::add(&self.stats.recorded_messages, 1),
@@ -270,6 +276,7 @@ impl LoopState {
         }
         if let (Some(meta), Written::Recorded) = (metadata, written) {
             written = self.writer.write(&meta)?;
+            Stats::add(&self.stats.records_written, 1);
         }
         Ok(written)
     }
@@ -349,6 +356,8 @@ fn report_drops(
             gap.dropped_bytes
         );
         writer.write(&Record::json(RecordKind::Gap, 0, ts, &gap))?;
+        Stats::add(&stats.gap_records, 1);
+        Stats::add(&stats.records_written, 1);
         *reported = now;
     }
     Ok(())

@@ -9,7 +9,16 @@ pub struct Stats {
     pub connections_total: AtomicU64,
     pub messages: AtomicU64,
     pub wire_bytes: AtomicU64,
+    /// Requests (client to server) and their bytes; replies are the rest of `messages`.
+    pub requests: AtomicU64,
+    pub request_bytes: AtomicU64,
+    pub replies: AtomicU64,
+    pub reply_bytes: AtomicU64,
     pub recorded_messages: AtomicU64,
+    /// Records of any kind written to the capture.
+    pub records_written: AtomicU64,
+    /// Gap records written (each marks messages lost to a full queue).
+    pub gap_records: AtomicU64,
     pub dropped_messages: AtomicU64,
     pub dropped_bytes: AtomicU64,
     /// Uncompressed bytes handed to the capture writer.
@@ -36,6 +45,7 @@ pub struct Snapshot {
     pub connections_total: u64,
     pub messages: u64,
     pub wire_bytes: u64,
+    pub requests: u64,
     pub recorded_messages: u64,
     pub dropped_messages: u64,
     pub dropped_bytes: u64,
@@ -58,6 +68,7 @@ impl Stats {
             connections_total: get(&self.connections_total),
             messages: get(&self.messages),
             wire_bytes: get(&self.wire_bytes),
+            requests: get(&self.requests),
             recorded_messages: get(&self.recorded_messages),
             dropped_messages: get(&self.dropped_messages),
             dropped_bytes: get(&self.dropped_bytes),
@@ -80,9 +91,30 @@ impl Snapshot {
         }
     }
 
+    /// Totals only (the last line, when the proxy stops).
     pub fn status_line(&self) -> String {
+        self.line(None)
+    }
+
+    /// Totals, with the rates since `prev` taken `secs` earlier: requests per second and wire
+    /// bytes per second.
+    pub fn status_line_since(&self, prev: &Snapshot, secs: f64) -> String {
+        let secs = secs.max(1e-3);
+        let ops = self.requests.saturating_sub(prev.requests) as f64 / secs;
+        let bytes = self.wire_bytes.saturating_sub(prev.wire_bytes) as f64 / secs;
+        self.line(Some((ops, bytes)))
+    }
+
+    fn line(&self, rates: Option<(f64, f64)>) -> String {
+        let rates = rates.map_or(String::new(), |(ops, bytes)| {
+            format!(
+                " | {} | {}/s",
+                units::value(ops, "ops/s"),
+                units::bytes(bytes as u64)
+            )
+        });
         let mut line = format!(
-            "conns {} open / {} total | msgs {} | wire {} | written {} ({})",
+            "conns {} open / {} total | msgs {}{rates} | wire {} | written {} ({})",
             self.connections_open,
             self.connections_total,
             self.messages,
@@ -106,5 +138,32 @@ impl Snapshot {
             ));
         }
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_shows_rates_over_the_interval() {
+        let prev = Snapshot {
+            requests: 1_000,
+            wire_bytes: 1 << 20,
+            messages: 2_000,
+            ..Snapshot::default()
+        };
+        let now = Snapshot {
+            requests: 6_000,
+            wire_bytes: 11 << 20,
+            messages: 12_000,
+            ..prev
+        };
+        let line = now.status_line_since(&prev, 2.0);
+        assert!(
+            line.contains("msgs 12000 | 2500 ops/s | 5.0 MiB/s | wire 11.0 MiB"),
+            "{line}"
+        );
+        assert!(!now.status_line().contains("ops/s"));
     }
 }

@@ -33,6 +33,8 @@ pub struct ReplayConfig {
     pub read_ahead_bytes: usize,
     pub progress: bool,
     pub label: Option<String>,
+    /// `--metrics ADDR`: serve the running replay's Prometheus exposition there.
+    pub metrics: Option<String>,
 }
 
 impl ReplayConfig {
@@ -55,6 +57,7 @@ impl ReplayConfig {
             read_ahead_bytes: 64 * 1024 * 1024,
             progress: false,
             label: None,
+            metrics: None,
         }
     }
 }
@@ -70,6 +73,8 @@ pub enum ReplayError {
     Option(String),
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
 }
 
 pub(super) fn options_report(c: &ReplayConfig) -> OptionsReport {

@@ -17,7 +17,7 @@
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
 //!
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
-//! before and after), `progress` (`--progress`), [`report`] (the run's report, JSON and text; its
+//! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the run's report, JSON and text; its
 //! `--html` page is [`crate::report::html::replay`]). This file starts the run and puts the report together.
 //!
 //! Dependencies never point back up the pipeline: `client` knows only `wire/`; `measure` only
@@ -27,6 +27,7 @@
 
 pub mod client;
 pub mod config;
+pub mod endpoint;
 pub mod lane;
 pub mod measure;
 pub mod probe;
@@ -78,6 +79,12 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
             "--connections and --clones must be at least 1".into(),
         ));
     }
+    // A bad --metrics address fails before anything starts.
+    let metrics = config
+        .metrics
+        .as_deref()
+        .map(crate::metrics::MetricsServer::bind)
+        .transpose()?;
     // Fails early on a file that is not a capture at all.
     let set = CaptureSet::open(&config.inputs)?;
     let file_len = set
@@ -90,10 +97,15 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .enable_all()
         .build()
         .map_err(ReplayError::Runtime)?;
-    Ok(runtime.block_on(replay(config, target, file_len)))
+    Ok(runtime.block_on(replay(config, target, file_len, metrics)))
 }
 
-async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayReport {
+async fn replay(
+    config: ReplayConfig,
+    target: Target,
+    file_len: u64,
+    metrics: Option<crate::metrics::MetricsServer>,
+) -> ReplayReport {
     let mut report = ReplayReport {
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
@@ -112,7 +124,16 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     let start = Instant::now();
     let shared = Arc::new(shared_state(&config, target, start));
     probe.watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
-    let source = feed_lanes(&config, &shared, file_len).await;
+    let progress_pos = Arc::new(AtomicU64::new(0));
+    let endpoint = metrics.and_then(|server| {
+        serve_metrics(server, &config, &shared, &progress_pos, file_len)
+            .map_err(|e| tracing::warn!("{e}"))
+            .ok()
+    });
+    let source = feed_lanes(&config, &shared, file_len, progress_pos).await;
+    if let Some(endpoint) = endpoint {
+        endpoint.abort();
+    }
     let wall_s = start.elapsed().as_secs_f64();
 
     let server_cpu_after = probe
@@ -148,7 +169,12 @@ fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared
 
 /// Runs the capture feed on its own thread until every lane it started is done, with the progress
 /// bar and Ctrl-C watched meanwhile.
-async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) -> SourceResult {
+async fn feed_lanes(
+    config: &ReplayConfig,
+    shared: &Arc<Shared>,
+    file_len: u64,
+    progress_pos: Arc<AtomicU64>,
+) -> SourceResult {
     let source_cfg = source::SourceConfig {
         inputs: config.inputs.clone(),
         repeat: match (config.repeat, config.duration) {
@@ -162,7 +188,6 @@ async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) 
         db_map: config.db_map.clone(),
         pass_barrier: !config.pacing.open_loop(),
     };
-    let progress_pos = Arc::new(AtomicU64::new(0));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {
         let shared = shared.clone();
@@ -205,6 +230,27 @@ async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) 
         bar.finish_and_clear();
     }
     source
+}
+
+/// `--metrics`: live figures fed by every sample, served until the lanes are done.
+fn serve_metrics(
+    server: crate::metrics::MetricsServer,
+    config: &ReplayConfig,
+    shared: &Arc<Shared>,
+    progress_pos: &Arc<AtomicU64>,
+    file_len: u64,
+) -> Result<tokio::task::JoinHandle<()>, crate::metrics::MetricsError> {
+    let live = Arc::new(measure::live::LiveMetrics::default());
+    shared.metrics.lock().expect("metrics lock").live = Some(live.clone());
+    let progress = match (config.repeat, config.duration) {
+        (None, Some(duration)) => endpoint::Progress::Time { duration },
+        (repeat, _) => endpoint::Progress::Bytes {
+            total: file_len.saturating_mul(repeat.unwrap_or(1).max(1)),
+        },
+    };
+    let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
+    tracing::info!("metrics on http://{}/metrics", server.local_addr());
+    server.serve(registry)
 }
 
 /// The summary and the other figures measured per operation.

@@ -255,7 +255,8 @@ fn first_key(buf: &[u8], doc_at: usize) -> Option<(u8, &[u8], usize)> {
     Some((element_type, &rest[..end], key_at + end + 1))
 }
 
-fn op_msg_command(message: &[u8]) -> Option<&[u8]> {
+/// The command name of an OP_MSG request: its body's first key, read in place.
+pub(super) fn op_msg_command(message: &[u8]) -> Option<&[u8]> {
     let mut at = HEADER_LEN + 4;
     // Drivers put the body first; skip document sequences before it all the same.
     for _ in 0..16 {
@@ -271,7 +272,8 @@ fn op_msg_command(message: &[u8]) -> Option<&[u8]> {
     None
 }
 
-fn op_query_command(message: &[u8]) -> Option<&[u8]> {
+/// The command name of an OP_QUERY on `*.$cmd` (unwrapping `$query`), read in place.
+pub(super) fn op_query_command(message: &[u8]) -> Option<&[u8]> {
     let name_at = HEADER_LEN + 4;
     let rest = message.get(name_at..)?;
     let end = rest.iter().position(|&b| b == 0)?;

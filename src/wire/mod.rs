@@ -12,7 +12,8 @@
 //!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
 //! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
-//!   [`marker`]: step markers. [`error`]: [`WireError`].
+//!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
+//!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 
 pub mod bson_raw;
 pub mod compressed;
@@ -26,6 +27,7 @@ pub mod marker;
 pub mod message;
 pub mod op_msg;
 pub mod op_msg_view;
+pub mod peek;
 mod read;
 
 pub use compressed::Compressor;

@@ -52,6 +52,7 @@ pub(super) async fn one(
             namespace: &op.namespace,
             latency_ns: None,
             error: false,
+            code: None,
             lag_ns,
             done: StdInstant::now(),
         });
@@ -229,6 +230,7 @@ fn measure(shared: &Shared, op: &Op, live: &Outcome, latency_ns: u64, lag_ns: u6
         namespace: &op.namespace,
         latency_ns: Some(latency_ns),
         error,
+        code: live.code,
         lag_ns,
         done: StdInstant::now(),
     });

@@ -107,6 +107,8 @@ pub struct Metrics {
     pub unacknowledged: u64,
     /// The replay cut at the capture's step markers.
     pub phases: ReplayPhases,
+    /// `--metrics`: the same samples as live figures for a scrape.
+    pub live: Option<Arc<super::live::LiveMetrics>>,
 }
 
 /// One finished operation.
@@ -116,6 +118,8 @@ pub struct Sample<'a> {
     /// None for moreToCome requests.
     pub latency_ns: Option<u64>,
     pub error: bool,
+    /// The server's error code, when the reply gave one.
+    pub code: Option<i32>,
     pub lag_ns: u64,
     pub done: Instant,
 }
@@ -134,10 +138,14 @@ impl Metrics {
             divergences: BTreeMap::new(),
             unacknowledged: 0,
             phases: ReplayPhases::new(start),
+            live: None,
         }
     }
 
     pub fn record(&mut self, s: Sample<'_>) {
+        if let Some(live) = &self.live {
+            live.record(&s);
+        }
         self.overall.add(s.latency_ns, s.error);
         self.phases.record(s.done, s.latency_ns, s.error);
         match self.per_command.get_mut(s.command) {

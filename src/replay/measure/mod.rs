@@ -2,9 +2,11 @@
 //!
 //! - [`outcome`]: a reply's outcome read in place (recorded and live alike), and the comparison.
 //! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
+//! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 
+pub mod live;
 pub mod metrics;
 pub mod outcome;
 pub mod server;

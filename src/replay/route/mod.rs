@@ -144,10 +144,14 @@ impl Router {
 
     pub fn send(&mut self, lane: usize, op: Op) {
         let len = op.bytes.len();
+        let request = op.marker.is_none();
         let delivered = match self.lanes.get(lane).and_then(|l| l.as_ref()) {
             Some(tx) => tx.send(op).is_ok(),
             None => false,
         };
+        if delivered && request {
+            shared::Counters::bump(&self.shared.counters.routed);
+        }
         if !delivered {
             self.shared.budget.release(len);
         }

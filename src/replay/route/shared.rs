@@ -36,6 +36,8 @@ pub struct Counters {
     pub after_deadline: AtomicU64,
     pub stray_replies: AtomicU64,
     pub sent: AtomicU64,
+    /// Requests handed to the lanes (the replay's whole count once the capture is read).
+    pub routed: AtomicU64,
     /// Requests sent compressed (OP_COMPRESSED with the compressor the target agreed to).
     pub compressed: AtomicU64,
 }

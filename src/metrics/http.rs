@@ -1,0 +1,188 @@
+//! The metrics endpoint: a minimal HTTP/1.1 server on tokio that answers `GET /metrics` (and `/`)
+//! with the registry's exposition and closes the connection. Requests are read with a size bound
+//! and a deadline; a scraper can never hold the proxy or the replayer up.
+
+use super::expose::{render, CONTENT_TYPE};
+use prometheus_client::registry::Registry;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// Longest request head read.
+const MAX_REQUEST: usize = 8 * 1024;
+/// A scraper has this long to send its request and read the answer.
+const DEADLINE: Duration = Duration::from_secs(10);
+/// Scrapes answered at once; more wait for a turn.
+const MAX_CONCURRENT: usize = 8;
+
+#[derive(Debug, Error)]
+pub enum MetricsError {
+    #[error("--metrics {addr}: cannot listen there: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// A bound listener; [`MetricsServer::serve`] answers scrapes until the task is aborted.
+#[derive(Debug)]
+pub struct MetricsServer {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl MetricsServer {
+    /// Binds `addr` (`host:port`; port 0 picks one). Needs no runtime: errors come before
+    /// anything starts.
+    pub fn bind(addr: &str) -> Result<MetricsServer, MetricsError> {
+        let err = |source| MetricsError::Listen {
+            addr: addr.to_owned(),
+            source,
+        };
+        let listener = std::net::TcpListener::bind(addr).map_err(err)?;
+        listener.set_nonblocking(true).map_err(err)?;
+        let addr = listener.local_addr().map_err(err)?;
+        Ok(MetricsServer { listener, addr })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves scrapes of `registry` on the current runtime.
+    pub fn serve(self, registry: Registry) -> Result<JoinHandle<()>, MetricsError> {
+        let addr = self.addr;
+        let listener =
+            TcpListener::from_std(self.listener).map_err(|source| MetricsError::Listen {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let registry = Arc::new(registry);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT));
+        Ok(tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    // Out of descriptors and the like: try again shortly.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                let registry = registry.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(DEADLINE, answer(stream, &registry)).await;
+                    drop(slot);
+                });
+            }
+        }))
+    }
+}
+
+async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() >= MAX_REQUEST {
+            return respond(
+                &mut stream,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                b"",
+            )
+            .await;
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    let target = parts.next().unwrap_or_default();
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    match (method, path) {
+        (b"GET", b"/metrics") | (b"GET", b"/") => {
+            let body = render(registry);
+            respond(&mut stream, "200 OK", CONTENT_TYPE, body.as_bytes()).await
+        }
+        (b"GET", _) => {
+            respond(
+                &mut stream,
+                "404 Not Found",
+                "text/plain",
+                b"try /metrics\n",
+            )
+            .await
+        }
+        _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"").await,
+    }
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_address_says_which_option_failed() {
+        let e = MetricsServer::bind("not-an-address")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--metrics not-an-address: cannot listen there"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_get_metrics_and_refuses_the_rest() {
+        let server = MetricsServer::bind("127.0.0.1:0").unwrap();
+        let addr = server.local_addr();
+        let mut registry = Registry::with_prefix("mongotape");
+        let c: prometheus_client::metrics::counter::Counter = Default::default();
+        c.inc();
+        registry.register("things", "Things seen", c);
+        let task = server.serve(registry).unwrap();
+        let get = |req: &'static str| async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let ok = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        assert!(
+            ok.contains("# TYPE mongotape_things_total counter\nmongotape_things_total 1\n"),
+            "{ok}"
+        );
+        assert!(get("GET /nope HTTP/1.1\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 404"));
+        assert!(get("POST /metrics HTTP/1.1\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 405"));
+        task.abort();
+    }
+}
