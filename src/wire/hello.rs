@@ -306,6 +306,19 @@ pub fn reply_more_to_come(frame: &[u8]) -> bool {
         .is_some_and(|flags| MsgFlags::from_bits_retain(flags).contains(MsgFlags::MORE_TO_COME))
 }
 
+/// Whether a request is answered: OP_MSG unless moreToCome is set (an OP_COMPRESSED one is
+/// opened), OP_QUERY and OP_GET_MORE always, the legacy writes and anything else never.
+pub fn request_expects_reply(frame: &[u8]) -> bool {
+    match MsgHeader::parse(frame) {
+        Ok(Some(h)) => match h.op_code {
+            OpCode::Msg | OpCode::Compressed => !reply_more_to_come(frame),
+            OpCode::Query | OpCode::GetMore => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 #[path = "hello_tests.rs"]
 mod tests;
