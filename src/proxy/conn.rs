@@ -180,27 +180,25 @@ struct Pumps<'a> {
     activity: &'a Activity,
 }
 
-/// Before a read that would grow an unfinished message: waits while the proxy's buffer budget is
-/// spent, and gives up (closing the connection) once this pump has held more than its share for
-/// longer than the wait limit.
-async fn wait_for_budget(
-    held: &Held<'_>,
-    dir: Direction,
-    limits: &Limits,
-) -> Result<(), CloseEvent> {
-    let budget = held.budget();
-    if held.get() == 0 || !budget.is_spent() {
-        return Ok(());
+/// Resolves only when this pump must close for the budget: it holds part of a message, the
+/// budget has been spent for the whole wait limit, and it holds at least its share. Raced with
+/// every read, so a client that sits on a large unfinished message is found too.
+async fn budget_guard(held: &Held<'_>, dir: Direction, limits: &Limits) -> CloseEvent {
+    if held.get() == 0 {
+        return std::future::pending().await;
     }
-    let started = Instant::now();
+    let budget = held.budget();
+    let mut spent_since: Option<Instant> = None;
     loop {
         tokio::time::sleep(budget::POLL).await;
         if !budget.is_spent() {
-            return Ok(());
+            spent_since = None;
+            continue;
         }
+        let since = *spent_since.get_or_insert_with(Instant::now);
         let share = budget.share();
-        if started.elapsed() >= limits.buffer_wait && held.get() >= share {
-            return Err(CloseEvent {
+        if since.elapsed() >= limits.buffer_wait && held.get() >= share {
+            return CloseEvent {
                 side: dir.reader(),
                 reason: format!(
                     "held {} of an unfinished message for {:?} while the proxy's buffer budget \
@@ -210,8 +208,45 @@ async fn wait_for_budget(
                     units::bytes(budget.limit() as u64),
                     units::bytes(share as u64),
                 ),
-            });
+            };
         }
+    }
+}
+
+/// Before a read that would grow an unfinished message: waits while the proxy's buffer budget is
+/// spent (the peer meets back-pressure), unless the guard closes this pump first.
+async fn wait_for_budget(
+    held: &Held<'_>,
+    dir: Direction,
+    limits: &Limits,
+) -> Result<(), CloseEvent> {
+    let budget = held.budget();
+    if held.get() == 0 || !budget.is_spent() {
+        return Ok(());
+    }
+    let freed = async {
+        while budget.is_spent() {
+            tokio::time::sleep(budget::POLL).await;
+        }
+    };
+    tokio::select! {
+        close = budget_guard(held, dir, limits) => Err(close),
+        _ = freed => Ok(()),
+    }
+}
+
+/// A read raced with the budget guard.
+async fn guarded_read(
+    from: &mut ReadHalf,
+    splitter: &mut FrameSplitter,
+    dir: Direction,
+    held: &Held<'_>,
+    limits: &Limits,
+) -> Result<(), CloseEvent> {
+    wait_for_budget(held, dir, limits).await?;
+    tokio::select! {
+        read = read_more(from, splitter, dir) => read,
+        close = budget_guard(held, dir, limits) => Err(close),
     }
 }
 
@@ -272,11 +307,9 @@ impl Pumps<'_> {
         let mut held = ctx.budget.account();
         let rewrites = ctx.topology.rewrites();
         loop {
-            if let Err(close) = wait_for_budget(&held, dir, &ctx.limits).await {
-                return close;
-            }
             let start = splitter.pending();
-            if let Err(close) = read_more(&mut from, &mut splitter, dir).await {
+            let read = guarded_read(&mut from, &mut splitter, dir, &held, &ctx.limits);
+            if let Err(close) = read.await {
                 return close;
             }
             let now = ctx.clock.now_ns();
