@@ -185,7 +185,7 @@ fn the_buffer_budget_bounds_memory_and_normal_clients_still_work() {
     let left = outcomes.iter().filter(|(_, closed)| !closed).count();
     assert!(left <= 1, "{left} hogs left open: {outcomes:?}");
     assert!(
-        log.contains("buffer budget of 64.0 MB") || log.contains("buffer budget of 64 MB"),
+        log.contains("buffer budget of 64.0 MiB (--max-buffer-mb) was spent"),
         "{log}"
     );
     assert!(
