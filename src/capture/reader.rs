@@ -14,16 +14,54 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Counts the compressed bytes the decoder has taken from the file.
+/// Also keeps the file's first bytes, to say what a file that is not a capture looks like.
 struct Counting<R> {
     inner: R,
     read: Arc<AtomicU64>,
+    first: Vec<u8>,
 }
+
+/// The four bytes every zstd frame starts with.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const FIRST_KEPT: usize = 8;
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if self.first.len() < FIRST_KEPT {
+            let take = n.min(FIRST_KEPT - self.first.len());
+            self.first.extend_from_slice(&buf[..take]);
+        }
         self.read.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// Why the 14-byte header could not be read, from the file's first bytes.
+fn header_failure(first: &[u8], short: Short) -> String {
+    let hex = first
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if first.is_empty() {
+        "the file is empty".into()
+    } else if first.len() < ZSTD_MAGIC.len() || first[..4] != ZSTD_MAGIC {
+        let text = if first.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+            format!(" {:?}", String::from_utf8_lossy(first))
+        } else {
+            String::new()
+        };
+        format!("not zstd-compressed (first bytes {hex}{text})")
+    } else {
+        match short {
+            Short::Io(e) => format!("a zstd stream that does not decompress: {e}"),
+            Short::Eof { got } => {
+                format!(
+                    "zstd data that ends after {got} bytes, shorter than the 14-byte file header"
+                )
+            }
+        }
     }
 }
 
@@ -62,6 +100,7 @@ impl<R: Read> CaptureReader<R> {
         let counting = Counting {
             inner,
             read: compressed.clone(),
+            first: Vec::new(),
         };
         let decoder =
             zstd::stream::read::Decoder::new(counting).map_err(|e| CaptureError::NotACapture {
@@ -82,10 +121,12 @@ impl<R: Read> CaptureReader<R> {
 
     fn read_header(&mut self) -> Result<(), CaptureError> {
         let mut head = [0u8; 14];
-        self.fill(&mut head)
-            .map_err(|_| CaptureError::NotACapture {
-                detail: "shorter than the 14-byte file header, or not zstd".into(),
-            })?;
+        if let Err(short) = self.fill(&mut head) {
+            let first = &self.decoder.get_ref().get_ref().first;
+            return Err(CaptureError::NotACapture {
+                detail: header_failure(first, short),
+            });
+        }
         if head[..8] != MAGIC {
             return Err(CaptureError::NotACapture {
                 detail: "bad magic".into(),

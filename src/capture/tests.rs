@@ -134,6 +134,22 @@ fn oversized_record_length_is_refused_without_allocating() {
 
 #[test]
 fn garbage_is_not_a_capture() {
+    let text = CaptureReader::new(&b"hello, this is not zstd"[..])
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        text,
+        "not a mongotape capture: not zstd-compressed (first bytes 68 65 6c 6c 6f 2c 20 74 \"hello, t\")"
+    );
+    let empty = CaptureReader::new(&b""[..]).err().unwrap().to_string();
+    assert!(empty.contains("the file is empty"), "{empty}");
+    let short = zstd::bulk::compress(b"MTAPE", 1).unwrap();
+    let short = CaptureReader::new(&short[..]).err().unwrap().to_string();
+    assert!(
+        short.contains("shorter than the 14-byte file header"),
+        "{short}"
+    );
     assert!(matches!(
         CaptureReader::new(&b"hello, this is not zstd"[..]).err(),
         Some(CaptureError::NotACapture { .. })

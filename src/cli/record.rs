@@ -3,6 +3,8 @@ use clap::Args;
 use mongotape::capture::SegmentPlan;
 use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
+use mongotape::proxy::limits::Limits;
+use mongotape::proxy::supervise::Shutdown;
 use mongotape::proxy::{Proxy, ProxyConfig, StatusMode, CLIENT_ONLY_OPTIONS};
 use mongotape::redact::Redaction;
 use std::path::PathBuf;
@@ -82,6 +84,8 @@ pub struct RecordArgs {
     /// Memory the recorder queue may hold before messages are dropped (and marked in the capture).
     #[arg(long, default_value_t = 256)]
     max_queue_mb: usize,
+    #[command(flatten)]
+    limits: Box<LimitArgs>,
     /// No periodic status line on stderr.
     #[arg(long)]
     quiet: bool,
@@ -94,6 +98,35 @@ pub struct RecordArgs {
     /// Threads forwarding traffic (the recorder has its own thread besides).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+}
+
+/// The proxy's bounds on memory and time (docs/reliability.md).
+#[derive(Args)]
+struct LimitArgs {
+    /// Memory all connections together may hold in unfinished messages. Beyond it, connections
+    /// in the middle of a message stop being read (back-pressure); one that holds more than its
+    /// share for --buffer-wait is closed, with a log line naming the client.
+    #[arg(long, default_value_t = 256, value_name = "MB")]
+    max_buffer_mb: usize,
+    /// How long a connection holding more than its share of --max-buffer-mb may wait.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    buffer_wait: Duration,
+    /// How long connecting to the upstream may take [default: the connection string's
+    /// connectTimeoutMS, else 10s].
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    connect_timeout: Option<Duration>,
+    /// Cut a connection whose upstream owes a reply and sends nothing for this long (off by
+    /// default: some commands legitimately run long; drivers' monitoring waits up to 10s).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    reply_timeout: Option<Duration>,
+    /// Close a client connection with no request pending and no traffic for this long (off by
+    /// default).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    idle_timeout: Option<Duration>,
+    /// On SIGTERM / Ctrl-C: stop accepting, let requests already sent be answered for up to this
+    /// long, then cut what is left (a second signal stops at once).
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    drain_timeout: Duration,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -165,9 +198,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let upstream = ConnString::parse(&args.upstream)
+        let mut upstream = ConnString::parse(&args.upstream)
             .await
             .context("--upstream")?;
+        if let Some(timeout) = args.limits.connect_timeout {
+            upstream.connect_timeout = Some(timeout);
+        }
         let unused = upstream.options_among(CLIENT_ONLY_OPTIONS);
         if !unused.is_empty() || upstream.credential.is_some() {
             let mut what = unused;
@@ -212,7 +248,14 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
             topology_interval: Duration::from_secs(args.topology_interval_secs.max(1)),
         };
-        let mut proxy = Proxy::bind(config).await?;
+        let limits = Limits {
+            max_buffer_bytes: args.limits.max_buffer_mb.max(1).saturating_mul(1024 * 1024),
+            buffer_wait: args.limits.buffer_wait,
+            reply_timeout: args.limits.reply_timeout,
+            idle_timeout: args.limits.idle_timeout,
+            drain_timeout: args.limits.drain_timeout,
+        };
+        let mut proxy = Proxy::bind(config).await?.with_limits(limits);
         if let Some(server) = metrics {
             eprintln!(
                 "mongotape: metrics on http://{}/metrics",
@@ -220,6 +263,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             );
             proxy.serve_metrics(server);
         }
+
         for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
             if *local == member.advertised {
                 eprintln!("mongotape: listening on {local} for {}", member.upstream);
@@ -237,23 +281,46 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             ),
             None => eprintln!("mongotape: forwarding to {display}, not recording"),
         }
-        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (drain_tx, drain) = tokio::sync::watch::channel(false);
+        let (now_tx, now) = tokio::sync::watch::channel(false);
+        let drain_timeout = args.limits.drain_timeout;
         tokio::spawn(async move {
-            wait_for_signal().await;
-            eprintln!("\nmongotape: stopping");
-            let _ = tx.send(true);
+            let mut signals = Signals::new();
+            signals.next().await;
+            eprintln!(
+                "\nmongotape: stopping: draining for up to {drain_timeout:?} (a second signal \
+                 stops at once)"
+            );
+            let _ = drain_tx.send(true);
+            signals.next().await;
+            eprintln!("mongotape: stopping at once");
+            let _ = now_tx.send(true);
         });
-        let snap = proxy.run(rx).await?;
+        let snap = proxy.run_until(Shutdown { drain, now }).await?;
         eprintln!("mongotape: {}", snap.status_line());
         Ok(ExitCode::SUCCESS)
     })
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT, as one stream.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        Signals {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+        }
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }

@@ -6,26 +6,31 @@
 //! (see [`crate::wire::hello`]). The capture keeps the reply as the server sent it, followed by a
 //! `hello_rewrite` record.
 
+use super::budget::{self, Budget, Held};
 use super::clock::Clock;
 use super::hello_watch::HelloWatch;
+use super::limits::Limits;
 use super::metrics::{ConnMeter, ProxyMetrics};
 use super::recorder::RecorderHandle;
 use super::stats::Stats;
 use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
+use super::supervise::{self, supervise, Activity, Shutdown};
 use super::topology::{Member, Topology};
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{CloseEvent, HelloRewriteEvent, OpenEvent, Record, RecordKind, Side};
-use crate::wire::hello::{is_hello_request, rewrite_hello_reply};
+use crate::report::units;
+use crate::wire::hello::{is_hello_request, request_expects_reply, rewrite_hello_reply};
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
-pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// `--connect-timeout` when neither it nor the connection string's connectTimeoutMS is given.
+pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one connection task needs; cheap to clone per connection.
 #[derive(Clone)]
@@ -36,10 +41,13 @@ pub struct ConnContext {
     pub topology_changed: Arc<Notify>,
     pub recorder: Option<RecorderHandle>,
     pub stats: Arc<Stats>,
+    pub clock: Clock,
+    pub shutdown: Shutdown,
+    /// Bytes held in unfinished messages, over every connection.
+    pub budget: Arc<Budget>,
+    pub limits: Limits,
     /// `--metrics`: per-message figures; `None` costs nothing per message.
     pub metrics: Option<Arc<ProxyMetrics>>,
-    pub clock: Clock,
-    pub shutdown: watch::Receiver<bool>,
 }
 
 impl ConnContext {
@@ -81,6 +89,7 @@ impl Direction {
 }
 
 /// Takes an accepted client (through TLS when the listener has it) and proxies it to `member`.
+/// Returns true when the proxy cut it at shutdown (drain timeout or second signal).
 pub async fn serve(
     client: TcpStream,
     peer: SocketAddr,
@@ -88,7 +97,7 @@ pub async fn serve(
     member: Member,
     acceptor: Acceptor,
     ctx: ConnContext,
-) {
+) -> bool {
     let (client_r, client_w) = match acceptor.accept(client).await {
         Ok(halves) => halves,
         Err(reason) => {
@@ -99,7 +108,7 @@ pub async fn serve(
                 "client side: {reason} (listener for {})",
                 member.upstream
             );
-            return;
+            return false;
         }
     };
     Stats::add(&ctx.stats.connections_total, 1);
@@ -119,6 +128,9 @@ pub async fn serve(
         Side::Client if close.reason == "closed" => {
             tracing::debug!(conn = conn_id, %peer, "client closed the connection")
         }
+        Side::Proxy if close.reason == supervise::DRAINED => {
+            tracing::debug!(conn = conn_id, %peer, "{}", close.reason)
+        }
         side => tracing::warn!(conn = conn_id, %peer, ?side, "connection closed: {}", close.reason),
     }
     ctx.record(Record::json(
@@ -128,6 +140,8 @@ pub async fn serve(
         &close,
     ));
     ctx.stats.connections_open.fetch_sub(1, Ordering::Relaxed);
+    close.side == Side::Proxy
+        && (close.reason == supervise::DRAIN_TIMEOUT || close.reason == supervise::STOPPED)
 }
 
 async fn proxy_connection(
@@ -139,23 +153,106 @@ async fn proxy_connection(
 ) -> CloseEvent {
     let (up_r, up_w) = match ctx.connector.connect(&member.upstream).await {
         Ok(halves) => halves,
-        Err(reason) => {
+        Err(e) => {
             return CloseEvent {
-                side: Side::Upstream,
-                reason,
+                side: e.side,
+                reason: e.reason,
             }
         }
     };
     let watch = HelloWatch::default();
+    let activity = Activity::new(ctx.clock.now_ns());
     let meter = ConnMeter::new(&ctx.stats, ctx.metrics.as_deref());
-    let mut shutdown = ctx.shutdown.clone();
+    let pumps = Pumps {
+        conn_id,
+        ctx,
+        watch: &watch,
+        activity: &activity,
+        meter: &meter,
+    };
     tokio::select! {
-        close = pump_requests(client_r, up_w, conn_id, ctx, &watch, &meter) => close,
-        close = pump_replies(up_r, client_w, conn_id, ctx, &watch, &meter) => close,
-        _ = shutdown.wait_for(|stop| *stop) => CloseEvent {
-            side: Side::Proxy,
-            reason: "proxy shutting down".into(),
-        },
+        close = pumps.requests(client_r, up_w) => close,
+        close = pumps.replies(up_r, client_w) => close,
+        close = supervise(&activity, &ctx.limits, ctx.clock, ctx.shutdown.clone()) => close,
+    }
+}
+
+/// What both pumps of one connection share.
+struct Pumps<'a> {
+    conn_id: u64,
+    ctx: &'a ConnContext,
+    watch: &'a HelloWatch,
+    activity: &'a Activity,
+    meter: &'a ConnMeter<'a>,
+}
+
+/// Resolves only when this pump must close for the budget: it holds part of a message, the
+/// budget has been spent for the whole wait limit, and it holds at least its share. Raced with
+/// every read, so a client that sits on a large unfinished message is found too.
+async fn budget_guard(held: &Held<'_>, dir: Direction, limits: &Limits) -> CloseEvent {
+    if held.get() == 0 {
+        return std::future::pending().await;
+    }
+    let budget = held.budget();
+    let mut spent_since: Option<Instant> = None;
+    loop {
+        tokio::time::sleep(budget::POLL).await;
+        if !budget.is_spent() {
+            spent_since = None;
+            continue;
+        }
+        let since = *spent_since.get_or_insert_with(Instant::now);
+        let share = budget.share();
+        if since.elapsed() >= limits.buffer_wait && held.get() >= share {
+            return CloseEvent {
+                side: dir.reader(),
+                reason: format!(
+                    "held {} of an unfinished message for {:?} while the proxy's buffer budget \
+                     of {} (--max-buffer-mb) was spent; its share was {}",
+                    units::bytes(held.get() as u64),
+                    limits.buffer_wait,
+                    units::bytes(budget.limit() as u64),
+                    units::bytes(share as u64),
+                ),
+            };
+        }
+    }
+}
+
+/// Before a read that would grow an unfinished message: waits while the proxy's buffer budget is
+/// spent (the peer meets back-pressure), unless the guard closes this pump first.
+async fn wait_for_budget(
+    held: &Held<'_>,
+    dir: Direction,
+    limits: &Limits,
+) -> Result<(), CloseEvent> {
+    let budget = held.budget();
+    if held.get() == 0 || !budget.is_spent() {
+        return Ok(());
+    }
+    let freed = async {
+        while budget.is_spent() {
+            tokio::time::sleep(budget::POLL).await;
+        }
+    };
+    tokio::select! {
+        close = budget_guard(held, dir, limits) => Err(close),
+        _ = freed => Ok(()),
+    }
+}
+
+/// A read raced with the budget guard.
+async fn guarded_read(
+    from: &mut ReadHalf,
+    splitter: &mut FrameSplitter,
+    dir: Direction,
+    held: &Held<'_>,
+    limits: &Limits,
+) -> Result<(), CloseEvent> {
+    wait_for_budget(held, dir, limits).await?;
+    tokio::select! {
+        read = read_more(from, splitter, dir) => read,
+        close = budget_guard(held, dir, limits) => Err(close),
     }
 }
 
@@ -206,108 +303,115 @@ async fn write(to: &mut WriteHalf, bytes: &[u8], dir: Direction) -> Result<(), C
     })
 }
 
-/// Client to server: forward, then record. Hello requests are noted before their last byte goes
-/// out, so their reply cannot overtake the note.
-async fn pump_requests(
-    mut from: ReadHalf,
-    mut to: WriteHalf,
-    conn_id: u64,
-    ctx: &ConnContext,
-    watch: &HelloWatch,
-    meter: &ConnMeter<'_>,
-) -> CloseEvent {
-    let dir = Direction::ClientToServer;
-    let mut splitter = FrameSplitter::new();
-    let rewrites = ctx.topology.rewrites();
-    loop {
-        let start = splitter.pending();
-        if let Err(close) = read_more(&mut from, &mut splitter, dir).await {
-            return close;
-        }
-        let now = ctx.clock.now_ns();
-        if rewrites {
-            note_hello_requests(splitter.buffered(), watch);
-        }
-        if let Err(close) = write(&mut to, &splitter.buffered()[start..], dir).await {
-            return close;
-        }
-        while let Ok(Some(frame)) = splitter.next_frame() {
-            Stats::add(&ctx.stats.messages, 1);
-            Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
-            meter.request(&frame, now);
-            ctx.record(Record::new(dir.kind(), conn_id, now, frame));
-        }
-    }
-}
-
-/// Walks the whole messages at the front of `buffered` (in place, no allocation).
-fn note_hello_requests(buffered: &[u8], watch: &HelloWatch) {
-    let mut at = 0;
-    while let Ok(Some(len)) = MsgHeader::peek_length(&buffered[at..]) {
-        let Some(message) = buffered.get(at..at + len) else {
-            break;
-        };
-        if is_hello_request(message) {
-            if let Ok(Some(header)) = MsgHeader::parse(message) {
-                watch.expect(header.request_id);
-            }
-        }
-        at += len;
-    }
-}
-
-/// Server to client: bytes go through as they come, except while a hello reply is awaited.
-async fn pump_replies(
-    mut from: ReadHalf,
-    mut to: WriteHalf,
-    conn_id: u64,
-    ctx: &ConnContext,
-    watch: &HelloWatch,
-    meter: &ConnMeter<'_>,
-) -> CloseEvent {
-    let dir = Direction::ServerToClient;
-    let mut splitter = FrameSplitter::new();
-    // Bytes at the front of the splitter's buffer already forwarded.
-    let mut sent = 0usize;
-    loop {
-        if let Err(close) = read_more(&mut from, &mut splitter, dir).await {
-            return close;
-        }
-        let now = ctx.clock.now_ns();
-        if !watch.is_waiting() {
-            if let Err(close) = write(&mut to, &splitter.buffered()[sent..], dir).await {
+impl Pumps<'_> {
+    /// Client to server: forward, then record. Requests (hello ones above all) are noted before
+    /// their last byte goes out, so their reply cannot overtake the note.
+    async fn requests(&self, mut from: ReadHalf, mut to: WriteHalf) -> CloseEvent {
+        let (ctx, conn_id) = (self.ctx, self.conn_id);
+        let dir = Direction::ClientToServer;
+        let mut splitter = FrameSplitter::new();
+        let mut held = ctx.budget.account();
+        let rewrites = ctx.topology.rewrites();
+        loop {
+            let start = splitter.pending();
+            let read = guarded_read(&mut from, &mut splitter, dir, &held, &ctx.limits);
+            if let Err(close) = read.await {
                 return close;
             }
-            sent = splitter.pending();
+            let now = ctx.clock.now_ns();
+            self.note_requests(splitter.buffered(), rewrites, now);
+            if let Err(close) = write(&mut to, &splitter.buffered()[start..], dir).await {
+                return close;
+            }
+            while let Ok(Some(frame)) = splitter.next_frame() {
+                Stats::add(&ctx.stats.messages, 1);
+                Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
+                self.meter.request(&frame, now);
+                ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+            }
+            held.set(splitter.pending());
+            self.activity.client_read(now, splitter.pending());
         }
-        while let Ok(Some(frame)) = splitter.next_frame() {
-            Stats::add(&ctx.stats.messages, 1);
-            Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
-            meter.reply(&frame, now);
-            if sent >= frame.len() {
-                sent -= frame.len();
-            } else {
-                let already = std::mem::take(&mut sent);
-                let replacement = if already == 0 {
-                    hello_reply(&frame, conn_id, now, ctx, watch)
-                } else {
-                    None
-                };
-                let out = match &replacement {
-                    Some((message, _)) => &message[..],
-                    None => &frame[already..],
-                };
-                if let Err(close) = write(&mut to, out, dir).await {
+    }
+
+    /// Walks the whole messages at the front of `buffered` (in place, no allocation).
+    fn note_requests(&self, buffered: &[u8], rewrites: bool, now: u64) {
+        let mut at = 0;
+        while let Ok(Some(len)) = MsgHeader::peek_length(&buffered[at..]) {
+            let Some(message) = buffered.get(at..at + len) else {
+                break;
+            };
+            if request_expects_reply(message) {
+                // A hello may be a monitor's long poll (maxAwaitTimeMS): not work to wait for
+                // at shutdown, nor a reply to time out.
+                let hello = is_hello_request(message);
+                if !hello {
+                    self.activity.request_sent(now);
+                } else if rewrites {
+                    if let Ok(Some(header)) = MsgHeader::parse(message) {
+                        self.watch.expect(header.request_id);
+                    }
+                }
+            }
+            at += len;
+        }
+    }
+
+    /// Server to client: bytes go through as they come, except while a hello reply is awaited.
+    async fn replies(&self, mut from: ReadHalf, mut to: WriteHalf) -> CloseEvent {
+        let (ctx, conn_id, watch) = (self.ctx, self.conn_id, self.watch);
+        let dir = Direction::ServerToClient;
+        let mut splitter = FrameSplitter::new();
+        let mut held = ctx.budget.account();
+        // Bytes at the front of the splitter's buffer already forwarded.
+        let mut sent = 0usize;
+        loop {
+            if let Err(close) = wait_for_budget(&held, dir, &ctx.limits).await {
+                return close;
+            }
+            if let Err(close) = read_more(&mut from, &mut splitter, dir).await {
+                return close;
+            }
+            let now = ctx.clock.now_ns();
+            self.activity.upstream_read(now);
+            if !watch.is_waiting() {
+                if let Err(close) = write(&mut to, &splitter.buffered()[sent..], dir).await {
                     return close;
                 }
-                // The capture keeps what the server said, then the mark of the rewrite.
-                ctx.record(Record::new(dir.kind(), conn_id, now, frame));
-                if let Some((_, mark)) = replacement {
-                    ctx.record(mark);
-                }
-                continue;
+                sent = splitter.pending();
             }
-            ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+            while let Ok(Some(frame)) = splitter.next_frame() {
+                Stats::add(&ctx.stats.messages, 1);
+                Stats::add(&ctx.stats.wire_bytes, frame.len() as u64);
+                self.meter.reply(&frame, now);
+                if sent >= frame.len() {
+                    sent -= frame.len();
+                } else {
+                    let already = std::mem::take(&mut sent);
+                    let replacement = if already == 0 {
+                        hello_reply(&frame, conn_id, now, ctx, watch)
+                    } else {
+                        None
+                    };
+                    let out = match &replacement {
+                        Some((message, _)) => &message[..],
+                        None => &frame[already..],
+                    };
+                    if let Err(close) = write(&mut to, out, dir).await {
+                        return close;
+                    }
+                    self.activity.reply_forwarded();
+                    // The capture keeps what the server said, then the mark of the rewrite.
+                    ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+                    if let Some((_, mark)) = replacement {
+                        ctx.record(mark);
+                    }
+                    continue;
+                }
+                self.activity.reply_forwarded();
+                ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+            }
+            held.set(splitter.pending());
         }
     }
 }

@@ -6,32 +6,43 @@
 //! In front of a replica set every member gets a listener (`monitor`, `listen`, `topology`), and
 //! the replies to hello name those listeners instead of the members: the one rewrite the proxy
 //! makes (`conn`, `wire::hello`). Either leg may be TLS (`streams`).
+//!
+//! Memory and time are bounded (`limits`): a budget for bytes held in unfinished messages over
+//! all connections (`budget`), reply and idle timeouts, and a drain at shutdown that lets requests
+//! already sent be answered (`supervise`). See docs/reliability.md.
 
+pub mod budget;
 pub mod clock;
 pub mod conn;
 mod hello_watch;
+pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod monitor;
 pub mod recorder;
 pub mod stats;
 pub mod streams;
+pub mod supervise;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
 use crate::metrics::{MetricsError, MetricsServer};
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::Redaction;
+use budget::Budget;
 use clock::Clock;
 use conn::ConnContext;
+use limits::Limits;
 use listen::{ListenError, ListenPlan};
 use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use streams::{Acceptor, Connector};
+use supervise::Shutdown;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
@@ -146,6 +157,7 @@ pub struct Proxy {
     topology: Arc<Topology>,
     /// `--metrics`: the endpoint and the per-message figures it shows.
     metrics: Option<(MetricsServer, Arc<metrics::ProxyMetrics>)>,
+    limits: Limits,
 }
 
 impl Proxy {
@@ -219,6 +231,7 @@ impl Proxy {
             connector,
             topology,
             metrics: None,
+            limits: Limits::default(),
         })
     }
 
@@ -226,6 +239,12 @@ impl Proxy {
     /// connection then counts its messages per command and times its requests.
     pub fn serve_metrics(&mut self, server: MetricsServer) {
         self.metrics = Some((server, Arc::default()));
+    }
+
+    /// Sets the bounds on memory and time (the defaults otherwise).
+    pub fn with_limits(mut self, limits: Limits) -> Proxy {
+        self.limits = limits;
+        self
     }
 
     /// The first listener's address (the first member's, or the only one).
@@ -254,8 +273,23 @@ impl Proxy {
         self.stats.clone()
     }
 
-    /// Serves until `shutdown` turns true, then closes every connection and finishes the capture.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<Snapshot, ProxyError> {
+    /// Serves until `shutdown` turns true, then drains (see [`Proxy::run_until`]) and finishes the
+    /// capture.
+    pub async fn run(self, shutdown: watch::Receiver<bool>) -> Result<Snapshot, ProxyError> {
+        let (_never, now) = watch::channel(false);
+        self.run_until(Shutdown {
+            drain: shutdown,
+            now,
+        })
+        .await
+    }
+
+    /// Serves until `shutdown.drain` turns true, then stops accepting and lets each connection
+    /// finish the requests it has sent for up to the drain timeout: a connection closes between
+    /// two requests, or is cut at the timeout with a close record saying "drain timeout".
+    /// `shutdown.now` cuts every connection at once. Then the capture is finished.
+    pub async fn run_until(self, shutdown: Shutdown) -> Result<Snapshot, ProxyError> {
+        let mut drain = shutdown.drain.clone();
         let changed = Arc::new(Notify::new());
         let ctx = ConnContext {
             connector: self.connector.clone(),
@@ -266,6 +300,8 @@ impl Proxy {
             metrics: self.metrics.as_ref().map(|(_, m)| m.clone()),
             clock: self.clock,
             shutdown: shutdown.clone(),
+            budget: Arc::new(Budget::new(self.limits.max_buffer_bytes)),
+            limits: self.limits,
         };
         let status = tokio::spawn(status_loop(self.stats.clone(), self.config.status));
         let endpoint = match self.metrics {
@@ -288,19 +324,40 @@ impl Proxy {
                     next_id += 1;
                 }
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                _ = shutdown.wait_for(|stop| *stop) => break,
+                _ = drain.wait_for(|stop| *stop) => break,
             }
         }
         // Stops accepting: the listeners close with the monitor.
         monitor.abort();
         drop(accepted);
-        // Connections see the same signal and close themselves, writing their close records.
-        let drain = async { while conns.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(5), drain)
-            .await
-            .is_err()
-        {
+        let open = conns.len();
+        if open > 0 {
+            tracing::info!(
+                "draining {open} connections for up to {:?} (--drain-timeout; a second signal \
+                 stops at once)",
+                self.limits.drain_timeout
+            );
+        }
+        // Connections see the same signal and close themselves, writing their close records;
+        // the margin lets the last ones write theirs.
+        let cut = Arc::new(AtomicU64::new(0));
+        let ending = async {
+            while let Some(joined) = conns.join_next().await {
+                if let Ok(true) = joined {
+                    cut.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        };
+        let margin = self.limits.drain_timeout + Duration::from_secs(2);
+        if tokio::time::timeout(margin, ending).await.is_err() {
             conns.abort_all();
+        }
+        let cut = cut.load(Ordering::Relaxed);
+        if cut > 0 {
+            tracing::warn!(
+                "{cut} of {open} connections were cut with requests unanswered (see their close \
+                 records)"
+            );
         }
         drop(ctx);
         status.abort();

@@ -19,6 +19,8 @@ use tokio::task::JoinSet;
 const START_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often an upstream that has not answered yet is asked again.
 const RETRY_INTERVAL: Duration = Duration::from_secs(2);
+/// How long accepting pauses when the proxy is out of file descriptors.
+const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
 
 /// A client accepted on a member's listener.
 pub struct Accepted {
@@ -87,6 +89,14 @@ impl Monitor {
             let seed = self.seeds.first().cloned().ok_or_else(|| {
                 ProxyError::Topology("the connection string names no host".into())
             })?;
+            // Nothing to ask, but an unreachable upstream is said now, not at the first client.
+            if let Err(e) = self.connector.connect(&seed).await {
+                tracing::warn!(
+                    "upstream {seed} cannot be reached at start ({}); clients will be turned \
+                     away until it can",
+                    e.reason
+                );
+            }
             self.bind_member(seed).await?;
             self.discovered = true;
             return Ok(());
@@ -313,7 +323,16 @@ async fn accept_loop(
                     return;
                 }
             }
-            // Out of file descriptors and the like: back off, keep serving the others.
+            // The proxy's own shortage, not the upstream's: pause, then accept again (the
+            // waiting clients stay in the listen backlog meanwhile).
+            Err(e) if super::streams::out_of_descriptors(&e) => {
+                tracing::warn!(
+                    "proxy out of file descriptors ({e}): not accepting clients on the listener \
+                     for {} for {ACCEPT_PAUSE:?}; raise `ulimit -n` or close idle connections",
+                    member.upstream
+                );
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+            }
             Err(e) => {
                 tracing::warn!("accept failed on the listener for {}: {e}", member.upstream);
                 tokio::time::sleep(Duration::from_millis(50)).await;

@@ -1,6 +1,7 @@
 //! The two legs' sockets, plain or TLS, as read and write halves the pumps use alike. A plain TCP
 //! socket is split without a lock; a TLS stream goes through `tokio::io::split`.
 
+use crate::capture::Side;
 use crate::net::{tls, ClientTls, HostPort, NetError, ServerTls};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -22,6 +23,36 @@ fn split_tcp(stream: TcpStream) -> (ReadHalf, WriteHalf) {
 fn split_any<S: AsyncRead + AsyncWrite + Send + 'static>(stream: S) -> (ReadHalf, WriteHalf) {
     let (r, w) = tokio::io::split(stream);
     (Box::new(r), Box::new(w))
+}
+
+/// `EMFILE` and `ENFILE` on Linux: the process or the system is out of file descriptors.
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+/// True when `e` says the proxy itself ran out of file descriptors (not the peer's fault).
+pub fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(EMFILE) | Some(ENFILE))
+}
+
+/// Why an upstream connection could not be made, and whose fault it is: the upstream's, or the
+/// proxy's own when it is out of file descriptors.
+#[derive(Debug, Clone)]
+pub struct ConnectError {
+    pub side: Side,
+    pub reason: String,
+}
+
+impl From<ConnectError> for String {
+    fn from(e: ConnectError) -> String {
+        e.reason
+    }
+}
+
+fn upstream_failure(reason: String) -> ConnectError {
+    ConnectError {
+        side: Side::Upstream,
+        reason,
+    }
 }
 
 /// How the proxy reaches upstream members: TCP, with TLS when the connection string asks.
@@ -46,7 +77,7 @@ impl Connector {
 
     /// Connects (and shakes hands) within the timeout; the error says what failed, for a log line
     /// that names the upstream side.
-    pub async fn connect(&self, member: &HostPort) -> Result<(ReadHalf, WriteHalf), String> {
+    pub async fn connect(&self, member: &HostPort) -> Result<(ReadHalf, WriteHalf), ConnectError> {
         let target = member.to_string();
         let tcp = match tokio::time::timeout(
             self.timeout,
@@ -55,25 +86,40 @@ impl Connector {
         .await
         {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(format!("cannot connect to upstream {target}: {e}")),
+            Ok(Err(e)) if out_of_descriptors(&e) => {
+                return Err(ConnectError {
+                    side: Side::Proxy,
+                    reason: format!(
+                        "the proxy is out of file descriptors ({e}) connecting to upstream \
+                         {target}: raise `ulimit -n`"
+                    ),
+                })
+            }
+            Ok(Err(e)) => {
+                return Err(upstream_failure(format!(
+                    "cannot connect to upstream {target}: {e}"
+                )))
+            }
             Err(_) => {
-                return Err(format!(
-                    "connecting to upstream {target} timed out after {:?}",
+                return Err(upstream_failure(format!(
+                    "connecting to upstream {target} timed out after {:?} (--connect-timeout)",
                     self.timeout
-                ))
+                )))
             }
         };
         let Some(connector) = &self.tls else {
             return Ok(split_tcp(tcp));
         };
         let _ = tcp.set_nodelay(true);
-        let name = tls::server_name(&member.host).map_err(|e| e.to_string())?;
+        let name = tls::server_name(&member.host).map_err(|e| upstream_failure(e.to_string()))?;
         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, connector.connect(name, tcp)).await {
             Ok(Ok(stream)) => Ok(split_any(stream)),
-            Ok(Err(e)) => Err(format!("TLS handshake with upstream {target} failed: {e}")),
-            Err(_) => Err(format!(
+            Ok(Err(e)) => Err(upstream_failure(format!(
+                "TLS handshake with upstream {target} failed: {e}"
+            ))),
+            Err(_) => Err(upstream_failure(format!(
                 "TLS handshake with upstream {target} timed out after {TLS_HANDSHAKE_TIMEOUT:?}"
-            )),
+            ))),
         }
     }
 }

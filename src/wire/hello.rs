@@ -308,6 +308,33 @@ pub fn reply_more_to_come(frame: &[u8]) -> bool {
         .is_some_and(|flags| MsgFlags::from_bits_retain(flags).contains(MsgFlags::MORE_TO_COME))
 }
 
+/// An OP_COMPRESSED request is opened to read its flags only up to this size: on the forwarding
+/// path a small compressed message must not cost a large allocation.
+pub const EXPECTS_REPLY_OPEN_LIMIT: usize = 64 * 1024;
+
+/// Whether a request is answered: OP_MSG unless moreToCome is set (an OP_COMPRESSED one is
+/// opened when it declares at most [`EXPECTS_REPLY_OPEN_LIMIT`] bytes, and assumed answered
+/// above), OP_QUERY and OP_GET_MORE always, the legacy writes and anything else never.
+pub fn request_expects_reply(frame: &[u8]) -> bool {
+    match MsgHeader::parse(frame) {
+        Ok(Some(h)) => match h.op_code {
+            OpCode::Msg => !reply_more_to_come(frame),
+            OpCode::Compressed => {
+                let declared = frame
+                    .get(HEADER_LEN + 4..HEADER_LEN + 8)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                match declared {
+                    Some(size) if size <= EXPECTS_REPLY_OPEN_LIMIT => !reply_more_to_come(frame),
+                    _ => true,
+                }
+            }
+            OpCode::Query | OpCode::GetMore => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 #[path = "hello_tests.rs"]
 mod tests;

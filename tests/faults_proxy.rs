@@ -1,0 +1,440 @@
+//! The proxy's fault matrix, beyond tests/record_bad_input.rs (bad frames, upstream down or killed,
+//! SIGKILL): clients that hold memory, upstreams that never answer, silent clients, descriptor
+//! exhaustion, and SIGTERM under load. Each case asserts what the client sees, what the proxy says
+//! and that it keeps serving, and what the capture holds. The figures go to docs/reliability.md.
+
+mod common;
+
+use bson::rawdoc;
+use common::*;
+use mongotape::capture::{CaptureReader, CloseEvent, Record, RecordKind, Side};
+use mongotape::wire::{FrameSplitter, Message, MsgFlags, MsgHeader, OpMsg, ReplyInfo, Section};
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn ping_bytes(request_id: i32) -> Vec<u8> {
+    OpMsg {
+        flags: MsgFlags::empty(),
+        sections: vec![Section::Body(rawdoc! { "ping": 1, "$db": "admin" })],
+        checksum: None,
+    }
+    .encode(request_id, 0)
+}
+
+/// A ping on a new raw connection, answered within 10 s.
+fn ping(addr: &str) -> ReplyInfo {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&ping_bytes(1)).unwrap();
+    let mut splitter = FrameSplitter::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(frame) = splitter.next_frame().unwrap() {
+            return ReplyInfo::of(&Message::parse(&frame).unwrap());
+        }
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed before the ping reply");
+        splitter.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A ping that may fail: true when it is answered.
+fn try_ping(addr: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = [0u8; 16];
+    s.write_all(&ping_bytes(2)).is_ok() && s.read_exact(&mut head).is_ok()
+}
+
+/// How long until the peer closes `s` (EOF or reset), if it does within `limit`.
+fn closed_within(s: &mut TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+    None
+}
+
+fn records(path: &Path) -> Vec<Record> {
+    CaptureReader::open(path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn closes(path: &Path) -> Vec<CloseEvent> {
+    records(path)
+        .iter()
+        .filter(|r| r.kind == RecordKind::Close)
+        .map(|r| r.event::<CloseEvent>().unwrap())
+        .collect()
+}
+
+fn wait_for_log(proxy: &Proxy, needle: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let log = proxy.stderr();
+        if log.contains(needle) || Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A TCP listener that accepts and never reads or answers.
+fn black_hole() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    addr
+}
+
+fn direct(addr: &str) -> String {
+    format!("mongodb://{addr}/?directConnection=true")
+}
+
+/// (current, peak) resident memory of a process, in MB.
+fn rss_mb(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[test]
+fn the_buffer_budget_bounds_memory_and_normal_clients_still_work() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("budget.mtape");
+    let proxy = Proxy::start_with(
+        server.addr(),
+        &out,
+        &["--quiet", "--max-buffer-mb", "64", "--buffer-wait", "2s"],
+    );
+    // 20 clients each declare a 45 MB message and send 40 MB of it, then wait.
+    let declared: i32 = 45_000_000;
+    let mut partial = vec![0u8; 40_000_000];
+    partial[..4].copy_from_slice(&declared.to_le_bytes());
+    partial[12..16].copy_from_slice(&2013i32.to_le_bytes());
+    let partial = Arc::new(partial);
+    let senders: Vec<_> = (0..20)
+        .map(|_| {
+            let partial = partial.clone();
+            let addr = proxy.addr().to_owned();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+                let sent_all = s.write_all(&partial).is_ok();
+                // Hold the connection until the proxy closes it (or the test gives up).
+                let closed = closed_within(&mut s, Duration::from_secs(15)).is_some();
+                (sent_all, closed)
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut peak = 0.0f64;
+    let mut pings = 0;
+    while started.elapsed() < Duration::from_secs(6) {
+        assert!(ping(proxy.addr()).is_ok(), "a normal client is not served");
+        pings += 1;
+        peak = peak.max(rss_mb(proxy.pid()).1);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let outcomes: Vec<(bool, bool)> = senders.into_iter().map(|t| t.join().unwrap()).collect();
+    let (_, hwm) = rss_mb(proxy.pid());
+    peak = peak.max(hwm);
+    let log = proxy.stderr();
+    eprintln!("FIGURE budget: peak RSS {peak:.0} MB with 20 x 40 MB partial messages, --max-buffer-mb 64; {pings} pings served meanwhile");
+    // 64 MB of budget, the 64 KB read reserve of each connection and the runtime: well under
+    // the 800 MB the clients pushed.
+    assert!(peak < 200.0, "peak RSS {peak:.0} MB\n{log}");
+    assert!(
+        outcomes.iter().filter(|(sent_all, _)| !sent_all).count() > 0,
+        "back-pressure: some clients could not send everything"
+    );
+    // The hogs are closed until what is left fits in the budget (one 40 MB message does).
+    let left = outcomes.iter().filter(|(_, closed)| !closed).count();
+    assert!(left <= 1, "{left} hogs left open: {outcomes:?}");
+    assert!(
+        log.contains("buffer budget of 64.0 MiB (--max-buffer-mb) was spent"),
+        "{log}"
+    );
+    assert!(
+        log.contains("peer") && log.contains("127.0.0.1:"),
+        "the log names the client: {log}"
+    );
+    proxy.stop();
+    let cut = closes(&out)
+        .into_iter()
+        .filter(|c| c.side == Side::Client && c.reason.contains("--max-buffer-mb"))
+        .count();
+    assert!(
+        cut > 0,
+        "the capture names the connections closed for the budget"
+    );
+}
+
+#[test]
+fn a_black_holed_upstream_is_cut_by_the_reply_timeout() {
+    let hole = black_hole();
+    let dir = tempdir();
+    let out = dir.path().join("hole.mtape");
+    let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--reply-timeout", "1s"]);
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    s.write_all(&ping_bytes(3)).unwrap();
+    let after = closed_within(&mut s, Duration::from_secs(10)).expect("client still waiting");
+    eprintln!("FIGURE black hole: client closed after {after:?} with --reply-timeout 1s");
+    assert!(after >= Duration::from_millis(900) && after < Duration::from_secs(4));
+    let log = wait_for_log(&proxy, "sent no reply", Duration::from_secs(2));
+    assert!(
+        log.contains("Upstream") && log.contains("sent no reply within 1s"),
+        "{log}"
+    );
+    proxy.stop();
+    let c = closes(&out);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].side, Side::Upstream);
+    assert!(c[0].reason.contains("--reply-timeout"), "{c:?}");
+}
+
+#[test]
+fn without_a_reply_timeout_a_black_hole_holds_the_request_and_drain_cuts_it() {
+    let hole = black_hole();
+    let dir = tempdir();
+    let out = dir.path().join("drain.mtape");
+    let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--drain-timeout", "1s"]);
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    s.write_all(&ping_bytes(4)).unwrap();
+    assert_eq!(closed_within(&mut s, Duration::from_secs(2)), None);
+    let started = Instant::now();
+    let exit = proxy.stop();
+    let took = started.elapsed();
+    eprintln!("FIGURE drain timeout 1s: proxy exited {took:?} after SIGTERM");
+    assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    assert!(
+        exit.stderr.contains("1 of 1 connections were cut"),
+        "{}",
+        exit.stderr
+    );
+    let c = closes(&out);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(
+        (c[0].side, c[0].reason.as_str()),
+        (Side::Proxy, "drain timeout")
+    );
+}
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let hole = black_hole();
+    let dir = tempdir();
+    let out = dir.path().join("twice.mtape");
+    let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--drain-timeout", "60s"]);
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    s.write_all(&ping_bytes(5)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a signal to the proxy this test started.
+    unsafe { libc::kill(proxy.pid() as libc::pid_t, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let exit = proxy.stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
+    assert!(exit.stderr.contains("stopping at once"), "{}", exit.stderr);
+    let c = closes(&out);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].side, Side::Proxy);
+    assert!(c[0].reason.contains("second signal"), "{c:?}");
+}
+
+#[test]
+fn an_unreachable_upstream_is_warned_about_at_start() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempdir();
+    let out = dir.path().join("unreachable.mtape");
+    let proxy = Proxy::start_with(&direct(&format!("127.0.0.1:{port}")), &out, &["--quiet"]);
+    // Said before any client came.
+    let log = proxy.stderr();
+    assert!(log.contains("cannot be reached at start"), "{log}");
+    assert!(log.contains("Connection refused"), "{log}");
+}
+
+#[test]
+fn an_idle_client_is_closed_and_the_others_are_served() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("idle.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--quiet", "--idle-timeout", "1s"]);
+    let mut idle = TcpStream::connect(proxy.addr()).unwrap();
+    idle.write_all(&ping_bytes(6)).unwrap();
+    let mut head = [0u8; 16];
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    idle.read_exact(&mut head).unwrap();
+    let after = closed_within(&mut idle, Duration::from_secs(5)).expect("idle client kept");
+    assert!(after < Duration::from_secs(3), "{after:?}");
+    assert!(ping(proxy.addr()).is_ok());
+    let log = wait_for_log(&proxy, "idle for 1s", Duration::from_secs(2));
+    assert!(
+        log.contains("Client") && log.contains("--idle-timeout"),
+        "{log}"
+    );
+    proxy.stop();
+    assert!(closes(&out)
+        .iter()
+        .any(|c| c.side == Side::Client && c.reason.contains("idle for 1s")));
+}
+
+#[test]
+fn descriptor_exhaustion_is_said_as_such_and_accepting_resumes() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("emfile.mtape");
+    let mut command = Command::new("prlimit");
+    command
+        .arg("--nofile=48:48")
+        .arg(mongotape_bin())
+        .args(["record", "--listen", "127.0.0.1:0", "--quiet", "--upstream"])
+        .arg(server.addr())
+        .arg("--out")
+        .arg(&out);
+    let proxy = Proxy::spawn(command, &out);
+    // Two descriptors per client (its socket and its upstream's): 40 clients are too many.
+    let mut clients: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(proxy.addr()).unwrap())
+        .collect();
+    let log = wait_for_log(&proxy, "out of file descriptors", Duration::from_secs(5));
+    assert!(log.contains("out of file descriptors"), "{log}");
+    assert!(
+        !log.contains("cannot connect to upstream"),
+        "said as an upstream failure: {log}"
+    );
+    for c in &mut clients {
+        c.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+    }
+    clients.clear();
+    // Accepting resumes after its pause.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let served = loop {
+        let ok = try_ping(proxy.addr());
+        if ok || Instant::now() > deadline {
+            break ok;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(served, "{}", proxy.stderr());
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+}
+
+/// Every request that expects a reply, paired with one on its connection; the unpaired count.
+fn unanswered(records: &[Record]) -> (usize, usize) {
+    let mut asked = HashSet::new();
+    let mut answered = HashSet::new();
+    for r in records {
+        let Ok(Some(h)) = MsgHeader::parse(&r.payload) else {
+            continue;
+        };
+        match r.kind {
+            RecordKind::Request
+                if mongotape::wire::hello::request_expects_reply(&r.payload)
+                    && !mongotape::wire::hello::is_hello_request(&r.payload) =>
+            {
+                asked.insert((r.conn_id, h.request_id));
+            }
+            RecordKind::Reply => {
+                answered.insert((r.conn_id, h.response_to));
+            }
+            _ => {}
+        }
+    }
+    (asked.len(), asked.difference(&answered).count())
+}
+
+#[test]
+fn sigterm_under_load_answers_every_request_already_sent() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("drainload.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
+    let uri = format!(
+        "{}&retryWrites=false&serverSelectionTimeoutMS=1000",
+        proxy.uri()
+    );
+    let load = std::thread::spawn(move || {
+        python_json(
+            "import sys, json, threading\n\
+             from pymongo import MongoClient\n\
+             c = MongoClient(sys.argv[1])\n\
+             acked, errors = [], []\n\
+             def work(t):\n    i = 0\n    while True:\n        try:\n            c.drain.k.insert_one({'_id': f'{t}-{i}'})\n            acked.append(f'{t}-{i}'); i += 1\n        except Exception as e:\n            errors.append(type(e).__name__); return\n\
+             ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]\n\
+             [t.start() for t in ts]; [t.join() for t in ts]\n\
+             print(json.dumps({'acked': acked, 'errors': errors}))\n",
+            &[uri],
+        )
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    let exit = proxy.stop();
+    assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
+    let result = load.join().unwrap();
+    let acked: Vec<String> = serde_json::from_value(result["acked"].clone()).unwrap();
+    let errors = result["errors"].as_array().unwrap().len();
+    let records = records(&out);
+    let (asked, lost) = unanswered(&records);
+    eprintln!("FIGURE drain under load: {} acked inserts, {asked} requests recorded, {lost} unanswered, {errors} client errors after SIGTERM", acked.len());
+    assert!(acked.len() > 200, "{}", acked.len());
+    assert_eq!(lost, 0, "requests recorded without a reply");
+    assert_eq!(records.last().unwrap().kind, RecordKind::End);
+    let cut: Vec<_> = closes(&out)
+        .into_iter()
+        .filter(|c| c.reason == "drain timeout")
+        .collect();
+    assert!(cut.is_empty(), "{cut:?}");
+    // Every acknowledged write reached the server.
+    let count = python(
+        "import sys\nfrom pymongo import MongoClient\nprint(MongoClient(sys.argv[1]).drain.k.count_documents({}))",
+        &[server.uri()],
+    );
+    assert!(count.trim().parse::<usize>().unwrap() >= acked.len());
+}
