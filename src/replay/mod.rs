@@ -60,19 +60,7 @@ use tokio::time::Instant;
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
     let target = Target::parse(&config.target)?;
-    match config.pacing {
-        Pacing::Recorded { speed } if !(speed > 0.0 && speed.is_finite()) => {
-            return Err(ReplayError::Option(
-                "--speed must be a positive number".into(),
-            ))
-        }
-        Pacing::Rate { ops_per_s } if !(ops_per_s > 0.0 && ops_per_s.is_finite()) => {
-            return Err(ReplayError::Option(
-                "--rate must be a positive number".into(),
-            ))
-        }
-        _ => {}
-    }
+    config.pacing.validate().map_err(ReplayError::Option)?;
     if config.connections == Some(0) || config.clones == 0 {
         return Err(ReplayError::Option(
             "--connections and --clones must be at least 1".into(),
@@ -96,6 +84,11 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         capture: config.capture.display().to_string(),
         target: Target::redact(&config.target),
         options: options_report(&config),
+        shard: config.shard.map(|s| report::ShardReport {
+            index: s.index,
+            count: s.count,
+            label: s.label(),
+        }),
         ..ReplayReport::default()
     };
     let mut probe = ServerProbe::locate(&config, &target);
@@ -105,6 +98,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
         return report;
     }
     probe.before(config.server_status).await;
+    wait_for_start(config.start_at).await;
 
     let start = Instant::now();
     let shared = Arc::new(shared_state(&config, target, start));
@@ -130,7 +124,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
 fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared {
     Shared {
         target,
-        pacing: config.pacing,
+        pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
         start,
         deadline: config.duration.map(|d| start + d),
         cursors: Cursors::default(),
@@ -140,6 +134,13 @@ fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared
         counters: Counters::default(),
         op_timeout: config.op_timeout,
         cursor_wait: config.op_timeout,
+    }
+}
+
+/// `--start-at`: sleeps until then (a time already past starts at once).
+async fn wait_for_start(at: Option<std::time::SystemTime>) {
+    if let Some(wait) = at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()) {
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -158,6 +159,7 @@ async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) 
         filters: config.filters.clone(),
         db_map: config.db_map.clone(),
         pass_barrier: !config.pacing.open_loop(),
+        shard: config.shard,
     };
     let progress_pos = Arc::new(AtomicU64::new(0));
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -178,6 +180,7 @@ async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) 
             shared.clone(),
             progress_pos.clone(),
             file_len.saturating_mul(config.repeat.unwrap_or(1).max(1)),
+            config.duration,
         )
     });
     let interrupted = {
@@ -242,6 +245,17 @@ fn add_measurements(
     report.lag = metrics.lag();
     report.divergences = metrics.divergences();
     report.timeline = metrics.timeline();
+    report.started_at_unix_s = metrics.started_at_unix_s();
+    report.histograms = metrics.histograms();
+    if let Some(schedule) = &report.options.open_loop {
+        let duration_s = config.duration.map_or(wall_s, |d| d.as_secs_f64());
+        report.knee = measure::knee::find(
+            &schedule.pacing(),
+            report.started_at_unix_s,
+            duration_s,
+            &metrics.buckets(),
+        );
+    }
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
 }

@@ -1,15 +1,18 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout.
 
-use super::measure::metrics::{DivergenceReport, LagReport, SecondReport};
+use super::measure::knee::KneeReport;
+use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
+use super::route::pacing::Pacing;
 use crate::report::phases::PhaseReport;
 use crate::report::summary::{CommandSummary, ReportSummary};
 use crate::report::table::Table;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerReport {
     pub pid: Option<u32>,
     /// How the pid was known: `--server-pid` or `port`.
@@ -23,13 +26,15 @@ pub struct ServerReport {
     pub status_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReplayerReport {
     pub cpu_s: Option<f64>,
     pub cpu_us_per_op: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OptionsReport {
     pub pacing: String,
     pub connections: Option<usize>,
@@ -38,14 +43,97 @@ pub struct OptionsReport {
     pub duration_s: Option<f64>,
     pub db_map: Vec<String>,
     pub filters: Vec<String>,
+    /// The open-loop schedule for all shards together (`--rate`, `--ramp`), for the knee.
+    pub open_loop: Option<OpenLoopReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopReport {
+    pub from: f64,
+    pub to: f64,
+    pub over_s: f64,
+    pub steps: u32,
+}
+
+impl OpenLoopReport {
+    pub fn of(p: &Pacing) -> Option<OpenLoopReport> {
+        match *p {
+            Pacing::Rate { ops_per_s } => Some(OpenLoopReport {
+                from: ops_per_s,
+                to: ops_per_s,
+                over_s: 0.0,
+                steps: 0,
+            }),
+            Pacing::Ramp {
+                from,
+                to,
+                over_s,
+                steps,
+            } => Some(OpenLoopReport {
+                from,
+                to,
+                over_s,
+                steps,
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn pacing(&self) -> Pacing {
+        if self.over_s > 0.0 {
+            Pacing::Ramp {
+                from: self.from,
+                to: self.to,
+                over_s: self.over_s,
+                steps: self.steps,
+            }
+        } else {
+            Pacing::Rate {
+                ops_per_s: self.from,
+            }
+        }
+    }
+}
+
+/// Which part of the capture a shard replayed (`--shard I/N`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardReport {
+    pub index: u32,
+    pub count: u32,
+    /// `I/N`
+    pub label: String,
+}
+
+/// What a merged report was merged from (`mongotape merge`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MergeReport {
+    /// N, from the shard labels.
+    pub shards_expected: u32,
+    /// Labels (`I/N`) of the shards merged.
+    pub merged: Vec<String>,
+    /// Labels of the shards with no report.
+    pub missing: Vec<String>,
+    /// Shards whose replay ended early or read the capture only in part, with why.
+    pub failed: BTreeMap<String, String>,
+    /// The report files read.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReplayReport {
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
     pub options: OptionsReport,
+    /// `--shard I/N`: this report covers one part of the capture.
+    pub shard: Option<ShardReport>,
+    /// A merged report: which shard reports it adds up.
+    pub merge: Option<MergeReport>,
+    /// When the replay's clock started (after `--start-at`), Unix seconds.
+    pub started_at_unix_s: f64,
     /// False when the replay ended early: `error` says why.
     pub complete: bool,
     pub error: Option<String>,
@@ -68,6 +156,10 @@ pub struct ReplayReport {
     pub timeline: Vec<SecondReport>,
     /// The replay cut at the capture's step markers; empty without markers.
     pub phases: Vec<PhaseReport>,
+    /// Open loop: where the server stopped keeping up.
+    pub knee: Option<KneeReport>,
+    /// The histograms behind every percentile, serialized losslessly for `merge`.
+    pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
 }
@@ -77,6 +169,25 @@ fn us(v: f64) -> String {
         format!("{:.1}ms", v / 1000.0)
     } else {
         format!("{v:.0}µs")
+    }
+}
+
+fn knee_text(k: &KneeReport) -> String {
+    match (k.rate_ops_per_s, &k.reason) {
+        (Some(rate), Some(reason)) => format!(
+            "knee: at {rate:.0} ops/s intended ({}s in), {}: p99 {} vs baseline {}, {:.0} ops/s achieved; last rate that held {}\n",
+            k.at_s.unwrap_or_default(),
+            if reason == "p99" { "p99 more than doubled" } else { "throughput below 90% of the schedule" },
+            us(k.p99_us.unwrap_or_default()),
+            us(k.baseline_p99_us),
+            k.achieved_ops_per_s.unwrap_or_default(),
+            k.last_held_ops_per_s.map_or("none".into(), |r| format!("{r:.0} ops/s")),
+        ),
+        _ => format!(
+            "knee: none, the server kept up (p99 baseline {}, last rate {})\n",
+            us(k.baseline_p99_us),
+            k.last_held_ops_per_s.map_or("n/a".into(), |r| format!("{r:.0} ops/s")),
+        ),
     }
 }
 
@@ -92,6 +203,9 @@ impl ReplayReport {
             "{} ops in {:.2} s ({:.0} ops/s), recorded span {:.2} s, {} connection(s), {} pass(es)\n",
             s.ops, s.wall_s, s.ops_per_s, self.recorded_span_s, self.connections_opened, self.iterations
         ));
+        if let Some(shard) = &self.shard {
+            out.push_str(&format!("shard {} of the capture\n", shard.label));
+        }
         out.push_str(&self.command_table());
         self.push_notes(&mut out);
         out
@@ -148,6 +262,23 @@ impl ReplayReport {
         }
         if let (Some(cpu), Some(per)) = (self.replayer.cpu_s, self.replayer.cpu_us_per_op) {
             out.push_str(&format!("replayer CPU: {cpu:.2} s ({per:.1} µs per op)\n"));
+        }
+        if let Some(k) = &self.knee {
+            out.push_str(&knee_text(k));
+        }
+        if let Some(m) = &self.merge {
+            out.push_str(&format!(
+                "merged {} of {} shard report(s): {}\n",
+                m.merged.len(),
+                m.shards_expected,
+                m.merged.join(", ")
+            ));
+            if !m.missing.is_empty() {
+                out.push_str(&format!("missing shards: {}\n", m.missing.join(", ")));
+            }
+            for (label, why) in &m.failed {
+                out.push_str(&format!("shard {label} failed: {why}\n"));
+            }
         }
         if let Some(e) = &self.capture_error {
             out.push_str(&format!("capture stopped early: {e}\n"));

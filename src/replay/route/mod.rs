@@ -43,6 +43,10 @@ pub struct Router {
     by_cursor: HashMap<(Scope, i64), usize>,
     by_txn: HashMap<(Scope, Vec<u8>, i64), usize>,
     next: Vec<usize>,
+    /// Lanes whose recorded connection ended in an earlier pass, by (clone, recorded connection):
+    /// the next pass reuses them, so a replay opens one pass's connections however many passes run.
+    parked: HashMap<(u32, u64), usize>,
+    clones: u32,
     /// The lanes' tasks, to wait for at the end.
     pub joins: Vec<JoinHandle<()>>,
 }
@@ -63,6 +67,8 @@ impl Router {
             by_cursor: HashMap::new(),
             by_txn: HashMap::new(),
             next: vec![0; clones as usize],
+            parked: HashMap::new(),
+            clones: clones.max(1),
             joins: Vec::new(),
         };
         if let Lanes::Fixed(n) = lanes_mode {
@@ -87,7 +93,10 @@ impl Router {
                 let lane = match self.by_conn.get(&(scope, req.conn_id)) {
                     Some(&l) => l,
                     None => {
-                        let l = self.spawn();
+                        let l = match self.parked.remove(&(clone, req.conn_id)) {
+                            Some(l) => l,
+                            None => self.spawn(),
+                        };
                         self.by_conn.insert((scope, req.conn_id), l);
                         l
                     }
@@ -154,14 +163,28 @@ impl Router {
     }
 
     /// A recorded connection closed: its replay connection finishes its queue and closes too.
-    pub fn close_conn(&mut self, scope: Scope, conn: u64) {
+    /// With `keep` (more passes may follow) the lane is parked for the next pass instead.
+    pub fn close_conn(&mut self, scope: Scope, conn: u64, keep: bool) {
         if let Some(l) = self.by_conn.remove(&(scope, conn)) {
-            self.lanes[l] = None;
+            if keep {
+                self.parked.insert((scope % self.clones, conn), l);
+            } else {
+                self.lanes[l] = None;
+            }
+        }
+    }
+
+    /// The end of a pass: every recorded connection's lane closes, or is parked with `keep`.
+    pub fn end_pass(&mut self, keep: bool) {
+        let open: Vec<(Scope, u64)> = self.by_conn.keys().copied().collect();
+        for (scope, conn) in open {
+            self.close_conn(scope, conn, keep);
         }
     }
 
     pub fn close_all(&mut self) {
         self.by_conn.clear();
+        self.parked.clear();
         for l in &mut self.lanes {
             *l = None;
         }

@@ -54,6 +54,18 @@ impl Feed<'_> {
             self.last_ts = self.last_ts.max(req.ts_ns);
         }
         let first = *self.first_ts.get_or_insert(req.ts_ns);
+        if self.due_after_deadline(req.ts_ns.saturating_sub(first)) {
+            if self.shared.pacing.open_loop() {
+                // `--rate` order: every later request is due later still.
+                self.past_deadline = true;
+                return false;
+            }
+            self.shared
+                .counters
+                .after_deadline
+                .fetch_add(clones as u64, std::sync::atomic::Ordering::Relaxed);
+            return true;
+        }
         let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
         let command = req.command.clone();
         let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
@@ -72,8 +84,24 @@ impl Feed<'_> {
         !barrier || self.shared.budget.wait_empty(&self.shared.abort)
     }
 
+    /// Whether the next request, `offset_in_pass` after this pass's first, is due at or after the
+    /// `--duration` deadline (then it is not queued, and opens no connection).
+    pub(super) fn due_after_deadline(&self, offset_in_pass: u64) -> bool {
+        let due = self.shared.pacing.due_at(
+            self.shared.start,
+            offset_in_pass + self.pass_base_ns,
+            self.seq,
+        );
+        matches!((self.shared.deadline, due), (Some(d), Some(due)) if due >= d)
+    }
+
     /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
     fn emit_copy(&mut self, req: &Request, clone: u32, offset_ns: u64, insert: bool) -> bool {
+        if let Some(plan) = &mut self.shard {
+            if !plan.owns(req.conn_id, clone) {
+                return true;
+            }
+        }
         let clones = self.cfg.clones.max(1);
         let scope = (self.iteration as u32)
             .wrapping_mul(clones)
