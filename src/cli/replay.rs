@@ -154,7 +154,10 @@ fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
 /// RFC 3339 (`2026-12-01T10:00:00Z`) or Unix seconds.
 fn start_at_arg(v: &str) -> anyhow::Result<std::time::SystemTime> {
     if let Ok(secs) = v.trim().parse::<f64>() {
-        anyhow::ensure!(secs >= 0.0 && secs.is_finite(), "--start-at {v:?}: negative");
+        anyhow::ensure!(
+            secs >= 0.0 && secs.is_finite(),
+            "--start-at {v:?}: negative"
+        );
         return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs));
     }
     humantime::parse_rfc3339_weak(v.trim())

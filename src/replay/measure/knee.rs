@@ -54,8 +54,7 @@ pub fn find(
     let first = inside.first()?;
     let cut = (duration_s * 0.1).max(first.0 + 1e-9);
     let mut baseline: Option<Histogram<u64>> = None;
-    for (t, b) in inside.iter().filter(|(t, _)| *t < cut) {
-        let _ = t;
+    for (_, b) in inside.iter().filter(|(t, _)| *t < cut) {
         match &mut baseline {
             Some(h) => {
                 let _ = h.add(b.latency);

@@ -163,13 +163,17 @@ impl Pacing {
     pub fn validate(&self) -> Result<(), String> {
         let ok = |v: f64| v > 0.0 && v.is_finite();
         match *self {
-            Pacing::Recorded { speed } if !ok(speed) => Err("--speed must be a positive number".into()),
+            Pacing::Recorded { speed } if !ok(speed) => {
+                Err("--speed must be a positive number".into())
+            }
             Pacing::Rate { ops_per_s } if !ok(ops_per_s) => {
                 Err("--rate must be a positive number".into())
             }
-            Pacing::Ramp { from, to, over_s, .. } if !(ok(from) && ok(to) && ok(over_s)) => Err(
-                "--rate A..B needs positive rates and --ramp a positive duration".into(),
-            ),
+            Pacing::Ramp {
+                from, to, over_s, ..
+            } if !(ok(from) && ok(to) && ok(over_s)) => {
+                Err("--rate A..B needs positive rates and --ramp a positive duration".into())
+            }
             _ => Ok(()),
         }
     }

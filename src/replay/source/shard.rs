@@ -2,7 +2,8 @@
 //! so that what must stay on one connection's side stays on one shard: connections that share a
 //! cursor (opened on one, getMore or killCursors on another) or a multi-statement transaction
 //! (`lsid` + `txnNumber`) form one group. A group and a clone make a unit; units go to shards by a
-//! stable hash of (the group's lowest connection id, clone), the same in every process.
+//! stable hash of the group's lowest connection id, clones round-robin from there: the same in
+//! every process.
 //!
 //! Sessions without a transaction may span groups: each shard maps a recorded `lsid` to its own
 //! live one and its `txnNumber`s stay increasing, which is all the server asks.
@@ -71,9 +72,11 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Which shard a unit (group, clone) goes to.
+/// Which shard a unit (group, clone) goes to: the group's hash picks the shard of its first clone,
+/// the next clones go round the shards from there (so K clones of one group spread evenly).
 pub fn shard_of(group: u64, clone: u32, count: u32) -> u32 {
-    (mix(mix(group) ^ clone as u64) % count.max(1) as u64) as u32
+    let n = count.max(1) as u64;
+    ((mix(group) % n + clone as u64 % n) % n) as u32
 }
 
 /// Connection groups over a whole capture (union-find on connection ids).
@@ -212,6 +215,10 @@ mod tests {
                 assert!(s < 4);
                 assert_eq!(s, shard_of(group, clone, 4));
             }
+            // The clones of one group spread over every shard.
+            let mut shards: Vec<u32> = (0..4).map(|c| shard_of(group, c, 4)).collect();
+            shards.sort_unstable();
+            assert_eq!(shards, [0, 1, 2, 3]);
         }
         // The hash spreads: no shard empty over 200 groups.
         let mut seen = [0; 4];
