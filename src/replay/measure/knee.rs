@@ -112,8 +112,10 @@ mod tests {
             over_s: 10.0,
             steps: 0,
         };
+        // Every second completes what was due in it.
+        let due = |i: u64| (pacing.sent_by(i as f64 + 1.0) - pacing.sent_by(i as f64)) as u64;
         let hs: Vec<Histogram<u64>> = (0..10)
-            .map(|i| hist(if i < 6 { 1_000_000 } else { 5_000_000 }, 100 + 90 * i))
+            .map(|i| hist(if i < 6 { 1_000_000 } else { 5_000_000 }, due(i)))
             .collect();
         let buckets: Vec<Bucket<'_>> = hs
             .iter()
