@@ -23,21 +23,28 @@ fn seed_capture() -> PathBuf {
 /// Several pymongo threads over one pool: each its own inserts, a cursor read in batches (its
 /// getMores may go over another pooled connection) and a transaction.
 const THREADS: &str = r#"
-import sys, threading
+import sys, threading, time
 from pymongo import MongoClient
 client = MongoClient(sys.argv[1], maxPoolSize=6)
 db = client.shards
 db.c.drop()
+time.sleep(0.3)
 db.create_collection('c')
+time.sleep(0.3)
 def work(t):
     c = db.c
     for i in range(30):
         c.insert_one({'_id': t * 1000 + i, 't': t, 'x': 'a' * 50})
+    # Pauses between dependent steps: they may cross connections (and shards), and the replay's
+    # recorded timing keeps them in order only with room to spare.
+    time.sleep(0.3)
     assert len(list(c.find({'t': t}).batch_size(7))) == 30
+    time.sleep(0.3)
     with client.start_session() as s:
         with s.start_transaction():
             c.insert_one({'_id': t * 1000 + 500, 't': t}, session=s)
             c.update_one({'_id': t * 1000}, {'$set': {'in_txn': True}}, session=s)
+    time.sleep(0.3)
     c.count_documents({'t': t})
 ts = [threading.Thread(target=work, args=(t,)) for t in range(6)]
 for t in ts: t.start()
