@@ -258,6 +258,18 @@ fn add_measurements(
     }
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
+    if let Some(n) = config.connections {
+        let l = &report.summary.overall.latency;
+        report.ordering = Some(report::OrderingReport {
+            connections: n,
+            mean_in_flight: if wall_s > 0.0 {
+                l.mean_us * l.count as f64 / 1e6 / wall_s
+            } else {
+                0.0
+            },
+            ..report::OrderingReport::default()
+        });
+    }
 }
 
 /// What was sent, skipped and read, and whether the run completed.
@@ -280,6 +292,11 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report
         .skipped
         .insert("after_deadline".into(), Counters::get(&c.after_deadline));
+    if let Some(o) = &mut report.ordering {
+        o.followed_a_write = Counters::get(&c.ordered);
+        o.waited = Counters::get(&c.order_waits);
+        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+    }
     report.requests_read = source.requests_read;
     report.iterations = source.iterations;
     report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;

@@ -96,6 +96,21 @@ impl OpenLoopReport {
     }
 }
 
+/// `--connections N`: how much the order between writes and what follows them held the replay back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OrderingReport {
+    pub connections: usize,
+    /// Requests that followed a write of their namespace sent on another connection.
+    pub followed_a_write: u64,
+    /// Of those, how many had to wait for it, and for how long in all.
+    pub waited: u64,
+    pub wait_s: f64,
+    /// Requests in flight on average (sum of latencies / wall time): the concurrency the
+    /// dependencies allowed, out of `connections` x clones.
+    pub mean_in_flight: f64,
+}
+
 /// Which part of the capture a shard replayed (`--shard I/N`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {
@@ -158,6 +173,8 @@ pub struct ReplayReport {
     pub phases: Vec<PhaseReport>,
     /// Open loop: where the server stopped keeping up.
     pub knee: Option<KneeReport>,
+    /// `--connections N`: the order kept between dependent requests, and the concurrency left.
+    pub ordering: Option<OrderingReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
     pub server: ServerReport,
@@ -265,6 +282,12 @@ impl ReplayReport {
         }
         if let Some(k) = &self.knee {
             out.push_str(&knee_text(k));
+        }
+        if let Some(o) = &self.ordering {
+            out.push_str(&format!(
+                "order: {} request(s) followed a write on another connection, {} waited ({:.2} s); {:.1} requests in flight on average over {} connection(s) per clone\n",
+                o.followed_a_write, o.waited, o.wait_s, o.mean_in_flight, o.connections
+            ));
         }
         if let Some(m) = &self.merge {
             out.push_str(&format!(

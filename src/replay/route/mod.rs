@@ -4,12 +4,13 @@
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
 //! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
-//! statements on one lane.
+//! statements on one lane, and a write before any later request of its namespace ([`order`]).
 
 pub mod abort;
 pub mod budget;
 pub mod cursors;
 pub mod op;
+pub mod order;
 pub mod pacing;
 pub mod shared;
 
@@ -88,6 +89,18 @@ impl Router {
 
     /// The lane for one copy of `req`, and the key its sessions are mapped under.
     pub fn route(&mut self, scope: Scope, clone: u32, req: &Request) -> (usize, u32) {
+        self.route_after(scope, clone, req, None)
+    }
+
+    /// Like [`Router::route`]; with `--connections N`, `follow` is the lane of an unacknowledged
+    /// write the request must follow ([`order`]), taken unless a cursor or transaction names one.
+    pub fn route_after(
+        &mut self,
+        scope: Scope,
+        clone: u32,
+        req: &Request,
+        follow: Option<usize>,
+    ) -> (usize, u32) {
         match self.lanes_mode {
             Lanes::PerRecorded => {
                 let lane = match self.by_conn.get(&(scope, req.conn_id)) {
@@ -117,6 +130,11 @@ impl Router {
                     l
                 } else if let Some(l) = txn_key.as_ref().and_then(|k| self.by_txn.get(k)) {
                     *l
+                } else if let Some(l) = follow {
+                    if let Some(k) = txn_key.clone() {
+                        self.by_txn.insert(k, l);
+                    }
+                    l
                 } else {
                     let slot = &mut self.next[clone as usize];
                     let l = base + *slot % n;

@@ -106,15 +106,17 @@ impl Feed<'_> {
         let scope = (self.iteration as u32)
             .wrapping_mul(clones)
             .wrapping_add(clone);
-        let (lane, session_key) = self.router.route(scope, clone, req);
-        let lsid = req
-            .lsid
-            .as_ref()
-            .map(|l| self.sessions.live(scope, session_key, l));
         let map = CopyDb {
             map: &self.cfg.db_map,
             clone: (clones > 1).then_some(clone + 1),
         };
+        let namespace = self.namespace(&map, req);
+        let follow = self.order.lane_of(scope, &namespace);
+        let (lane, session_key) = self.router.route_after(scope, clone, req, follow);
+        let lsid = req
+            .lsid
+            .as_ref()
+            .map(|l| self.sessions.live(scope, session_key, l));
         let out = match rewrite::rewrite(req, &map, lsid.as_ref()) {
             Ok(mut o) => {
                 if let Some(ids) = &self.ids {
@@ -131,7 +133,10 @@ impl Feed<'_> {
                 return true;
             }
         };
-        let namespace = self.namespace(&map, req);
+        let (after, completes) = match self.cfg.lanes {
+            Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
+            Lanes::PerRecorded => (None, None),
+        };
         let produces_cursor = req.produces_cursor();
         if let Some(c) = produces_cursor {
             self.shared.cursors.expect(scope, c);
@@ -151,6 +156,8 @@ impl Feed<'_> {
             bytes: out.bytes,
             marker: None,
             compressor: req.compressor,
+            after,
+            completes,
         };
         self.seq += 1;
         if !self

@@ -92,6 +92,8 @@ struct Feed<'a> {
     shard: Option<shard::ShardPlan>,
     /// The first request due after the `--duration` deadline was reached: no more passes.
     past_deadline: bool,
+    /// `--connections N`: writes and what follows them ([`crate::replay::route::order`]).
+    order: crate::replay::route::order::Order,
 }
 
 impl Feed<'_> {
@@ -209,6 +211,7 @@ impl Feed<'_> {
         }
         // Sessions and cursors of this pass are never used again.
         self.sessions.clear();
+        self.order.clear();
         go_on && self.result.capture_error.is_none()
     }
 
@@ -351,6 +354,7 @@ pub fn run(
         held_markers: HashMap::new(),
         shard: plan,
         past_deadline: false,
+        order: Default::default(),
     };
     loop {
         if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
