@@ -5,12 +5,13 @@
 //!
 //! 1. [`source`]: the capture feed, a thread that reads the capture (once per pass), pairs each
 //!    request with its recorded reply, applies the [`source::filters`], and copies each request for
-//!    every clone ([`source::markers`]: step markers travel the same way).
+//!    every clone ([`source::markers`]: step markers travel the same way; [`source::shard`]: the
+//!    part of the capture a `--shard I/N` process replays).
 //! 2. [`request`]: what a recorded request is, decided once ([`request::understand`], legacy
 //!    opcodes as commands), and what it becomes in each copy ([`request::rewrite`], with database
 //!    mapping, live sessions and new `_id`s).
 //! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`route::pacing`]), as
-//!    what ([`route::op::Op`]), and the state the lanes share ([`route::shared`], the read-ahead
+//!    what ([`route::op::Op`]), after what ([`route::order`]), and the state the lanes share ([`route::shared`], the read-ahead
 //!    [`route::budget`], the live [`route::cursors`]).
 //! 4. [`lane`]: one replay connection per lane: wait, patch cursor ids, send, read the reply. Over
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).

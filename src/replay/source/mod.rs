@@ -1,7 +1,9 @@
 //! Step 1 of the pipeline: the capture feed, a thread that streams the capture (once per repeat),
 //! decides what is replayed ([`filters`]), pairs each request with its recorded reply, writes it out
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
-//! read-ahead budget. Step markers travel the same way ([`markers`]).
+//! read-ahead budget. Step markers travel the same way ([`markers`]). With `--shard I/N` only this
+//! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
+//! queued, and a pass reuses the previous one's connections.
 
 use crate::capture::{CaptureReader, Record, RecordKind};
 use crate::replay::lane;
