@@ -20,7 +20,7 @@ pub use input::ShardInput;
 
 #[derive(Debug, Error)]
 pub enum MergeError {
-    #[error("cannot read shard report {path}: {source}")]
+    #[error("cannot read shard report {path}")]
     Read {
         path: String,
         source: std::io::Error,
