@@ -2,6 +2,7 @@
 
 mod analyze;
 mod compare;
+mod merge;
 mod record;
 mod replay;
 mod view;
@@ -34,6 +35,8 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Analyze or replay reports side by side, with ratios against the first.
     Compare(compare::CompareArgs),
+    /// Add the reports of a sharded replay (`replay --shard I/N`) into one, percentiles exact.
+    Merge(merge::MergeArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay::run(*args),
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
     };
     match result {
         Ok(code) => code,

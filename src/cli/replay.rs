@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
+use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -25,8 +26,25 @@ pub struct ReplayArgs {
     #[arg(long, conflicts_with = "rate")]
     fast: bool,
     /// Open loop at this many requests per second; latency counts from each intended send time.
+    /// `A..B` with --ramp: from A to B. With --shard, the rate of all shards together.
     #[arg(long, value_name = "OPS")]
-    rate: Option<f64>,
+    rate: Option<String>,
+    /// With --rate A..B: the ramp's length (`60s`, `2m` or seconds); the rate then holds at B.
+    /// The knee (where p99 breaks) is reported.
+    #[arg(long, value_name = "TIME", requires = "rate")]
+    ramp: Option<String>,
+    /// With --ramp: climb in K equal steps instead of linearly.
+    #[arg(long, value_name = "K", requires = "ramp")]
+    ramp_steps: Option<u32>,
+    /// Replay only part I of N of the capture (0-based); sessions stay whole on one shard.
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    shard: Option<String>,
+    /// N shards, this one's index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job).
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// Start the replay's clock at this time (RFC 3339 or Unix seconds), so shards start together.
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     /// Spread the recorded requests over N connections (per clone) instead of one per recorded
     /// connection.
     #[arg(long, value_name = "N")]
@@ -101,14 +119,68 @@ fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let pacing = if args.fast {
-        Pacing::Fast
-    } else if let Some(r) = args.rate {
-        Pacing::Rate { ops_per_s: r }
-    } else {
-        Pacing::Recorded { speed: args.speed }
+/// `60s`, `2m`, `1m30s` or plain seconds.
+fn duration_arg(v: &str, name: &str) -> anyhow::Result<Duration> {
+    match v.trim().parse::<f64>() {
+        Ok(s) => positive_secs(s, name),
+        Err(_) => humantime::parse_duration(v.trim())
+            .ok()
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("{name} {v:?}: expected a duration such as 60s or 2m")),
+    }
+}
+
+fn rate_arg(v: &str) -> anyhow::Result<f64> {
+    v.trim()
+        .parse()
+        .with_context(|| format!("--rate {v:?}: expected a number of operations per second"))
+}
+
+fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
+    if args.fast {
+        return Ok(Pacing::Fast);
+    }
+    let Some(rate) = &args.rate else {
+        return Ok(Pacing::Recorded { speed: args.speed });
     };
+    match (rate.split_once(".."), &args.ramp) {
+        (Some((a, b)), Some(ramp)) => Ok(Pacing::Ramp {
+            from: rate_arg(a)?,
+            to: rate_arg(b)?,
+            over_s: duration_arg(ramp, "--ramp")?.as_secs_f64(),
+            steps: args.ramp_steps.unwrap_or(0),
+        }),
+        (Some(_), None) => anyhow::bail!("--rate A..B needs --ramp TIME"),
+        (None, Some(_)) => anyhow::bail!("--ramp needs --rate A..B"),
+        (None, None) => Ok(Pacing::Rate {
+            ops_per_s: rate_arg(rate)?,
+        }),
+    }
+}
+
+/// RFC 3339 (`2026-12-01T10:00:00Z`) or Unix seconds.
+fn start_at_arg(v: &str) -> anyhow::Result<std::time::SystemTime> {
+    if let Ok(secs) = v.trim().parse::<f64>() {
+        anyhow::ensure!(
+            secs >= 0.0 && secs.is_finite(),
+            "--start-at {v:?}: negative"
+        );
+        return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs));
+    }
+    humantime::parse_rfc3339_weak(v.trim())
+        .with_context(|| format!("--start-at {v:?}: expected RFC 3339 or Unix seconds"))
+}
+
+fn shard_arg(args: &ReplayArgs) -> anyhow::Result<Option<Shard>> {
+    match (&args.shard, args.shards) {
+        (Some(s), _) => Ok(Some(s.parse().map_err(anyhow::Error::msg)?)),
+        (None, Some(n)) => Ok(Some(Shard::from_env(n).map_err(anyhow::Error::msg)?)),
+        (None, None) => Ok(None),
+    }
+}
+
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let pacing = pacing(&args)?;
     let mut db_map = Vec::new();
     for m in &args.db_map {
         let (from, to) = m
@@ -126,6 +198,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         .duration
         .map(|d| positive_secs(d, "--duration"))
         .transpose()?;
+    if let (None, Pacing::Ramp { over_s, .. }) = (config.duration, pacing) {
+        // A ramp runs to its end by default.
+        config.duration = Some(Duration::from_secs_f64(over_s));
+    }
+    config.shard = shard_arg(&args)?;
+    config.start_at = args.start_at.as_deref().map(start_at_arg).transpose()?;
     config.repeat = match (args.repeat, config.duration) {
         (Some(r), _) => Some(r),
         (None, Some(_)) => None,

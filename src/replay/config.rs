@@ -2,12 +2,13 @@
 //! stop it before anything is replayed ([`ReplayError`]), and the options as the report states them.
 
 use super::client::TargetError;
-use super::report::OptionsReport;
+use super::report::{OpenLoopReport, OptionsReport};
 use super::route::pacing::Pacing;
 use super::source::filters::Filters;
+use super::source::shard::Shard;
 use crate::capture::CaptureError;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use thiserror::Error;
 
 #[derive(Debug, Clone)]
@@ -35,6 +36,10 @@ pub struct ReplayConfig {
     pub label: Option<String>,
     /// `--metrics ADDR`: serve the running replay's Prometheus exposition there.
     pub metrics: Option<String>,
+    /// `--shard I/N`: replay only this part of the capture, at `1/N` of any `--rate`.
+    pub shard: Option<Shard>,
+    /// `--start-at`: the replay's clock starts then (every shard at the same moment).
+    pub start_at: Option<SystemTime>,
 }
 
 impl ReplayConfig {
@@ -58,6 +63,8 @@ impl ReplayConfig {
             progress: false,
             label: None,
             metrics: None,
+            shard: None,
+            start_at: None,
         }
     }
 }
@@ -97,5 +104,6 @@ pub(super) fn options_report(c: &ReplayConfig) -> OptionsReport {
         duration_s: c.duration.map(|d| d.as_secs_f64()),
         db_map: c.db_map.iter().map(|(a, b)| format!("{a}:{b}")).collect(),
         filters,
+        open_loop: OpenLoopReport::of(&c.pacing),
     }
 }

@@ -5,12 +5,13 @@
 //!
 //! 1. [`source`]: the capture feed, a thread that reads the capture (once per pass), pairs each
 //!    request with its recorded reply, applies the [`source::filters`], and copies each request for
-//!    every clone ([`source::markers`]: step markers travel the same way).
+//!    every clone ([`source::markers`]: step markers travel the same way; [`source::shard`]: the
+//!    part of the capture a `--shard I/N` process replays).
 //! 2. [`request`]: what a recorded request is, decided once ([`request::understand`], legacy
 //!    opcodes as commands), and what it becomes in each copy ([`request::rewrite`], with database
 //!    mapping, live sessions and new `_id`s).
 //! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`route::pacing`]), as
-//!    what ([`route::op::Op`]), and the state the lanes share ([`route::shared`], the read-ahead
+//!    what ([`route::op::Op`]), after what ([`route::order`]), and the state the lanes share ([`route::shared`], the read-ahead
 //!    [`route::budget`], the live [`route::cursors`]).
 //! 4. [`lane`]: one replay connection per lane: wait, patch cursor ids, send, read the reply. Over
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
@@ -61,19 +62,7 @@ use tokio::time::Instant;
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
     let target = Target::parse(&config.target)?;
-    match config.pacing {
-        Pacing::Recorded { speed } if !(speed > 0.0 && speed.is_finite()) => {
-            return Err(ReplayError::Option(
-                "--speed must be a positive number".into(),
-            ))
-        }
-        Pacing::Rate { ops_per_s } if !(ops_per_s > 0.0 && ops_per_s.is_finite()) => {
-            return Err(ReplayError::Option(
-                "--rate must be a positive number".into(),
-            ))
-        }
-        _ => {}
-    }
+    config.pacing.validate().map_err(ReplayError::Option)?;
     if config.connections == Some(0) || config.clones == 0 {
         return Err(ReplayError::Option(
             "--connections and --clones must be at least 1".into(),
@@ -111,6 +100,11 @@ async fn replay(
         capture: config.capture.display().to_string(),
         target: Target::redact(&config.target),
         options: options_report(&config),
+        shard: config.shard.map(|s| report::ShardReport {
+            index: s.index,
+            count: s.count,
+            label: s.label(),
+        }),
         ..ReplayReport::default()
     };
     let mut probe = ServerProbe::locate(&config, &target);
@@ -120,6 +114,7 @@ async fn replay(
         return report;
     }
     probe.before(config.server_status).await;
+    wait_for_start(config.start_at).await;
 
     let start = Instant::now();
     let shared = Arc::new(shared_state(&config, target, start));
@@ -154,7 +149,7 @@ async fn replay(
 fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared {
     Shared {
         target,
-        pacing: config.pacing,
+        pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
         start,
         deadline: config.duration.map(|d| start + d),
         cursors: Cursors::default(),
@@ -164,6 +159,13 @@ fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared
         counters: Counters::default(),
         op_timeout: config.op_timeout,
         cursor_wait: config.op_timeout,
+    }
+}
+
+/// `--start-at`: sleeps until then (a time already past starts at once).
+async fn wait_for_start(at: Option<std::time::SystemTime>) {
+    if let Some(wait) = at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()) {
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -187,6 +189,7 @@ async fn feed_lanes(
         filters: config.filters.clone(),
         db_map: config.db_map.clone(),
         pass_barrier: !config.pacing.open_loop(),
+        shard: config.shard,
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {
@@ -206,6 +209,7 @@ async fn feed_lanes(
             shared.clone(),
             progress_pos.clone(),
             file_len.saturating_mul(config.repeat.unwrap_or(1).max(1)),
+            config.duration,
         )
     });
     let interrupted = {
@@ -291,8 +295,31 @@ fn add_measurements(
     report.lag = metrics.lag();
     report.divergences = metrics.divergences();
     report.timeline = metrics.timeline();
+    report.started_at_unix_s = metrics.started_at_unix_s();
+    report.histograms = metrics.histograms();
+    if let Some(schedule) = &report.options.open_loop {
+        let duration_s = config.duration.map_or(wall_s, |d| d.as_secs_f64());
+        report.knee = measure::knee::find(
+            &schedule.pacing(),
+            report.started_at_unix_s,
+            duration_s,
+            &metrics.buckets(),
+        );
+    }
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
+    if let Some(n) = config.connections {
+        let l = &report.summary.overall.latency;
+        report.ordering = Some(report::OrderingReport {
+            connections: n,
+            mean_in_flight: if wall_s > 0.0 {
+                l.mean_us * l.count as f64 / 1e6 / wall_s
+            } else {
+                0.0
+            },
+            ..report::OrderingReport::default()
+        });
+    }
 }
 
 /// What was sent, skipped and read, and whether the run completed.
@@ -315,6 +342,11 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report
         .skipped
         .insert("after_deadline".into(), Counters::get(&c.after_deadline));
+    if let Some(o) = &mut report.ordering {
+        o.followed_a_write = Counters::get(&c.ordered);
+        o.waited = Counters::get(&c.order_waits);
+        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+    }
     report.requests_read = source.requests_read;
     report.iterations = source.iterations;
     report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;

@@ -1,5 +1,5 @@
-//! `--progress`: a bar over the compressed bytes of the capture read so far (all passes), with the
-//! requests sent and their rate. It only reads counters; the replay never waits for it.
+//! `--progress`: a bar over the compressed bytes of the capture read so far (all passes), or over
+//! time under `--duration`, with the requests sent and their rate. It only reads counters; the replay never waits for it.
 
 use super::route::shared::{Counters, Shared};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +10,10 @@ pub(super) fn progress_bar(
     shared: Arc<Shared>,
     pos: Arc<AtomicU64>,
     len: u64,
+    duration: Option<Duration>,
 ) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
+    // Under --duration the reader runs ahead of the schedule: time is what the bar follows.
+    let len = duration.map_or(len, |d| d.as_millis() as u64);
     let bar = indicatif::ProgressBar::new(len.max(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -23,7 +26,11 @@ pub(super) fn progress_bar(
     let task = tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            b.set_position(pos.load(Ordering::Relaxed).min(len));
+            let at = match duration {
+                Some(_) => started.elapsed().as_millis() as u64,
+                None => pos.load(Ordering::Relaxed),
+            };
+            b.set_position(at.min(len));
             let sent = Counters::get(&shared.counters.sent);
             let rate = sent as f64 / started.elapsed().as_secs_f64().max(0.001);
             b.set_message(format!(

@@ -1,16 +1,19 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout.
 
-use super::measure::metrics::{DivergenceReport, LagReport, SecondReport};
+use super::measure::knee::KneeReport;
+use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
+use super::route::pacing::Pacing;
 use crate::report::phases::PhaseReport;
 use crate::report::summary::{CommandSummary, ReportSummary};
 use crate::report::table::Table;
 use crate::report::units;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerReport {
     pub pid: Option<u32>,
     /// How the pid was known: `--server-pid` or `port`.
@@ -24,13 +27,15 @@ pub struct ServerReport {
     pub status_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReplayerReport {
     pub cpu_s: Option<f64>,
     pub cpu_us_per_op: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OptionsReport {
     pub pacing: String,
     pub connections: Option<usize>,
@@ -39,14 +44,112 @@ pub struct OptionsReport {
     pub duration_s: Option<f64>,
     pub db_map: Vec<String>,
     pub filters: Vec<String>,
+    /// The open-loop schedule for all shards together (`--rate`, `--ramp`), for the knee.
+    pub open_loop: Option<OpenLoopReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopReport {
+    pub from: f64,
+    pub to: f64,
+    pub over_s: f64,
+    pub steps: u32,
+}
+
+impl OpenLoopReport {
+    pub fn of(p: &Pacing) -> Option<OpenLoopReport> {
+        match *p {
+            Pacing::Rate { ops_per_s } => Some(OpenLoopReport {
+                from: ops_per_s,
+                to: ops_per_s,
+                over_s: 0.0,
+                steps: 0,
+            }),
+            Pacing::Ramp {
+                from,
+                to,
+                over_s,
+                steps,
+            } => Some(OpenLoopReport {
+                from,
+                to,
+                over_s,
+                steps,
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn pacing(&self) -> Pacing {
+        if self.over_s > 0.0 {
+            Pacing::Ramp {
+                from: self.from,
+                to: self.to,
+                over_s: self.over_s,
+                steps: self.steps,
+            }
+        } else {
+            Pacing::Rate {
+                ops_per_s: self.from,
+            }
+        }
+    }
+}
+
+/// `--connections N`: how much the order between writes and what follows them held the replay back.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OrderingReport {
+    pub connections: usize,
+    /// Requests that followed a write of their namespace sent on another connection.
+    pub followed_a_write: u64,
+    /// Of those, how many had to wait for it, and for how long in all.
+    pub waited: u64,
+    pub wait_s: f64,
+    /// Requests in flight on average (sum of latencies / wall time): the concurrency the
+    /// dependencies allowed, out of `connections` x clones.
+    pub mean_in_flight: f64,
+}
+
+/// Which part of the capture a shard replayed (`--shard I/N`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardReport {
+    pub index: u32,
+    pub count: u32,
+    /// `I/N`
+    pub label: String,
+}
+
+/// What a merged report was merged from (`mongotape merge`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MergeReport {
+    /// N, from the shard labels.
+    pub shards_expected: u32,
+    /// Labels (`I/N`) of the shards merged.
+    pub merged: Vec<String>,
+    /// Labels of the shards with no report.
+    pub missing: Vec<String>,
+    /// Shards whose replay ended early or read the capture only in part, with why.
+    pub failed: BTreeMap<String, String>,
+    /// The report files read.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReplayReport {
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
     pub options: OptionsReport,
+    /// `--shard I/N`: this report covers one part of the capture.
+    pub shard: Option<ShardReport>,
+    /// A merged report: which shard reports it adds up.
+    pub merge: Option<MergeReport>,
+    /// When the replay's clock started (after `--start-at`), Unix seconds.
+    pub started_at_unix_s: f64,
     /// False when the replay ended early: `error` says why.
     pub complete: bool,
     pub error: Option<String>,
@@ -69,8 +172,33 @@ pub struct ReplayReport {
     pub timeline: Vec<SecondReport>,
     /// The replay cut at the capture's step markers; empty without markers.
     pub phases: Vec<PhaseReport>,
+    /// Open loop: where the server stopped keeping up.
+    pub knee: Option<KneeReport>,
+    /// `--connections N`: the order kept between dependent requests, and the concurrency left.
+    pub ordering: Option<OrderingReport>,
+    /// The histograms behind every percentile, serialized losslessly for `merge`.
+    pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
+}
+
+fn knee_text(k: &KneeReport) -> String {
+    match (k.rate_ops_per_s, &k.reason) {
+        (Some(rate), Some(reason)) => format!(
+            "knee: at {rate:.0} ops/s intended ({}s in), {}: p99 {} vs baseline {}, {:.0} ops/s achieved; last rate that held {}\n",
+            k.at_s.unwrap_or_default(),
+            if reason == "p99" { "p99 more than doubled" } else { "throughput below 90% of the schedule" },
+            units::duration_us(k.p99_us.unwrap_or_default()),
+            units::duration_us(k.baseline_p99_us),
+            k.achieved_ops_per_s.unwrap_or_default(),
+            k.last_held_ops_per_s.map_or("none".into(), |r| format!("{r:.0} ops/s")),
+        ),
+        _ => format!(
+            "knee: none, the server kept up (p99 baseline {}, last rate {})\n",
+            units::duration_us(k.baseline_p99_us),
+            k.last_held_ops_per_s.map_or("n/a".into(), |r| format!("{r:.0} ops/s")),
+        ),
+    }
 }
 
 impl ReplayReport {
@@ -90,6 +218,9 @@ impl ReplayReport {
             self.connections_opened,
             self.iterations
         ));
+        if let Some(shard) = &self.shard {
+            out.push_str(&format!("shard {} of the capture\n", shard.label));
+        }
         out.push_str(&self.command_table());
         self.push_notes(&mut out);
         out
@@ -152,6 +283,29 @@ impl ReplayReport {
                 units::duration_s(cpu),
                 units::duration_us(per)
             ));
+        }
+        if let Some(k) = &self.knee {
+            out.push_str(&knee_text(k));
+        }
+        if let Some(o) = &self.ordering {
+            out.push_str(&format!(
+                "order: {} request(s) followed a write on another connection, {} waited ({:.2} s); {:.1} requests in flight on average over {} connection(s) per clone\n",
+                o.followed_a_write, o.waited, o.wait_s, o.mean_in_flight, o.connections
+            ));
+        }
+        if let Some(m) = &self.merge {
+            out.push_str(&format!(
+                "merged {} of {} shard report(s): {}\n",
+                m.merged.len(),
+                m.shards_expected,
+                m.merged.join(", ")
+            ));
+            if !m.missing.is_empty() {
+                out.push_str(&format!("missing shards: {}\n", m.missing.join(", ")));
+            }
+            for (label, why) in &m.failed {
+                out.push_str(&format!("shard {label} failed: {why}\n"));
+            }
         }
         if let Some(e) = &self.capture_error {
             out.push_str(&format!("capture stopped early: {e}\n"));

@@ -7,6 +7,7 @@
 //! - [`analyze`]: `mongotape analyze`, one streaming pass over a capture: the pass, the per-connection
 //!   clock and the per-command figures, the finish, the timeline, the text rendering.
 //! - [`compare`]: `mongotape compare`, the summaries of captures and replays side by side, and its text.
+//! - [`merge`]: `mongotape merge`, the reports of a sharded replay added into one, exactly.
 //! - [`html`]: every HTML page (analyze's, compare's, the replay's) and the page and chart builders
 //!   they share.
 //!
@@ -23,6 +24,7 @@ pub mod cat;
 pub mod compare;
 pub mod html;
 pub mod inspect;
+pub mod merge;
 pub mod pair;
 pub mod phases;
 pub mod summary;

@@ -37,6 +37,9 @@ pub(super) async fn one(
     if let Some(step) = wait_until_due(shared, intended, abort).await {
         return Ok(step);
     }
+    if !crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort).await {
+        return Ok(Step::Stop);
+    }
     if !patch_cursors(shared, &mut op).await {
         Counters::bump(&shared.counters.cursor_not_found);
         return Ok(Step::Skipped);

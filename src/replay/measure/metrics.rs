@@ -1,19 +1,22 @@
 //! What a replay measures: latency histograms per command and per namespace, a per-second timeline,
 //! schedule lag, and divergences from the recorded replies. One lock, held for a few hundred ns per
-//! operation; every figure is kept in nanoseconds.
+//! operation; every figure is kept in nanoseconds. The timeline's seconds are wall-clock seconds,
+//! so the timelines of shards that ran together line up.
 
+use super::hdr;
+use super::knee::Bucket;
 use super::step_phases::ReplayPhases;
 use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Examples kept per command in the divergence report.
 pub const DIVERGENCE_EXAMPLES: usize = 5;
 
-fn coarse_histogram() -> Histogram<u64> {
+pub fn coarse_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(100, 3_600_000_000_000, 2).expect("static bounds are valid")
 }
 
@@ -65,18 +68,24 @@ struct Second {
     max_lag_ns: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SecondReport {
+    /// Seconds since the first bucket.
     pub second: usize,
+    /// The wall-clock second (Unix time) this bucket covers.
+    pub unix_s: u64,
     pub ops: u64,
     pub errors: u64,
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
     pub max_lag_us: f64,
+    /// The second's latency histogram (see [`hdr`]), for exact merging.
+    pub hdr: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DivergenceReport {
     pub count: u64,
     /// How often each field differed.
@@ -84,7 +93,7 @@ pub struct DivergenceReport {
     pub examples: Vec<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LagReport {
     /// Send time minus intended send time.
     pub latency: LatencySummary,
@@ -93,8 +102,22 @@ pub struct LagReport {
     pub behind_100ms: u64,
 }
 
+/// The histograms behind the report's percentiles, serialized ([`hdr`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HistogramsReport {
+    pub format: String,
+    pub overall: String,
+    pub per_command: BTreeMap<String, String>,
+    pub per_namespace: BTreeMap<String, String>,
+    pub lag: String,
+}
+
 pub struct Metrics {
     start: Instant,
+    /// The wall clock at `start`: whole Unix seconds and nanoseconds into that second.
+    start_unix_s: u64,
+    start_subsec_ns: u64,
     overall: Stat,
     per_command: HashMap<Arc<str>, Stat>,
     per_namespace: HashMap<Arc<str>, Stat>,
@@ -126,8 +149,13 @@ pub struct Sample<'a> {
 
 impl Metrics {
     pub fn new(start: Instant) -> Metrics {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         Metrics {
             start,
+            start_unix_s: wall.as_secs(),
+            start_subsec_ns: wall.subsec_nanos() as u64,
             overall: Stat::new(true),
             per_command: HashMap::new(),
             per_namespace: HashMap::new(),
@@ -170,7 +198,8 @@ impl Metrics {
         self.lag.saturating_record(s.lag_ns.max(100));
         self.behind_1ms += (s.lag_ns > 1_000_000) as u64;
         self.behind_100ms += (s.lag_ns > 100_000_000) as u64;
-        let sec = s.done.saturating_duration_since(self.start).as_secs() as usize;
+        let since_ns = s.done.saturating_duration_since(self.start).as_nanos() as u64;
+        let sec = (since_ns.saturating_add(self.start_subsec_ns) / 1_000_000_000) as usize;
         // A bound on the timeline's memory: a day of seconds.
         if sec < 86_400 {
             while self.timeline.len() <= sec {
@@ -236,6 +265,8 @@ impl Metrics {
             .enumerate()
             .map(|(i, t)| SecondReport {
                 second: i,
+                unix_s: self.start_unix_s + i as u64,
+                hdr: hdr::encode(&t.latency),
                 ops: t.ops,
                 errors: t.errors,
                 p50_us: us(t.latency.value_at_quantile(0.5)),
@@ -244,6 +275,39 @@ impl Metrics {
                 max_lag_us: us(t.max_lag_ns),
             })
             .collect()
+    }
+
+    /// The wall clock at the start, in Unix seconds.
+    pub fn started_at_unix_s(&self) -> f64 {
+        self.start_unix_s as f64 + self.start_subsec_ns as f64 / 1e9
+    }
+
+    /// The timeline's seconds, for the knee.
+    pub fn buckets(&self) -> Vec<Bucket<'_>> {
+        self.timeline
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Bucket {
+                unix_s: self.start_unix_s + i as u64,
+                ops: t.ops,
+                latency: &t.latency,
+            })
+            .collect()
+    }
+
+    pub fn histograms(&self) -> HistogramsReport {
+        let all = |m: &HashMap<Arc<str>, Stat>| {
+            m.iter()
+                .map(|(k, v)| (k.to_string(), hdr::encode(&v.latency)))
+                .collect()
+        };
+        HistogramsReport {
+            format: hdr::FORMAT.into(),
+            overall: hdr::encode(&self.overall.latency),
+            per_command: all(&self.per_command),
+            per_namespace: all(&self.per_namespace),
+            lag: hdr::encode(&self.lag),
+        }
     }
 
     pub fn lag(&self) -> LagReport {

@@ -4,12 +4,13 @@
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
 //! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
-//! statements on one lane.
+//! statements on one lane, and a write before any later request of its namespace ([`order`]).
 
 pub mod abort;
 pub mod budget;
 pub mod cursors;
 pub mod op;
+pub mod order;
 pub mod pacing;
 pub mod shared;
 
@@ -43,6 +44,10 @@ pub struct Router {
     by_cursor: HashMap<(Scope, i64), usize>,
     by_txn: HashMap<(Scope, Vec<u8>, i64), usize>,
     next: Vec<usize>,
+    /// Lanes whose recorded connection ended in an earlier pass, by (clone, recorded connection):
+    /// the next pass reuses them, so a replay opens one pass's connections however many passes run.
+    parked: HashMap<(u32, u64), usize>,
+    clones: u32,
     /// The lanes' tasks, to wait for at the end.
     pub joins: Vec<JoinHandle<()>>,
 }
@@ -63,6 +68,8 @@ impl Router {
             by_cursor: HashMap::new(),
             by_txn: HashMap::new(),
             next: vec![0; clones as usize],
+            parked: HashMap::new(),
+            clones: clones.max(1),
             joins: Vec::new(),
         };
         if let Lanes::Fixed(n) = lanes_mode {
@@ -82,12 +89,27 @@ impl Router {
 
     /// The lane for one copy of `req`, and the key its sessions are mapped under.
     pub fn route(&mut self, scope: Scope, clone: u32, req: &Request) -> (usize, u32) {
+        self.route_after(scope, clone, req, None)
+    }
+
+    /// Like [`Router::route`]; with `--connections N`, `follow` is the lane of an unacknowledged
+    /// write the request must follow ([`order`]), taken unless a cursor or transaction names one.
+    pub fn route_after(
+        &mut self,
+        scope: Scope,
+        clone: u32,
+        req: &Request,
+        follow: Option<usize>,
+    ) -> (usize, u32) {
         match self.lanes_mode {
             Lanes::PerRecorded => {
                 let lane = match self.by_conn.get(&(scope, req.conn_id)) {
                     Some(&l) => l,
                     None => {
-                        let l = self.spawn();
+                        let l = match self.parked.remove(&(clone, req.conn_id)) {
+                            Some(l) => l,
+                            None => self.spawn(),
+                        };
                         self.by_conn.insert((scope, req.conn_id), l);
                         l
                     }
@@ -108,6 +130,11 @@ impl Router {
                     l
                 } else if let Some(l) = txn_key.as_ref().and_then(|k| self.by_txn.get(k)) {
                     *l
+                } else if let Some(l) = follow {
+                    if let Some(k) = txn_key.clone() {
+                        self.by_txn.insert(k, l);
+                    }
+                    l
                 } else {
                     let slot = &mut self.next[clone as usize];
                     let l = base + *slot % n;
@@ -158,14 +185,28 @@ impl Router {
     }
 
     /// A recorded connection closed: its replay connection finishes its queue and closes too.
-    pub fn close_conn(&mut self, scope: Scope, conn: u64) {
+    /// With `keep` (more passes may follow) the lane is parked for the next pass instead.
+    pub fn close_conn(&mut self, scope: Scope, conn: u64, keep: bool) {
         if let Some(l) = self.by_conn.remove(&(scope, conn)) {
-            self.lanes[l] = None;
+            if keep {
+                self.parked.insert((scope % self.clones, conn), l);
+            } else {
+                self.lanes[l] = None;
+            }
+        }
+    }
+
+    /// The end of a pass: every recorded connection's lane closes, or is parked with `keep`.
+    pub fn end_pass(&mut self, keep: bool) {
+        let open: Vec<(Scope, u64)> = self.by_conn.keys().copied().collect();
+        for (scope, conn) in open {
+            self.close_conn(scope, conn, keep);
         }
     }
 
     pub fn close_all(&mut self) {
         self.by_conn.clear();
+        self.parked.clear();
         for l in &mut self.lanes {
             *l = None;
         }

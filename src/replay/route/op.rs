@@ -1,6 +1,7 @@
 //! What a lane is handed: one copy of a recorded request, written out and ready to send (or a step
 //! marker, which is not sent).
 
+use super::order::{After, Completes};
 use crate::replay::measure::outcome::Outcome;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::request::Scope;
@@ -30,4 +31,8 @@ pub struct Op {
     pub marker: Option<Marker>,
     /// How the recorded client compressed it: sent compressed when the connection agreed on one.
     pub compressor: Option<Compressor>,
+    /// `--connections N`: the write on another connection this request must follow ([`super::order`]).
+    pub after: Option<After>,
+    /// This write's completion, for those that follow it (completes when the op is dropped).
+    pub completes: Option<Completes>,
 }

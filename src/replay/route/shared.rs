@@ -40,6 +40,11 @@ pub struct Counters {
     pub routed: AtomicU64,
     /// Requests sent compressed (OP_COMPRESSED with the compressor the target agreed to).
     pub compressed: AtomicU64,
+    /// `--connections N`: requests that followed a write on another connection, those that had to
+    /// wait for it, and the time they waited.
+    pub ordered: AtomicU64,
+    pub order_waits: AtomicU64,
+    pub order_wait_ns: AtomicU64,
 }
 
 impl Counters {

@@ -54,6 +54,18 @@ impl Feed<'_> {
             self.last_ts = self.last_ts.max(req.ts_ns);
         }
         let first = *self.first_ts.get_or_insert(req.ts_ns);
+        if self.due_after_deadline(req.ts_ns.saturating_sub(first)) {
+            if self.shared.pacing.open_loop() {
+                // `--rate` order: every later request is due later still.
+                self.past_deadline = true;
+                return false;
+            }
+            self.shared
+                .counters
+                .after_deadline
+                .fetch_add(clones as u64, std::sync::atomic::Ordering::Relaxed);
+            return true;
+        }
         let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
         let command = req.command.clone();
         let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
@@ -72,21 +84,39 @@ impl Feed<'_> {
         !barrier || self.shared.budget.wait_empty(&self.shared.abort)
     }
 
+    /// Whether the next request, `offset_in_pass` after this pass's first, is due at or after the
+    /// `--duration` deadline (then it is not queued, and opens no connection).
+    pub(super) fn due_after_deadline(&self, offset_in_pass: u64) -> bool {
+        let due = self.shared.pacing.due_at(
+            self.shared.start,
+            offset_in_pass + self.pass_base_ns,
+            self.seq,
+        );
+        matches!((self.shared.deadline, due), (Some(d), Some(due)) if due >= d)
+    }
+
     /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
     fn emit_copy(&mut self, req: &Request, clone: u32, offset_ns: u64, insert: bool) -> bool {
+        if let Some(plan) = &mut self.shard {
+            if !plan.owns(req.conn_id, clone) {
+                return true;
+            }
+        }
         let clones = self.cfg.clones.max(1);
         let scope = (self.iteration as u32)
             .wrapping_mul(clones)
             .wrapping_add(clone);
-        let (lane, session_key) = self.router.route(scope, clone, req);
-        let lsid = req
-            .lsid
-            .as_ref()
-            .map(|l| self.sessions.live(scope, session_key, l));
         let map = CopyDb {
             map: &self.cfg.db_map,
             clone: (clones > 1).then_some(clone + 1),
         };
+        let namespace = self.namespace(&map, req);
+        let follow = self.order.lane_of(scope, &namespace);
+        let (lane, session_key) = self.router.route_after(scope, clone, req, follow);
+        let lsid = req
+            .lsid
+            .as_ref()
+            .map(|l| self.sessions.live(scope, session_key, l));
         let out = match rewrite::rewrite(req, &map, lsid.as_ref()) {
             Ok(mut o) => {
                 if let Some(ids) = &self.ids {
@@ -103,7 +133,10 @@ impl Feed<'_> {
                 return true;
             }
         };
-        let namespace = self.namespace(&map, req);
+        let (after, completes) = match self.cfg.lanes {
+            Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
+            Lanes::PerRecorded => (None, None),
+        };
         let produces_cursor = req.produces_cursor();
         if let Some(c) = produces_cursor {
             self.shared.cursors.expect(scope, c);
@@ -123,6 +156,8 @@ impl Feed<'_> {
             bytes: out.bytes,
             marker: None,
             compressor: req.compressor,
+            after,
+            completes,
         };
         self.seq += 1;
         if !self

@@ -75,6 +75,8 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         origin_request: req.request_id,
         marker: Some(marker),
         compressor: None,
+        after: None,
+        completes: None,
     }
 }
 

@@ -1,7 +1,9 @@
 //! Step 1 of the pipeline: the capture feed, a thread that streams the capture (once per repeat),
 //! decides what is replayed ([`filters`]), pairs each request with its recorded reply, writes it out
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
-//! read-ahead budget. Step markers travel the same way ([`markers`]).
+//! read-ahead budget. Step markers travel the same way ([`markers`]). With `--shard I/N` only this
+//! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
+//! queued, and a pass reuses the previous one's connections.
 
 use crate::capture::{CaptureSet, Record, RecordKind};
 use crate::replay::lane;
@@ -26,6 +28,7 @@ use tokio::task::JoinHandle;
 mod copies;
 pub mod filters;
 pub mod markers;
+pub mod shard;
 
 /// Requests held per recorded connection while their recorded replies are read.
 const MAX_HELD: usize = 10_000;
@@ -44,6 +47,8 @@ pub struct SourceConfig {
     pub db_map: Vec<(String, String)>,
     /// Each pass starts once the previous one is answered (false for open-loop `--rate`).
     pub pass_barrier: bool,
+    /// `--shard I/N`: only this part of the capture.
+    pub shard: Option<shard::Shard>,
 }
 
 /// What the reader saw, for the report.
@@ -86,6 +91,12 @@ struct Feed<'a> {
     /// Step markers of this pass, and those waiting in `held` (by connection and request id).
     markers: MarkerSeq,
     held_markers: HashMap<(u64, i32), Marker>,
+    /// This shard's part of the capture (`--shard`).
+    shard: Option<shard::ShardPlan>,
+    /// The first request due after the `--duration` deadline was reached: no more passes.
+    past_deadline: bool,
+    /// `--connections N`: writes and what follows them ([`crate::replay::route::order`]).
+    order: crate::replay::route::order::Order,
 }
 
 impl Feed<'_> {
@@ -199,10 +210,11 @@ impl Feed<'_> {
             self.result.recorded_span_ns = self.span();
         }
         if self.cfg.lanes == Lanes::PerRecorded {
-            self.router.close_all();
+            self.router.end_pass(self.more_passes());
         }
         // Sessions and cursors of this pass are never used again.
         self.sessions.clear();
+        self.order.clear();
         go_on && self.result.capture_error.is_none()
     }
 
@@ -277,9 +289,15 @@ impl Feed<'_> {
             let scope = (self.iteration as u32)
                 .wrapping_mul(clones)
                 .wrapping_add(clone);
-            self.router.close_conn(scope, record.conn_id);
+            self.router
+                .close_conn(scope, record.conn_id, self.more_passes());
         }
         true
+    }
+
+    /// Whether another pass may follow this one (its lanes are then kept for it).
+    fn more_passes(&self) -> bool {
+        self.cfg.repeat.is_none_or(|r| self.iteration + 1 < r)
     }
 
     /// The end of the capture: every queue goes out, in connection order.
@@ -307,6 +325,16 @@ pub fn run(
         let shared = shared.clone();
         Box::new(move |rx| handle.spawn(lane::run(shared.clone(), rx)))
     };
+    let plan = match cfg.shard.map(|s| shard::ShardPlan::build(&cfg.inputs, s)) {
+        Some(Err(e)) => {
+            return SourceResult {
+                capture_error: Some(e.to_string()),
+                ..SourceResult::default()
+            }
+        }
+        Some(Ok(p)) => Some(p),
+        None => None,
+    };
     let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.clone());
     let mut feed = Feed {
         cfg: &cfg,
@@ -327,6 +355,9 @@ pub fn run(
         cursor_ns: CursorNamespaces::default(),
         markers: MarkerSeq::default(),
         held_markers: HashMap::new(),
+        shard: plan,
+        past_deadline: false,
+        order: Default::default(),
     };
     loop {
         if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
@@ -344,13 +375,17 @@ pub fn run(
                 scheduled
             };
         }
-        let go_on = feed.pass();
-        feed.iteration += 1;
-        if !go_on || feed.deadline_passed() || feed.shared.abort.is_set() {
+        if feed.iteration > 0 && feed.due_after_deadline(0) {
             break;
         }
-        if feed.first_ts.is_none() {
-            // Nothing replayable: repeating would spin.
+        let seq_before = feed.seq;
+        let go_on = feed.pass();
+        feed.iteration += 1;
+        if !go_on || feed.past_deadline || feed.deadline_passed() || feed.shared.abort.is_set() {
+            break;
+        }
+        if feed.first_ts.is_none() || feed.seq == seq_before {
+            // Nothing replayable (here, on this shard): repeating would spin.
             break;
         }
     }

@@ -102,6 +102,7 @@ mod tests {
                 p99_us: 200.0,
                 max_us: 300.0,
                 max_lag_us: 0.0,
+                ..SecondReport::default()
             })
             .collect();
         let html = render_html(&r);

@@ -1,0 +1,51 @@
+//! A large capture for memory and throughput checks: the records of a small capture written over
+//! and over (each copy on new connection ids, later in time) until it holds N messages.
+//!
+//! ```text
+//! cargo run --release --example big_capture -- captures/pymongo.mtape big.mtape 10000000
+//! ```
+
+use mongotape::capture::{CaptureReader, CaptureWriter, Record, RecordKind};
+use std::path::PathBuf;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [from, to, n] = args.as_slice() else {
+        anyhow::bail!("usage: big_capture FROM.mtape TO.mtape MESSAGES");
+    };
+    let want: u64 = n.parse()?;
+    let mut reader = CaptureReader::open(&PathBuf::from(from))?;
+    let meta = reader.metadata().clone();
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_record() {
+        let r = r?;
+        if !matches!(r.kind, RecordKind::End) {
+            records.push(r);
+        }
+    }
+    let first = records.first().map_or(0, |r| r.ts_ns);
+    let span = records.last().map_or(0, |r| r.ts_ns) - first + 1_000_000;
+    let max_conn = records.iter().map(|r| r.conn_id).max().unwrap_or(0) + 1;
+    let messages_per_copy = records
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
+        .count() as u64;
+    anyhow::ensure!(messages_per_copy > 0, "{from} holds no messages");
+    let mut w = CaptureWriter::create(&PathBuf::from(to), &meta, 1)?;
+    let (mut written, mut copy) = (0u64, 0u64);
+    while written < want {
+        for r in &records {
+            w.write(&Record::new(
+                r.kind,
+                r.conn_id + copy * max_conn,
+                r.ts_ns - first + copy * span,
+                r.payload.clone(),
+            ))?;
+        }
+        written += messages_per_copy;
+        copy += 1;
+    }
+    w.finish()?;
+    println!("{written} messages in {copy} copies of {from}");
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! `mongotape merge`: the reports of a sharded replay (`replay --shard I/N`) added into one.
+//!
+//! Exact, not averaged: every shard report carries its histograms (HdrHistogram V2,
+//! [`crate::replay::measure::hdr`]); the merge adds them and reads every percentile off the sum, so
+//! a merged p99 is the p99 of all operations of all shards, to the histograms' precision. Counts
+//! and errors add up; timelines line up by wall-clock second; divergences add up per command. The
+//! merge says which shards were merged, which are missing and which failed.
+//!
+//! - [`input`]: reading the shard reports, and which shards are there.
+//! - [`sum`]: adding histograms, summaries, timelines and the rest.
+
+mod input;
+mod sum;
+
+use crate::replay::report::ReplayReport;
+use std::path::PathBuf;
+use thiserror::Error;
+
+pub use input::ShardInput;
+
+#[derive(Debug, Error)]
+pub enum MergeError {
+    #[error("cannot read shard report {path}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("shard report {path} is not a replay report: {detail}")]
+    NotAReport { path: String, detail: String },
+    #[error("shard report {path}: {detail}")]
+    Histogram { path: String, detail: String },
+    #[error("shard reports disagree: {0}")]
+    Mismatch(String),
+    #[error("no shard report to merge")]
+    Empty,
+}
+
+/// Reads the shard reports at `paths` and adds them up.
+pub fn merge_files(paths: &[PathBuf]) -> Result<ReplayReport, MergeError> {
+    let inputs = paths
+        .iter()
+        .map(|p| input::read(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    merge(inputs)
+}
+
+/// Adds up shard reports already read.
+pub fn merge(inputs: Vec<ShardInput>) -> Result<ReplayReport, MergeError> {
+    let census = input::census(&inputs)?;
+    sum::add_up(inputs, census)
+}

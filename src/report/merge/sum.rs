@@ -1,0 +1,324 @@
+//! Adding shard reports up: histograms first, every figure that derives from them read off the sums.
+
+use super::input::ShardInput;
+use super::MergeError;
+use crate::replay::measure::hdr;
+use crate::replay::measure::knee::{self, Bucket};
+use crate::replay::measure::metrics::{
+    coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
+    DIVERGENCE_EXAMPLES,
+};
+use crate::replay::report::{MergeReport, ReplayReport, ReplayerReport};
+use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+/// Skips counted over the whole capture by every shard alike (before the shard's part is taken):
+/// the merge keeps one shard's figure, not the sum.
+const PER_CAPTURE_SKIPS: &[&str] = &["handshake", "unsupported_opcode", "filtered"];
+
+struct Decoder<'a> {
+    path: &'a str,
+}
+
+impl Decoder<'_> {
+    fn decode(&self, what: &str, text: &str) -> Result<Histogram<u64>, MergeError> {
+        hdr::decode(text).map_err(|detail| MergeError::Histogram {
+            path: self.path.to_owned(),
+            detail: format!("{what}: {detail} (a report from before histograms were kept?)"),
+        })
+    }
+
+    fn add_into(
+        &self,
+        into: &mut Histogram<u64>,
+        what: &str,
+        text: &str,
+    ) -> Result<(), MergeError> {
+        let h = self.decode(what, text)?;
+        if hdr::add(into, &h) {
+            Ok(())
+        } else {
+            Err(MergeError::Histogram {
+                path: self.path.to_owned(),
+                detail: format!("{what}: values outside the histogram's range"),
+            })
+        }
+    }
+}
+
+fn ns_sum() -> Histogram<u64> {
+    new_ns_histogram()
+}
+
+#[derive(Default)]
+struct Sums {
+    overall: Option<Histogram<u64>>,
+    per_command: BTreeMap<String, Histogram<u64>>,
+    per_namespace: BTreeMap<String, Histogram<u64>>,
+    lag: Option<Histogram<u64>>,
+    /// By Unix second: ops, errors, max lag (µs), latency.
+    seconds: BTreeMap<u64, (u64, u64, f64, Histogram<u64>)>,
+}
+
+impl Sums {
+    fn add(&mut self, input: &ShardInput) -> Result<(), MergeError> {
+        let d = Decoder { path: &input.path };
+        let h = &input.report.histograms;
+        d.add_into(
+            self.overall.get_or_insert_with(ns_sum),
+            "overall",
+            &h.overall,
+        )?;
+        d.add_into(self.lag.get_or_insert_with(coarse_histogram), "lag", &h.lag)?;
+        for (cmd, text) in &h.per_command {
+            let into = self.per_command.entry(cmd.clone()).or_insert_with(ns_sum);
+            d.add_into(into, cmd, text)?;
+        }
+        for (ns, text) in &h.per_namespace {
+            let into = self
+                .per_namespace
+                .entry(ns.clone())
+                .or_insert_with(coarse_histogram);
+            d.add_into(into, ns, text)?;
+        }
+        for s in &input.report.timeline {
+            let e = self
+                .seconds
+                .entry(s.unix_s)
+                .or_insert_with(|| (0, 0, 0.0, coarse_histogram()));
+            e.0 += s.ops;
+            e.1 += s.errors;
+            e.2 = e.2.max(s.max_lag_us);
+            d.add_into(&mut e.3, &format!("timeline second {}", s.unix_s), &s.hdr)?;
+        }
+        Ok(())
+    }
+}
+
+fn command(count: u64, errors: u64, wall_s: f64, h: Option<&Histogram<u64>>) -> CommandSummary {
+    CommandSummary {
+        count,
+        errors,
+        ops_per_s: if wall_s > 0.0 {
+            count as f64 / wall_s
+        } else {
+            0.0
+        },
+        latency: h.map(LatencySummary::from_ns_histogram).unwrap_or_default(),
+    }
+}
+
+/// Counts per key added up, latency from the summed histogram.
+fn commands(
+    inputs: &[ShardInput],
+    pick: impl Fn(&ReplayReport) -> &BTreeMap<String, CommandSummary>,
+    hists: &BTreeMap<String, Histogram<u64>>,
+    wall_s: f64,
+) -> BTreeMap<String, CommandSummary> {
+    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for i in inputs {
+        for (k, c) in pick(&i.report) {
+            let e = counts.entry(k.clone()).or_default();
+            e.0 += c.count;
+            e.1 += c.errors;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(k, (n, e))| {
+            let s = command(n, e, wall_s, hists.get(&k));
+            (k, s)
+        })
+        .collect()
+}
+
+fn divergences(inputs: &[ShardInput]) -> BTreeMap<String, DivergenceReport> {
+    let mut out: BTreeMap<String, DivergenceReport> = BTreeMap::new();
+    for i in inputs {
+        for (cmd, d) in &i.report.divergences {
+            let e = out.entry(cmd.clone()).or_default();
+            e.count += d.count;
+            for (f, n) in &d.fields {
+                *e.fields.entry(f.clone()).or_default() += n;
+            }
+            let room = DIVERGENCE_EXAMPLES.saturating_sub(e.examples.len());
+            e.examples.extend(d.examples.iter().take(room).cloned());
+        }
+    }
+    out
+}
+
+fn timeline(sums: &Sums) -> Vec<SecondReport> {
+    let first = sums.seconds.keys().next().copied().unwrap_or_default();
+    let us = |ns: u64| ns as f64 / 1000.0;
+    sums.seconds
+        .iter()
+        .map(|(&unix_s, (ops, errors, lag, h))| SecondReport {
+            second: (unix_s - first) as usize,
+            unix_s,
+            ops: *ops,
+            errors: *errors,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            max_us: us(h.max()),
+            max_lag_us: *lag,
+            hdr: hdr::encode(h),
+        })
+        .collect()
+}
+
+/// The merged report.
+pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayReport, MergeError> {
+    let mut sums = Sums::default();
+    for i in &inputs {
+        sums.add(i)?;
+    }
+    let first = &inputs[0].report;
+    let start = inputs
+        .iter()
+        .map(|i| i.report.started_at_unix_s)
+        .fold(f64::INFINITY, f64::min);
+    let end = inputs
+        .iter()
+        .map(|i| i.report.started_at_unix_s + i.report.summary.wall_s)
+        .fold(0.0, f64::max);
+    let wall_s = (end - start).max(0.0);
+    let total = |f: fn(&ReplayReport) -> u64| inputs.iter().map(|i| f(&i.report)).sum::<u64>();
+    let most = |f: fn(&ReplayReport) -> u64| inputs.iter().map(|i| f(&i.report)).max();
+    let ops = total(|r| r.summary.ops);
+
+    let mut r = ReplayReport {
+        mongotape_version: env!("CARGO_PKG_VERSION").into(),
+        capture: first.capture.clone(),
+        target: first.target.clone(),
+        options: first.options.clone(),
+        started_at_unix_s: start,
+        recorded_span_s: first.recorded_span_s,
+        iterations: most(|r| r.iterations).unwrap_or_default(),
+        requests_read: most(|r| r.requests_read).unwrap_or_default(),
+        sent: total(|r| r.sent),
+        compressed: total(|r| r.compressed),
+        unacknowledged: total(|r| r.unacknowledged),
+        connections_opened: total(|r| r.connections_opened),
+        stray_replies: total(|r| r.stray_replies),
+        ..ReplayReport::default()
+    };
+    r.summary = ReportSummary {
+        kind: "replay".into(),
+        label: first.summary.label.clone(),
+        source: first.summary.source.clone(),
+        wall_s,
+        ops,
+        ops_per_s: if wall_s > 0.0 {
+            ops as f64 / wall_s
+        } else {
+            0.0
+        },
+        overall: command(
+            ops,
+            total(|r| r.summary.overall.errors),
+            wall_s,
+            sums.overall.as_ref(),
+        ),
+        per_command: commands(
+            &inputs,
+            |r| &r.summary.per_command,
+            &sums.per_command,
+            wall_s,
+        ),
+        server_cpu_s_per_1k_ops: None,
+        client_cpu_us_per_op: None,
+        client_bound_share: None,
+    };
+    r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
+    for i in &inputs {
+        for (k, n) in &i.report.skipped {
+            let e = r.skipped.entry(k.clone()).or_default();
+            *e = if PER_CAPTURE_SKIPS.contains(&k.as_str()) {
+                (*e).max(*n)
+            } else {
+                *e + n
+            };
+        }
+    }
+    r.lag = LagReport {
+        latency: sums
+            .lag
+            .as_ref()
+            .map(LatencySummary::from_ns_histogram)
+            .unwrap_or_default(),
+        behind_1ms: total(|r| r.lag.behind_1ms),
+        behind_100ms: total(|r| r.lag.behind_100ms),
+    };
+    r.divergences = divergences(&inputs);
+    r.timeline = timeline(&sums);
+    add_cpu(&mut r, &inputs);
+    if let Some(schedule) = &r.options.open_loop {
+        let buckets: Vec<Bucket<'_>> = sums
+            .seconds
+            .iter()
+            .map(|(&unix_s, (ops, _, _, h))| Bucket {
+                unix_s,
+                ops: *ops,
+                latency: h,
+            })
+            .collect();
+        let duration_s = r.options.duration_s.unwrap_or(wall_s);
+        r.knee = knee::find(&schedule.pacing(), start, duration_s, &buckets);
+    }
+    r.histograms = HistogramsReport {
+        format: hdr::FORMAT.into(),
+        overall: sums.overall.as_ref().map(hdr::encode).unwrap_or_default(),
+        per_command: encode_all(&sums.per_command),
+        per_namespace: encode_all(&sums.per_namespace),
+        lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
+    };
+    r.complete = census.missing.is_empty() && census.failed.is_empty();
+    r.capture_error = inputs.iter().find_map(|i| i.report.capture_error.clone());
+    r.error = (!census.failed.is_empty()).then(|| {
+        let which: Vec<&str> = census.failed.keys().map(String::as_str).collect();
+        format!("shard(s) {} failed", which.join(", "))
+    });
+    r.merge = Some(census);
+    Ok(r)
+}
+
+fn encode_all(m: &BTreeMap<String, Histogram<u64>>) -> BTreeMap<String, String> {
+    m.iter().map(|(k, h)| (k.clone(), hdr::encode(h))).collect()
+}
+
+/// The server's CPU: every shard that could see the server measured all of it over nearly the
+/// same time, so the widest measurement stands for the run (not their sum). The replayers' CPU adds.
+fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
+    let ops = r.summary.ops.max(1) as f64;
+    if let Some(widest) = inputs
+        .iter()
+        .filter(|i| i.report.server.cpu_s.is_some())
+        .max_by(|a, b| {
+            a.report
+                .server
+                .cpu_s
+                .partial_cmp(&b.report.server.cpu_s)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    {
+        r.server = widest.report.server.clone();
+        r.server.cpu_s_per_1k_ops = r.server.cpu_s.map(|c| c / ops * 1000.0);
+    } else if let Some(i) = inputs.first() {
+        r.server = i.report.server.clone();
+    }
+    r.summary.server_cpu_s_per_1k_ops = r.server.cpu_s_per_1k_ops;
+    let replayer: Vec<f64> = inputs
+        .iter()
+        .filter_map(|i| i.report.replayer.cpu_s)
+        .collect();
+    if !replayer.is_empty() {
+        let cpu: f64 = replayer.iter().sum();
+        r.replayer = ReplayerReport {
+            cpu_s: Some(cpu),
+            cpu_us_per_op: Some(cpu / ops * 1e6),
+        };
+        r.summary.client_cpu_us_per_op = r.replayer.cpu_us_per_op;
+    }
+}

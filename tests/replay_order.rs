@@ -1,0 +1,45 @@
+//! Order that holds under `--connections N`: a write and a later request of its namespace keep
+//! their order across connections, so the seed workloads replay on 8 connections with no
+//! divergence and leave the same database; the report says how much concurrency that left.
+
+mod common;
+
+use common::*;
+
+fn on_eight_connections(workload: &str, scale: f64) {
+    let dir = tempdir();
+    let a = Server::start();
+    let db = "bench";
+    let (capture, _) = record_workload(&a, dir.path(), Client::Pymongo, workload, db, scale);
+    let expected = dump_db(&a.uri(), db);
+    drop(a);
+    let b = Server::start();
+    let r = replay(&capture, &b.uri(), &["--fast", "--connections", "8"]);
+    assert_eq!(r.divergences(), 0, "{workload}: {}", r.describe());
+    assert_eq!(r.skipped("cursor_not_found"), 0, "{}", r.describe());
+    let ordering = &r.report["ordering"];
+    assert_eq!(ordering["connections"], 8, "{}", r.describe());
+    assert!(
+        ordering["followed_a_write"].as_u64() > Some(0),
+        "{}",
+        r.describe()
+    );
+    assert!(ordering["mean_in_flight"].as_f64() > Some(0.0));
+    assert!(r.output.stdout.contains("requests in flight on average"));
+    assert_same_db(&expected, &dump_db(&b.uri(), db));
+}
+
+#[test]
+fn basic_replays_on_eight_connections_without_divergence() {
+    on_eight_connections("basic", 1.0);
+}
+
+#[test]
+fn inserts_replays_on_eight_connections_without_divergence() {
+    on_eight_connections("inserts", 0.2);
+}
+
+#[test]
+fn lookup_replays_on_eight_connections_without_divergence() {
+    on_eight_connections("lookup", 0.2);
+}

@@ -1,0 +1,427 @@
+//! Replay beyond one process: `--rate` under `--duration` (one pass's connections), the ramp's
+//! knee, `--shard I/N` and `mongotape merge` (exact percentiles, missing shards), and a Kubernetes
+//! Indexed Job simulated by processes with `JOB_COMPLETION_INDEX` set.
+
+mod common;
+
+use base64::Engine;
+use common::*;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn f64_of(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn seed_capture() -> PathBuf {
+    workspace_root().join("captures/pymongo.mtape")
+}
+
+/// Several pymongo threads over one pool: each its own inserts, a cursor read in batches (its
+/// getMores may go over another pooled connection) and a transaction.
+const THREADS: &str = r#"
+import sys, threading, time
+from pymongo import MongoClient
+client = MongoClient(sys.argv[1], maxPoolSize=6)
+db = client.shards
+db.c.drop()
+time.sleep(0.3)
+db.create_collection('c')
+time.sleep(0.3)
+def work(t):
+    c = db.c
+    for i in range(30):
+        c.insert_one({'_id': t * 1000 + i, 't': t, 'x': 'a' * 50})
+    # Pauses between dependent steps: they may cross connections (and shards), and the replay's
+    # recorded timing keeps them in order only with room to spare.
+    time.sleep(0.3)
+    assert len(list(c.find({'t': t}).batch_size(7))) == 30
+    time.sleep(0.3)
+    with client.start_session() as s:
+        with s.start_transaction():
+            c.insert_one({'_id': t * 1000 + 500, 't': t}, session=s)
+            c.update_one({'_id': t * 1000}, {'$set': {'in_txn': True}}, session=s)
+    time.sleep(0.3)
+    c.count_documents({'t': t})
+ts = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(db.c.count_documents({}))
+"#;
+
+/// Replays shard I of N of `capture` for every I at once (all starting at `--start-at`), each
+/// writing `dir/shard-I.json`; returns the report paths.
+fn replay_shards(capture: &Path, target: &str, n: u32, dir: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    let start_at = SystemTime::now() + Duration::from_secs(2);
+    let start_at = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let children: Vec<(PathBuf, std::thread::JoinHandle<CommandOutput>)> = (0..n)
+        .map(|i| {
+            let report = dir.join(format!("shard-{i}.json"));
+            let mut c = Command::new(mongotape_bin());
+            c.arg("replay")
+                .arg(capture)
+                .args(["--target", target, "--quiet", "--report"])
+                .arg(&report)
+                .args(["--shard", &format!("{i}/{n}")])
+                .args(["--start-at", &format!("{start_at:.3}")])
+                .args(extra);
+            (
+                report,
+                std::thread::spawn(move || run_command(c, REPLAY_TIMEOUT)),
+            )
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|(report, handle)| {
+            let out = handle.join().expect("replay thread");
+            assert!(out.success(), "shard {}: {}", report.display(), out.stderr);
+            report
+        })
+        .collect()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("read report")).expect("report is JSON")
+}
+
+fn merge(reports: &[PathBuf], out: &Path) -> (CommandOutput, serde_json::Value) {
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(reports.iter().map(|p| p.display().to_string()));
+    args.extend([
+        "--quiet".into(),
+        "--report".into(),
+        out.display().to_string(),
+    ]);
+    let output = mongotape(&args);
+    (output, read_json(out))
+}
+
+/// A histogram from a report, decoded here with the hdrhistogram crate directly.
+fn histogram(text: &serde_json::Value) -> Histogram<u64> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.as_str().expect("histogram text"))
+        .expect("base64");
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .expect("HdrHistogram V2")
+}
+
+fn per_command_counts(report: &serde_json::Value) -> Vec<(String, u64)> {
+    report["summary"]["per_command"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v["count"].as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn rate_with_duration_sends_rate_times_duration_over_one_pass_of_connections() {
+    let server = Server::start_with(&["--standalone"]);
+    let once = replay(&seed_capture(), &server.uri(), &["--fast"]);
+    let one_pass = once.report["connections_opened"].as_u64().unwrap();
+
+    let r = replay(
+        &seed_capture(),
+        &server.uri(),
+        &["--rate", "300", "--duration", "5"],
+    );
+    let ops = r.ops() as f64;
+    assert!(
+        (1350.0..=1650.0).contains(&ops),
+        "{ops} ops: {}",
+        r.describe()
+    );
+    assert!(
+        r.report["iterations"].as_u64() > Some(2),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        r.report["connections_opened"].as_u64() <= Some(one_pass),
+        "one pass opens {one_pass}: {}",
+        r.describe()
+    );
+    // The server saw as few: the replay's lanes plus the probe's own connection.
+    let created = r.report["server"]["delta"]["connections"]["totalCreated"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    assert!(created <= one_pass + 2, "server created {created}");
+    // Open loop: latency counts from the intended send time, so never below the send's lag.
+    let lag_p50 = f64_of(&r.report["lag"]["latency"]["p50_us"]);
+    let p50 = f64_of(&r.report["summary"]["overall"]["latency"]["p50_us"]);
+    assert!(p50 >= lag_p50, "p50 {p50} < lag {lag_p50}");
+
+    // Server CPU per operation: --rate near what the server sustains against --fast.
+    let fast = replay(
+        &seed_capture(),
+        &server.uri(),
+        &["--fast", "--duration", "3"],
+    );
+    let fast_rate = f64_of(&fast.report["summary"]["ops_per_s"]);
+    let fast_cpu = f64_of(&fast.report["server"]["cpu_s_per_1k_ops"]);
+    let rate = format!("{:.0}", fast_rate * 0.8);
+    let paced = replay(
+        &seed_capture(),
+        &server.uri(),
+        &["--rate", &rate, "--duration", "3"],
+    );
+    let paced_cpu = f64_of(&paced.report["server"]["cpu_s_per_1k_ops"]);
+    eprintln!("server CPU per 1k ops: fast {fast_cpu:.3}, rate {rate}: {paced_cpu:.3}");
+    assert!(
+        (paced_cpu / fast_cpu - 1.0).abs() <= 0.3,
+        "fast {fast_cpu} vs rate {rate}: {paced_cpu}: {}",
+        paced.describe()
+    );
+}
+
+#[test]
+fn a_ramp_reports_its_knee() {
+    let server = Server::start_with(&["--standalone"]);
+    let r = replay(
+        &seed_capture(),
+        &server.uri(),
+        &["--rate", "100..30000", "--ramp", "6s"],
+    );
+    let knee = &r.report["knee"];
+    let rate = knee["rate_ops_per_s"].as_f64();
+    assert!(
+        rate.is_some_and(|r| (100.0..30000.0).contains(&r)),
+        "one connection cannot take 30,000/s: {}",
+        r.describe()
+    );
+    assert!(knee["definition"].as_str().unwrap().contains("p99"));
+    assert!(r.output.stdout.contains("knee: at"), "{}", r.output.stdout);
+    let wall = f64_of(&r.report["summary"]["wall_s"]);
+    assert!((5.5..12.0).contains(&wall), "wall {wall}");
+}
+
+#[test]
+fn four_shards_merge_to_the_unsharded_replay_exactly() {
+    let dir = tempdir();
+    let a = Server::start();
+    let (capture, stdout) = record_python(&a, dir.path(), "threads", THREADS);
+    assert_eq!(stdout.trim(), "186");
+    drop(a);
+
+    let whole_server = Server::start();
+    // Recorded timing: the threads' writes and reads of one collection cross connections (and so
+    // shards); the schedule keeps them in their recorded order, on one process as on four.
+    let whole = replay(&capture, &whole_server.uri(), &["--clones", "2"]);
+    assert_eq!(whole.divergences(), 0, "{}", whole.describe());
+    let sharded_server = Server::start();
+    let reports = replay_shards(
+        &capture,
+        &sharded_server.uri(),
+        4,
+        dir.path(),
+        &["--clones", "2"],
+    );
+
+    // Each session whole on one shard: no cursor or transaction statement landed on a shard that
+    // lacks what opened it.
+    let shards: Vec<serde_json::Value> = reports.iter().map(|p| read_json(p)).collect();
+    let busy = shards
+        .iter()
+        .filter(|s| s["summary"]["ops"].as_u64() > Some(0))
+        .count();
+    assert!(busy >= 2, "the work spread over {busy} shard(s)");
+    for (i, s) in shards.iter().enumerate() {
+        assert_eq!(s["shard"]["label"], format!("{i}/4"));
+        assert_eq!(s["skipped"]["cursor_not_found"], 0, "shard {i}: {s}");
+        assert_eq!(s["summary"]["overall"]["errors"], 0, "shard {i}: {s}");
+        assert!(
+            s["divergences"].as_object().unwrap().is_empty(),
+            "shard {i}: {s}"
+        );
+    }
+
+    let merged_path = dir.path().join("merged.json");
+    let (out, merged) = merge(&reports, &merged_path);
+    assert!(out.success(), "{}", out.stderr);
+    assert_eq!(merged["complete"], true);
+    assert_eq!(merged["merge"]["missing"], serde_json::json!([]));
+    assert_eq!(
+        per_command_counts(&merged),
+        per_command_counts(&whole.report)
+    );
+    assert_eq!(merged["summary"]["ops"], whole.report["summary"]["ops"]);
+
+    // Every merged percentile is the percentile of all shards' latencies together.
+    let mut all: Option<Histogram<u64>> = None;
+    for s in &shards {
+        let h = histogram(&s["histograms"]["overall"]);
+        match &mut all {
+            Some(a) => a.add(&h).unwrap(),
+            None => all = Some(h),
+        }
+    }
+    let all = all.unwrap();
+    let latency = &merged["summary"]["overall"]["latency"];
+    for (q, key) in [
+        (0.5, "p50_us"),
+        (0.9, "p90_us"),
+        (0.99, "p99_us"),
+        (0.999, "p999_us"),
+    ] {
+        let expected = all.value_at_quantile(q) as f64 / 1000.0;
+        assert_eq!(f64_of(&latency[key]), expected, "{key}");
+    }
+    assert_eq!(latency["count"].as_u64(), Some(all.len()));
+    assert_eq!(histogram(&merged["histograms"]["overall"]), all);
+    // Timelines line up by wall-clock second: the merged ops per second add up.
+    let timeline_ops: u64 = merged["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ops"].as_u64().unwrap())
+        .sum();
+    assert_eq!(timeline_ops, merged["summary"]["ops"].as_u64().unwrap());
+    // compare reads a merged report like any other.
+    let cmp = mongotape(&[
+        "compare".to_string(),
+        merged_path.display().to_string(),
+        reports[0].display().to_string(),
+    ]);
+    assert!(cmp.success(), "{}", cmp.stderr);
+
+    // The same databases as after the unsharded replay.
+    for db in ["shards_1", "shards_2"] {
+        assert_same_db(
+            &dump_db(&whole_server.uri(), db),
+            &dump_db(&sharded_server.uri(), db),
+        );
+    }
+
+    // A shard missing is said, and the merge fails with exit status 3.
+    let partial_path = dir.path().join("partial.json");
+    let three = [reports[0].clone(), reports[1].clone(), reports[3].clone()];
+    let (out, partial) = merge(&three, &partial_path);
+    assert_eq!(out.status.code(), Some(3), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("missing shard(s) 2/4"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(partial["merge"]["missing"], serde_json::json!(["2/4"]));
+    assert_eq!(partial["complete"], false);
+}
+
+#[test]
+fn a_seed_workload_sharded_over_clones_leaves_the_same_databases() {
+    let dir = tempdir();
+    let a = Server::start();
+    let (capture, _) = record_workload(&a, dir.path(), Client::Pymongo, "basic", "bench", 1.0);
+    drop(a);
+    let whole_server = Server::start();
+    let whole = replay(&capture, &whole_server.uri(), &["--clones", "4", "--fast"]);
+    let sharded_server = Server::start();
+    let reports = replay_shards(
+        &capture,
+        &sharded_server.uri(),
+        4,
+        dir.path(),
+        &["--clones", "4", "--fast"],
+    );
+    for p in &reports {
+        let s = read_json(p);
+        assert!(
+            s["summary"]["ops"].as_u64() > Some(0),
+            "each shard has a clone: {s}"
+        );
+    }
+    let (out, merged) = merge(&reports, &dir.path().join("merged.json"));
+    assert!(out.success(), "{}", out.stderr);
+    assert_eq!(
+        per_command_counts(&merged),
+        per_command_counts(&whole.report)
+    );
+    for clone in 1..=4 {
+        let db = format!("bench_{clone}");
+        assert_same_db(
+            &dump_db(&whole_server.uri(), &db),
+            &dump_db(&sharded_server.uri(), &db),
+        );
+    }
+}
+
+/// The Indexed Job of deploy/kubernetes/replay-job.yaml, without a cluster: N processes that only
+/// differ by `JOB_COMPLETION_INDEX`, started together by `--start-at` (RFC 3339, as the manifest
+/// passes it), reports to one folder, then the merge step over `shard-*.json`.
+#[test]
+fn a_simulated_indexed_job_runs_end_to_end() {
+    let dir = tempdir();
+    let reports_dir = dir.path().join("reports");
+    std::fs::create_dir(&reports_dir).unwrap();
+    let server = Server::start_with(&["--standalone"]);
+    let n = 3;
+    let start = SystemTime::now() + Duration::from_secs(3);
+    let start_s = start.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let start_at = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(start_s + 1))
+        .to_string();
+    let pods: Vec<std::thread::JoinHandle<CommandOutput>> = (0..n)
+        .map(|i| {
+            let mut c = Command::new(mongotape_bin());
+            c.env("JOB_COMPLETION_INDEX", i.to_string())
+                .arg("replay")
+                .arg(seed_capture())
+                .args(["--target", &server.uri()])
+                .args(["--shards", &n.to_string(), "--start-at", &start_at])
+                .args(["--clones", "3", "--rate", "600", "--duration", "3"])
+                .args(["--no-progress", "--quiet", "--report"])
+                .arg(reports_dir.join(format!("shard-{i}.json")));
+            std::thread::spawn(move || run_command(c, REPLAY_TIMEOUT))
+        })
+        .collect();
+    for pod in pods {
+        let out = pod.join().unwrap();
+        assert!(out.success(), "{}", out.stderr);
+    }
+    let mut reports: Vec<PathBuf> = std::fs::read_dir(&reports_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    reports.sort();
+    assert_eq!(reports.len(), n);
+    let starts: Vec<f64> = reports
+        .iter()
+        .map(|p| f64_of(&read_json(p)["started_at_unix_s"]))
+        .collect();
+    for s in &starts {
+        assert!(
+            (*s - (start_s + 1) as f64).abs() < 0.25,
+            "every shard starts at --start-at: {starts:?}"
+        );
+    }
+    let html = dir.path().join("merged.html");
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(reports.iter().map(|p| p.display().to_string()));
+    args.extend([
+        "--report".into(),
+        dir.path().join("merged.json").display().to_string(),
+    ]);
+    args.extend(["--html".into(), html.display().to_string()]);
+    let out = mongotape(&args);
+    assert!(out.success(), "{}", out.stderr);
+    let merged = read_json(&dir.path().join("merged.json"));
+    assert_eq!(
+        merged["merge"]["merged"],
+        serde_json::json!(["0/3", "1/3", "2/3"])
+    );
+    // 600 ops/s for all three together, for 3 s.
+    let ops = merged["summary"]["ops"].as_u64().unwrap() as f64;
+    assert!((1620.0..=1980.0).contains(&ops), "{ops}: {}", out.stdout);
+    assert!(
+        out.stdout.contains("merged 3 of 3 shard report(s)"),
+        "{}",
+        out.stdout
+    );
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+}
