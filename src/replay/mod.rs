@@ -38,7 +38,7 @@ pub mod source;
 
 use crate::capture::CaptureReader;
 use crate::report::summary::ReportSummary;
-use client::Target;
+use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
 use measure::metrics::Metrics;
@@ -59,7 +59,6 @@ use tokio::time::Instant;
 
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
-    let target = Target::parse(&config.target)?;
     match config.pacing {
         Pacing::Recorded { speed } if !(speed > 0.0 && speed.is_finite()) => {
             return Err(ReplayError::Option(
@@ -87,6 +86,7 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .enable_all()
         .build()
         .map_err(ReplayError::Runtime)?;
+    let target = runtime.block_on(Target::parse(&config.target))?;
     Ok(runtime.block_on(replay(config, target, file_len)))
 }
 
@@ -94,12 +94,21 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     let mut report = ReplayReport {
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
-        target: Target::redact(&config.target),
+        target: target.display.clone(),
         options: options_report(&config),
         ..ReplayReport::default()
     };
-    let mut probe = ServerProbe::locate(&config, &target);
-    if let Err(e) = probe.connect(&target, config.op_timeout).await {
+    let servers = match Topology::discover(&target, config.op_timeout).await {
+        Ok(t) => t,
+        Err(e) => {
+            report.error = Some(e.to_string());
+            return report;
+        }
+    };
+    report.topology = describe(&servers.kind());
+    let first = servers.lane_host();
+    let mut probe = ServerProbe::locate(&config, &first);
+    if let Err(e) = probe.connect(&target, &first, config.op_timeout).await {
         report.error = Some(e.to_string());
         report.server = probe.into_server_report();
         return report;
@@ -107,7 +116,7 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
     probe.before(config.server_status).await;
 
     let start = Instant::now();
-    let shared = Arc::new(shared_state(&config, target, start));
+    let shared = Arc::new(shared_state(&config, target, servers, start));
     probe.watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
     let source = feed_lanes(&config, &shared, file_len).await;
     let wall_s = start.elapsed().as_secs_f64();
@@ -127,9 +136,15 @@ async fn replay(config: ReplayConfig, target: Target, file_len: u64) -> ReplayRe
 }
 
 /// What the lanes share, the replay's clock starting at `start`.
-fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared {
+fn shared_state(
+    config: &ReplayConfig,
+    target: Target,
+    servers: Topology,
+    start: Instant,
+) -> Shared {
     Shared {
         target,
+        servers,
         pacing: config.pacing,
         start,
         deadline: config.duration.map(|d| start + d),
@@ -204,6 +219,30 @@ async fn feed_lanes(config: &ReplayConfig, shared: &Arc<Shared>, file_len: u64) 
     source
 }
 
+/// What the target turned out to be, for the report.
+fn describe(kind: &Kind) -> String {
+    match kind {
+        Kind::Single(h) => format!("single server {h}"),
+        Kind::ReplicaSet {
+            name,
+            primary,
+            secondaries,
+        } => format!(
+            "replica set {name}, primary {primary}, {} secondar{}",
+            secondaries.len(),
+            if secondaries.len() == 1 { "y" } else { "ies" }
+        ),
+        Kind::Mongos(list) => format!(
+            "{} mongos: {}",
+            list.len(),
+            list.iter()
+                .map(|h| h.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// The summary and the other figures measured per operation.
 fn add_measurements(
     report: &mut ReplayReport,
@@ -253,6 +292,7 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report.compressed = Counters::get(&c.compressed);
     report.connections_opened = Counters::get(&c.connections_opened);
     report.stray_replies = Counters::get(&c.stray_replies);
+    report.retried_not_primary = Counters::get(&shared.servers.retried);
     report.skipped = source
         .skipped
         .iter()

@@ -45,6 +45,8 @@ pub struct ReplayReport {
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
+    /// What `--target` turned out to be: a single server, a replica set (primary, secondaries), mongos.
+    pub topology: String,
     pub options: OptionsReport,
     /// False when the replay ended early: `error` says why.
     pub complete: bool,
@@ -65,6 +67,8 @@ pub struct ReplayReport {
     pub lag: LagReport,
     pub divergences: BTreeMap<String, DivergenceReport>,
     pub stray_replies: u64,
+    /// Requests sent again on the new primary after a "not primary" reply (the primary changed).
+    pub retried_not_primary: u64,
     pub timeline: Vec<SecondReport>,
     /// The replay cut at the capture's step markers; empty without markers.
     pub phases: Vec<PhaseReport>,
@@ -88,6 +92,9 @@ impl ReplayReport {
             "replayed {} against {} ({})\n",
             self.capture, self.target, self.options.pacing
         ));
+        if !self.topology.is_empty() && !self.topology.starts_with("single") {
+            out.push_str(&format!("target: {}\n", self.topology));
+        }
         out.push_str(&format!(
             "{} ops in {:.2} s ({:.0} ops/s), recorded span {:.2} s, {} connection(s), {} pass(es)\n",
             s.ops, s.wall_s, s.ops_per_s, self.recorded_span_s, self.connections_opened, self.iterations
@@ -119,6 +126,12 @@ impl ReplayReport {
             .collect();
         if !skipped.is_empty() {
             out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
+        }
+        if self.retried_not_primary > 0 {
+            out.push_str(&format!(
+                "{} requests sent again on the new primary after a \"not primary\" reply\n",
+                self.retried_not_primary
+            ));
         }
         out.push_str(&format!(
             "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",
