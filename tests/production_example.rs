@@ -115,10 +115,6 @@ fn the_worked_example_runs_as_written() {
     assert_eq!(report["divergences"], serde_json::json!({}), "{report}");
     assert_eq!(orders(&fresh, &pki), 50);
     assert!(dir.path().join("shop.mtape").is_file());
-        .metadata()
-        .unwrap()
-        .permissions()
-        .readonly());
 }
 
 fn orders(server: &Server, pki: &Pki) -> u64 {
