@@ -52,7 +52,9 @@ fn parse_args() -> anyhow::Result<Args> {
     let conns: usize = positional.get(2).map_or(Ok(1), |s| s.parse())?;
     anyhow::ensure!(conns > 0, "CONNECTIONS must be at least 1");
     Ok(Args {
-        target: Target::parse(positional.first().map_or("127.0.0.1:27017", String::as_str))?,
+        target: Target::parse_blocking(
+            positional.first().map_or("127.0.0.1:27017", String::as_str),
+        )?,
         count: positional.get(1).map_or(Ok(20_000), |s| s.parse())?,
         conns,
         db: positional
@@ -126,7 +128,10 @@ fn main() -> anyhow::Result<()> {
     let (wall, cpu, server_cpu) = runtime.block_on(async move {
         let mut connected = Vec::new();
         for lane in lanes {
-            connected.push((Conn::connect(&target, Duration::from_secs(10)).await?, lane));
+            connected.push((
+                Conn::connect(&target, &target.seeds[0], Duration::from_secs(10)).await?,
+                lane,
+            ));
         }
         let server0 = server_pid.and_then(|p| cpu_seconds(p, tick));
         let cpu0 = own_cpu_seconds(tick).unwrap_or(0.0);

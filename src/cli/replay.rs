@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
+use mongotape::replay::client::Target;
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
 use std::io::IsTerminal;
@@ -15,8 +16,11 @@ pub struct ReplayArgs {
     /// folder), read as one in order.
     #[arg(required = true, num_args = 1..)]
     captures: Vec<PathBuf>,
-    /// The server to replay against: `mongodb://[user:pass@]host:port/[?authSource=..&authMechanism=..]`
-    /// or `host:port`.
+    /// The server to replay against, as a connection string: `host:port`,
+    /// `mongodb://[user:pass@]host1:port,host2:port/[db]?replicaSet=..&tls=true&tlsCAFile=..&authSource=..`
+    /// or `mongodb+srv://`. A replica set's primary is found from hello; reads whose recorded
+    /// `$readPreference` allows it go to a secondary; several mongos share the connections.
+    /// Options the replayer cannot honour are an error naming them (docs/replay.md).
     #[arg(long)]
     target: String,
     /// Recorded timing scaled by this factor (2 = twice as fast, 0.5 = half speed).
@@ -225,6 +229,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.label = args.label;
     config.metrics = args.metrics;
 
+    let target = Target::parse_blocking(&args.target)?;
+    if !target.unused.is_empty() {
+        eprintln!(
+            "mongotape: --target {}: not used, the recorded requests carry their own",
+            target.unused.join(", ")
+        );
+    }
+    drop(target);
     let report = replay::run(config)?;
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;

@@ -82,6 +82,8 @@ pub struct ConnString {
     pub read_preference: Option<ReadPreference>,
     pub tls: Option<ClientTls>,
     pub connect_timeout: Option<Duration>,
+    /// The database named after the hosts (`mongodb://h/DB`), the default `authSource`.
+    pub default_database: Option<String>,
     /// The option keys the string holds, as written, in order (TXT-record options included).
     pub options: Vec<String>,
 }
@@ -186,6 +188,7 @@ impl ConnString {
             read_preference: parsed.read_preference.clone(),
             tls,
             connect_timeout: resolved.connect_timeout,
+            default_database: resolved.default_database.clone(),
             options,
         })
     }

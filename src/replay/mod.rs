@@ -40,7 +40,7 @@ pub mod source;
 
 use crate::capture::CaptureSet;
 use crate::report::summary::ReportSummary;
-use client::Target;
+use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
 use measure::metrics::Metrics;
@@ -61,7 +61,6 @@ use tokio::time::Instant;
 
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
 pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
-    let target = Target::parse(&config.target)?;
     config.pacing.validate().map_err(ReplayError::Option)?;
     if config.connections == Some(0) || config.clones == 0 {
         return Err(ReplayError::Option(
@@ -86,6 +85,7 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .enable_all()
         .build()
         .map_err(ReplayError::Runtime)?;
+    let target = runtime.block_on(Target::parse(&config.target))?;
     Ok(runtime.block_on(replay(config, target, file_len, metrics)))
 }
 
@@ -98,7 +98,7 @@ async fn replay(
     let mut report = ReplayReport {
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
-        target: Target::redact(&config.target),
+        target: target.display.clone(),
         options: options_report(&config),
         shard: config.shard.map(|s| report::ShardReport {
             index: s.index,
@@ -107,8 +107,17 @@ async fn replay(
         }),
         ..ReplayReport::default()
     };
-    let mut probe = ServerProbe::locate(&config, &target);
-    if let Err(e) = probe.connect(&target, config.op_timeout).await {
+    let servers = match Topology::discover(&target, config.op_timeout).await {
+        Ok(t) => t,
+        Err(e) => {
+            report.error = Some(e.to_string());
+            return report;
+        }
+    };
+    report.topology = describe(&servers.kind());
+    let first = servers.lane_host();
+    let mut probe = ServerProbe::locate(&config, &first);
+    if let Err(e) = probe.connect(&target, &first, config.op_timeout).await {
         report.error = Some(e.to_string());
         report.server = probe.into_server_report();
         return report;
@@ -117,7 +126,7 @@ async fn replay(
     wait_for_start(config.start_at).await;
 
     let start = Instant::now();
-    let shared = Arc::new(shared_state(&config, target, start));
+    let shared = Arc::new(shared_state(&config, target, servers, start));
     probe.watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
     let progress_pos = Arc::new(AtomicU64::new(0));
     let endpoint = metrics.and_then(|server| {
@@ -146,9 +155,15 @@ async fn replay(
 }
 
 /// What the lanes share, the replay's clock starting at `start`.
-fn shared_state(config: &ReplayConfig, target: Target, start: Instant) -> Shared {
+fn shared_state(
+    config: &ReplayConfig,
+    target: Target,
+    servers: Topology,
+    start: Instant,
+) -> Shared {
     Shared {
         target,
+        servers,
         pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
         start,
         deadline: config.duration.map(|d| start + d),
@@ -257,6 +272,30 @@ fn serve_metrics(
     server.serve(registry)
 }
 
+/// What the target turned out to be, for the report.
+fn describe(kind: &Kind) -> String {
+    match kind {
+        Kind::Single(h) => format!("single server {h}"),
+        Kind::ReplicaSet {
+            name,
+            primary,
+            secondaries,
+        } => format!(
+            "replica set {name}, primary {primary}, {} secondar{}",
+            secondaries.len(),
+            if secondaries.len() == 1 { "y" } else { "ies" }
+        ),
+        Kind::Mongos(list) => format!(
+            "{} mongos: {}",
+            list.len(),
+            list.iter()
+                .map(|h| h.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// The summary and the other figures measured per operation.
 fn add_measurements(
     report: &mut ReplayReport,
@@ -329,6 +368,7 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report.compressed = Counters::get(&c.compressed);
     report.connections_opened = Counters::get(&c.connections_opened);
     report.stray_replies = Counters::get(&c.stray_replies);
+    report.retried_not_primary = Counters::get(&shared.servers.retried);
     report.skipped = source
         .skipped
         .iter()

@@ -3,6 +3,7 @@
 
 use super::config::ReplayConfig;
 use super::report::{ReplayerReport, ServerReport};
+use crate::net::HostPort;
 use crate::replay::client::{Conn, ConnError, Target};
 use crate::replay::measure::server;
 use crate::replay::measure::step_phases::ReplayPhases;
@@ -21,20 +22,15 @@ pub struct ServerProbe {
 
 impl ServerProbe {
     /// Finds the server's process: the one given, or the owner of a local target's port.
-    pub fn locate(config: &ReplayConfig, target: &Target) -> ServerProbe {
+    pub fn locate(config: &ReplayConfig, host: &HostPort) -> ServerProbe {
         let mut report = ServerReport {
             pid: config.server_pid,
             ..ServerReport::default()
         };
         if config.server_pid.is_some() {
             report.pid_source = Some("--server-pid".into());
-        } else if let Some(port) = target
-            .addr
-            .rsplit_once(':')
-            .and_then(|(host, p)| is_local(host).then_some(p))
-            .and_then(|p| p.parse().ok())
-        {
-            report.pid = server::find_listener_pid(port);
+        } else if is_local(&host.host) {
+            report.pid = server::find_listener_pid(host.port);
             report.pid_source = report.pid.map(|_| "port".into());
         }
         ServerProbe {
@@ -48,13 +44,15 @@ impl ServerProbe {
         }
     }
 
-    /// A first connection: checks the target before anything starts.
+    /// A first connection (to the primary, the first mongos or the server): checks the target,
+    /// credentials included, before anything starts.
     pub async fn connect(
         &mut self,
         target: &Target,
+        host: &HostPort,
         timeout: std::time::Duration,
     ) -> Result<(), ConnError> {
-        self.conn = Some(Conn::connect(target, timeout).await?);
+        self.conn = Some(Conn::connect(target, host, timeout).await?);
         Ok(())
     }
 

@@ -143,6 +143,8 @@ pub struct ReplayReport {
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
+    /// What `--target` turned out to be: a single server, a replica set (primary, secondaries), mongos.
+    pub topology: String,
     pub options: OptionsReport,
     /// `--shard I/N`: this report covers one part of the capture.
     pub shard: Option<ShardReport>,
@@ -169,6 +171,8 @@ pub struct ReplayReport {
     pub lag: LagReport,
     pub divergences: BTreeMap<String, DivergenceReport>,
     pub stray_replies: u64,
+    /// Requests sent again on the new primary after a "not primary" reply (the primary changed).
+    pub retried_not_primary: u64,
     pub timeline: Vec<SecondReport>,
     /// The replay cut at the capture's step markers; empty without markers.
     pub phases: Vec<PhaseReport>,
@@ -209,6 +213,9 @@ impl ReplayReport {
             "replayed {} against {} ({})\n",
             self.capture, self.target, self.options.pacing
         ));
+        if !self.topology.is_empty() && !self.topology.starts_with("single") {
+            out.push_str(&format!("target: {}\n", self.topology));
+        }
         out.push_str(&format!(
             "{} ops in {} ({} ops/s), recorded span {}, {} connection(s), {} pass(es)\n",
             s.ops,
@@ -248,6 +255,12 @@ impl ReplayReport {
             .collect();
         if !skipped.is_empty() {
             out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
+        }
+        if self.retried_not_primary > 0 {
+            out.push_str(&format!(
+                "{} requests sent again on the new primary after a \"not primary\" reply\n",
+                self.retried_not_primary
+            ));
         }
         out.push_str(&format!(
             "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",

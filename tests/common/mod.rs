@@ -13,6 +13,7 @@
 //! - [`cli`]: the `mongotape` binary run to completion ([`mongotape`], [`analyze_json`],
 //!   [`inspect_json`]).
 //! - [`replay`]: `mongotape replay` and its report ([`replay()`], [`try_replay`], [`Replay`]).
+//! - [`pki`]: a test PKI made with rcgen ([`Pki`]) and secantusd-rs serving TLS with it.
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
 //!
 //! Missing tools are a failure with a pointer to `tools/setup`, never a silent skip. Every process is
@@ -25,6 +26,7 @@
 mod cli;
 mod clients;
 mod html;
+mod pki;
 mod process;
 mod proxy;
 mod pymongo;
@@ -35,6 +37,7 @@ mod server;
 pub use cli::*;
 pub use clients::*;
 pub use html::*;
+pub use pki::*;
 pub use process::*;
 pub use proxy::*;
 pub use pymongo::*;

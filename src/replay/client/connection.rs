@@ -2,6 +2,7 @@
 //! commands of its own (handshake, auth, serverStatus). Nothing here re-encodes a replayed request.
 //! Opening one (`hello`, SCRAM) is [`super::handshake`].
 
+use super::stream::Stream;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
@@ -12,7 +13,6 @@ use std::pin::Pin;
 use std::time::Duration;
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 /// What went wrong talking to the target. Every variant names the target's address: these are
@@ -40,6 +40,8 @@ pub enum ConnError {
         secs: f64,
         during: &'static str,
     },
+    #[error("TLS handshake with the target {addr} failed: {detail}")]
+    Tls { addr: String, detail: String },
     #[error("handshake with the target {addr} failed: {detail}")]
     Handshake { addr: String, detail: String },
     #[error("authentication as {user:?} with the target {addr} failed: {detail}")]
@@ -63,7 +65,7 @@ pub enum ConnError {
 pub const UNAUTHORIZED: i32 = 13;
 
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     splitter: FrameSplitter,
     next_id: i32,
     addr: String,
@@ -78,7 +80,7 @@ pub struct Conn {
 
 impl Conn {
     /// A connection over `stream` that has not said `hello` yet ([`Conn::connect`] does).
-    pub(super) fn new(stream: TcpStream, addr: String, timeout: Duration) -> Conn {
+    pub(super) fn new(stream: Stream, addr: String, timeout: Duration) -> Conn {
         Conn {
             stream,
             splitter: FrameSplitter::new(),
@@ -100,6 +102,10 @@ impl Conn {
         &self.addr
     }
 
+    pub fn is_tls(&self) -> bool {
+        self.stream.is_tls()
+    }
+
     /// The compressor offered and agreed in the handshake, if any.
     pub fn compressor(&self) -> Option<Compressor> {
         self.compressor
@@ -119,14 +125,16 @@ impl Conn {
         self.next_id = self.next_id.wrapping_add(1).max(1);
         MsgHeader::write_request_id(message, id);
         let addr = &self.addr;
-        self.stream
-            .write_all(message)
-            .await
-            .map_err(|source| ConnError::Io {
-                addr: addr.clone(),
-                during: "sending a request",
-                source,
-            })?;
+        let io = |source| ConnError::Io {
+            addr: addr.clone(),
+            during: "sending a request",
+            source,
+        };
+        self.stream.write_all(message).await.map_err(io)?;
+        if self.stream.is_tls() {
+            // rustls may hold the last record until flushed.
+            self.stream.flush().await.map_err(io)?;
+        }
         Ok(id)
     }
 
@@ -290,8 +298,10 @@ mod tests {
         let timeout = Duration::from_millis(300);
         // hello at once; then replies after 200 ms each: more than the timeout in total, none late.
         let addr = slow_server(vec![0, 200, 200, 200]).await;
-        let target = Target::parse(&addr).unwrap();
-        let mut conn = Conn::connect(&target, timeout).await.unwrap();
+        let target = Target::parse(&addr).await.unwrap();
+        let mut conn = Conn::connect(&target, &target.seeds[0], timeout)
+            .await
+            .unwrap();
         let ping = rawdoc! { "ping": 1, "$db": "admin" };
         for _ in 0..3 {
             conn.command(&ping, "pinging").await.unwrap();

@@ -1,61 +1,91 @@
-//! Opening a replay connection: TCP connect, the `hello` handshake (with the compressor the recorded
-//! client used, when there was one), then SCRAM when the target carries credentials.
+//! Opening a replay connection: TCP connect (and the TLS handshake when the target asks for it),
+//! the `hello` handshake (with the compressor the recorded client used, when there was one), then
+//! authentication when the target carries credentials.
 
+use super::auth;
 use super::connection::{command_ok, error_text, Conn, ConnError};
-use super::scram;
-use super::target::Target;
+use super::stream::{self, OpenError};
+use super::target::{Mechanism, Target};
+use crate::net::HostPort;
 use crate::wire::compressed::Compressor;
 use bson::{rawdoc, RawDocumentBuf};
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 impl Conn {
-    /// Connects, says `hello`, and authenticates when the target carries credentials.
-    pub async fn connect(target: &Target, timeout: Duration) -> Result<Conn, ConnError> {
-        Conn::connect_offering(target, timeout, None).await
+    /// Connects to `host`, says `hello`, and authenticates when the target carries credentials.
+    pub async fn connect(
+        target: &Target,
+        host: &HostPort,
+        timeout: Duration,
+    ) -> Result<Conn, ConnError> {
+        Conn::connect_offering(target, host, timeout, None).await
     }
 
     /// [`Conn::connect`], offering a compressor in the `hello` (as the recorded client did); the
     /// target's answer says whether it agreed ([`Conn::compressor`]).
     pub async fn connect_offering(
         target: &Target,
+        host: &HostPort,
         timeout: Duration,
         offer: Option<Compressor>,
     ) -> Result<Conn, ConnError> {
-        let addr = target.addr.clone();
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(source)) => return Err(ConnError::Connect { addr, source }),
-            Err(_) => {
-                return Err(ConnError::Timeout {
-                    addr,
-                    secs: timeout.as_secs_f64(),
-                    during: "connecting",
-                })
-            }
-        };
-        let _ = stream.set_nodelay(true);
+        let (mut conn, reply) = Conn::open(target, host, timeout, offer, true).await?;
+        if let Some(c) = offer.filter(|c| agreed(&reply, *c)) {
+            conn.agree_compressor(c);
+        }
+        if let Some(a) = &target.auth {
+            auth::authenticate(&mut conn, a, &reply).await?;
+        }
+        Ok(conn)
+    }
+
+    /// Connects and says `hello` without authenticating: what the topology is read with.
+    pub async fn hello_only(
+        target: &Target,
+        host: &HostPort,
+        timeout: Duration,
+    ) -> Result<RawDocumentBuf, ConnError> {
+        Ok(Conn::open(target, host, timeout, None, false).await?.1)
+    }
+
+    async fn open(
+        target: &Target,
+        host: &HostPort,
+        timeout: Duration,
+        offer: Option<Compressor>,
+        for_auth: bool,
+    ) -> Result<(Conn, RawDocumentBuf), ConnError> {
+        let addr = host.to_string();
+        let stream =
+            match tokio::time::timeout(timeout, stream::open(host, target.tls.as_ref())).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(OpenError::Tcp(source))) => return Err(ConnError::Connect { addr, source }),
+                Ok(Err(OpenError::Tls(detail))) => return Err(ConnError::Tls { addr, detail }),
+                Err(_) => {
+                    return Err(ConnError::Timeout {
+                        addr,
+                        secs: timeout.as_secs_f64(),
+                        during: "connecting",
+                    })
+                }
+            };
         let mut conn = Conn::new(stream, addr, timeout);
-        let reply = conn.command(&hello(target, offer), "saying hello").await?;
+        let reply = conn
+            .command(&hello(target, offer, for_auth), "saying hello")
+            .await?;
         if !command_ok(&reply) {
             return Err(ConnError::Handshake {
                 addr: conn.addr().to_owned(),
                 detail: error_text(&reply),
             });
         }
-        if let Some(c) = offer.filter(|c| agreed(&reply, *c)) {
-            conn.agree_compressor(c);
-        }
-        if target.user.is_some() {
-            scram::authenticate(&mut conn, target, &reply).await?;
-        }
-        Ok(conn)
+        Ok((conn, reply))
     }
 }
 
 /// The `hello` a replay connection opens with: who we are, the user whose SASL mechanisms we want
 /// to know, and the compressor offered.
-fn hello(target: &Target, offer: Option<Compressor>) -> RawDocumentBuf {
+fn hello(target: &Target, offer: Option<Compressor>, for_auth: bool) -> RawDocumentBuf {
     let mut hello = rawdoc! {
         "hello": 1, "helloOk": true,
         "client": {
@@ -64,11 +94,17 @@ fn hello(target: &Target, offer: Option<Compressor>) -> RawDocumentBuf {
             "os": { "type": std::env::consts::OS },
         },
     };
-    if let Some(user) = &target.user {
-        hello.append(
-            bson::cstr!("saslSupportedMechs"),
-            format!("{}.{user}", target.auth_source),
-        );
+    if let Some(auth) = target
+        .auth
+        .as_ref()
+        .filter(|a| for_auth && a.mechanism != Mechanism::X509)
+    {
+        if let Some(user) = &auth.user {
+            hello.append(
+                bson::cstr!("saslSupportedMechs"),
+                format!("{}.{user}", auth.source),
+            );
+        }
     }
     if let Some(c) = offer {
         let mut names = bson::RawArrayBuf::new();

@@ -1,8 +1,9 @@
-//! SCRAM-SHA-256 and SCRAM-SHA-1 (RFC 5802 as MongoDB uses it). Recorded SASL conversations are bound
-//! to their session's nonce and cannot be replayed, so each replay connection authenticates itself.
+//! SCRAM-SHA-256 (password SASLprepped, RFC 4013) and SCRAM-SHA-1 (RFC 5802 as MongoDB uses it).
+//! Recorded SASL conversations are bound to their session's nonce and cannot be replayed, so each
+//! replay connection authenticates itself.
 
 use super::connection::{command_ok, error_text, Conn, ConnError};
-use super::target::Target;
+use super::target::{Auth, Mechanism as Requested};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bson::{rawdoc, spec::BinarySubtype, Binary, RawDocumentBuf};
@@ -63,11 +64,11 @@ impl Mechanism {
 }
 
 /// The mechanism to use: the URI's, else SHA-256 unless the server lists only SHA-1 for the user.
-fn choose(target: &Target, hello: &RawDocumentBuf) -> Mechanism {
-    match target.mechanism.as_deref() {
-        Some("SCRAM-SHA-1") => return Mechanism::Sha1,
-        Some(_) => return Mechanism::Sha256,
-        None => {}
+fn choose(auth: &Auth, hello: &RawDocumentBuf) -> Mechanism {
+    match auth.mechanism {
+        Requested::ScramSha1 => return Mechanism::Sha1,
+        Requested::ScramSha256 | Requested::X509 => return Mechanism::Sha256,
+        Requested::ScramNegotiated => {}
     }
     let listed: Vec<String> = hello
         .get_array("saslSupportedMechs")
@@ -96,15 +97,19 @@ fn payload(reply: &RawDocumentBuf) -> Option<String> {
     String::from_utf8(b.bytes.to_vec()).ok()
 }
 
-/// SCRAM-SHA-1 in MongoDB hashes the password the way MONGODB-CR did.
-fn mongo_password(mech: Mechanism, user: &str, password: &str) -> String {
+/// The password as the mechanism hashes it: SCRAM-SHA-1 in MongoDB hashes it the way MONGODB-CR
+/// did (no SASLprep); SCRAM-SHA-256 SASLpreps it (a password with characters SASLprep prohibits
+/// is an error, as in the drivers).
+fn mongo_password(mech: Mechanism, user: &str, password: &str) -> Result<String, String> {
     match mech {
         Mechanism::Sha1 => {
             use md5::Digest;
             let digest = md5::Md5::digest(format!("{user}:mongo:{password}").as_bytes());
-            digest.iter().map(|b| format!("{b:02x}")).collect()
+            Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
         }
-        Mechanism::Sha256 => password.to_owned(),
+        Mechanism::Sha256 => stringprep::saslprep(password)
+            .map(|p| p.into_owned())
+            .map_err(|e| format!("the password is not valid for SCRAM-SHA-256 (SASLprep: {e})")),
     }
 }
 
@@ -161,7 +166,7 @@ fn binary(s: String) -> Binary {
 /// One SASL conversation on one connection.
 struct Conversation<'a> {
     conn: &'a mut Conn,
-    target: &'a Target,
+    source: &'a str,
     user: String,
     mech: Mechanism,
     id: Option<bson::RawBson>,
@@ -170,7 +175,7 @@ struct Conversation<'a> {
 impl Conversation<'_> {
     fn fail(&self, detail: String) -> ConnError {
         ConnError::Auth {
-            addr: self.target.addr.clone(),
+            addr: self.conn.addr().to_owned(),
             user: self.user.clone(),
             detail,
         }
@@ -196,7 +201,7 @@ impl Conversation<'_> {
     async fn start(&mut self, first_bare: &str) -> Result<String, ConnError> {
         let start = rawdoc! {
             "saslStart": 1, "mechanism": self.mech.name(), "payload": binary(format!("n,,{first_bare}")),
-            "autoAuthorize": 1, "options": { "skipEmptyExchange": true }, "$db": self.target.auth_source.as_str(),
+            "autoAuthorize": 1, "options": { "skipEmptyExchange": true }, "$db": self.source,
         };
         let what = format!("{} saslStart: ", self.mech.name());
         let reply = self.run(start, &what).await?;
@@ -213,7 +218,7 @@ impl Conversation<'_> {
 
     /// `saslContinue` with `payload`.
     async fn next(&mut self, payload: String, what: &str) -> Result<RawDocumentBuf, ConnError> {
-        let db = self.target.auth_source.as_str();
+        let db = self.source;
         let step = rawdoc! { "saslContinue": 1, "payload": binary(payload), "$db": db };
         self.run(step, what).await
     }
@@ -221,12 +226,17 @@ impl Conversation<'_> {
 
 pub async fn authenticate(
     conn: &mut Conn,
-    target: &Target,
+    auth: &Auth,
     hello: &RawDocumentBuf,
 ) -> Result<(), ConnError> {
-    let mech = choose(target, hello);
-    let user = target.user.clone().unwrap_or_default();
-    let password = mongo_password(mech, &user, target.password.as_deref().unwrap_or_default());
+    let mech = choose(auth, hello);
+    let user = auth.user.clone().unwrap_or_default();
+    let password = mongo_password(mech, &user, auth.password.as_deref().unwrap_or_default())
+        .map_err(|detail| ConnError::Auth {
+            addr: conn.addr().to_owned(),
+            user: user.clone(),
+            detail,
+        })?;
     let mut nonce = [0u8; 24];
     rand::rng().fill_bytes(&mut nonce);
     let nonce = B64.encode(nonce);
@@ -234,7 +244,7 @@ pub async fn authenticate(
     let first_bare = format!("n={sasl_user},r={nonce}");
     let mut c = Conversation {
         conn,
-        target,
+        source: &auth.source,
         user,
         mech,
         id: None,
@@ -279,6 +289,30 @@ mod tests {
         assert_eq!(
             B64.encode(proof),
             "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+        );
+    }
+
+    #[test]
+    fn sha256_passwords_are_saslprepped_sha1_are_not() {
+        // RFC 4013 section 3: soft hyphen is mapped to nothing, NBSP to a space, a control fails.
+        assert_eq!(
+            mongo_password(Mechanism::Sha256, "u", "I\u{AD}X").unwrap(),
+            "IX"
+        );
+        assert_eq!(
+            mongo_password(Mechanism::Sha256, "u", "a\u{A0}b").unwrap(),
+            "a b"
+        );
+        assert_eq!(
+            mongo_password(Mechanism::Sha256, "u", "pässwörd").unwrap(),
+            "pässwörd"
+        );
+        assert!(mongo_password(Mechanism::Sha256, "u", "a\u{7}").is_err());
+        assert_eq!(
+            mongo_password(Mechanism::Sha1, "u", "I\u{AD}X")
+                .unwrap()
+                .len(),
+            32
         );
     }
 }

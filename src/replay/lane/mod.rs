@@ -2,37 +2,27 @@
 //! for each one's time, patches live cursor ids in, sends, reads the reply, and measures
 //! (`step`). A failure of the target ends the whole replay.
 
-use crate::replay::client::{Conn, ConnError};
+use crate::replay::client::ConnError;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
-use crate::wire::compressed::Compressor;
 use bson::rawdoc;
+use conns::Conns;
 use std::sync::Arc;
 use step::{one, Step};
 use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 
+mod conns;
 mod step;
 
-/// Opens the lane's connection, offering the compressor its first request was recorded with.
-async fn connect(
-    shared: &Shared,
-    offer: Option<Compressor>,
-    abort: &mut tokio::sync::watch::Receiver<bool>,
-) -> Result<Conn, ConnError> {
-    let conn = tokio::select! {
-        c = Conn::connect_offering(&shared.target, shared.op_timeout, offer) => c,
-        _ = abort.wait_for(|a| *a) => Err(ConnError::Closed { addr: shared.target.addr.clone(), during: "aborting" }),
-    }?;
-    Counters::bump(&shared.counters.connections_opened);
-    Ok(conn)
-}
+/// How many times one request is sent again after "not primary" replies before the replay gives up.
+const NOT_PRIMARY_RETRIES: u32 = 3;
 
-/// Runs one lane until its queue closes or the replay is aborted. The connection is opened when
-/// the first request arrives (step markers need none), so its handshake can offer that request's
-/// compressor.
+/// Runs one lane until its queue closes or the replay is aborted. Its connections are opened with
+/// the first request that needs each (step markers need none), so the handshake can offer that
+/// request's compressor.
 pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     let mut abort = shared.abort.subscribe();
-    let mut conn: Option<Conn> = None;
+    let mut conns = Conns::default();
     let mut last_unacknowledged = false;
     loop {
         // The reader usually runs ahead: take the next request without registering a waiter on the
@@ -50,22 +40,13 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
                 op = rx.recv() => match op { Some(op) => op, None => break },
             },
         };
-        if conn.is_none() && op.marker.is_none() {
-            match connect(&shared, op.compressor, &mut abort).await {
-                Ok(c) => conn = Some(c),
-                Err(e) => {
-                    shared.budget.release(op.bytes.len());
-                    shared.abort.trigger(e.to_string());
-                    break;
-                }
-            }
-        }
         let len = op.bytes.len();
-        let result = one(&shared, conn.as_mut(), op, &mut abort).await;
+        let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
         shared.budget.release(len);
         match result {
             Ok(Step::Sent { acknowledged }) => last_unacknowledged = !acknowledged,
-            Ok(Step::Skipped) => {}
+            // NotPrimary is never returned by send_following_primary.
+            Ok(Step::Skipped | Step::NotPrimary(_)) => {}
             Ok(Step::Stop) => break,
             Err(e) => {
                 shared.abort.trigger(e.to_string());
@@ -74,21 +55,61 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         }
     }
     drain(&shared, &mut rx);
-    let Some(mut conn) = conn else { return };
-    shared
-        .counters
-        .stray_replies
-        .fetch_add(conn.stray_replies, std::sync::atomic::Ordering::Relaxed);
+    for conn in conns.all() {
+        shared
+            .counters
+            .stray_replies
+            .fetch_add(conn.stray_replies, std::sync::atomic::Ordering::Relaxed);
+    }
     // Unacknowledged writes are only known to have arrived once a later request is answered.
     if last_unacknowledged && !shared.abort.is_set() {
         let ping = rawdoc! { "ping": 1, "$db": "admin" };
-        if let Err(e) = conn
-            .command(&ping, "confirming unacknowledged writes")
-            .await
-        {
-            shared.abort.trigger(e.to_string());
+        for conn in conns.all() {
+            if let Err(e) = conn
+                .command(&ping, "confirming unacknowledged writes")
+                .await
+            {
+                shared.abort.trigger(e.to_string());
+            }
         }
     }
+}
+
+/// One op; after a "not primary" reply, finds the new primary, reconnects and sends it again
+/// (counted in the report), a few times at most.
+async fn send_following_primary(
+    shared: &Shared,
+    conns: &mut Conns,
+    op: Op,
+    abort: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<Step, ConnError> {
+    let mut result = one(shared, conns, op, abort).await;
+    let mut retries = 0;
+    while let Ok(Step::NotPrimary(op)) = result {
+        let addr = conns
+            .primary
+            .as_ref()
+            .map(|c| c.addr().to_owned())
+            .unwrap_or_default();
+        if retries == NOT_PRIMARY_RETRIES {
+            return Err(ConnError::Handshake {
+                addr,
+                detail: format!(
+                    "{} still answered \"not primary\" after {NOT_PRIMARY_RETRIES} rediscoveries",
+                    op.command
+                ),
+            });
+        }
+        retries += 1;
+        shared
+            .servers
+            .rediscover(&shared.target, conns.generation, shared.op_timeout)
+            .await?;
+        conns.primary = None;
+        Counters::bump(&shared.servers.retried);
+        result = one(shared, conns, *op, abort).await;
+    }
+    result
 }
 
 /// Releases the read-ahead budget of requests that will not be sent.

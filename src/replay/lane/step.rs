@@ -1,7 +1,8 @@
 //! One op on a lane: a step marker reached, or a request waited for, patched, sent, answered,
 //! checked against its recorded reply and measured.
 
-use crate::replay::client::{Conn, ConnError, UNAUTHORIZED};
+use super::conns::{Conns, Side};
+use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
 use crate::replay::measure::metrics::Sample;
 use crate::replay::measure::outcome::{self, Outcome};
 use crate::replay::measure::step_phases::Marker;
@@ -14,14 +15,18 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 pub(super) enum Step {
-    Sent { acknowledged: bool },
+    Sent {
+        acknowledged: bool,
+    },
     Skipped,
     Stop,
+    /// The primary answered "not primary": the op, to send again once the new primary is found.
+    NotPrimary(Box<Op>),
 }
 
 pub(super) async fn one(
     shared: &Shared,
-    conn: Option<&mut Conn>,
+    conns: &mut Conns,
     mut op: Op,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
@@ -30,20 +35,17 @@ pub(super) async fn one(
         let reached = reach_marker(shared, marker, intended, abort).await;
         return Ok(if reached { Step::Skipped } else { Step::Stop });
     }
-    let Some(conn) = conn else {
-        // Not reached: the lane connects before its first request.
-        return Ok(Step::Skipped);
-    };
     if let Some(step) = wait_until_due(shared, intended, abort).await {
         return Ok(step);
     }
     if !crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort).await {
         return Ok(Step::Stop);
     }
-    if !patch_cursors(shared, &mut op).await {
+    let Some(live_cursors) = patch_cursors(shared, &mut op).await else {
         Counters::bump(&shared.counters.cursor_not_found);
         return Ok(Step::Skipped);
-    }
+    };
+    let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
     let sent_at = Instant::now();
     let lag_ns = intended.map_or(0, |d| {
         sent_at.saturating_duration_since(d).as_nanos() as u64
@@ -75,7 +77,19 @@ pub(super) async fn one(
         addr: conn.addr().to_owned(),
         source,
     })?;
+    if side == Side::Primary
+        && is_not_primary(live.code)
+        && shared.servers.follows_primary()
+        && op.recorded.as_ref().is_none_or(|r| !is_not_primary(r.code))
+    {
+        return Ok(Step::NotPrimary(Box::new(op)));
+    }
     check_authorized(shared, conn, &op, &live)?;
+    if side == Side::Secondary {
+        if let Some(id) = live.cursor_id.filter(|&id| id != 0) {
+            shared.servers.opened_on_secondary(id);
+        }
+    }
     follow_cursors(shared, &op, &live);
     measure(shared, &op, &live, latency_ns, lag_ns);
     Ok(Step::Sent { acknowledged: true })
@@ -110,11 +124,12 @@ async fn wait_until_due(
 }
 
 /// Writes the live ids of the recorded cursors the op names into its bytes (waiting for cursors
-/// opened on other lanes). False when none of them is live: the op is not sent.
-async fn patch_cursors(shared: &Shared, op: &mut Op) -> bool {
+/// opened on other lanes), and returns them. `None` when none of them is live: the op is not sent.
+async fn patch_cursors(shared: &Shared, op: &mut Op) -> Option<Vec<i64>> {
     if op.cursor_patches.is_empty() {
-        return true;
+        return Some(Vec::new());
     }
+    let mut lives = Vec::new();
     let mut found = 0;
     let mut fallback = None;
     let mut missing = Vec::new();
@@ -126,6 +141,7 @@ async fn patch_cursors(shared: &Shared, op: &mut Op) -> bool {
         {
             Some(live) => {
                 bson_raw::write_i64_at(&mut op.bytes, at, live);
+                lives.push(live);
                 fallback.get_or_insert(live);
                 found += 1;
             }
@@ -133,13 +149,13 @@ async fn patch_cursors(shared: &Shared, op: &mut Op) -> bool {
         }
     }
     if found == 0 {
-        return false;
+        return None;
     }
     // killCursors with some cursors gone: name a known one twice rather than a stale id.
     for at in missing {
         bson_raw::write_i64_at(&mut op.bytes, at, fallback.unwrap_or_default());
     }
-    true
+    Some(lives)
 }
 
 /// Sends the op, compressed as the recorded client did with what the target agreed to; returns
@@ -168,7 +184,7 @@ fn check_authorized(
     live: &Outcome,
 ) -> Result<(), ConnError> {
     if live.code == Some(UNAUTHORIZED)
-        && shared.target.user.is_none()
+        && shared.target.auth.is_none()
         && op
             .recorded
             .as_ref()

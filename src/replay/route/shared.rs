@@ -5,7 +5,7 @@ use super::abort::Abort;
 use super::budget::Budget;
 use super::cursors::Cursors;
 use super::pacing::Pacing;
-use crate::replay::client::Target;
+use crate::replay::client::{Target, Topology};
 use crate::replay::measure::metrics::Metrics;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -15,6 +15,8 @@ use tokio::time::Instant;
 /// What every replay connection shares.
 pub struct Shared {
     pub target: Target,
+    /// Where lanes connect: the server, the replica set's primary (and secondaries), the mongos.
+    pub servers: Topology,
     pub pacing: Pacing,
     pub start: Instant,
     pub deadline: Option<Instant>,
