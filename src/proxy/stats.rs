@@ -54,6 +54,7 @@ pub struct Snapshot {
     pub hello_rewrites: u64,
     pub unserved_addresses: u64,
     pub client_tls_failures: u64,
+    pub unredactable_messages: u64,
 }
 
 impl Stats {
@@ -77,6 +78,7 @@ impl Stats {
             hello_rewrites: get(&self.hello_rewrites),
             unserved_addresses: get(&self.unserved_addresses),
             client_tls_failures: get(&self.client_tls_failures),
+            unredactable_messages: get(&self.unredactable_messages),
         }
     }
 }
@@ -124,6 +126,12 @@ impl Snapshot {
         );
         if self.dropped_messages > 0 {
             line.push_str(&format!(" | DROPPED {} msgs", self.dropped_messages));
+        }
+        if self.unredactable_messages > 0 {
+            line.push_str(&format!(
+                " | {} unredactable msgs not recorded",
+                self.unredactable_messages
+            ));
         }
         if self.unserved_addresses > 0 {
             line.push_str(&format!(
