@@ -15,8 +15,11 @@ pub use capture::capture_reader;
 pub use rewrite::{hello_rewrite, redact, replay_rewrite};
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
 
+/// A target's check: returns, or panics on a fault.
+pub type Check = fn(&[u8]);
+
 /// Every target, by the name of its file in `fuzz/fuzz_targets/` and folder in `fuzz/corpus/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("frame_splitter", frame_splitter),
     ("message_parse", message_parse),
     ("decompress", decompress),
@@ -29,7 +32,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The check of a target, by name.
-pub fn check(target: &str) -> Option<fn(&[u8])> {
+pub fn check(target: &str) -> Option<Check> {
     TARGETS
         .iter()
         .find(|(name, _)| *name == target)

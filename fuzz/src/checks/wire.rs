@@ -41,7 +41,7 @@ pub fn frame_splitter(data: &[u8]) {
         let (chunk, tail) = rest.split_at(size);
         rest = tail;
         // The proxy reads into `read_buf`; the recorder's tests use `extend_from_slice`.
-        if n % 2 == 0 {
+        if n & 1 == 0 {
             split.read_buf().extend_from_slice(chunk);
         } else {
             split.extend_from_slice(chunk);
