@@ -2,6 +2,7 @@
 //! protocol's is `other`, and at most [`MAX_ERROR_CODES`] distinct error codes get their own
 //! series. Whatever a client or a server sends, a scrape stays the same size.
 
+use crate::wire::OpCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -89,21 +90,21 @@ pub fn command_label(index: usize) -> &'static str {
     }
 }
 
-/// The opcodes of the protocol, then `other`.
-pub const OPCODES: &[(i32, &str)] = &[
-    (1, "OP_REPLY"),
-    (2001, "OP_UPDATE"),
-    (2002, "OP_INSERT"),
-    (2004, "OP_QUERY"),
-    (2005, "OP_GET_MORE"),
-    (2006, "OP_DELETE"),
-    (2007, "OP_KILL_CURSORS"),
-    (2012, "OP_COMPRESSED"),
-    (2013, "OP_MSG"),
+/// The opcodes of the protocol (as `wire/` knows them), then `other`.
+pub const OPCODES: &[(OpCode, &str)] = &[
+    (OpCode::Reply, "OP_REPLY"),
+    (OpCode::Update, "OP_UPDATE"),
+    (OpCode::Insert, "OP_INSERT"),
+    (OpCode::Query, "OP_QUERY"),
+    (OpCode::GetMore, "OP_GET_MORE"),
+    (OpCode::Delete, "OP_DELETE"),
+    (OpCode::KillCursors, "OP_KILL_CURSORS"),
+    (OpCode::Compressed, "OP_COMPRESSED"),
+    (OpCode::Msg, "OP_MSG"),
 ];
 pub const OPCODE_SLOTS: usize = OPCODES.len() + 1;
 
-pub fn opcode_index(code: i32) -> usize {
+pub fn opcode_index(code: OpCode) -> usize {
     OPCODES
         .iter()
         .position(|&(c, _)| c == code)
@@ -167,8 +168,8 @@ mod tests {
         assert_eq!(command_index(b"noSuchCommand"), OTHER_COMMAND);
         assert_eq!(command_label(OTHER_COMMAND), "other");
         assert_eq!(command_label(COMPRESSED_COMMAND), "compressed");
-        assert_eq!(opcode_label(opcode_index(2013)), "OP_MSG");
-        assert_eq!(opcode_label(opcode_index(99)), "other");
+        assert_eq!(opcode_label(opcode_index(OpCode::Msg)), "OP_MSG");
+        assert_eq!(opcode_label(opcode_index(OpCode::Unknown(99))), "other");
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl<'a> ConnMeter<'a> {
         let Some(p) = peek::request(frame) else {
             return;
         };
-        m.opcodes[opcode_index(p.op_code.as_i32())].fetch_add(1, Ordering::Relaxed);
+        m.opcodes[opcode_index(p.op_code)].fetch_add(1, Ordering::Relaxed);
         let command = match (p.command, p.op_code) {
             (Some(name), _) => command_index(name),
             (None, OpCode::Compressed) => COMPRESSED_COMMAND,
