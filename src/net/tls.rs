@@ -3,6 +3,21 @@
 //! The crypto provider is always ring, named explicitly, so no process-wide default is needed.
 
 use super::error::NetError;
+
+/// The connection-string TLS options [`ClientTls`] honours (lower-case), for the proxy's upstream and
+/// the replayer's target alike. rustls checks neither OCSP nor revocation lists: disabling them is
+/// what it does anyway.
+pub const TLS_OPTIONS: &[&str] = &[
+    "tls",
+    "ssl",
+    "tlscafile",
+    "tlscertificatekeyfile",
+    "tlsallowinvalidhostnames",
+    "tlsallowinvalidcertificates",
+    "tlsinsecure",
+    "tlsdisableocspendpointcheck",
+    "tlsdisablecertificaterevocationcheck",
+];
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{self, CryptoProvider};

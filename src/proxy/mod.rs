@@ -67,20 +67,10 @@ pub enum ProxyError {
     Metrics(#[from] MetricsError),
 }
 
-/// Connection-string options the proxy acts on.
+/// Connection-string options the proxy acts on, besides the TLS ones ([`crate::net::tls::TLS_OPTIONS`]).
 pub const UPSTREAM_OPTIONS: &[&str] = &[
     "replicaset",
     "directconnection",
-    "tls",
-    "ssl",
-    "tlscafile",
-    "tlscertificatekeyfile",
-    "tlsallowinvalidhostnames",
-    "tlsallowinvalidcertificates",
-    "tlsinsecure",
-    // rustls checks neither OCSP nor revocation lists: disabling them is what it does anyway.
-    "tlsdisableocspendpointcheck",
-    "tlsdisablecertificaterevocationcheck",
     "connecttimeoutms",
     "srvservicename",
     "srvmaxhosts",
@@ -166,6 +156,7 @@ impl Proxy {
     pub async fn bind(config: ProxyConfig) -> Result<Proxy, ProxyError> {
         let upstream = &config.upstream;
         let mut allowed = UPSTREAM_OPTIONS.to_vec();
+        allowed.extend_from_slice(crate::net::tls::TLS_OPTIONS);
         allowed.extend_from_slice(CLIENT_ONLY_OPTIONS);
         upstream.refuse_options_except(
             &allowed,

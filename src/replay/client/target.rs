@@ -8,19 +8,12 @@ use mongodb::options::{AuthMechanism, ReadPreference};
 use std::sync::Arc;
 use thiserror::Error;
 
-/// Options the replayer acts on (lower-case).
+/// Options the replayer acts on (lower-case), besides the TLS ones ([`crate::net::tls::TLS_OPTIONS`]).
 const HONOURED: &[&str] = &[
     "replicaset",
     "directconnection",
     "authsource",
     "authmechanism",
-    "tls",
-    "ssl",
-    "tlscafile",
-    "tlscertificatekeyfile",
-    "tlsallowinvalidhostnames",
-    "tlsallowinvalidcertificates",
-    "tlsinsecure",
     "readpreference",
     "appname",
     "connecttimeoutms",
@@ -146,6 +139,7 @@ impl Target {
             .await
             .map_err(|e| fail(e.to_string()))?;
         let mut allowed: Vec<&str> = HONOURED.to_vec();
+        allowed.extend_from_slice(crate::net::tls::TLS_OPTIONS);
         allowed.extend_from_slice(CARRIED_BY_REQUESTS);
         cs.refuse_options_except(&allowed, "the replayer cannot honour it")
             .map_err(|e| fail(e.to_string()))?;
