@@ -53,6 +53,12 @@ pub struct ReplayArgs {
     /// connection.
     #[arg(long, value_name = "N")]
     connections: Option<usize>,
+    /// With --connections: `namespace` (default) keeps a write and every later request on its
+    /// namespace in recorded order across connections; `none` lets everything run side by side
+    /// (the most load a capture can give, e.g. to find a server's ceiling; a read may then see the
+    /// database before a write recorded earlier). Example: `--connections 8 --order none`.
+    #[arg(long, value_enum, default_value = "namespace", value_name = "ORDER")]
+    order: OrderArg,
     /// K copies of the traffic at once, each in its own databases (`bench` -> `bench_1`..`bench_K`).
     #[arg(long, value_name = "K", default_value_t = 1)]
     clones: u32,
@@ -183,6 +189,12 @@ fn shard_arg(args: &ReplayArgs) -> anyhow::Result<Option<Shard>> {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OrderArg {
+    Namespace,
+    None,
+}
+
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let pacing = pacing(&args)?;
     let mut db_map = Vec::new();
@@ -207,6 +219,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         config.duration = Some(Duration::from_secs_f64(over_s));
     }
     config.shard = shard_arg(&args)?;
+    config.unordered = args.order == OrderArg::None;
     config.start_at = args.start_at.as_deref().map(start_at_arg).transpose()?;
     config.repeat = match (args.repeat, config.duration) {
         (Some(r), _) => Some(r),

@@ -38,6 +38,8 @@ pub struct ReplayConfig {
     pub metrics: Option<String>,
     /// `--shard I/N`: replay only this part of the capture, at `1/N` of any `--rate`.
     pub shard: Option<Shard>,
+    /// `--order none`: with `--connections N`, nothing waits for the writes before it.
+    pub unordered: bool,
     /// `--start-at`: the replay's clock starts then (every shard at the same moment).
     pub start_at: Option<SystemTime>,
 }
@@ -64,6 +66,7 @@ impl ReplayConfig {
             label: None,
             metrics: None,
             shard: None,
+            unordered: false,
             start_at: None,
         }
     }

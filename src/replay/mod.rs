@@ -205,6 +205,7 @@ async fn feed_lanes(
         db_map: config.db_map.clone(),
         pass_barrier: !config.pacing.open_loop(),
         shard: config.shard,
+        unordered: config.unordered,
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {

@@ -45,15 +45,28 @@ fn pair() -> (After, Completes) {
 /// The last write per namespace and copy, and the namespaces each open transaction wrote.
 #[derive(Default)]
 pub struct Order {
+    /// `--order none`: nothing waits, nothing is followed (the most concurrency, no guarantee).
+    off: bool,
     /// (lane, completion, unacknowledged)
     last_write: HashMap<(Scope, Arc<str>), (usize, After, bool)>,
     txn_writes: HashMap<(Scope, Vec<u8>, i64), Vec<Arc<str>>>,
 }
 
 impl Order {
+    /// `unordered`: `--order none`.
+    pub fn new(unordered: bool) -> Order {
+        Order {
+            off: unordered,
+            ..Order::default()
+        }
+    }
+
     /// The lane a request of `namespace` must go to: that of an unacknowledged write before it,
     /// whose completion no reply will tell.
     pub fn lane_of(&self, scope: Scope, namespace: &Arc<str>) -> Option<usize> {
+        if self.off {
+            return None;
+        }
         match self.last_write.get(&(scope, namespace.clone())) {
             Some((lane, _, true)) => Some(*lane),
             _ => None,
@@ -68,6 +81,9 @@ impl Order {
         req: &Request,
         namespace: &Arc<str>,
     ) -> (Option<After>, Option<Completes>) {
+        if self.off {
+            return (None, None);
+        }
         let after = match self.last_write.get(&(scope, namespace.clone())) {
             Some((l, after, _)) if *l != lane && !after.0.is_closed() => Some(after.clone()),
             _ => None,
@@ -176,5 +192,17 @@ mod tests {
         assert!(other_lane.0.is_closed());
         // Another copy does not wait.
         assert!(order.place(1, 1, &find, &ns).0.is_none());
+    }
+
+    #[test]
+    fn with_order_none_nothing_waits_or_follows() {
+        let ns: Arc<str> = Arc::from("db.c");
+        let mut order = Order::new(true);
+        let insert = request(rawdoc! { "insert": "c", "$db": "db", "documents": [{"_id": 1}] });
+        let find = request(rawdoc! { "find": "c", "$db": "db" });
+        let (after, completes) = order.place(0, 0, &insert, &ns);
+        assert!(after.is_none() && completes.is_none());
+        assert!(order.place(0, 1, &find, &ns).0.is_none());
+        assert_eq!(order.lane_of(0, &ns), None);
     }
 }

@@ -49,6 +49,8 @@ pub struct SourceConfig {
     pub pass_barrier: bool,
     /// `--shard I/N`: only this part of the capture.
     pub shard: Option<shard::Shard>,
+    /// `--order none`: requests on other connections do not wait for the writes before them.
+    pub unordered: bool,
 }
 
 /// What the reader saw, for the report.
@@ -357,7 +359,7 @@ pub fn run(
         held_markers: HashMap::new(),
         shard: plan,
         past_deadline: false,
-        order: Default::default(),
+        order: crate::replay::route::order::Order::new(cfg.unordered),
     };
     loop {
         if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
