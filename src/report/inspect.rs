@@ -75,6 +75,28 @@ pub struct Connection {
     pub bytes: u64,
 }
 
+/// Closed connections listed one by one; those closed after are summed in `other_connections`, so
+/// memory follows the connections open at once, not the capture's size.
+pub const MAX_LISTED_CONNECTIONS: usize = 10_000;
+
+/// The connections past [`MAX_LISTED_CONNECTIONS`], summed.
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct OtherConnections {
+    pub connections: u64,
+    pub requests: u64,
+    pub replies: u64,
+    pub bytes: u64,
+}
+
+impl OtherConnections {
+    fn add(&mut self, c: &Connection) {
+        self.connections += 1;
+        self.requests += c.requests;
+        self.replies += c.replies;
+        self.bytes += c.bytes;
+    }
+}
+
 #[derive(Debug, Default, Serialize, Clone)]
 pub struct CommandStats {
     pub requests: u64,
@@ -106,6 +128,9 @@ pub struct Inspection {
     pub unanswered_by_command: BTreeMap<String, u64>,
     pub unsolicited_replies: u64,
     pub connections: Vec<Connection>,
+    /// Every connection, listed or not.
+    pub connections_total: u64,
+    pub other_connections: OtherConnections,
     pub requests_by_opcode: BTreeMap<String, Count>,
     pub replies_by_opcode: BTreeMap<String, Count>,
     pub compressed_by_compressor: BTreeMap<String, Count>,
@@ -121,6 +146,7 @@ impl Inspection {
             ..Default::default()
         };
         let mut conns: BTreeMap<u64, Connection> = BTreeMap::new();
+        let mut listed_closed = 0usize;
         let mut pairer = Pairer::default();
         while let Some(record) = reader.next_record() {
             let record = match record {
@@ -159,6 +185,11 @@ impl Inspection {
                     for p in pairer.close(record.conn_id) {
                         out.unanswered(&p.info.command);
                     }
+                    if listed_closed < MAX_LISTED_CONNECTIONS {
+                        listed_closed += 1;
+                    } else if let Some(c) = conns.remove(&record.conn_id) {
+                        out.other_connections.add(&c);
+                    }
                 }
                 RecordKind::ClientMetadata => {
                     if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
@@ -183,6 +214,7 @@ impl Inspection {
             out.unanswered(&p.info.command);
         }
         out.connections = conns.into_values().collect();
+        out.connections_total = out.connections.len() as u64 + out.other_connections.connections;
         if let (Some(a), Some(b)) = (out.first_ns, out.last_ns) {
             out.duration_s = b.saturating_sub(a) as f64 / 1e9;
         }
@@ -287,9 +319,7 @@ impl Inspection {
         ));
         s.push_str(&format!(
             "duration    {:.3}s, {} records, {} connections\n",
-            self.duration_s,
-            self.records,
-            self.connections.len()
+            self.duration_s, self.records, self.connections_total
         ));
         s.push_str(&format!(
             "size        {} on the wire, {} on disk ({})\n",
@@ -343,6 +373,16 @@ impl Inspection {
         }
         s.push_str("\nConnections\n");
         s.push_str(&t.render());
+        let o = &self.other_connections;
+        if o.connections > 0 {
+            s.push_str(&format!(
+                "... and {} more connections closed after the first {MAX_LISTED_CONNECTIONS}: {} requests, {} replies, {}\n",
+                o.connections,
+                o.requests,
+                o.replies,
+                units::bytes(o.bytes)
+            ));
+        }
     }
 
     /// Messages and bytes per opcode, each direction.
@@ -431,4 +471,52 @@ pub fn inspect_files(inputs: &[std::path::PathBuf]) -> Result<Inspection, Captur
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
         .sum();
     Ok(Inspection::of(set, size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{CaptureReader, CaptureWriter};
+
+    #[test]
+    fn connections_past_the_listed_ones_are_summed() {
+        let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
+        let total = MAX_LISTED_CONNECTIONS as u64 + 25;
+        let ping = crate::wire::OpMsg {
+            flags: crate::wire::MsgFlags::empty(),
+            sections: vec![crate::wire::Section::Body(
+                bson::rawdoc! { "ping": 1, "$db": "admin" },
+            )],
+            checksum: None,
+        }
+        .encode(1, 0);
+        for id in 1..=total {
+            w.write(&Record::new(RecordKind::Open, id, id * 10, &b"{}"[..]))
+                .unwrap();
+            w.write(&Record::new(
+                RecordKind::Request,
+                id,
+                id * 10 + 1,
+                ping.clone(),
+            ))
+            .unwrap();
+            w.write(&Record::new(RecordKind::Close, id, id * 10 + 5, &b"{}"[..]))
+                .unwrap();
+        }
+        let reader = CaptureReader::new(std::io::Cursor::new(w.finish().unwrap())).unwrap();
+        let report = Inspection::of(reader, 0);
+        assert_eq!(report.connections.len(), MAX_LISTED_CONNECTIONS);
+        assert_eq!(report.other_connections.connections, 25);
+        assert_eq!(report.undecodable_messages, 0);
+        assert_eq!(
+            report.other_connections.requests, 25,
+            "{:?}",
+            report.other_connections
+        );
+        assert_eq!(report.other_connections.bytes, 25 * ping.len() as u64);
+        assert_eq!(report.connections_total, total);
+        assert!(report
+            .render_text()
+            .contains("... and 25 more connections closed after the first 10000"));
+    }
 }
