@@ -135,6 +135,11 @@ const EXAMPLES: &str = "Examples:
   mongotape record --upstream 'mongodb://db0:27017,db1:27017,db2:27017/?replicaSet=rs0' \\
       --listen 0.0.0.0:27018 --advertise-host proxy.internal --out run.mtape
 
+  # Hourly segments of at most 512 MB, values hashed so the capture can be shared; the
+  # recording ends after a day (the proxy keeps forwarding until it is stopped)
+  mongotape record --upstream 127.0.0.1:27017 --out /var/lib/mongotape/trace.mtape \\
+      --rotate-every 1h --rotate-size 512 --redact values --duration 24h
+
   # Live metrics for Prometheus on port 9216 (scrape http://PROXYHOST:9216/metrics)
   mongotape record --upstream 127.0.0.1:27017 --out run.mtape --metrics 0.0.0.0:9216
 
