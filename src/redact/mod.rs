@@ -110,9 +110,12 @@ fn might_hold_credentials(bytes: &[u8]) -> Result<bool, WireError> {
     if found(bytes) {
         return Ok(true);
     }
-    // A message whose header does not decode holds nothing a server would take as a credential.
+    // A message whose header or compression does not decode holds nothing a server would take as
+    // a credential: it is kept as it came (for `cat` and `inspect` to report).
     match crate::wire::MsgHeader::parse_whole(bytes, "message header").map(|h| h.op_code) {
-        Ok(crate::wire::OpCode::Compressed) => Ok(found(&compressed::decompress(bytes)?.1)),
+        Ok(crate::wire::OpCode::Compressed) => {
+            Ok(compressed::decompress(bytes).is_ok_and(|(_, inner)| found(&inner)))
+        }
         _ => Ok(false),
     }
 }
