@@ -5,10 +5,9 @@
 
 mod common;
 
-use bson::rawdoc;
 use common::*;
 use mongotape::capture::{CaptureReader, CloseEvent, Record, RecordKind, Side};
-use mongotape::wire::{FrameSplitter, Message, MsgFlags, MsgHeader, OpMsg, ReplyInfo, Section};
+use mongotape::wire::{MsgFlags, MsgHeader};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,32 +16,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn ping_bytes(request_id: i32) -> Vec<u8> {
-    OpMsg {
-        flags: MsgFlags::empty(),
-        sections: vec![Section::Body(rawdoc! { "ping": 1, "$db": "admin" })],
-        checksum: None,
-    }
-    .encode(request_id, 0)
-}
-
-/// A ping on a new raw connection, answered within 10 s.
-fn ping(addr: &str) -> ReplyInfo {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&ping_bytes(1)).unwrap();
-    let mut splitter = FrameSplitter::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(frame) = splitter.next_frame().unwrap() {
-            return ReplyInfo::of(&Message::parse(&frame).unwrap());
-        }
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "connection closed before the ping reply");
-        splitter.extend_from_slice(&buf[..n]);
-    }
-}
-
 /// A ping that may fail: true when it is answered.
 fn try_ping(addr: &str) -> bool {
     let Ok(mut s) = TcpStream::connect(addr) else {
@@ -50,7 +23,7 @@ fn try_ping(addr: &str) -> bool {
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut head = [0u8; 16];
-    s.write_all(&ping_bytes(2)).is_ok() && s.read_exact(&mut head).is_ok()
+    s.write_all(&ping_message(2, MsgFlags::empty())).is_ok() && s.read_exact(&mut head).is_ok()
 }
 
 /// How long until the peer closes `s` (EOF or reset), if it does within `limit`.
@@ -164,7 +137,10 @@ fn the_buffer_budget_bounds_memory_and_normal_clients_still_work() {
     let mut peak = 0.0f64;
     let mut pings = 0;
     while started.elapsed() < Duration::from_secs(6) {
-        assert!(ping(proxy.addr()).is_ok(), "a normal client is not served");
+        assert!(
+            raw_ping(proxy.addr()).is_ok(),
+            "a normal client is not served"
+        );
         pings += 1;
         peak = peak.max(rss_mb(proxy.pid()).1);
         std::thread::sleep(Duration::from_millis(250));
@@ -210,7 +186,7 @@ fn a_black_holed_upstream_is_cut_by_the_reply_timeout() {
     let out = dir.path().join("hole.mtape");
     let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--reply-timeout", "1s"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
-    s.write_all(&ping_bytes(3)).unwrap();
+    s.write_all(&ping_message(3, MsgFlags::empty())).unwrap();
     let after = closed_within(&mut s, Duration::from_secs(10)).expect("client still waiting");
     eprintln!("FIGURE black hole: client closed after {after:?} with --reply-timeout 1s");
     assert!(after >= Duration::from_millis(900) && after < Duration::from_secs(4));
@@ -233,7 +209,7 @@ fn without_a_reply_timeout_a_black_hole_holds_the_request_and_drain_cuts_it() {
     let out = dir.path().join("drain.mtape");
     let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--drain-timeout", "1s"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
-    s.write_all(&ping_bytes(4)).unwrap();
+    s.write_all(&ping_message(4, MsgFlags::empty())).unwrap();
     assert_eq!(closed_within(&mut s, Duration::from_secs(2)), None);
     let started = Instant::now();
     let exit = proxy.stop();
@@ -264,7 +240,7 @@ fn a_second_signal_stops_at_once() {
     let out = dir.path().join("twice.mtape");
     let proxy = Proxy::start_with(&direct(&hole), &out, &["--quiet", "--drain-timeout", "60s"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
-    s.write_all(&ping_bytes(5)).unwrap();
+    s.write_all(&ping_message(5, MsgFlags::empty())).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: a signal to the proxy this test started.
     unsafe { libc::kill(proxy.pid() as libc::pid_t, libc::SIGTERM) };
@@ -307,13 +283,13 @@ fn an_idle_client_is_closed_and_the_others_are_served() {
     let out = dir.path().join("idle.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet", "--idle-timeout", "1s"]);
     let mut idle = TcpStream::connect(proxy.addr()).unwrap();
-    idle.write_all(&ping_bytes(6)).unwrap();
+    idle.write_all(&ping_message(6, MsgFlags::empty())).unwrap();
     let mut head = [0u8; 16];
     idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     idle.read_exact(&mut head).unwrap();
     let after = closed_within(&mut idle, Duration::from_secs(5)).expect("idle client kept");
     assert!(after < Duration::from_secs(3), "{after:?}");
-    assert!(ping(proxy.addr()).is_ok());
+    assert!(raw_ping(proxy.addr()).is_ok());
     let log = wait_for_log(&proxy, "idle for 1s", Duration::from_secs(2));
     assert!(
         log.contains("Client") && log.contains("--idle-timeout"),

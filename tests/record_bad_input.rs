@@ -4,40 +4,13 @@
 
 mod common;
 
-use bson::rawdoc;
 use common::*;
 use mongotape::capture::{CaptureError, CaptureReader, CloseEvent, RecordKind, Side};
-use mongotape::wire::{FrameSplitter, Message, MsgFlags, OpMsg, ReplyInfo, Section, WireError};
+use mongotape::wire::{Message, MsgFlags, WireError};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn ping_bytes(request_id: i32, flags: MsgFlags) -> Vec<u8> {
-    OpMsg {
-        flags,
-        sections: vec![Section::Body(rawdoc! { "ping": 1, "$db": "admin" })],
-        checksum: None,
-    }
-    .encode(request_id, 0)
-}
-
-/// Sends a ping on a raw socket and waits for its reply.
-fn ping(addr: &str) -> ReplyInfo {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&ping_bytes(1, MsgFlags::empty())).unwrap();
-    let mut splitter = FrameSplitter::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(frame) = splitter.next_frame().unwrap() {
-            return ReplyInfo::of(&Message::parse(&frame).unwrap());
-        }
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "connection closed before the ping reply");
-        splitter.extend_from_slice(&buf[..n]);
-    }
-}
 
 /// True when the peer closes the socket (EOF or reset) within the timeout.
 fn closed_by_peer(s: &mut TcpStream) -> bool {
@@ -84,7 +57,7 @@ fn garbage_oversized_and_truncated_frames_close_only_their_connection() {
     // A healthy connection stays open across everything below.
     let mut healthy = TcpStream::connect(proxy.addr()).unwrap();
     healthy
-        .write_all(&ping_bytes(7, MsgFlags::empty()))
+        .write_all(&ping_message(7, MsgFlags::empty()))
         .unwrap();
 
     let mut garbage = TcpStream::connect(proxy.addr()).unwrap();
@@ -113,20 +86,20 @@ fn garbage_oversized_and_truncated_frames_close_only_their_connection() {
     // Half a message, then the client goes away.
     {
         let mut half = TcpStream::connect(proxy.addr()).unwrap();
-        let msg = ping_bytes(9, MsgFlags::empty());
+        let msg = ping_message(9, MsgFlags::empty());
         half.write_all(&msg[..msg.len() / 2]).unwrap();
     }
     let log = wait_for_log(&proxy, "bytes into a message");
     assert!(log.contains("bytes into a message"), "{log}");
 
-    assert!(ping(proxy.addr()).is_ok(), "new connections still work");
+    assert!(raw_ping(proxy.addr()).is_ok(), "new connections still work");
     let mut reply = [0u8; 16];
     healthy
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     healthy.read_exact(&mut reply).unwrap();
     healthy
-        .write_all(&ping_bytes(8, MsgFlags::empty()))
+        .write_all(&ping_message(8, MsgFlags::empty()))
         .unwrap();
     assert!(
         !closed_by_peer_quickly(&mut healthy),
@@ -160,7 +133,7 @@ fn a_bad_checksum_is_forwarded_recorded_and_reported_by_the_decoder() {
     let dir = tempdir();
     let out = dir.path().join("crc.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
-    let mut msg = ping_bytes(5, MsgFlags::CHECKSUM_PRESENT);
+    let mut msg = ping_message(5, MsgFlags::CHECKSUM_PRESENT);
     let last = msg.len() - 1;
     msg[last] ^= 0xff;
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
@@ -168,7 +141,7 @@ fn a_bad_checksum_is_forwarded_recorded_and_reported_by_the_decoder() {
     // The server decides what to do with it (error reply or close); either way the proxy carries on.
     let _ = closed_by_peer_quickly(&mut s);
     drop(s);
-    assert!(ping(proxy.addr()).is_ok());
+    assert!(raw_ping(proxy.addr()).is_ok());
     proxy.stop();
     let bad: Vec<_> = CaptureReader::open(&out)
         .unwrap()
@@ -209,7 +182,10 @@ fn upstream_down_at_start_then_back() {
 
     let server = Server::start_with(&["--port", &port.to_string()]);
     assert_eq!(server.port(), port);
-    assert!(ping(proxy.addr()).is_ok(), "works once the upstream is up");
+    assert!(
+        raw_ping(proxy.addr()).is_ok(),
+        "works once the upstream is up"
+    );
     proxy.stop();
     let closes = close_events(&out);
     assert_eq!(closes[0].1.side, Side::Upstream);
@@ -222,7 +198,7 @@ fn upstream_killed_mid_session() {
     let out = dir.path().join("killed.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
-    s.write_all(&ping_bytes(1, MsgFlags::empty())).unwrap();
+    s.write_all(&ping_message(1, MsgFlags::empty())).unwrap();
     let mut head = [0u8; 16];
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.read_exact(&mut head).unwrap();
