@@ -2,15 +2,27 @@
 
 use anyhow::Context;
 use clap::Args;
-use mongotape::report::compare::{compare, load_summary};
+use mongotape::report::compare::{compare, compare_repeats, load_summary};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args)]
+#[command(
+    after_help = "Repeated runs: give every run's report and --group. Reports with the same \
+label (set by `analyze --label` / `replay --label`) are rounds of one run, in the order given, and make \
+one column: each figure is the median over the rounds with its spread (min-max), and each ratio has a \
+95% bootstrap interval over the rounds (paired by round, fixed seed), starred when it excludes 1 \
+(beyond noise).\n\n  mongotape compare --group pymongo-r0.json php-r0.json pymongo-r1.json \
+php-r1.json pymongo-r2.json php-r2.json"
+)]
 pub struct CompareArgs {
     /// Report JSON files (`analyze --json` or replay reports); ratios are against the first.
     #[arg(required = true, num_args = 1..)]
     reports: Vec<PathBuf>,
+    /// Reports with the same label are repeats of one run: one column with medians, spreads and
+    /// ratio intervals (see below).
+    #[arg(long)]
+    group: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -30,7 +42,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let report = compare(&summaries, &files);
+    let report = if args.group {
+        compare_repeats(&summaries, &files)
+    } else {
+        compare(&summaries, &files)
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

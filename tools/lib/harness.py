@@ -13,10 +13,16 @@ $MONGOTAPE_SECANTUSD, else what tools/setup installed under ${MONGOTAPE_TOOLS:-/
 
 Every process is started here, stopped by its own pid (SIGTERM, then SIGKILL) and reaped; its output
 goes to a log file, never to a pipe nobody drains.
+
+It also measures (see each function): the CPU of a process tree from the kernel's accounting
+(`tree_cpu_s`, `ClientRun`), the load other processes put on the machine during a run
+(`MachineLoad`), and the figures of repeated runs (`median`, `spread`, `bootstrap_ratio`).
 """
 import glob
 import os
+import random
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -204,6 +210,170 @@ def uri_for(addr):
     """A connection string every client accepts; directConnection=true keeps a driver from following
     the replica-set member list in `hello` past whatever listens at `addr` (the proxy)."""
     return "mongodb://%s/?directConnection=true" % addr
+
+
+# ------------------------------------------------------------------------------------------------
+# CPU accounting
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid):
+    """(ppid, CPU seconds of the process and of the children it reaped) from /proc/PID/stat, or None
+    when it is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            text = f.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: the fields start after the last ')'.
+    rest = text[text.rindex(")") + 2:].split()
+    utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+    return int(rest[1]), (utime + stime + cutime + cstime) / CLK_TCK
+
+
+def tree_cpu_s(pid):
+    """CPU seconds (user + system) used so far by `pid` and all its live descendants, plus what the
+    children they already reaped used (the kernel's cutime/cstime). 10 ms resolution."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _proc_stat(entry)
+            if st:
+                stats[int(entry)] = st
+    children = {}
+    for p, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(p)
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            total += stats[p][1]
+        todo.extend(children.get(p, []))
+    return total
+
+
+class ClientRun:
+    """Runs a client to completion, reading its stdout line by line, and measures its own CPU.
+
+    At every line that starts with `{` (a workload's step line) the CPU of the client's process tree
+    is sampled (`tree_cpu_s`), so the CPU between two step lines belongs to the later step. The
+    first step line comes after the interpreter has started, loaded its driver and connected:
+    everything before it is start-up and is excluded by taking differences from that sample. The
+    last sample is taken at the last step line, so shutdown is excluded too. `total_cpu_s` (from
+    wait4, the whole tree with start-up and shutdown) is kept for reference.
+
+    Attributes: lines (stdout lines), samples (CPU seconds at each step line), wall_s, total_cpu_s.
+    Exits with the client's stderr when it fails."""
+
+    def __init__(self, argv, env=None, log_path=None):
+        err = open(log_path, "w+") if log_path else tempfile.TemporaryFile("w+")
+        t = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                env=env, text=True)
+        self.lines, self.samples = [], []
+        for line in proc.stdout:
+            if line.startswith("{"):
+                self.samples.append(tree_cpu_s(proc.pid))
+            self.lines.append(line.rstrip("\n"))
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        self.wall_s = time.perf_counter() - t
+        self.total_cpu_s = usage.ru_utime + usage.ru_stime
+        err.seek(0)
+        stderr = err.read()
+        err.close()
+        if proc.returncode != 0:
+            die("%s failed (%d):\n%s" % (" ".join(argv), proc.returncode, stderr[-3000:]))
+
+    def step_cpu_s(self):
+        """CPU seconds per step line: None for the first (it holds the start-up), then the
+        difference between consecutive samples."""
+        return [None] + [b - a for a, b in zip(self.samples, self.samples[1:])]
+
+
+def _busy_s():
+    """CPU seconds the whole machine spent busy (every core), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest is already in user).
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
+def _ours_s():
+    """CPU seconds of this process and of every child it has reaped (and theirs)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# On average, other processes using more than this share of one core during a run disturb it.
+DISTURBED_CORES = 0.25
+
+
+class MachineLoad:
+    """The machine's load around a run (a context manager): the 1-minute load average before and
+    after, and the CPU that other processes used meanwhile: the busy time of /proc/stat minus our
+    own CPU and that of every child we started and reaped inside the block (all of them must have
+    exited by its end, as harness.Server and ClientRun ensure). `result()` gives the figures and
+    `disturbed` (other processes averaged more than DISTURBED_CORES of a core)."""
+
+    def __enter__(self):
+        self.load_before = os.getloadavg()[0]
+        self.t, self.busy, self.ours = time.perf_counter(), _busy_s(), _ours_s()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall_s = time.perf_counter() - self.t
+        ours = _ours_s() - self.ours
+        self.other_cpu_s = max(0.0, _busy_s() - self.busy - ours)
+        self.load_after = os.getloadavg()[0]
+
+    def result(self):
+        other = self.other_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+        return {"load_before": self.load_before, "load_after": self.load_after, "wall_s": self.wall_s,
+                "other_cpu_s": self.other_cpu_s, "other_cores": other, "disturbed": other > DISTURBED_CORES}
+
+
+# ------------------------------------------------------------------------------------------------
+# Repeated runs
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def spread(xs):
+    """(min, max) of the values that exist, or None."""
+    xs = [x for x in xs if x is not None]
+    return (min(xs), max(xs)) if xs else None
+
+
+def bootstrap_ratio(a, b, seed=1, resamples=2000, level=0.95):
+    """Interval of median(a) / median(b) over the rounds: `a[i]` and `b[i]` were measured in the same
+    round, so rounds are resampled with replacement as pairs (a neighbour's load that slows both in
+    one round cancels out). Rounds where either value is missing are left out. Returns (low, high),
+    or None when fewer than two rounds are left or a median is zero. Seeded: the same figures give
+    the same interval."""
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if len(pairs) < 2:
+        return None
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        pick = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        den = median([y for _, y in pick])
+        if not den:
+            return None
+        ratios.append(median([x for x, _ in pick]) / den)
+    ratios.sort()
+    cut = (1 - level) / 2
+    return ratios[int(cut * resamples)], ratios[min(resamples - 1, int((1 - cut) * resamples))]
 
 
 if __name__ == "__main__":

@@ -2,10 +2,14 @@
 //! column. Reads the `summary` key ([`ReportSummary`]) of any report JSON (analyze or replay), or a
 //! bare `ReportSummary`.
 //!
-//! This file loads the summaries and lines them up (the report's schema); the renderings are in
-//! `text` and [`crate::report::html::compare`].
+//! This file loads the summaries and lines them up (the report's schema); `repeats` folds reports
+//! that repeat one run (same label) into one column with a median, a spread and ratio intervals;
+//! the renderings are in `text` and [`crate::report::html::compare`].
 
+mod repeats;
 mod text;
+
+pub use repeats::{compare_repeats, Interval, Spread};
 
 use crate::report::summary::{CommandSummary, ReportSummary};
 use serde::{Deserialize, Serialize};
@@ -58,8 +62,15 @@ pub struct ColumnHead {
     pub label: String,
     pub kind: String,
     pub source: String,
-    /// The report file it came from.
+    /// The report file it came from (with repeats: the files, comma-separated).
     pub file: String,
+    /// How many reports the column holds (more than 1 with `--group`: its values are medians).
+    #[serde(default = "one")]
+    pub runs: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One figure across the columns; `ratios[i] = values[i] / values[0]` when both exist.
@@ -70,6 +81,12 @@ pub struct MetricRow {
     pub unit: String,
     pub values: Vec<Option<f64>>,
     pub ratios: Vec<Option<f64>>,
+    /// With repeats: each column's spread over its runs (`values` are then medians).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spreads: Vec<Option<Spread>>,
+    /// With repeats: each ratio's bootstrap interval over the runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Option<Interval>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +116,8 @@ fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
         unit: unit.to_owned(),
         values,
         ratios,
+        spreads: Vec::new(),
+        intervals: Vec::new(),
     }
 }
 
@@ -153,6 +172,7 @@ fn columns(summaries: &[ReportSummary], files: &[String]) -> Vec<ColumnHead> {
                 kind: s.kind.clone(),
                 source: s.source.clone(),
                 file: files.get(i).cloned().unwrap_or_default(),
+                runs: 1,
             }
         })
         .collect()

@@ -2,7 +2,7 @@
 //! column followed by its ratio against the first. The cell and header helpers are shared with
 //! `html::compare`, which shows the same tables under its charts.
 
-use super::{CompareReport, MetricRow};
+use super::{CompareReport, Interval, MetricRow, Spread};
 use crate::report::table::Table;
 use crate::report::units;
 
@@ -18,6 +18,33 @@ fn ratio(r: Option<f64>) -> String {
     r.map_or("-".into(), units::ratio)
 }
 
+/// A median with its spread over the runs: `300 (290-310)`.
+fn cell_spread(v: Option<f64>, s: Option<Spread>, unit: &str) -> String {
+    match (v, s) {
+        (Some(_), Some(s)) if s.runs > 1 && s.min < s.max => format!(
+            "{} ({}-{})",
+            cell(v, unit),
+            cell(Some(s.min), unit),
+            cell(Some(s.max), unit)
+        ),
+        _ => cell(v, unit),
+    }
+}
+
+/// A ratio with its interval, starred when beyond noise: `3.00x [2.81-3.20]*`.
+fn ratio_interval(r: Option<f64>, i: Option<Interval>) -> String {
+    match (r, i) {
+        (Some(r), Some(i)) => format!(
+            "{} [{:.2}-{:.2}]{}",
+            units::ratio(r),
+            i.low,
+            i.high,
+            if i.beyond_noise { "*" } else { "" }
+        ),
+        _ => ratio(r),
+    }
+}
+
 impl CompareReport {
     fn table(&self, rows: &[MetricRow]) -> Table {
         let mut t = Table::new(self.table_rows_headers());
@@ -30,10 +57,21 @@ impl CompareReport {
     pub fn render_text(&self) -> String {
         let mut s = String::new();
         for c in &self.columns {
+            let runs = if c.runs > 1 {
+                format!("{} runs: ", c.runs)
+            } else {
+                String::new()
+            };
             s.push_str(&format!(
-                "{:<16} {} report of {} ({})\n",
+                "{:<16} {} report of {} ({runs}{})\n",
                 c.label, c.kind, c.source, c.file
             ));
+        }
+        if self.columns.iter().any(|c| c.runs > 1) {
+            s.push_str(
+                "\nValues are medians over the runs (min-max); ratios of medians [95% bootstrap \
+                 interval over the runs], * beyond noise (the interval excludes 1).\n",
+            );
         }
         s.push_str("\nOverall (workload requests a replay replays: handshakes left out)\n");
         s.push_str(&self.table(&self.overall).render());
@@ -71,9 +109,11 @@ impl CompareReport {
             .map(|r| {
                 let mut cells = vec![r.metric.clone()];
                 for (i, v) in r.values.iter().enumerate() {
-                    cells.push(cell(*v, &r.unit));
+                    let s = r.spreads.get(i).copied().flatten();
+                    cells.push(cell_spread(*v, s, &r.unit));
                     if i > 0 {
-                        cells.push(ratio(r.ratios.get(i).copied().flatten()));
+                        let interval = r.intervals.get(i).copied().flatten();
+                        cells.push(ratio_interval(r.ratios.get(i).copied().flatten(), interval));
                     }
                 }
                 cells

@@ -7,14 +7,19 @@ Each step starts with start(NAME), which sends the step marker
 these) and then starts the step's clock; close() sends "mongotape:step:end".
 The same helpers exist in mongosh/common.js and php/common.php and must stay
 behaviourally identical (scaling, pseudo-random numbers, output format).
+
+MONGOTAPE_WORKLOAD_SLEEP_MS=N (pymongo only, opt-in) makes this an artificially slow client: it
+sleeps N ms after each reply before its next command (tools/compare-drivers' `pymongo-slow`). The
+traffic is unchanged; only the client's think time grows.
 """
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
-from pymongo import MongoClient
+from pymongo import MongoClient, monitoring
 from pymongo.write_concern import WriteConcern
 
 W0 = WriteConcern(w=0)
@@ -51,6 +56,28 @@ class Lcg:
         return "".join(chr(97 + self.below(26)) for _ in range(count))
 
 
+class SlowClient(monitoring.CommandListener):
+    """Sleeps after every reply on the application's thread (pymongo publishes command events
+    synchronously), so the next command leaves `seconds` later: time spent in the client."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def started(self, event):
+        pass
+
+    def succeeded(self, event):
+        time.sleep(self.seconds)
+
+    def failed(self, event):
+        pass
+
+
+def listeners():
+    sleep_ms = float(os.environ.get("MONGOTAPE_WORKLOAD_SLEEP_MS") or 0)
+    return [SlowClient(sleep_ms / 1000.0)] if sleep_ms > 0 else []
+
+
 class Workload:
     def __init__(self, name):
         parser = argparse.ArgumentParser(prog=name)
@@ -62,7 +89,7 @@ class Workload:
             parser.error("--scale must be > 0")
         self.name = name
         self.scale = args.scale
-        self.client = MongoClient(args.uri)
+        self.client = MongoClient(args.uri, event_listeners=listeners())
         self.db = self.client[args.db]
         self.marked = None
 
