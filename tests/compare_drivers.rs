@@ -1,25 +1,48 @@
 //! The README's main job, end to end at a small scale: every seed workload runs in every real client
 //! through the proxy, its capture analyzes and replays into a fresh server with the same outcome, and
-//! the tables and reports come out.
+//! the tables and reports come out; with repeats, every cell has a median and a spread, and the
+//! verdict tells an artificially slow client (pymongo sleeping after each reply) from the server.
 
 mod common;
 
 use common::*;
+use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
+
+fn compare_drivers(out: &Path, args: &[&str]) -> CommandOutput {
+    let mut command = Command::new(workspace_root().join("tools/compare-drivers"));
+    command
+        .arg("--no-setup")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env("MONGOTAPE", mongotape_bin())
+        .env("MONGOTAPE_SECANTUSD", secantusd_path());
+    let run = run_command(command, std::time::Duration::from_secs(900));
+    assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
+    run
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
 
 #[test]
 fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
     require_clients();
     let out = tempdir();
-    let mut command = Command::new(workspace_root().join("tools/compare-drivers"));
-    command
-        .args(["--no-setup", "--scale", "0.01", "--out"])
-        .arg(out.path())
-        .env("MONGOTAPE", mongotape_bin())
-        .env("MONGOTAPE_SECANTUSD", secantusd_path());
-    let run = run_command(command, std::time::Duration::from_secs(900));
-    assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
-    for heading in ["own s", "rec s", "replay s", "own/rep", "CPU µs/op"] {
+    let run = compare_drivers(out.path(), &["--scale", "0.01", "--repeats", "1"]);
+    for heading in [
+        "own s",
+        "rec s",
+        "replay s",
+        "own/rep",
+        "client CPU µs/op",
+        "server CPU µs/op",
+        "Verdict:",
+    ] {
         assert!(run.stdout.contains(heading), "{heading} missing");
     }
     for title in [
@@ -35,15 +58,12 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
             run.stdout
         );
     }
-    let all: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("compare-drivers.json")).unwrap(),
-    )
-    .unwrap();
-    let workloads = all.as_object().unwrap();
+    let all = read_json(&out.path().join("compare-drivers.json"));
+    let workloads = all["experiments"].as_object().unwrap();
     assert_eq!(workloads.len(), 5);
     let mut server_cpu = 0.0;
-    for (workload, results) in workloads {
-        let results = results.as_array().unwrap();
+    for (workload, experiment) in workloads {
+        let results = experiment["runs"].as_array().unwrap();
         assert_eq!(results.len(), 3, "{workload}");
         for r in results {
             let who = format!("{workload} {}", r["client"]);
@@ -54,10 +74,7 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
                 "{who}: every recorded operation replayed"
             );
             assert_eq!(a["overall"]["errors"], p["overall"]["errors"], "{who}");
-            let replay: serde_json::Value = serde_json::from_str(
-                &std::fs::read_to_string(r["files"]["replay"].as_str().unwrap()).unwrap(),
-            )
-            .unwrap();
+            let replay = read_json(Path::new(r["files"]["replay"].as_str().unwrap()));
             assert_eq!(replay["complete"], true, "{who}");
             assert!(
                 replay["divergences"]
@@ -103,4 +120,108 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
         }
     }
     assert!(server_cpu > 0.0, "no replay measured any server CPU");
+}
+
+#[test]
+fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
+    require_clients();
+    let out = tempdir();
+    let args = [
+        "--workloads",
+        "inserts",
+        "--clients",
+        "pymongo,pymongo-slow",
+        "--repeats",
+        "3",
+        "--scale",
+        "0.1",
+        "--slow-ms",
+        "3",
+    ];
+    let run = compare_drivers(out.path(), &args);
+    let text = &run.stdout;
+    assert!(text.contains("median (min-max) over 3 rounds"), "{text}");
+    let all = read_json(&out.path().join("compare-drivers.json"));
+    let e = &all["experiments"]["inserts"];
+    assert_eq!(e["runs"].as_array().unwrap().len(), 6);
+    for client in ["pymongo", "pymongo-slow"] {
+        let totals = &e["per_client"][client]["totals"];
+        for key in [
+            "own_s",
+            "replay_s",
+            "client_cpu_us_per_op",
+            "server_cpu_us_per_op",
+        ] {
+            let s = &totals[key];
+            let (min, median, max) = (
+                s["min"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{client} {key}: {s}")),
+                s["median"].as_f64().unwrap(),
+                s["max"].as_f64().unwrap(),
+            );
+            assert!(
+                min > 0.0 && min <= median && median <= max,
+                "{client} {key}: {s}"
+            );
+            assert_eq!(s["values"].as_array().unwrap().len(), 3, "{client} {key}");
+        }
+        // The insert step carries its own spread and both CPUs.
+        let step = &e["per_client"][client]["steps"]["insert"];
+        for key in ["client_s", "client_cpu_us_per_op", "server_cpu_us_per_op"] {
+            assert!(
+                step[key]["median"].as_f64().is_some(),
+                "{client} {key}: {step}"
+            );
+        }
+    }
+    // Sleeping after each reply: the client's time, beyond noise; the server's cost: the same.
+    let slow = &e["ratios"]["pymongo-slow"];
+    assert_eq!(slow["own_s"]["beyond_noise"], true, "{slow}");
+    assert!(slow["own_s"]["median"].as_f64().unwrap() > 1.5, "{slow}");
+    let verdict: Vec<&str> = e["verdict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        verdict[0].starts_with("pymongo-slow is client-bound")
+            && verdict[0].contains("pymongo's time")
+            && verdict[0].contains("beyond noise"),
+        "{verdict:#?}"
+    );
+    let server = verdict.last().unwrap();
+    assert!(
+        server.contains("the same as with pymongo within noise for pymongo-slow"),
+        "{verdict:#?}\n{slow}"
+    );
+    assert!(text.contains(verdict[0]), "the verdict is printed:\n{text}");
+    // The machine's load around every recording and replay.
+    let loads = e["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 12);
+    for l in loads {
+        assert!(
+            l["load_before"].as_f64().is_some() && l["other_cores"].as_f64().is_some(),
+            "{l}"
+        );
+    }
+    assert!(text.contains("Load: 1-min load average"), "{text}");
+    // `mongotape compare --group` of the same runs: one column per client and kind, with spreads
+    // and intervals.
+    let compare = read_json(&out.path().join("inserts.compare.json"));
+    let columns = compare["columns"].as_array().unwrap();
+    assert_eq!(columns.len(), 4, "{compare}");
+    assert!(columns.iter().all(|c| c["runs"] == 3), "{compare}");
+    let throughput = compare["overall"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "throughput")
+        .unwrap();
+    assert_eq!(throughput["spreads"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        throughput["intervals"][1]["beyond_noise"], true,
+        "{throughput}"
+    );
 }

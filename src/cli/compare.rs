@@ -11,7 +11,7 @@ use std::process::ExitCode;
     after_help = "Repeated runs: give every run's report and --group. Reports with the same \
 label (set by `analyze --label` / `replay --label`) are rounds of one run, in the order given, and make \
 one column: each figure is the median over the rounds with its spread (min-max), and each ratio has a \
-95% bootstrap interval over the rounds (paired by round, fixed seed), starred when it excludes 1 \
+95% bootstrap interval over the rounds (each column resampled independently, fixed seed), starred when it excludes 1 \
 (beyond noise).\n\n  mongotape compare --group pymongo-r0.json php-r0.json pymongo-r1.json \
 php-r1.json pymongo-r2.json php-r2.json"
 )]

@@ -268,7 +268,7 @@ def render(workload, figs):
         out.append(table(["vs %s" % clients[0], "", "", "own time", "client CPU/op", "server CPU/op"], rows))
         out.append("ratio of medians [95% bootstrap interval over the rounds]; * beyond noise (interval excludes 1)")
     out.append("")
-    out += ["Verdict: " + line for line in figs["verdict"]]
+    out += ["Verdict:"] + ["  - " + line for line in figs["verdict"]]
     out += load_lines(figs["loads"])
     return "\n".join(out)
 

@@ -355,22 +355,23 @@ def spread(xs):
 
 
 def bootstrap_ratio(a, b, seed=1, resamples=2000, level=0.95):
-    """Interval of median(a) / median(b) over the rounds: `a[i]` and `b[i]` were measured in the same
-    round, so rounds are resampled with replacement as pairs (a neighbour's load that slows both in
-    one round cancels out). Rounds where either value is missing are left out. Returns (low, high),
-    or None when fewer than two rounds are left or a median is zero. Seeded: the same figures give
-    the same interval."""
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    if len(pairs) < 2:
+    """Interval of median(a) / median(b) over the rounds: each side's rounds are resampled with
+    replacement, independently (two clients' runs of one round happen at different moments, so
+    nothing pairs them). Missing values are left out. Returns (low, high), or None when a side has
+    fewer than two values or a median is zero. Seeded: the same figures give the same interval.
+    With 3 rounds a side, the interval spans from the lowest to the highest ratio of their values:
+    it excludes 1 exactly when the two sides' ranges do not overlap."""
+    a = [x for x in a if x is not None]
+    b = [x for x in b if x is not None]
+    if len(a) < 2 or len(b) < 2:
         return None
     rng = random.Random(seed)
     ratios = []
     for _ in range(resamples):
-        pick = [pairs[rng.randrange(len(pairs))] for _ in pairs]
-        den = median([y for _, y in pick])
+        den = median([rng.choice(b) for _ in b])
         if not den:
             return None
-        ratios.append(median([x for x, _ in pick]) / den)
+        ratios.append(median([rng.choice(a) for _ in a]) / den)
     ratios.sort()
     cut = (1 - level) / 2
     return ratios[int(cut * resamples)], ratios[min(resamples - 1, int((1 - cut) * resamples))]

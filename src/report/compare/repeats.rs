@@ -1,9 +1,9 @@
 //! `compare --group`: reports that carry the same label are repeats of one run (rounds, in the
 //! order given) and become one column: its values are the medians over the rounds, each with its
 //! spread (min-max), and each ratio against the first column comes with a 95% bootstrap interval
-//! over the rounds. The rounds are resampled as pairs (round i of a column with round i of the
-//! first), so a disturbance that slowed both in one round cancels out. The seed is fixed: the same
-//! reports give the same intervals.
+//! over the rounds, "beyond noise" when it excludes 1. Each column's rounds are resampled with
+//! replacement independently (two runs of one round happen at different moments: nothing pairs
+//! them). The seed is fixed: the same reports give the same intervals.
 
 use super::{compare, ColumnHead, CommandRows, CompareReport, MetricRow};
 use crate::report::summary::ReportSummary;
@@ -142,26 +142,24 @@ fn spread(values: &[Option<f64>]) -> Option<Spread> {
     })
 }
 
-/// The 95% interval of median(a) / median(b) over rounds resampled as pairs; None with fewer than
-/// two rounds where both have a value, or when a resampled median of `b` is zero.
+/// The 95% interval of median(a) / median(b), each side's runs resampled independently; None
+/// when a side has fewer than two values or a resampled median of `b` is zero.
 fn bootstrap(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Interval> {
-    let pairs: Vec<(f64, f64)> = a
-        .iter()
-        .zip(b)
-        .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .collect();
-    if pairs.len() < 2 {
+    let (a, b) = (present(a), present(b));
+    if a.len() < 2 || b.len() < 2 {
         return None;
     }
     let mut rng = StdRng::seed_from_u64(SEED);
+    let mut resample = |v: &[f64]| -> Option<f64> {
+        let pick: Vec<Option<f64>> = (0..v.len())
+            .map(|_| Some(v[rng.random_range(0..v.len())]))
+            .collect();
+        median(&pick)
+    };
     let mut ratios = Vec::with_capacity(RESAMPLES);
     for _ in 0..RESAMPLES {
-        let pick: Vec<(f64, f64)> = (0..pairs.len())
-            .map(|_| pairs[rng.random_range(0..pairs.len())])
-            .collect();
-        let num = median(&pick.iter().map(|p| Some(p.0)).collect::<Vec<_>>())?;
-        let den = median(&pick.iter().map(|p| Some(p.1)).collect::<Vec<_>>())?;
+        let den = resample(&b)?;
+        let num = resample(&a)?;
         if den == 0.0 {
             return None;
         }
