@@ -224,9 +224,11 @@ def cell(s, spec="%.3f"):
     return (spec + " (" + spec + "-" + spec + ")") % (s["median"], s["min"], s["max"])
 
 
-def table(headers, rows):
+def table(headers, rows, left=1):
+    """Columns padded to their widest cell; the first `left` columns flush left, the rest right."""
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    line = lambda r: "  ".join((str(c).ljust(w) if i < 3 else str(c).rjust(w)) for i, (c, w) in enumerate(zip(r, widths)))
+    line = lambda r: "  ".join((str(c).ljust(w) if i < left else str(c).rjust(w))
+                               for i, (c, w) in enumerate(zip(r, widths)))
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
@@ -244,7 +246,7 @@ def render(workload, figs):
                          cell(f["recorded_s"]), cell(f["replayed_s"]), cell(f["own_over_replay"], "%.1f"),
                          cell(f["client_cpu_us_per_op"], "%.0f"), cell(f["server_cpu_us_per_op"], "%.0f")])
     out.append(table(["step", "ops", "client", "own s", "rec s", "replay s", "own/rep", "client CPU µs/op",
-                      "server CPU µs/op"], rows))
+                      "server CPU µs/op"], rows, left=3))
     out.append("own s: the client's own time for the step; rec s: the step in the recording (from its marker "
                "to the next); replay s: the step replayed --fast into a fresh server; own/rep: own s over "
                "replay s; client CPU µs/op: the client's process tree, start-up excluded; server CPU µs/op: "
@@ -253,19 +255,19 @@ def render(workload, figs):
     rows = []
     for c in clients:
         t = pc[c]["totals"]
-        rows.append([c, "", "", num(t["ops"]["median"]), cell(t["own_s"], "%.2f"), cell(t["replay_s"], "%.2f"),
+        rows.append([c, num(t["ops"]["median"]), cell(t["own_s"], "%.2f"), cell(t["replay_s"], "%.2f"),
                      cell(t["own_over_replay"], "%.1f"), cell(t["client_cpu_us_per_op"], "%.0f"),
                      cell(t["server_cpu_us_per_op"], "%.0f"),
                      cell(t["client_bound_pct"], "%.0f"),
                      cell(t["replayer_cpu_us_per_op"], "%.0f")])
-    out.append(table(["client", "", "", "ops", "own s", "replay s", "own/rep", "client CPU µs/op",
+    out.append(table(["client", "ops", "own s", "replay s", "own/rep", "client CPU µs/op",
                       "server CPU µs/op", "client-bound %", "replayer CPU µs/op"], rows))
     if len(clients) > 1:
         out.append("")
-        rows = [[c, "", "", ratio_cell(figs["ratios"][c]["own_s"]),
+        rows = [[c, ratio_cell(figs["ratios"][c]["own_s"]),
                  ratio_cell(figs["ratios"][c]["client_cpu_us_per_op"]),
                  ratio_cell(figs["ratios"][c]["server_cpu_us_per_op"])] for c in clients[1:]]
-        out.append(table(["vs %s" % clients[0], "", "", "own time", "client CPU/op", "server CPU/op"], rows))
+        out.append(table(["vs %s" % clients[0], "own time", "client CPU/op", "server CPU/op"], rows))
         out.append("ratio of medians [95% bootstrap interval over the rounds]; * beyond noise (interval excludes 1)")
     out.append("")
     out += ["Verdict:"] + ["  - " + line for line in figs["verdict"]]
