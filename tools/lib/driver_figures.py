@@ -208,7 +208,7 @@ def server_verdict(figs):
                   for x in d["commands"]]
         parts.append("with %s the server's CPU per operation differs beyond noise: %.2fx %s's (%s)%s" % (
             c, r["median"], base, interval(r), "; where: " + ", ".join(where) if where else ""))
-    return "Server cost: " + ". ".join(parts) + "."
+    return "Server cost: " + parts[0] + "".join(". " + x[0].upper() + x[1:] for x in parts[1:]) + "."
 
 
 def num(v, spec="%.0f"):
