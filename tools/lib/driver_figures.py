@@ -21,6 +21,9 @@ MIN_CPU_S = 0.02
 CLIENT_BOUND, PARTLY = 2.0, 1.25
 # A difference beyond noise but smaller than this is reported as such, not as a different cost.
 MATERIAL = 0.10
+# The server's CPU is read in clock ticks at the start and the end of each replay: a difference of
+# less than this many seconds between two clients' whole replays is below what can be measured.
+CPU_RESOLUTION_S = 0.03
 
 
 def stat(values):
@@ -190,14 +193,14 @@ def server_verdict(figs):
         r = ratios[c]["server_cpu_us_per_op"]
         if r is None or not r["beyond_noise"]:
             same.append((c, r))
-        elif abs(r["median"] - 1) < MATERIAL:
+        elif abs(r["median"] - 1) < MATERIAL or not measurable(figs["per_client"], base, c):
             small.append((c, r))
         else:
             differ.append((c, r))
     parts = []
     if same or small:
         desc = ["%s %s (%s)" % (c, "unmeasured" if r is None else "%.2fx" % r["median"], interval(r)) for c, r in same]
-        desc += ["%s %.2fx (%s; beyond this run's noise but under %.0f%%)" % (c, r["median"], interval(r),
+        desc += ["%s %.2fx (%s; beyond this run's noise but under %.0f%% or the clock's resolution)" % (c, r["median"], interval(r),
                                                                              MATERIAL * 100) for c, r in small]
         parts.append("the server's CPU per operation is the same as with %s within noise for %s" % (
             base, "; ".join(desc)))
@@ -209,6 +212,16 @@ def server_verdict(figs):
         parts.append("with %s the server's CPU per operation differs beyond noise: %.2fx %s's (%s)%s" % (
             c, r["median"], base, interval(r), "; where: " + ", ".join(where) if where else ""))
     return "Server cost: " + parts[0] + "".join(". " + x[0].upper() + x[1:] for x in parts[1:]) + "."
+
+
+def measurable(per_client, base, c):
+    """Whether the server CPU of c's replays and of base's differ by more than the clock can tell."""
+    def seconds(who):
+        t = per_client[who]["totals"]
+        us, ops = t["server_cpu_us_per_op"]["median"], t["ops"]["median"]
+        return us * ops / 1e6 if us is not None and ops else None
+    a, b = seconds(c), seconds(base)
+    return a is not None and b is not None and abs(a - b) >= CPU_RESOLUTION_S
 
 
 def num(v, spec="%.0f"):
