@@ -331,8 +331,8 @@ impl ReplayReport {
         }
         if let Some(o) = &self.ordering {
             out.push_str(&format!(
-                "order: {} request(s) followed a write on another connection, {} waited ({:.2} s); {:.1} requests in flight on average over {} connection(s) per clone\n",
-                o.followed_a_write, o.waited, o.wait_s, o.mean_in_flight, o.connections
+                "order: {} request(s) followed a write on another connection, {} waited ({}); {:.1} requests in flight on average over {} connection(s) per clone\n",
+                o.followed_a_write, o.waited, units::duration_s(o.wait_s), o.mean_in_flight, o.connections
             ));
         }
         if let Some(m) = &self.merge {

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_BUCKETS: u64 = 1000;
 /// Points a chart draws at most: the report's buckets are joined 1, 2 or 5 at a time to fit.
 pub const MAX_POINTS: u64 = 300;
+/// Points a chart gets at least when the run allows.
+pub const MIN_POINTS: u64 = 50;
 const FIRST_WIDTH_NS: u64 = 100_000;
 
 /// One significant digit (steps of ~6%) costs ~4 KiB a bucket; enough for a line's p50, p99, max.
@@ -205,17 +207,20 @@ impl BucketTimeline {
         })
     }
 
-    /// The width a chart draws: the report's, times 1, 2 or 5 (or more for a long gap-free run
-    /// merged from shards), so that the run spans at most [`MAX_POINTS`] points.
+    /// The width a chart draws: the report's times 1, 2, 5, 10..., the narrowest that spans the
+    /// run in at most [`MAX_POINTS`] points holding two operations each on average (fewer points
+    /// than [`MIN_POINTS`] are not asked for), so that sparse operations still draw lines.
     pub fn chart_width_ns(&self) -> u64 {
         let (Some(a), Some(b)) = (self.buckets.first(), self.buckets.last()) else {
             return self.width_ns;
         };
         let span = b.index - a.index + 1;
+        let ops: u64 = self.buckets.iter().map(|b| b.ops).sum();
         let mut factor = 1;
-        for f in [1u64, 2, 5, 10, 20, 50, 100] {
+        for f in [1u64, 2, 5, 10, 20, 50, 100, 200, 500, 1000] {
             factor = f;
-            if span.div_ceil(f) <= MAX_POINTS {
+            let points = span.div_ceil(f);
+            if points <= MAX_POINTS && (ops >= 2 * points || points <= MIN_POINTS) {
                 break;
             }
         }
@@ -308,7 +313,7 @@ mod tests {
         let t = b.report();
         let p = t.points();
         assert_eq!(t.width_ns, 100_000);
-        assert_eq!(p.len(), 81);
+        assert_eq!(p.len(), 41, "2 ops: 200 µs points");
         assert_eq!(p[1].p50_us, None, "no reply there: no latency");
         assert_eq!(p[1].ops, 0);
         let mut c = Buckets::new(0);
@@ -319,7 +324,7 @@ mod tests {
         assert_eq!(merged.buckets[0].ops, 2);
         assert_eq!(merged.buckets[0].errors, 1);
         let p = merged.points();
-        assert_eq!(p.len(), 101);
+        assert_eq!(p.len(), 21);
         assert!(p[0].max_us.unwrap() > 4_500.0);
     }
 }

@@ -46,17 +46,17 @@ fn header(r: &AnalyzeReport) -> Page {
     let w = &r.workload;
     let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
         .subtitle(&format!(
-            "{} · recorded {} from {} · {} records over {:.3}s",
+            "{} · recorded {} from {} · {} records over {}",
             s.source,
             r.capture.start_time,
             r.capture.upstream,
             r.capture.records,
-            r.capture.duration_s
+            units::duration_s(r.capture.duration_s)
         ))
         .facts(&[
             ("logical operations", w.ops.to_string()),
             ("requests a replay replays", s.ops.to_string()),
-            ("of those per second", format!("{:.0}", s.ops_per_s)),
+            ("of those per second", units::count(s.ops_per_s)),
             ("client-bound share", units::share(w.client_bound_share)),
             ("p50 latency", duration_us(s.overall.latency.p50_us)),
             ("p99 latency", duration_us(s.overall.latency.p99_us)),
