@@ -208,7 +208,7 @@ impl BucketTimeline {
     }
 
     /// The width a chart draws: the report's times 1, 2, 5, 10..., the narrowest that spans the
-    /// run in at most [`MAX_POINTS`] points holding two operations each on average (fewer points
+    /// run in at most [`MAX_POINTS`] points holding five operations each on average (fewer points
     /// than [`MIN_POINTS`] are not asked for), so that sparse operations still draw lines.
     pub fn chart_width_ns(&self) -> u64 {
         let (Some(a), Some(b)) = (self.buckets.first(), self.buckets.last()) else {
@@ -220,7 +220,7 @@ impl BucketTimeline {
         for f in [1u64, 2, 5, 10, 20, 50, 100, 200, 500, 1000] {
             factor = f;
             let points = span.div_ceil(f);
-            if points <= MAX_POINTS && (ops >= 2 * points || points <= MIN_POINTS) {
+            if points <= MAX_POINTS && (ops >= 5 * points || points <= MIN_POINTS) {
                 break;
             }
         }

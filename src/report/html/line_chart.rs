@@ -23,6 +23,8 @@ pub struct LineChart {
     x_log: bool,
     x_unit: String,
     small: bool,
+    /// x values the axis spans whatever the data: small multiples share their axis.
+    x_span: Option<(f64, f64)>,
     series: Vec<Series<(f64, f64)>>,
 }
 
@@ -45,6 +47,14 @@ impl LineChart {
     /// Half width and shorter, for a grid of small multiples.
     pub fn small(mut self) -> LineChart {
         self.small = true;
+        self
+    }
+
+    /// An x axis spanning at least `lo..hi`, so small multiples read against one another.
+    pub fn x_span(mut self, lo: f64, hi: f64) -> LineChart {
+        if lo.is_finite() && hi.is_finite() && lo <= hi && (!self.x_log || lo > 0.0) {
+            self.x_span = Some((lo, hi));
+        }
         self
     }
 
@@ -76,7 +86,16 @@ impl LineChart {
             name: name.to_owned(),
             values: points,
             color: None,
+            dashed: false,
         });
+        self
+    }
+
+    /// The last series added is drawn dashed (over a line it would otherwise hide).
+    pub fn dashed(mut self) -> LineChart {
+        if let Some(s) = self.series.last_mut() {
+            s.dashed = true;
+        }
         self
     }
 
@@ -156,9 +175,13 @@ impl LineChart {
         pts().next()?;
         let x_log = self.x_log;
         let fx = |x: f64| if x_log { x.log10() } else { x };
-        let (mut xmin, mut xmax) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| {
-            (a.min(fx(p.0)), b.max(fx(p.0)))
-        });
+        let span = self.x_span.into_iter().flat_map(|(lo, hi)| [lo, hi]);
+        let (mut xmin, mut xmax) = pts()
+            .map(|p| p.0)
+            .chain(span)
+            .fold((f64::MAX, f64::MIN), |(a, b), x| {
+                (a.min(fx(x)), b.max(fx(x)))
+            });
         if xmax - xmin < 1e-9 {
             xmin -= 0.5;
             xmax += 0.5;
@@ -207,7 +230,8 @@ impl LineChart {
             }
             let _ = write!(
                 s,
-                "<polyline stroke=\"{c}\" points=\"{}\" data-points=\"{}\"><title>{}</title></polyline>",
+                "<polyline stroke=\"{c}\"{} points=\"{}\" data-points=\"{}\"><title>{}</title></polyline>",
+                if se.dashed { " stroke-dasharray=\"5 4\"" } else { "" },
                 points.trim_end(),
                 run.len(),
                 esc(&se.name)

@@ -28,13 +28,30 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
             .map(|h| cdf_us(&h))
             .unwrap_or_default()
     };
-    let charts = cmds.iter().take(MAX_CHART_COMMANDS).map(|(name, _)| {
+    let curves: Vec<_> = cmds
+        .iter()
+        .take(MAX_CHART_COMMANDS)
+        .map(|(name, _)| {
+            (
+                name,
+                cdf(r.histograms.per_command.get(*name)),
+                cdf(r.recorded.histograms.get(*name)),
+            )
+        })
+        .collect();
+    let xs = || {
+        curves
+            .iter()
+            .flat_map(|c| c.1.iter().chain(&c.2).map(|p| p.0))
+    };
+    let (lo, hi) = (xs().fold(f64::MAX, f64::min), xs().fold(0.0, f64::max));
+    let charts = curves.into_iter().map(|(name, replayed, recorded)| {
         let chart = LineChart::new(name, "latency", "%")
             .small()
             .x_log("µs")
-            .series("replayed", cdf(r.histograms.per_command.get(*name)))
+            .x_span(lo, hi)
+            .series("replayed", replayed)
             .color(REPLAYED);
-        let recorded = cdf(r.recorded.histograms.get(*name));
         if recorded.is_empty() {
             chart
         } else {

@@ -25,7 +25,9 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
                 .x_unit("s")
                 .note(&note)
                 .series("ops/s", line(&|p| Some(p.ops as f64 * per_s)))
-                .series("errors/s", line(&|p| Some(p.errors as f64 * per_s))),
+                .series("errors/s", line(&|p| Some(p.errors as f64 * per_s)))
+                .color("#e15759")
+                .dashed(),
         )
         .line_chart(
             LineChart::new("Latency", "time into the replay", "µs")
