@@ -109,10 +109,11 @@ impl Page {
         self
     }
 
-    /// Text kept as written (JSON, say), folded under a one-line summary.
-    pub fn details(mut self, summary: &str, text: &str) -> Page {
+    /// Text kept as written (JSON, say) under a one-line summary, unfolded when `open`.
+    pub fn details(mut self, summary: &str, text: &str, open: bool) -> Page {
         self.body.push_str(&format!(
-            "<details><summary>{}</summary><pre>{}</pre></details>\n",
+            "<details{}><summary>{}</summary><pre>{}</pre></details>\n",
+            if open { " open" } else { "" },
             esc(summary),
             esc(text)
         ));

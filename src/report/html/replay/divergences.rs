@@ -1,5 +1,5 @@
 //! The replay page's divergences: per command, how many live replies differed from the recorded
-//! ones and in which fields, and the examples the report kept, each folded under a line.
+//! ones and in which fields, and the examples the report kept, the first of each command unfolded.
 
 use crate::replay::report::ReplayReport;
 use crate::report::html::Page;
@@ -47,6 +47,7 @@ pub(super) fn section(mut page: Page, r: &ReplayReport) -> Page {
                     d.count
                 ),
                 &text,
+                i == 0,
             );
         }
     }

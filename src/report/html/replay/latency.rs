@@ -91,10 +91,10 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
                 "replies",
                 "recorded p50",
                 "replayed p50",
-                "ratio",
+                "replayed / recorded",
                 "recorded p99",
                 "replayed p99",
-                "ratio",
+                "replayed / recorded",
             ],
             &rows,
         )

@@ -37,7 +37,8 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
                 ))
                 .series("p50", line(&|p| p.p50_us))
                 .series("p99", line(&|p| p.p99_us))
-                .series("max", line(&|p| p.max_us)),
+                .series("max", line(&|p| p.max_us))
+                .dashed(),
         )
 }
 
