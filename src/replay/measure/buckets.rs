@@ -4,15 +4,12 @@
 //! timeline), so the timelines of shards that ran together add up exactly (`merge`).
 
 use super::hdr;
+use crate::report::buckets::join_factor;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Buckets kept while recording; ten times fewer after each widening.
 pub const MAX_BUCKETS: u64 = 1000;
-/// Points a chart draws at most: the report's buckets are joined 1, 2 or 5 at a time to fit.
-pub const MAX_POINTS: u64 = 300;
-/// Points a chart gets at least when the run allows.
-pub const MIN_POINTS: u64 = 50;
 const FIRST_WIDTH_NS: u64 = 100_000;
 
 /// One significant digit (steps of ~6%) costs ~4 KiB a bucket; enough for a line's p50, p99, max.
@@ -207,24 +204,13 @@ impl BucketTimeline {
         })
     }
 
-    /// The width a chart draws: the report's times 1, 2, 5, 10..., the narrowest that spans the
-    /// run in at most [`MAX_POINTS`] points holding five operations each on average (fewer points
-    /// than [`MIN_POINTS`] are not asked for), so that sparse operations still draw lines.
+    /// The width a chart draws: the report's, times [`join_factor`].
     pub fn chart_width_ns(&self) -> u64 {
         let (Some(a), Some(b)) = (self.buckets.first(), self.buckets.last()) else {
             return self.width_ns;
         };
-        let span = b.index - a.index + 1;
-        let ops: u64 = self.buckets.iter().map(|b| b.ops).sum();
-        let mut factor = 1;
-        for f in [1u64, 2, 5, 10, 20, 50, 100, 200, 500, 1000] {
-            factor = f;
-            let points = span.div_ceil(f);
-            if points <= MAX_POINTS && (ops >= 5 * points || points <= MIN_POINTS) {
-                break;
-            }
-        }
-        self.width_ns * factor
+        let ops = self.buckets.iter().map(|b| b.ops).sum();
+        self.width_ns * join_factor(b.index - a.index + 1, ops)
     }
 
     /// The points a chart draws, every bucket from the first to the last, empty ones included (a
@@ -276,6 +262,7 @@ impl BucketTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::buckets::MAX_POINTS;
 
     fn run(span_ns: u64, ops: u64) -> BucketTimeline {
         let mut b = Buckets::new(1_700_000_000_000_000_000);
