@@ -176,7 +176,9 @@ impl LineChart {
         let x_log = self.x_log;
         let fx = |x: f64| if x_log { x.log10() } else { x };
         let span = self.x_span.into_iter().flat_map(|(lo, hi)| [lo, hi]);
-        let (mut xmin, mut xmax) = pts()
+        // Gaps count on the x axis: timelines over the same time line up.
+        let all = self.series.iter().flat_map(|s| s.values.iter());
+        let (mut xmin, mut xmax) = all
             .map(|p| p.0)
             .chain(span)
             .fold((f64::MAX, f64::MIN), |(a, b), x| {
