@@ -9,19 +9,11 @@ mod common;
 
 use common::*;
 use mongotape::replay::report::ReplayReport;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Screenshots `page` into `dir` as `name` and checks it shows a page; copies it to
-/// `$MONGOTAPE_SCREENSHOTS` when set, for a person to look at.
+/// Screenshots `page` into `dir` as `name` and checks it shows a page.
 fn shot(page: &Path, dir: &Path, name: &str) -> Ink {
-    let png = dir.join(name);
-    let ink = screenshot_ok(page, &png);
-    if let Some(keep) = std::env::var_os("MONGOTAPE_SCREENSHOTS") {
-        let keep = PathBuf::from(keep);
-        std::fs::create_dir_all(&keep).unwrap();
-        std::fs::copy(&png, keep.join(name)).unwrap();
-    }
-    ink
+    screenshot_ok(page, &dir.join(name))
 }
 
 /// Points a chart draws, from the report: the bucketed timeline's, all series together.
@@ -48,8 +40,11 @@ fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
     let attr = |title: &str| {
         chart_attr(dom, title, "data-points").unwrap_or_else(|| panic!("no chart {title:?}"))
     };
-    assert_eq!(attr("Throughput"), throughput.to_string());
-    assert_eq!(attr("Latency"), latency.to_string());
+    assert_eq!(
+        attr("Throughput: operations per second"),
+        throughput.to_string()
+    );
+    assert_eq!(attr("Latency over time"), latency.to_string());
     // One small chart per command with replies (up to 8), replayed and recorded on each.
     let commands: Vec<&String> = report
         .summary

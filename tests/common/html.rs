@@ -117,7 +117,8 @@ pub fn ink(png: &Path) -> Ink {
 }
 
 /// Screenshots `page` to `png`, fails on console output or a screenshot with next to nothing on it
-/// (a blank or single-colour image), and returns what it shows.
+/// (a blank or single-colour image), and returns what it shows. `MONGOTAPE_SCREENSHOTS=DIR` keeps a
+/// copy in DIR.
 pub fn screenshot_ok(page: &Path, png: &Path) -> Ink {
     let console = screenshot(page, png);
     assert!(console.is_empty(), "console output: {console:?}");
@@ -127,6 +128,12 @@ pub fn screenshot_ok(page: &Path, png: &Path) -> Ink {
         "{} looks blank: {ink:?}",
         png.display()
     );
+    // For a person to look at: `MONGOTAPE_SCREENSHOTS=DIR` keeps a copy.
+    if let (Some(keep), Some(name)) = (std::env::var_os("MONGOTAPE_SCREENSHOTS"), png.file_name()) {
+        let keep = std::path::PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).expect("MONGOTAPE_SCREENSHOTS directory");
+        std::fs::copy(png, keep.join(name)).expect("copy the screenshot");
+    }
     ink
 }
 

@@ -21,16 +21,20 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     let line = |f: &dyn Fn(&TimelinePoint) -> Option<f64>| line(&points, f);
     page.section("Over time")
         .line_chart(
-            LineChart::new("Throughput", "time into the replay", "ops/s")
-                .x_unit("s")
-                .note(&note)
-                .series("ops/s", line(&|p| Some(p.ops as f64 * per_s)))
-                .series("errors/s", line(&|p| Some(p.errors as f64 * per_s)))
-                .color("#e15759")
-                .dashed(),
+            LineChart::new(
+                "Throughput: operations per second",
+                "time into the replay",
+                "ops/s",
+            )
+            .x_unit("s")
+            .note(&note)
+            .series("ops/s", line(&|p| Some(p.ops as f64 * per_s)))
+            .series("errors/s", line(&|p| Some(p.errors as f64 * per_s)))
+            .color("#e15759")
+            .dashed(),
         )
         .line_chart(
-            LineChart::new("Latency", "time into the replay", "µs")
+            LineChart::new("Latency over time", "time into the replay", "µs")
                 .x_unit("s")
                 .note(&format!(
                     "{note} A line breaks where a bucket had no reply."
