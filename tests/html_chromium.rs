@@ -1,17 +1,85 @@
-//! The HTML reports of `analyze` and `compare`, opened in headless Chromium: they render, their
-//! script runs to the end, the charts are there with data, nothing reaches the console, nothing is
-//! fetched. A deliberately broken page must fail the same checks.
+//! Every HTML report (`analyze`, `compare`, `replay`, `merge`), opened in headless Chromium as a
+//! person would: it renders, its script runs to the end, the charts are there with as many points
+//! as the report has, nothing reaches the console, nothing is fetched, and a screenshot shows a
+//! page (not a blank image). A deliberately broken page must fail the same checks.
+//!
+//! Screenshots go to a temporary directory; set `MONGOTAPE_SCREENSHOTS=DIR` to keep them there.
 
 mod common;
 
 use common::*;
-use std::path::PathBuf;
+use mongotape::replay::report::ReplayReport;
+use std::path::Path;
 
-/// Where screenshots are kept for a person to look at.
-fn shots_dir() -> PathBuf {
-    let dir = workspace_root().join("target/html-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// Screenshots `page` into `dir` as `name` and checks it shows a page.
+fn shot(page: &Path, dir: &Path, name: &str) -> Ink {
+    screenshot_ok(page, &dir.join(name))
+}
+
+/// Points a chart draws, from the report: the bucketed timeline's, all series together.
+fn timeline_points(r: &ReplayReport) -> (usize, usize) {
+    let points = r.timeline_buckets.points();
+    let latency = points
+        .iter()
+        .map(|p| [p.p50_us, p.p99_us, p.max_us].iter().flatten().count())
+        .sum();
+    (2 * points.len(), latency)
+}
+
+/// The checks a replay page (a replay's or a merged one) passes against its JSON report.
+fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
+    let page = std::fs::read_to_string(html).unwrap();
+    let rendered = render(html);
+    assert_page_ok(&page, &rendered, 6);
+    let dom = &rendered.dom;
+    let (throughput, latency) = timeline_points(report);
+    assert!(
+        throughput > 2 * 10,
+        "{throughput} timeline points for a short replay"
+    );
+    let attr = |title: &str| {
+        chart_attr(dom, title, "data-points").unwrap_or_else(|| panic!("no chart {title:?}"))
+    };
+    assert_eq!(
+        attr("Throughput: operations per second"),
+        throughput.to_string()
+    );
+    assert_eq!(attr("Latency over time"), latency.to_string());
+    // One small chart per command with replies (up to 8), replayed and recorded on each.
+    let commands: Vec<&String> = report
+        .summary
+        .per_command
+        .iter()
+        .filter(|(_, c)| c.latency.count > 0)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        dom.matches("chart line small").count(),
+        commands.len().min(8)
+    );
+    for c in ["insert", "find"] {
+        assert!(
+            commands.contains(&&c.to_string()),
+            "{c} replayed: {commands:?}"
+        );
+        assert!(
+            attr(c).parse::<usize>().unwrap() > 2,
+            "{c}'s curves have points"
+        );
+        assert!(
+            report.recorded.per_command[c].count > 0,
+            "{c} recorded latency"
+        );
+    }
+    assert!(
+        dom.contains("<title>recorded</title>"),
+        "the recorded curve is drawn"
+    );
+    assert!(
+        dom.contains("replayer (mongotape itself)"),
+        "the replayer's CPU is named"
+    );
+    rendered
 }
 
 #[test]
@@ -46,8 +114,12 @@ fn analyze_and_compare_pages_render_in_chromium() {
     }
     assert!(rendered.dom.contains("PyMongo"), "the driver is named");
     assert!(rendered.dom.contains("<polyline"), "line charts have lines");
-    let console = screenshot(&html, &shots_dir().join("analyze.png"));
-    assert!(console.is_empty(), "{console:?}");
+    let small = rendered.dom.matches("chart line small").count();
+    assert!(
+        (2..=8).contains(&small),
+        "one distribution chart per command: {small}"
+    );
+    shot(&html, dir.path(), "analyze.png");
 
     let cmp = dir.path().join("compare.html");
     let out = mongotape(&[
@@ -62,8 +134,7 @@ fn analyze_and_compare_pages_render_in_chromium() {
     let rendered = render(&cmp);
     assert_page_ok(&page, &rendered, 5);
     assert!(rendered.dom.contains("1.00x"));
-    let console = screenshot(&cmp, &shots_dir().join("compare.png"));
-    assert!(console.is_empty(), "{console:?}");
+    shot(&cmp, dir.path(), "compare.png");
 
     // The checks catch a broken page: a script error, and a page whose charts are missing.
     let broken = dir.path().join("broken.html");
@@ -84,6 +155,76 @@ fn analyze_and_compare_pages_render_in_chromium() {
     std::fs::write(&broken, &no_script).unwrap();
     let r = render(&broken);
     assert!(std::panic::catch_unwind(|| assert_page_ok(&no_script, &r, 5)).is_err());
+}
+
+#[test]
+fn replay_and_merge_pages_render_in_chromium() {
+    let _serial = one_at_a_time();
+    let server = Server::start_with(&["--standalone"]);
+    let rec = record_inserts_finds(&server, "replaypage", 150, 0.0, 5);
+    let dir = tempdir();
+    let html = dir.path().join("replay.html");
+    let html_arg = html.display().to_string();
+    // Without the recorded drop the inserts meet the documents recorded: each one diverges.
+    let r = replay(
+        &rec.capture,
+        &server.uri(),
+        &["--exclude-command", "drop", "--html", &html_arg],
+    );
+    let report: ReplayReport = serde_json::from_value(r.report.clone()).unwrap();
+    let rendered = assert_replay_page(&html, &report);
+    let dom = &rendered.dom;
+    assert_eq!(report.divergences["insert"].count, 150, "{}", r.describe());
+    assert!(dom.contains("Divergences from the recorded replies"));
+    let examples: usize = report.divergences.values().map(|d| d.examples.len()).sum();
+    assert_eq!(dom.matches("<details").count(), examples);
+    assert_eq!(
+        dom.matches("<details open").count(),
+        1,
+        "insert's first example unfolded"
+    );
+    assert!(dom.contains("insert, example 1 of the 5 kept (150 differed): "));
+    assert!(!dom.contains("see the JSON") && !dom.contains("in the JSON report"));
+    shot(&html, dir.path(), "replay.png");
+
+    // Two shards of the same capture, merged: one page for both, its timeline added up.
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let json = dir.path().join(format!("shard-{i}.json"));
+        let out = mongotape(&[
+            "replay".to_string(),
+            rec.capture.display().to_string(),
+            "--target".into(),
+            server.uri(),
+            "--shard".into(),
+            format!("{i}/2"),
+            "--report".into(),
+            json.display().to_string(),
+        ]);
+        assert!(out.success(), "{}", out.stderr);
+        shards.push(json.display().to_string());
+    }
+    let merged_html = dir.path().join("merged.html");
+    let merged_json = dir.path().join("merged.json");
+    let mut args = vec!["merge".to_string()];
+    args.extend(shards);
+    args.extend([
+        "--report".into(),
+        merged_json.display().to_string(),
+        "--html".into(),
+        merged_html.display().to_string(),
+    ]);
+    let out = mongotape(&args);
+    assert!(out.success(), "{}", out.stderr);
+    let merged: ReplayReport =
+        serde_json::from_slice(&std::fs::read(&merged_json).unwrap()).unwrap();
+    let ops: u64 = merged.timeline_buckets.buckets.iter().map(|b| b.ops).sum();
+    assert_eq!(
+        ops, merged.summary.ops,
+        "the merged timeline holds every operation"
+    );
+    assert_replay_page(&merged_html, &merged);
+    shot(&merged_html, dir.path(), "merged.png");
 }
 
 #[test]

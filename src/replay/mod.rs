@@ -335,6 +335,7 @@ fn add_measurements(
     report.lag = metrics.lag();
     report.divergences = metrics.divergences();
     report.timeline = metrics.timeline();
+    report.timeline_buckets = metrics.bucket_timeline();
     report.started_at_unix_s = metrics.started_at_unix_s();
     report.histograms = metrics.histograms();
     if let Some(schedule) = &report.options.open_loop {
@@ -391,6 +392,7 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report.requests_read = source.requests_read;
     report.iterations = source.iterations;
     report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;
+    report.recorded = report::RecordedReport::of(&source.recorded_latency);
     report.capture_error = source.capture_error;
     report.error = shared.abort.reason();
     report.complete = report.error.is_none() && report.capture_error.is_none();

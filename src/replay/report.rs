@@ -1,12 +1,13 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout.
 
+use super::measure::buckets::BucketTimeline;
 use super::measure::knee::KneeReport;
 use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
 use super::route::pacing::Pacing;
 use crate::report::phases::PhaseReport;
-use crate::report::summary::{CommandSummary, ReportSummary};
+use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::report::table::Table;
 use crate::report::units;
 use serde::{Deserialize, Serialize};
@@ -46,6 +47,30 @@ pub struct OptionsReport {
     pub filters: Vec<String>,
     /// The open-loop schedule for all shards together (`--rate`, `--ramp`), for the knee.
     pub open_loop: Option<OpenLoopReport>,
+}
+
+/// Recorded latency per command: request to reply in the capture, as `analyze` measures it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecordedReport {
+    pub per_command: BTreeMap<String, LatencySummary>,
+    /// The histograms behind them ([`super::measure::hdr`]), for charts and `merge`.
+    pub histograms: BTreeMap<String, String>,
+}
+
+impl RecordedReport {
+    pub fn of(hists: &BTreeMap<String, hdrhistogram::Histogram<u64>>) -> RecordedReport {
+        RecordedReport {
+            per_command: hists
+                .iter()
+                .map(|(k, h)| (k.clone(), LatencySummary::from_ns_histogram(h)))
+                .collect(),
+            histograms: hists
+                .iter()
+                .map(|(k, h)| (k.clone(), super::measure::hdr::encode(h)))
+                .collect(),
+        }
+    }
 }
 
 /// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
@@ -159,6 +184,8 @@ pub struct ReplayReport {
     pub capture_error: Option<String>,
     pub summary: ReportSummary,
     pub recorded_span_s: f64,
+    /// The latency the capture recorded for the requests replayed, to set beside the replay's.
+    pub recorded: RecordedReport,
     pub iterations: u64,
     pub requests_read: u64,
     pub sent: u64,
@@ -174,6 +201,8 @@ pub struct ReplayReport {
     /// Requests sent again on the new primary after a "not primary" reply (the primary changed).
     pub retried_not_primary: u64,
     pub timeline: Vec<SecondReport>,
+    /// The timeline again, in buckets as wide as the run's length calls for (the charts use it).
+    pub timeline_buckets: BucketTimeline,
     /// The replay cut at the capture's step markers; empty without markers.
     pub phases: Vec<PhaseReport>,
     /// Open loop: where the server stopped keeping up.
@@ -302,8 +331,8 @@ impl ReplayReport {
         }
         if let Some(o) = &self.ordering {
             out.push_str(&format!(
-                "order: {} request(s) followed a write on another connection, {} waited ({:.2} s); {:.1} requests in flight on average over {} connection(s) per clone\n",
-                o.followed_a_write, o.waited, o.wait_s, o.mean_in_flight, o.connections
+                "order: {} request(s) followed a write on another connection, {} waited ({}); {:.1} requests in flight on average over {} connection(s) per clone\n",
+                o.followed_a_write, o.waited, units::duration_s(o.wait_s), o.mean_in_flight, o.connections
             ));
         }
         if let Some(m) = &self.merge {

@@ -318,8 +318,10 @@ impl Inspection {
             m.start_time, m.mongotape_version, m.upstream
         ));
         s.push_str(&format!(
-            "duration    {:.3}s, {} records, {} connections\n",
-            self.duration_s, self.records, self.connections_total
+            "duration    {}, {} records, {} connections\n",
+            units::duration_s(self.duration_s),
+            self.records,
+            self.connections_total
         ));
         s.push_str(&format!(
             "size        {} on the wire, {} on disk ({})\n",

@@ -13,6 +13,7 @@
 //!
 //! Shared by those products (and by `replay`):
 //!
+//! - [`buckets`]: how wide a timeline's points are, for any run's length.
 //! - [`summary`]: the summary every report carries (`compare` reads it back).
 //! - [`phases`]: the figures per phase, cut at step markers, with their text table.
 //! - [`pair`]: pairs replies with their requests.
@@ -20,6 +21,7 @@
 //! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
 
 pub mod analyze;
+pub mod buckets;
 pub mod cat;
 pub mod compare;
 pub mod html;

@@ -242,10 +242,10 @@ pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String
             };
             let mut row = vec![
                 p.name.clone(),
-                format!("{:.3}s", p.start_s),
+                units::duration_s(p.start_s),
                 units::duration_s(p.wall_s),
                 p.ops.to_string(),
-                format!("{:.0}", p.ops_per_s),
+                units::count(p.ops_per_s),
             ];
             if times {
                 let secs = |v: Option<f64>| v.map_or("-".into(), units::duration_s);

@@ -9,9 +9,12 @@
 //! A value that is not finite prints as `0` where a unit is attached (charts) and as itself
 //! otherwise; a missing one (`None`) prints as `-`.
 
-/// A duration in nanoseconds, in the unit its size calls for: `850ns`, `310.5µs`, `3.81ms`, `1.25s`.
+/// A duration in nanoseconds, in the unit its size calls for: `850ns`, `310.5µs`, `3.81ms`, `1.25s`;
+/// zero as `0` (an axis's origin needs no unit).
 pub fn duration_ns(ns: f64) -> String {
-    if ns >= 1e9 {
+    if ns == 0.0 {
+        "0".into()
+    } else if ns >= 1e9 {
         format!("{:.2}s", ns / 1e9)
     } else if ns >= 1e6 {
         format!("{:.2}ms", ns / 1e6)
@@ -30,6 +33,20 @@ pub fn duration_us(us: f64) -> String {
 /// A duration in seconds; see [`duration_ns`].
 pub fn duration_s(s: f64) -> String {
     duration_ns(s * 1e9)
+}
+
+/// Time left or taken, as a clock reads it: `45s`, `3m05s`, `2h07m`; under a second as [`duration_s`].
+pub fn clock(s: f64) -> String {
+    let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
+    if s < 1.0 {
+        return duration_s(s);
+    }
+    let t = s.round() as u64;
+    match (t / 3600, t / 60 % 60, t % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
 }
 
 /// A byte count in powers of 1024: `512 B`, `1.5 KiB`, `3.2 MiB`.
@@ -109,7 +126,7 @@ mod tests {
         assert_eq!(duration_s(1.25), "1.25s");
         assert_eq!(value(3101.0, "µs"), duration_us(3101.0));
         assert_eq!(value(2.0, "ms"), "2.00ms");
-        assert_eq!(value(f64::NAN, "s"), "0ns");
+        assert_eq!(value(f64::NAN, "s"), "0");
     }
 
     #[test]
@@ -126,5 +143,9 @@ mod tests {
         assert_eq!(share(None), "-");
         assert_eq!(ratio(1.254), "1.25x");
         assert_eq!(value(1200.0, "ops/s"), "1200 ops/s");
+        assert_eq!(clock(45.2), "45s");
+        assert_eq!(clock(185.0), "3m05s");
+        assert_eq!(clock(7620.0), "2h07m");
+        assert_eq!(clock(0.25), "250.00ms");
     }
 }

@@ -69,18 +69,82 @@ pub fn render(page: &Path) -> Rendered {
     }
 }
 
-/// Screenshots `page` to `png` (1200 px wide) and returns the console output.
+/// Screenshots `page` to `png` (1200 x 5200 px: a whole report) and returns the console output.
 pub fn screenshot(page: &Path, png: &Path) -> Vec<String> {
     let out = chromium(
         page,
         &[
-            "--window-size=1200,2600".to_string(),
+            "--window-size=1200,5200".to_string(),
             "--hide-scrollbars".to_string(),
             format!("--screenshot={}", png.display()),
         ],
     );
     assert!(png.is_file(), "no screenshot written:\n{}", out.stderr);
     console_lines(&out.stderr)
+}
+
+/// What a screenshot shows, roughly: how much of it is not the background, and in how many colours.
+#[derive(Debug)]
+pub struct Ink {
+    pub width: u32,
+    pub height: u32,
+    /// Share of pixels not of the commonest colour (the background).
+    pub share: f64,
+    pub colours: usize,
+}
+
+/// Decodes the PNG at `png` and measures its ink; fails on a file that is not a PNG.
+pub fn ink(png: &Path) -> Ink {
+    let file = std::fs::File::open(png).expect("screenshot file");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a PNG frame");
+    let step = info.color_type.samples();
+    let mut counts = std::collections::HashMap::<&[u8], u64>::new();
+    for px in buf[..info.buffer_size()].chunks_exact(step) {
+        *counts.entry(px).or_default() += 1;
+    }
+    let total: u64 = counts.values().sum();
+    let background = counts.values().copied().max().unwrap_or(0);
+    Ink {
+        width: info.width,
+        height: info.height,
+        share: 1.0 - background as f64 / total.max(1) as f64,
+        colours: counts.len(),
+    }
+}
+
+/// Screenshots `page` to `png`, fails on console output or a screenshot with next to nothing on it
+/// (a blank or single-colour image), and returns what it shows. `MONGOTAPE_SCREENSHOTS=DIR` keeps a
+/// copy in DIR.
+pub fn screenshot_ok(page: &Path, png: &Path) -> Ink {
+    let console = screenshot(page, png);
+    assert!(console.is_empty(), "console output: {console:?}");
+    let ink = ink(png);
+    assert!(
+        ink.share > 0.03 && ink.colours > 50,
+        "{} looks blank: {ink:?}",
+        png.display()
+    );
+    // For a person to look at: `MONGOTAPE_SCREENSHOTS=DIR` keeps a copy.
+    if let (Some(keep), Some(name)) = (std::env::var_os("MONGOTAPE_SCREENSHOTS"), png.file_name()) {
+        let keep = std::path::PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).expect("MONGOTAPE_SCREENSHOTS directory");
+        std::fs::copy(png, keep.join(name)).expect("copy the screenshot");
+    }
+    ink
+}
+
+/// An attribute of the chart whose title (`aria-label`) is `title`, from the rendered DOM.
+pub fn chart_attr(dom: &str, title: &str, attr: &str) -> Option<String> {
+    let label = format!("aria-label=\"{title}\"");
+    let at = dom.find(&label)?;
+    let tag_start = dom[..at].rfind("<svg")?;
+    let tag = &dom[tag_start..tag_start + dom[tag_start..].find('>')?];
+    let value = tag.split(&format!(" {attr}=\"")).nth(1)?;
+    Some(value.split('"').next()?.to_owned())
 }
 
 /// The checks every report page must pass: it rendered, its script ran to the end, its charts are

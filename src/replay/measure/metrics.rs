@@ -3,6 +3,7 @@
 //! operation; every figure is kept in nanoseconds. The timeline's seconds are wall-clock seconds,
 //! so the timelines of shards that ran together line up.
 
+use super::buckets::{BucketTimeline, Buckets};
 use super::hdr;
 use super::knee::Bucket;
 use super::step_phases::ReplayPhases;
@@ -122,6 +123,7 @@ pub struct Metrics {
     per_command: HashMap<Arc<str>, Stat>,
     per_namespace: HashMap<Arc<str>, Stat>,
     timeline: Vec<Second>,
+    buckets: Buckets,
     lag: Histogram<u64>,
     behind_1ms: u64,
     behind_100ms: u64,
@@ -160,6 +162,7 @@ impl Metrics {
             per_command: HashMap::new(),
             per_namespace: HashMap::new(),
             timeline: Vec::new(),
+            buckets: Buckets::new(wall.as_nanos() as u64),
             lag: coarse_histogram(),
             behind_1ms: 0,
             behind_100ms: 0,
@@ -199,6 +202,7 @@ impl Metrics {
         self.behind_1ms += (s.lag_ns > 1_000_000) as u64;
         self.behind_100ms += (s.lag_ns > 100_000_000) as u64;
         let since_ns = s.done.saturating_duration_since(self.start).as_nanos() as u64;
+        self.buckets.record(since_ns, s.latency_ns, s.error);
         let sec = (since_ns.saturating_add(self.start_subsec_ns) / 1_000_000_000) as usize;
         // A bound on the timeline's memory: a day of seconds.
         if sec < 86_400 {
@@ -275,6 +279,11 @@ impl Metrics {
                 max_lag_us: us(t.max_lag_ns),
             })
             .collect()
+    }
+
+    /// The timeline in buckets sized for the run's length.
+    pub fn bucket_timeline(&self) -> BucketTimeline {
+        self.buckets.report()
     }
 
     /// The wall clock at the start, in Unix seconds.

@@ -1,6 +1,7 @@
 //! Step 5 of the pipeline: what a replay measures. Below everything but `client` (serverStatus).
 //!
 //! - [`outcome`]: a reply's outcome read in place (recorded and live alike), and the comparison.
+//! - [`buckets`]: the timeline in buckets as wide as the run's length calls for.
 //! - [`hdr`]: histograms in reports, losslessly (HdrHistogram V2, base64), for exact merging.
 //! - [`knee`]: the rate at which an open-loop run stops keeping up.
 //! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
@@ -8,6 +9,7 @@
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 
+pub mod buckets;
 pub mod hdr;
 pub mod knee;
 pub mod live;

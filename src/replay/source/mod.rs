@@ -15,8 +15,10 @@ use crate::replay::request::sessions::Sessions;
 use crate::replay::request::{self, Request, Skip};
 use crate::replay::route::shared::Shared;
 use crate::replay::route::{Lanes, Router, SpawnLane};
+use crate::report::summary::new_ns_histogram;
 use crate::wire::header::MsgHeader;
 use filters::Filters;
+use hdrhistogram::Histogram;
 use markers::MarkerSeq;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -64,6 +66,9 @@ pub struct SourceResult {
     pub iterations: u64,
     /// Recorded time from the first to the last replayed request of one pass.
     pub recorded_span_ns: u64,
+    /// Recorded latency (request to reply in the capture) per command, of the first pass: what
+    /// `analyze` measures, for the requests this replay replays.
+    pub recorded_latency: BTreeMap<String, Histogram<u64>>,
     pub lanes: Vec<JoinHandle<()>>,
 }
 /// The feed's state over all passes.
@@ -272,6 +277,13 @@ impl Feed<'_> {
             .find(|r| Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none())
         {
             req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
+            if self.iteration == 0 {
+                self.result
+                    .recorded_latency
+                    .entry(req.command.to_string())
+                    .or_insert_with(new_ns_histogram)
+                    .saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
+            }
             self.cursor_ns.learn(req);
         }
         let ok = self.flush(&mut q, false);

@@ -61,8 +61,9 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         (None, false) => "no end record (the recorder did not shut down cleanly)".into(),
     };
     s.push_str(&format!(
-        "state         {state}; {} records over {:.3}s\n",
-        c.records, c.duration_s
+        "state         {state}; {} records over {}\n",
+        c.records,
+        units::duration_s(c.duration_s)
     ));
     if c.dropped_messages > 0 || c.undecodable_messages > 0 {
         s.push_str(&format!(
@@ -72,8 +73,12 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
     }
     let w = &r.workload;
     s.push_str(&format!(
-        "workload      {} connections, {} logical operations; {} requests a replay would replay in {:.3}s = {:.0} ops/s\n",
-        w.connections, w.ops, r.summary.ops, r.summary.wall_s, r.summary.ops_per_s
+        "workload      {} connections, {} logical operations; {} requests a replay would replay in {} = {} ops/s\n",
+        w.connections,
+        w.ops,
+        r.summary.ops,
+        units::duration_s(r.summary.wall_s),
+        units::count(r.summary.ops_per_s)
     ));
     s.push_str(&format!(
         "client-bound  {} of the workload connections' active time (server {}, client {}, gaps {})\n",

@@ -1,11 +1,13 @@
-//! Throughput and latency over time in buckets that coarsen as the capture grows: 10 ms buckets to
-//! begin with, ten times wider whenever there would be more than [`MAX_BUCKETS`], so a short capture
-//! still draws a curve and a day-long one stays small.
+//! Throughput and latency over time in buckets that coarsen as the capture grows: 100 µs buckets to
+//! begin with, ten times wider whenever there would be more than [`MAX_BUCKETS`]; the points joins
+//! them by the rule every timeline follows ([`crate::report::buckets`]), so a 0.03 s capture and a
+//! day-long one both draw a few dozen to a few hundred points.
 
 use super::TimelinePoint;
+use crate::report::buckets::join_factor;
 
 pub const MAX_BUCKETS: usize = 1000;
-const FIRST_BUCKET_NS: u64 = 10_000_000;
+const FIRST_BUCKET_NS: u64 = 100_000;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Bucket {
@@ -40,8 +42,15 @@ impl Default for Timeline {
 }
 
 impl Timeline {
+    /// How wide the points are.
     pub fn bucket_s(&self) -> f64 {
-        self.bucket_ns as f64 / 1e9
+        (self.bucket_ns * self.factor()) as f64 / 1e9
+    }
+
+    /// Buckets joined into one point.
+    fn factor(&self) -> u64 {
+        let ops = self.buckets.iter().map(|b| b.ops).sum();
+        join_factor(self.buckets.len() as u64, ops)
     }
 
     /// The bucket holding `offset_ns` (from the capture's first record).
@@ -71,7 +80,16 @@ impl Timeline {
 
     pub fn points(&self) -> Vec<TimelinePoint> {
         let width = self.bucket_s();
-        self.buckets
+        let joined: Vec<Bucket> = self
+            .buckets
+            .chunks(self.factor() as usize)
+            .map(|chunk| {
+                let mut b = Bucket::default();
+                chunk.iter().for_each(|c| b.merge(c));
+                b
+            })
+            .collect();
+        joined
             .iter()
             .enumerate()
             .map(|(i, b)| TimelinePoint {
@@ -99,7 +117,9 @@ mod tests {
         let mut t = Timeline::default();
         t.at(5_000_000).ops += 1;
         t.at(25_000_000).ops += 1;
-        assert_eq!(t.points().len(), 3);
+        // 5 ms and 25 ms: 251 buckets of 100 µs, two operations: 26 points of 1 ms.
+        assert_eq!(t.points().len(), 26);
+        assert_eq!(t.bucket_s(), 0.001);
         t.at(3_600_000_000_000).ops += 1; // one hour in: 10 s buckets
         t.at(u64::MAX).ops += 1;
         assert!(t.points().len() <= MAX_BUCKETS);

@@ -3,7 +3,7 @@
 use super::{BarChart, LineChart, Page};
 use crate::report::analyze::text::time_cells;
 use crate::report::analyze::{
-    AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role,
+    AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role, TimelinePoint,
 };
 use crate::report::units::{self, duration_ns, duration_us};
 
@@ -46,17 +46,17 @@ fn header(r: &AnalyzeReport) -> Page {
     let w = &r.workload;
     let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
         .subtitle(&format!(
-            "{} · recorded {} from {} · {} records over {:.3}s",
+            "{} · recorded {} from {} · {} records over {}",
             s.source,
             r.capture.start_time,
             r.capture.upstream,
             r.capture.records,
-            r.capture.duration_s
+            units::duration_s(r.capture.duration_s)
         ))
         .facts(&[
             ("logical operations", w.ops.to_string()),
             ("requests a replay replays", s.ops.to_string()),
-            ("of those per second", format!("{:.0}", s.ops_per_s)),
+            ("of those per second", units::count(s.ops_per_s)),
             ("client-bound share", units::share(w.client_bound_share)),
             ("p50 latency", duration_us(s.overall.latency.p50_us)),
             ("p99 latency", duration_us(s.overall.latency.p99_us)),
@@ -147,20 +147,29 @@ fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page
         })
         .take(MAX_CHART_COMMANDS)
         .collect();
-    let mut dist = LineChart::new(
-        "Latency distribution per command (request to reply)",
-        "latency",
-        "%",
-    )
-    .x_log("µs")
-    .note("Share of replies per latency bucket (buckets √2 apart).");
-    for c in &cmds {
-        dist = dist.series(
-            &c.command,
-            c.distribution.iter().map(|p| (p[0], p[1])).collect(),
-        );
-    }
-    page = page.section("Latency").line_chart(dist).bar_chart(
+    // One small chart per command on a shared axis: eight lines on one chart do not read.
+    let xs = || {
+        cmds.iter()
+            .flat_map(|c| c.distribution.iter().map(|p| p[0]))
+    };
+    let lo = xs().filter(|x| *x > 0.0).fold(f64::MAX, f64::min);
+    let hi = xs().fold(0.0, f64::max);
+    let dist = cmds.iter().map(|c| {
+        LineChart::new(&c.command, "latency", "%")
+            .small()
+            .x_log("µs")
+            .x_span(lo, hi)
+            .series(
+                "share of replies",
+                c.distribution.iter().map(|p| (p[0], p[1])).collect(),
+            )
+    });
+    page = page
+        .section("Latency")
+        .subsection("Latency distribution per command (request to reply)")
+        .paragraph("Share of each command's replies per latency bucket (buckets √2 apart), one chart per command on a shared axis.")
+        .grid(dist)
+        .bar_chart(
         BarChart::new("Latency percentiles per command", "µs")
             .categories(cmds.iter().map(|c| c.command.clone()))
             .series("p50", cmds.iter().map(|c| c.latency.p50_us))
@@ -215,37 +224,35 @@ fn per_operation(page: Page, drivers: &[&DriverReport]) -> Page {
 fn over_time(page: Page, r: &AnalyzeReport) -> Page {
     let tl = &r.timeline;
     let bucket_note = format!("In buckets of {}.", duration_ns(r.timeline_bucket_s * 1e9));
+    // No reply in a bucket: no latency there, and the line breaks.
+    let gapped = |f: fn(&TimelinePoint) -> f64| {
+        tl.iter()
+            .map(|p| (p.t_s, if p.replies > 0 { f(p) } else { f64::NAN }))
+            .collect::<Vec<_>>()
+    };
     page.section("Over time")
         .line_chart(
             LineChart::new(
                 "Throughput: logical operations per second",
-                "seconds into the capture",
+                "time into the capture",
                 "ops/s",
             )
+            .x_unit("s")
             .note(&bucket_note)
             .series("ops/s", tl.iter().map(|p| (p.t_s, p.ops_per_s)).collect()),
         )
         .line_chart(
             LineChart::new(
                 "Latency over time (logical operations)",
-                "seconds into the capture",
+                "time into the capture",
                 "µs",
             )
-            .note(&bucket_note)
-            .series(
-                "mean",
-                tl.iter()
-                    .filter(|p| p.replies > 0)
-                    .map(|p| (p.t_s, p.mean_us))
-                    .collect(),
-            )
-            .series(
-                "max",
-                tl.iter()
-                    .filter(|p| p.replies > 0)
-                    .map(|p| (p.t_s, p.max_us))
-                    .collect(),
-            ),
+            .x_unit("s")
+            .note(&format!(
+                "{bucket_note} A line breaks where a bucket had no reply."
+            ))
+            .series("mean", gapped(|p| p.mean_us))
+            .series("max", gapped(|p| p.max_us)),
         )
 }
 

@@ -55,6 +55,7 @@ impl BarChart {
                 .map(|v| v.map(|v| finite(v).max(0.0)))
                 .collect(),
             color: None,
+            dashed: false,
         });
         self
     }

@@ -16,6 +16,8 @@ pub(super) struct Series<T> {
     pub(super) name: String,
     pub(super) values: Vec<T>,
     pub(super) color: Option<String>,
+    /// A dashed line, for a series drawn over another it may hide.
+    pub(super) dashed: bool,
 }
 
 pub(super) fn finite(v: f64) -> f64 {

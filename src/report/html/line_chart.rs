@@ -1,5 +1,7 @@
 //! Line charts as inline SVG over a shared x axis, linear or logarithmic; long series are thinned
-//! and short ones get a hoverable dot per point.
+//! and short ones get a hoverable dot per point. A point whose y is not a number (`f64::NAN`) is a
+//! gap: the line stops there and starts again after it. Full width, or small for a grid of small
+//! multiples ([`super::Page::grid`]).
 
 use super::chart::{color, figure, legend, nice_ticks, Series, W};
 use super::esc;
@@ -20,6 +22,9 @@ pub struct LineChart {
     note: Option<String>,
     x_log: bool,
     x_unit: String,
+    small: bool,
+    /// x values the axis spans whatever the data: small multiples share their axis.
+    x_span: Option<(f64, f64)>,
     series: Vec<Series<(f64, f64)>>,
 }
 
@@ -39,6 +44,26 @@ impl LineChart {
         self
     }
 
+    /// Half width and shorter, for a grid of small multiples.
+    pub fn small(mut self) -> LineChart {
+        self.small = true;
+        self
+    }
+
+    /// An x axis spanning at least `lo..hi`, so small multiples read against one another.
+    pub fn x_span(mut self, lo: f64, hi: f64) -> LineChart {
+        if lo.is_finite() && hi.is_finite() && lo <= hi && (!self.x_log || lo > 0.0) {
+            self.x_span = Some((lo, hi));
+        }
+        self
+    }
+
+    /// The x axis's unit, formatted as `y_unit` is (`s` for time: `5.00ms`, `1.25s`).
+    pub fn x_unit(mut self, x_unit: &str) -> LineChart {
+        self.x_unit = x_unit.to_owned();
+        self
+    }
+
     /// A logarithmic x axis (non-positive x are left out); `x_unit` formats its ticks.
     pub fn x_log(mut self, x_unit: &str) -> LineChart {
         self.x_log = true;
@@ -50,7 +75,8 @@ impl LineChart {
         let log = self.x_log;
         let mut points: Vec<(f64, f64)> = points
             .into_iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
+            .filter(|(x, _)| x.is_finite() && (!log || *x > 0.0))
+            .map(|(x, y)| (x, if y.is_finite() { y } else { f64::NAN }))
             .collect();
         if points.len() > MAX_POINTS {
             let stride = points.len().div_ceil(MAX_POINTS);
@@ -60,7 +86,16 @@ impl LineChart {
             name: name.to_owned(),
             values: points,
             color: None,
+            dashed: false,
         });
+        self
+    }
+
+    /// The last series added is drawn dashed (over a line it would otherwise hide).
+    pub fn dashed(mut self) -> LineChart {
+        if let Some(s) = self.series.last_mut() {
+            s.dashed = true;
+        }
         self
     }
 
@@ -79,13 +114,18 @@ impl LineChart {
                 "<p class=\"empty\">no data</p>".into(),
             );
         };
-        let (x0, x1, y0, y1) = (X0, X1, Y0, Y1);
-        let h = 300.0;
+        let (x0, x1, y0, y1) = (X0, sc.x1, Y0, sc.y1);
+        let (w, h) = (sc.x1 + 20.0, sc.y1 + 40.0);
         let mut s = format!(
-            "<svg class=\"chart line\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"{}\" \
-             data-series=\"{}\">",
+            "<svg class=\"chart line{}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\" \
+             data-series=\"{}\" data-points=\"{}\">",
+            if self.small { " small" } else { "" },
             esc(&self.title),
-            self.series.len()
+            self.series.len(),
+            self.series
+                .iter()
+                .map(|se| se.values.iter().filter(|p| p.1.is_finite()).count())
+                .sum::<usize>()
         );
         s.push_str(&legend(&self.series, 14.0, x0));
         for t in &sc.yticks {
@@ -126,13 +166,24 @@ impl LineChart {
 
     /// The axes' ranges from the data; `None` when there is no point at all.
     fn scale(&self) -> Option<Scale> {
-        let pts = || self.series.iter().flat_map(|s| s.values.iter());
+        let pts = || {
+            self.series
+                .iter()
+                .flat_map(|s| s.values.iter())
+                .filter(|p| p.1.is_finite())
+        };
         pts().next()?;
         let x_log = self.x_log;
         let fx = |x: f64| if x_log { x.log10() } else { x };
-        let (mut xmin, mut xmax) = pts().fold((f64::MAX, f64::MIN), |(a, b), p| {
-            (a.min(fx(p.0)), b.max(fx(p.0)))
-        });
+        let span = self.x_span.into_iter().flat_map(|(lo, hi)| [lo, hi]);
+        // Gaps count on the x axis: timelines over the same time line up.
+        let all = self.series.iter().flat_map(|s| s.values.iter());
+        let (mut xmin, mut xmax) = all
+            .map(|p| p.0)
+            .chain(span)
+            .fold((f64::MAX, f64::MIN), |(a, b), x| {
+                (a.min(fx(x)), b.max(fx(x)))
+            });
         if xmax - xmin < 1e-9 {
             xmin -= 0.5;
             xmax += 0.5;
@@ -141,7 +192,14 @@ impl LineChart {
         let ymin = pts().map(|p| p.1).fold(0.0, f64::min);
         let yticks = nice_ticks(ymin, if ymax > ymin { ymax } else { ymin + 1.0 }, 5);
         let (ylo, yhi) = (yticks[0], *yticks.last().unwrap_or(&1.0));
+        let (x1, y1) = if self.small {
+            (W / 2.0 - 20.0, 200.0)
+        } else {
+            (W - 20.0, 260.0)
+        };
         Some(Scale {
+            x1,
+            y1,
             x_log,
             xmin,
             xmax,
@@ -151,57 +209,69 @@ impl LineChart {
         })
     }
 
-    /// An x value as its axis labels it: with its unit on a log axis, as a count otherwise.
+    /// An x value as its axis labels it, with its unit.
     fn x_text(&self, x: f64) -> String {
-        if self.x_log {
-            units::value(x, &self.x_unit)
-        } else {
-            units::count(x)
+        units::value(x, &self.x_unit)
+    }
+
+    /// One series: a line per stretch without gaps, a dot where a stretch is one point, and a dot
+    /// with a tooltip per point when there are few.
+    fn draw_series(&self, s: &mut String, sc: &Scale, i: usize, se: &Series<(f64, f64)>) {
+        let c = color(se, i);
+        let finite = se.values.iter().filter(|p| p.1.is_finite()).count();
+        for run in se.values.split(|p| !p.1.is_finite()) {
+            if run.len() == 1 && finite > DOT_POINTS {
+                self.dot(s, sc, &c, &se.name, run[0]);
+            }
+            if run.len() < 2 {
+                continue;
+            }
+            let mut points = String::new();
+            for (x, y) in run {
+                let _ = write!(points, "{:.1},{:.1} ", sc.px(*x), sc.py(*y));
+            }
+            let _ = write!(
+                s,
+                "<polyline stroke=\"{c}\"{} points=\"{}\" data-points=\"{}\"><title>{}</title></polyline>",
+                if se.dashed { " stroke-dasharray=\"5 4\"" } else { "" },
+                points.trim_end(),
+                run.len(),
+                esc(&se.name)
+            );
+        }
+        if finite > DOT_POINTS {
+            return;
+        }
+        for p in se.values.iter().filter(|p| p.1.is_finite()) {
+            self.dot(s, sc, &c, &se.name, *p);
         }
     }
 
-    /// One series: its line, and a dot with a tooltip per point when there are few.
-    fn draw_series(&self, s: &mut String, sc: &Scale, i: usize, se: &Series<(f64, f64)>) {
-        let c = color(se, i);
-        let mut points = String::new();
-        for (x, y) in &se.values {
-            let _ = write!(points, "{:.1},{:.1} ", sc.px(*x), sc.py(*y));
-        }
+    fn dot(&self, s: &mut String, sc: &Scale, c: &str, name: &str, (x, y): (f64, f64)) {
         let _ = write!(
             s,
-            "<polyline stroke=\"{c}\" points=\"{}\" data-points=\"{}\"><title>{}</title></polyline>",
-            points.trim_end(),
-            se.values.len(),
-            esc(&se.name)
+            "<circle class=\"mark\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.6\" fill=\"{c}\">\
+             <title>{} · {} {}: {}</title></circle>",
+            sc.px(x),
+            sc.py(y),
+            esc(name),
+            esc(&self.x_label),
+            esc(&self.x_text(x)),
+            esc(&units::value(y, &self.y_unit))
         );
-        if se.values.len() > DOT_POINTS {
-            return;
-        }
-        for (x, y) in &se.values {
-            let _ = write!(
-                s,
-                "<circle class=\"mark\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.6\" fill=\"{c}\">\
-                 <title>{} · {} {}: {}</title></circle>",
-                sc.px(*x),
-                sc.py(*y),
-                esc(&se.name),
-                esc(&self.x_label),
-                esc(&self.x_text(*x)),
-                esc(&units::value(*y, &self.y_unit))
-            );
-        }
     }
 
     /// Tick positions in data units (not log10).
     fn x_ticks(&self, xmin: f64, xmax: f64) -> Vec<f64> {
         if !self.x_log {
-            return nice_ticks(xmin, xmax, 8)
+            return nice_ticks(xmin, xmax, if self.small { 4 } else { 8 })
                 .into_iter()
                 .filter(|t| *t >= xmin - 1e-9 && *t <= xmax + 1e-9)
                 .collect();
         }
         let decades = xmax - xmin;
-        let mults: &[f64] = if decades < 3.0 {
+        let dense = if self.small { 1.5 } else { 3.0 };
+        let mults: &[f64] = if decades < dense {
             &[1.0, 2.0, 5.0]
         } else {
             &[1.0]
@@ -221,14 +291,14 @@ impl LineChart {
     }
 }
 
-/// The plot area: x from `X0` to `X1`, y from `Y0` (top) to `Y1` (the x axis).
+/// The plot area: x from `X0` to `Scale::x1`, y from `Y0` (top) to `Scale::y1` (the x axis).
 const X0: f64 = 70.0;
-const X1: f64 = W - 20.0;
 const Y0: f64 = 30.0;
-const Y1: f64 = 260.0;
 
 /// The data ranges a line chart maps onto its plot area (x in log10 on a log axis).
 struct Scale {
+    x1: f64,
+    y1: f64,
     x_log: bool,
     xmin: f64,
     xmax: f64,
@@ -240,10 +310,10 @@ struct Scale {
 impl Scale {
     fn px(&self, x: f64) -> f64 {
         let x = if self.x_log { x.log10() } else { x };
-        X0 + (x - self.xmin) / (self.xmax - self.xmin) * (X1 - X0)
+        X0 + (x - self.xmin) / (self.xmax - self.xmin) * (self.x1 - X0)
     }
 
     fn py(&self, y: f64) -> f64 {
-        Y1 - (y - self.ylo) / (self.yhi - self.ylo).max(f64::MIN_POSITIVE) * (Y1 - Y0)
+        self.y1 - (y - self.ylo) / (self.yhi - self.ylo).max(f64::MIN_POSITIVE) * (self.y1 - Y0)
     }
 }

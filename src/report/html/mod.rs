@@ -25,6 +25,7 @@ pub mod analyze;
 mod bar_chart;
 mod chart;
 pub mod compare;
+pub mod distribution;
 mod line_chart;
 pub mod phases;
 pub mod replay;
@@ -94,6 +95,28 @@ impl Page {
     pub fn line_chart(mut self, chart: LineChart) -> Page {
         self.charts += 1;
         self.body.push_str(&chart.render_svg());
+        self
+    }
+
+    /// Charts side by side, two or three to a row: small multiples (see [`LineChart::small`]).
+    pub fn grid(mut self, charts: impl IntoIterator<Item = LineChart>) -> Page {
+        self.body.push_str("<div class=\"grid\">");
+        for chart in charts {
+            self.charts += 1;
+            self.body.push_str(&chart.render_svg());
+        }
+        self.body.push_str("</div>\n");
+        self
+    }
+
+    /// Text kept as written (JSON, say) under a one-line summary, unfolded when `open`.
+    pub fn details(mut self, summary: &str, text: &str, open: bool) -> Page {
+        self.body.push_str(&format!(
+            "<details{}><summary>{}</summary><pre>{}</pre></details>\n",
+            if open { " open" } else { "" },
+            esc(summary),
+            esc(text)
+        ));
         self
     }
 
@@ -196,6 +219,11 @@ th.num,td.num{text-align:right}
 th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
 footer{color:var(--muted);font-size:11.5px;margin-top:32px}
 .empty{color:var(--muted);font-style:italic}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));gap:0 20px}
+.grid figure{margin:8px 0}
+details{margin:6px 0}
+summary{cursor:pointer}
+pre{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;font-size:12px;overflow-x:auto;max-height:360px}
 "#;
 
 /// Sortable tables; then marks the page as rendered, with the number of charts and data marks seen.

@@ -4,7 +4,7 @@
 
 use super::{BarChart, Page};
 use crate::report::summary::ReportSummary;
-use crate::report::units::duration_us;
+use crate::report::units::{self, duration_us};
 
 /// Commands drawn (the most frequent); the table has them all.
 const MAX_CHART_COMMANDS: usize = 12;
@@ -12,20 +12,26 @@ const MAX_CHART_COMMANDS: usize = 12;
 pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     let mut facts = vec![
         ("operations", s.ops.to_string()),
-        ("ops/s", format!("{:.0}", s.ops_per_s)),
-        ("wall time", format!("{:.3}s", s.wall_s)),
+        ("ops/s", units::count(s.ops_per_s)),
+        ("wall time", units::duration_s(s.wall_s)),
         ("p50", duration_us(s.overall.latency.p50_us)),
         ("p99", duration_us(s.overall.latency.p99_us)),
         ("errors", s.overall.errors.to_string()),
     ];
     if let Some(cpu) = s.server_cpu_s_per_1k_ops {
-        facts.push(("server CPU / 1,000 ops", format!("{:.3}s", cpu)));
+        facts.push(("server CPU / 1,000 ops", units::duration_s(cpu)));
     }
     if let Some(cpu) = s.client_cpu_us_per_op {
-        facts.push(("client CPU / op", duration_us(cpu)));
+        // A replay's client is the replayer: its CPU is mongotape's, not the application's.
+        let name = if s.kind == "replay" {
+            "replayer (mongotape) CPU / op"
+        } else {
+            "client CPU / op"
+        };
+        facts.push((name, duration_us(cpu)));
     }
     if let Some(share) = s.client_bound_share {
-        facts.push(("client-bound share", format!("{:.1}%", share * 100.0)));
+        facts.push(("client-bound share", units::share(Some(share))));
     }
     let mut cmds: Vec<_> = s.per_command.iter().collect();
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
@@ -49,7 +55,7 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
                 name.to_string(),
                 c.count.to_string(),
                 c.errors.to_string(),
-                format!("{:.1}", c.ops_per_s),
+                units::count(c.ops_per_s),
                 t(l.p50_us),
                 t(l.p90_us),
                 t(l.p99_us),

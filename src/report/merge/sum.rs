@@ -2,13 +2,14 @@
 
 use super::input::ShardInput;
 use super::MergeError;
+use crate::replay::measure::buckets::BucketTimeline;
 use crate::replay::measure::hdr;
 use crate::replay::measure::knee::{self, Bucket};
 use crate::replay::measure::metrics::{
     coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
     DIVERGENCE_EXAMPLES,
 };
-use crate::replay::report::{MergeReport, ReplayReport, ReplayerReport};
+use crate::replay::report::{MergeReport, RecordedReport, ReplayReport, ReplayerReport};
 use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -56,6 +57,7 @@ struct Sums {
     overall: Option<Histogram<u64>>,
     per_command: BTreeMap<String, Histogram<u64>>,
     per_namespace: BTreeMap<String, Histogram<u64>>,
+    recorded: BTreeMap<String, Histogram<u64>>,
     lag: Option<Histogram<u64>>,
     /// By Unix second: ops, errors, max lag (µs), latency.
     seconds: BTreeMap<u64, (u64, u64, f64, Histogram<u64>)>,
@@ -81,6 +83,10 @@ impl Sums {
                 .entry(ns.clone())
                 .or_insert_with(coarse_histogram);
             d.add_into(into, ns, text)?;
+        }
+        for (cmd, text) in &input.report.recorded.histograms {
+            let into = self.recorded.entry(cmd.clone()).or_insert_with(ns_sum);
+            d.add_into(into, &format!("recorded {cmd}"), text)?;
         }
         for s in &input.report.timeline {
             let e = self
@@ -231,6 +237,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         client_cpu_us_per_op: None,
         client_bound_share: None,
     };
+    r.recorded = RecordedReport::of(&sums.recorded);
     r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
     for i in &inputs {
         for (k, n) in &i.report.skipped {
@@ -253,6 +260,20 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     };
     r.divergences = divergences(&inputs);
     r.timeline = timeline(&sums);
+    let widest = inputs
+        .iter()
+        .map(|i| i.report.timeline_buckets.width_ns)
+        .max();
+    let mut buckets = BucketTimeline::empty(widest.unwrap_or_default());
+    for i in &inputs {
+        buckets = buckets
+            .joined(&i.report.timeline_buckets)
+            .map_err(|detail| MergeError::Histogram {
+                path: i.path.clone(),
+                detail,
+            })?;
+    }
+    r.timeline_buckets = buckets;
     add_cpu(&mut r, &inputs);
     if let Some(schedule) = &r.options.open_loop {
         let buckets: Vec<Bucket<'_>> = sums

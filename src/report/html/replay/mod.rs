@@ -1,0 +1,183 @@
+//! `mongotape replay --html` (and `merge --html`): the replay report (`replay::report`) as one
+//! self-contained page: the summary's charts, the latency per command replayed and recorded
+//! ([`latency`]), the timelines ([`timeline`]), the CPU spent by the server and by the replayer, the
+//! divergences with their examples ([`divergences`]), the phases.
+
+mod divergences;
+mod latency;
+mod timeline;
+
+use super::{summary, BarChart, Page};
+use crate::replay::report::ReplayReport;
+use crate::report::units;
+
+pub fn render_html(r: &ReplayReport) -> String {
+    let s = &r.summary;
+    let mut page = Page::new(&format!("mongotape replay: {}", s.label))
+        .subtitle(&format!(
+            "{} replayed against {} · {} · {} connection(s), {} pass(es), recorded span {}",
+            r.capture,
+            r.target,
+            r.options.pacing,
+            r.connections_opened,
+            r.iterations,
+            units::duration_s(r.recorded_span_s)
+        ))
+        .section("Summary");
+    if let Some(e) = &r.error {
+        page = page.paragraph(&format!("The replay ended early: {e}"));
+    }
+    if let Some(e) = &r.capture_error {
+        page = page.paragraph(&format!("The capture could be read only in part: {e}"));
+    }
+    let diverged: u64 = r.divergences.values().map(|d| d.count).sum();
+    if diverged > 0 {
+        page = page.paragraph(&format!(
+            "{diverged} live replies differed from the recorded ones: see Divergences below."
+        ));
+    }
+    page = summary::summary_section(page, s);
+    page = latency::section(page, r);
+    page = timeline::section(page, r);
+    page = cpu(page, r);
+    page = divergences::section(page, r);
+    page = super::phases::section(
+        page,
+        &r.phases,
+        "The replay cut at the capture's step markers (a ping with comment mongotape:step:NAME, \
+         not sent again): each phase runs from the first replay connection reaching its marker to \
+         the first reaching the next one; an operation counts in the phase its reply arrived in.",
+    );
+    let skipped: Vec<Vec<String>> = r
+        .skipped
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| vec![k.clone(), n.to_string()])
+        .collect();
+    if !skipped.is_empty() {
+        page = page
+            .section("Not replayed")
+            .table(&["why", "requests"], &skipped);
+    }
+    page.render()
+}
+
+/// The server's CPU and the replayer's own, kept apart: the replayer's is mongotape's cost, not
+/// the server's.
+fn cpu(page: Page, r: &ReplayReport) -> Page {
+    let server = r.server.cpu_s_per_1k_ops.map(|s| s * 1e3);
+    let replayer = r.replayer.cpu_us_per_op;
+    if server.is_none() && replayer.is_none() {
+        return page;
+    }
+    let server_name = match r.server.pid {
+        Some(pid) => format!("server (pid {pid})"),
+        None => "server".into(),
+    };
+    let total = |v: Option<f64>| v.map_or("not measured".into(), units::duration_s);
+    page.section("CPU: the server's and the replayer's own")
+        .facts(&[
+            ("server CPU, total", total(r.server.cpu_s)),
+            ("replayer (mongotape) CPU, total", total(r.replayer.cpu_s)),
+        ])
+        .bar_chart(
+            BarChart::new("CPU time per operation", "µs")
+                .note("The replayer's CPU is what mongotape itself spent sending and measuring; it is not part of the server's.")
+                .categories([server_name, "replayer (mongotape itself)".into()])
+                .series_opt("CPU per operation", [server, replayer]),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::measure::buckets::Buckets;
+    use crate::replay::measure::hdr;
+    use crate::replay::measure::metrics::{DivergenceReport, SecondReport};
+    use crate::replay::report::RecordedReport;
+    use crate::report::phases::PhaseReport;
+    use crate::report::summary::new_ns_histogram;
+
+    fn report() -> ReplayReport {
+        let mut r = ReplayReport::default();
+        r.summary.label = "<x>".into();
+        let mut insert = crate::report::summary::CommandSummary {
+            count: 20,
+            ..Default::default()
+        };
+        insert.latency.count = 20;
+        r.summary.per_command.insert("insert".into(), insert);
+        let mut h = new_ns_histogram();
+        let mut b = Buckets::new(0);
+        for i in 0..20u64 {
+            h.record(100_000 + i * 1_000).unwrap();
+            // Ten operations, 20 ms of nothing, ten more.
+            b.record(i * 1_000_000 + (i / 10) * 20_000_000, Some(100_000), false);
+        }
+        r.histograms
+            .per_command
+            .insert("insert".into(), hdr::encode(&h));
+        r.recorded = RecordedReport::of(&[("insert".to_string(), h)].into());
+        r.timeline_buckets = b.report();
+        r
+    }
+
+    #[test]
+    fn a_report_draws_latency_replayed_and_recorded_timelines_and_divergences() {
+        let mut r = report();
+        let html = render_html(&r);
+        // Throughput and percentiles per command, one small chart for insert, two timelines.
+        assert_eq!(html.matches("<svg class=\"chart").count(), 5);
+        assert!(html.contains("chart line small"));
+        assert!(!html.contains("<x>"));
+        assert!(
+            html.contains("In buckets of 1.00ms (40 points)"),
+            "a 40 ms run in fine buckets"
+        );
+        assert!(
+            html.matches("<polyline").count() >= 2 + 2 * 3,
+            "the timelines break over the idle 20 ms"
+        );
+        r.divergences.insert(
+            "insert".into(),
+            DivergenceReport {
+                count: 3,
+                fields: [("n".to_string(), 3)].into(),
+                examples: vec![
+                    serde_json::json!({"fields": ["n"], "recorded": {"n": 1}, "live": {"n": 0}}),
+                ],
+            },
+        );
+        r.replayer.cpu_us_per_op = Some(20.0);
+        r.phases.push(PhaseReport {
+            name: "insert".into(),
+            wall_s: 1.0,
+            ops: 5,
+            ..Default::default()
+        });
+        let html = render_html(&r);
+        assert!(html.contains("insert, example 1 of the 1 kept (3 differed): n"));
+        assert!(
+            html.contains("&quot;live&quot;"),
+            "the example itself is on the page"
+        );
+        assert!(html.contains("replayer (mongotape itself)"));
+        assert!(html.contains("Wall time per phase"));
+    }
+
+    #[test]
+    fn a_report_without_buckets_draws_its_seconds() {
+        let mut r = report();
+        r.timeline_buckets = Default::default();
+        r.timeline = (0..3)
+            .map(|i| SecondReport {
+                second: i,
+                ops: 10 * i as u64,
+                p50_us: 100.0,
+                ..SecondReport::default()
+            })
+            .collect();
+        let html = render_html(&r);
+        assert!(html.contains("In buckets of 1.00s (3 points)"));
+    }
+}
