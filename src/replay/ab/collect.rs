@@ -1,0 +1,129 @@
+//! The A/B collector: what the paired lanes hand over for each request (every target's latency
+//! and reply), kept bounded: a sample of paired latencies per command and per namespace, and the
+//! reply differences per field.
+
+use super::diff::{DiffOptions, Differences, Replies};
+use super::stats::PairSample;
+use crate::replay::measure::observed::{Observed, PairSink};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Which target plays which part.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles {
+    /// Targets in all.
+    pub count: usize,
+    /// The control (A): always the first.
+    pub control: usize,
+    /// The second baseline (A2), same setup as the control, when given.
+    pub baseline: Option<usize>,
+}
+
+/// Requests seen on every target, and those some target missed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PairCounts {
+    pub paired: u64,
+    /// Some target failed, skipped the request, or was already gone.
+    pub unpaired: u64,
+    /// Unacknowledged writes: sent everywhere, no latency to pair.
+    pub unacknowledged: u64,
+}
+
+pub struct Collected {
+    pub per_command: BTreeMap<String, PairSample>,
+    pub per_namespace: BTreeMap<String, PairSample>,
+    pub overall: PairSample,
+    pub counts: PairCounts,
+    pub differences: Differences,
+}
+
+pub struct Collector {
+    roles: Roles,
+    opts: DiffOptions,
+    inner: Mutex<(Collected, StdRng)>,
+}
+
+impl Collector {
+    pub fn new(roles: Roles, opts: DiffOptions, seed: u64) -> Collector {
+        let collected = Collected {
+            per_command: BTreeMap::new(),
+            per_namespace: BTreeMap::new(),
+            overall: PairSample::new(roles.count),
+            counts: PairCounts::default(),
+            differences: Differences::default(),
+        };
+        Collector {
+            roles,
+            opts,
+            inner: Mutex::new((collected, StdRng::seed_from_u64(seed))),
+        }
+    }
+
+    pub fn into_collected(self) -> Collected {
+        let mut c = self.inner.into_inner().expect("collector lock").0;
+        c.differences
+            .finish(&self.opts, self.roles.baseline.is_some());
+        c
+    }
+
+    /// The candidates: every target but the control and its copy.
+    pub fn candidates(roles: &Roles) -> impl Iterator<Item = usize> + '_ {
+        (0..roles.count).filter(move |i| *i != roles.control && Some(*i) != roles.baseline)
+    }
+
+    fn compare(&self, c: &mut Collected, command: &str, namespace: &str, seen: &[&Observed]) {
+        let Some(control) = seen[self.roles.control].body.as_deref() else {
+            return;
+        };
+        let baseline = self.roles.baseline.map(|i| seen[i].body.as_deref());
+        if baseline == Some(None) {
+            return;
+        }
+        for b in Self::candidates(&self.roles) {
+            let Some(candidate) = seen[b].body.as_deref() else {
+                continue;
+            };
+            c.differences.add(
+                &self.opts,
+                &Replies {
+                    command,
+                    namespace,
+                    control,
+                    candidate,
+                    baseline: baseline.flatten(),
+                },
+            );
+        }
+    }
+}
+
+impl PairSink for Collector {
+    fn paired(&self, command: &str, namespace: &str, seen: &[Option<Observed>]) {
+        let mut guard = self.inner.lock().expect("collector lock");
+        let (c, rng) = &mut *guard;
+        let all: Option<Vec<&Observed>> = seen.iter().map(Option::as_ref).collect();
+        let Some(all) = all else {
+            c.counts.unpaired += 1;
+            return;
+        };
+        let latencies: Option<Vec<u64>> = all.iter().map(|o| o.latency_ns).collect();
+        let Some(latencies) = latencies else {
+            c.counts.unacknowledged += 1;
+            return;
+        };
+        c.counts.paired += 1;
+        let width = self.roles.count;
+        c.overall.offer(&latencies, rng);
+        c.per_command
+            .entry(command.to_owned())
+            .or_insert_with(|| PairSample::new(width))
+            .offer(&latencies, rng);
+        c.per_namespace
+            .entry(namespace.to_owned())
+            .or_insert_with(|| PairSample::new(width))
+            .offer(&latencies, rng);
+        self.compare(c, command, namespace, &all);
+    }
+}
