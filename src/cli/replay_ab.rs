@@ -18,8 +18,9 @@ pub struct AbArgs {
     #[arg(long, value_name = "AMOUNT", default_value_t = 0.0)]
     diff_absolute: f64,
     /// A/B with A2: a reply field that differs between A and A2 in more than this share of the
-    /// requests is noise, left out of the real differences.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
+    /// requests is noise, left out of the real differences (default 0: any difference between A
+    /// and A2 makes the field noise).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
     noise_threshold: f64,
     /// A/B: a reply field not to compare (its name as reported, e.g. `cursor.firstBatch[].ts`;
     /// repeatable).

@@ -37,7 +37,7 @@ impl Default for DiffOptions {
         DiffOptions {
             relative: 0.0,
             absolute: 0.0,
-            noise_threshold: 0.01,
+            noise_threshold: 0.0,
             examples: 3,
             ignored: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
         }
@@ -293,5 +293,70 @@ impl Differences {
             };
             f.real = f.unexplained > 0 && (!with_baseline || f.noise_rate <= opts.noise_threshold);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{oid::ObjectId, rawdoc};
+
+    fn batch(docs: &[(ObjectId, i32)]) -> Vec<u8> {
+        let mut arr = bson::RawArrayBuf::new();
+        for (id, x) in docs {
+            arr.push(rawdoc! { "_id": *id, "x": *x });
+        }
+        rawdoc! { "cursor": { "firstBatch": arr, "id": 0i64 }, "ok": 1.0 }.into_bytes()
+    }
+
+    #[test]
+    fn a_missing_document_is_real_and_server_ids_are_noise() {
+        let opts = DiffOptions::default();
+        let ids = |n| (0..n).map(|_| ObjectId::new()).collect::<Vec<_>>();
+        let mut d = Differences::default();
+        for _ in 0..20 {
+            let (a, b, c) = (ids(2), ids(2), ids(2));
+            let control = batch(&[(a[0], 1), (a[1], 2)]);
+            let candidate = batch(&[(b[0], 1)]);
+            let baseline = batch(&[(c[0], 1), (c[1], 2)]);
+            d.add(
+                &opts,
+                &Replies {
+                    command: "find",
+                    namespace: "t.c",
+                    control: &control,
+                    candidate: &candidate,
+                    baseline: Some(&baseline),
+                },
+            );
+        }
+        d.finish(&opts, true);
+        let len = &d.fields["cursor.firstBatch.length"];
+        assert!(len.real && len.unexplained == 20, "{len:?}");
+        assert_eq!(len.examples[0]["control"], serde_json::json!(2.0));
+        assert_eq!(len.examples[0]["candidate"], serde_json::json!(1.0));
+        let id = &d.fields["cursor.firstBatch[]._id"];
+        assert!(!id.real && id.noise_rate == 1.0, "{id:?}");
+        assert!(d.fields["cursor.firstBatch[].x"].real);
+        assert!(!d.fields["ok"].real && d.fields["ok"].differed == 0);
+    }
+
+    #[test]
+    fn numbers_within_the_thresholds_are_equal() {
+        let a = rawdoc! { "n": 100, "ok": 1.0 }.into_bytes();
+        let b = rawdoc! { "n": 104i64, "ok": 1.0 }.into_bytes();
+        let (fa, fb) = (flatten(&a), flatten(&b));
+        let exact = DiffOptions::default();
+        assert_eq!(differing(&exact, &fa, &fb).len(), 1);
+        let loose = DiffOptions {
+            relative: 0.05,
+            ..DiffOptions::default()
+        };
+        assert!(differing(&loose, &fa, &fb).is_empty());
+        let abs = DiffOptions {
+            absolute: 3.0,
+            ..DiffOptions::default()
+        };
+        assert_eq!(differing(&abs, &fa, &fb).len(), 1);
     }
 }
