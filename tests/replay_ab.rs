@@ -221,6 +221,7 @@ fn a_missing_document_is_a_real_difference_and_server_ids_are_noise() {
     assert!(!real.contains(&"cursor.firstBatch[]._id"));
     assert!(run.output.stdout.contains("REAL"), "{}", run.output.stdout);
     assert!(run.html.contains("cursor.firstBatch.length"));
+    run.assert_schema();
 }
 
 #[test]

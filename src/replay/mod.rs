@@ -17,6 +17,9 @@
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
 //!
+//! Several targets at once (`--target A --target B [--target A2]`): [`ab`], the same pipeline with
+//! paired lanes (`lane::paired`) and a report comparing the targets.
+//!
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
 //! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the run's report, JSON and text; its
 //! `--html` page is [`crate::report::html::replay`]). This file starts the run and puts the report together.

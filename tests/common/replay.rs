@@ -106,6 +106,17 @@ impl AbRun {
             self.output.status, self.output.stdout, self.output.stderr
         )
     }
+
+    /// Checks the report against docs/schemas/ab.schema.json (Python's jsonschema, which tools/setup installs with kubernetes-validate).
+    pub fn assert_schema(&self) {
+        let schema = super::workspace_root().join("docs/schemas/ab.schema.json");
+        let script = "import json, sys, jsonschema\n\
+                      jsonschema.validate(json.loads(sys.argv[2]), json.load(open(sys.argv[1])))\n";
+        super::pymongo::python(
+            script,
+            &[schema.display().to_string(), self.report.to_string()],
+        );
+    }
 }
 
 /// `mongotape replay CAPTURE --target T1 --target T2 ... --report R --html H ARGS...`, whatever its

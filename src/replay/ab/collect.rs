@@ -116,14 +116,20 @@ impl PairSink for Collector {
         c.counts.paired += 1;
         let width = self.roles.count;
         c.overall.offer(&latencies, rng);
-        c.per_command
-            .entry(command.to_owned())
-            .or_insert_with(|| PairSample::new(width))
-            .offer(&latencies, rng);
-        c.per_namespace
-            .entry(namespace.to_owned())
-            .or_insert_with(|| PairSample::new(width))
-            .offer(&latencies, rng);
+        sample_of(&mut c.per_command, command, width).offer(&latencies, rng);
+        sample_of(&mut c.per_namespace, namespace, width).offer(&latencies, rng);
         self.compare(c, command, namespace, &all);
     }
+}
+
+/// The sample under `key`, created on first use (no allocation once it exists).
+fn sample_of<'m>(
+    map: &'m mut BTreeMap<String, PairSample>,
+    key: &str,
+    width: usize,
+) -> &'m mut PairSample {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), PairSample::new(width));
+    }
+    map.get_mut(key).expect("inserted above")
 }
