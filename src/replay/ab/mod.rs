@@ -88,7 +88,13 @@ pub fn run(config: ReplayConfig, mut ab: AbConfig) -> Result<AbReport, ReplayErr
             .ignored
             .extend(SERVER_CLOCK_FIELDS.iter().map(|s| s.to_string()));
     }
-    drop(crate::capture::CaptureSet::open(&config.inputs)?);
+    let set = crate::capture::CaptureSet::open(&config.inputs)?;
+    let file_len = set
+        .paths()
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    drop(set);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -97,7 +103,7 @@ pub fn run(config: ReplayConfig, mut ab: AbConfig) -> Result<AbReport, ReplayErr
     for t in &ab.targets {
         targets.push(runtime.block_on(Target::parse(&t.uri))?);
     }
-    Ok(runtime.block_on(replay(config, ab, targets)))
+    Ok(runtime.block_on(replay(config, ab, targets, file_len)))
 }
 
 /// Each target's own configuration: its URI, label and server process.
@@ -109,7 +115,12 @@ fn config_of(config: &ReplayConfig, t: &AbTarget) -> ReplayConfig {
     c
 }
 
-async fn replay(config: ReplayConfig, ab: AbConfig, targets: Vec<Target>) -> AbReport {
+async fn replay(
+    config: ReplayConfig,
+    ab: AbConfig,
+    targets: Vec<Target>,
+    file_len: u64,
+) -> AbReport {
     let configs: Vec<ReplayConfig> = ab.targets.iter().map(|t| config_of(&config, t)).collect();
     let mut ready = Vec::new();
     for (c, target) in configs.iter().zip(targets) {
@@ -148,7 +159,7 @@ async fn replay(config: ReplayConfig, ab: AbConfig, targets: Vec<Target>) -> AbR
     hub.targets = sides.clone();
     hub.pairs = Some(collector.clone());
     let hub = Arc::new(hub);
-    let source = feed_lanes(&config, &hub, 0, Arc::new(AtomicU64::new(0))).await;
+    let source = feed_lanes(&config, &hub, file_len, Arc::new(AtomicU64::new(0))).await;
     let wall_s = start.elapsed().as_secs_f64();
     let mut reports = Vec::new();
     for ((r, side), c) in ready.into_iter().zip(&sides).zip(&configs) {

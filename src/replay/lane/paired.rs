@@ -12,7 +12,7 @@ use super::{drain, finish, send_following_primary};
 use crate::replay::measure::observed::Observed;
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
-use crate::replay::route::shared::Shared;
+use crate::replay::route::shared::{Counters, Shared};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
@@ -88,6 +88,8 @@ pub(super) async fn run(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         }
         // The write's completion goes with the pair: released once every target answered.
         drop(pair);
+        // The run's count of requests handed out (`--progress`).
+        Counters::bump(&hub.counters.sent);
         if lockstep {
             tokio::select! {
                 biased;
