@@ -39,6 +39,18 @@ pub struct Collected {
     pub differences: Differences,
 }
 
+impl Collected {
+    fn empty(width: usize) -> Collected {
+        Collected {
+            per_command: BTreeMap::new(),
+            per_namespace: BTreeMap::new(),
+            overall: PairSample::new(width),
+            counts: PairCounts::default(),
+            differences: Differences::default(),
+        }
+    }
+}
+
 pub struct Collector {
     roles: Roles,
     opts: DiffOptions,
@@ -47,22 +59,17 @@ pub struct Collector {
 
 impl Collector {
     pub fn new(roles: Roles, opts: DiffOptions, seed: u64) -> Collector {
-        let collected = Collected {
-            per_command: BTreeMap::new(),
-            per_namespace: BTreeMap::new(),
-            overall: PairSample::new(roles.count),
-            counts: PairCounts::default(),
-            differences: Differences::default(),
-        };
         Collector {
             roles,
             opts,
-            inner: Mutex::new((collected, StdRng::seed_from_u64(seed))),
+            inner: Mutex::new((Collected::empty(roles.count), StdRng::seed_from_u64(seed))),
         }
     }
 
-    pub fn into_collected(self) -> Collected {
-        let mut c = self.inner.into_inner().expect("collector lock").0;
+    /// What was collected, once the lanes are done (tasks still winding down may hold the sink).
+    pub fn take(&self) -> Collected {
+        let mut guard = self.inner.lock().expect("collector lock");
+        let mut c = std::mem::replace(&mut guard.0, Collected::empty(self.roles.count));
         c.differences
             .finish(&self.opts, self.roles.baseline.is_some());
         c
@@ -73,16 +80,24 @@ impl Collector {
         (0..roles.count).filter(move |i| *i != roles.control && Some(*i) != roles.baseline)
     }
 
-    fn compare(&self, c: &mut Collected, command: &str, namespace: &str, seen: &[&Observed]) {
-        let Some(control) = seen[self.roles.control].body.as_deref() else {
+    /// The replies of a request every target answered.
+    fn compare(
+        &self,
+        c: &mut Collected,
+        command: &str,
+        namespace: &str,
+        seen: &[Option<Observed>],
+    ) {
+        let body = |i: usize| seen[i].as_ref().and_then(|o| o.body.as_deref());
+        let Some(control) = body(self.roles.control) else {
             return;
         };
-        let baseline = self.roles.baseline.map(|i| seen[i].body.as_deref());
+        let baseline = self.roles.baseline.map(body);
         if baseline == Some(None) {
             return;
         }
         for b in Self::candidates(&self.roles) {
-            let Some(candidate) = seen[b].body.as_deref() else {
+            let Some(candidate) = body(b) else {
                 continue;
             };
             c.differences.add(
@@ -103,22 +118,28 @@ impl PairSink for Collector {
     fn paired(&self, command: &str, namespace: &str, seen: &[Option<Observed>]) {
         let mut guard = self.inner.lock().expect("collector lock");
         let (c, rng) = &mut *guard;
-        let all: Option<Vec<&Observed>> = seen.iter().map(Option::as_ref).collect();
-        let Some(all) = all else {
+        if seen.iter().any(Option::is_none) {
             c.counts.unpaired += 1;
             return;
-        };
-        let latencies: Option<Vec<u64>> = all.iter().map(|o| o.latency_ns).collect();
-        let Some(latencies) = latencies else {
-            c.counts.unacknowledged += 1;
-            return;
-        };
-        c.counts.paired += 1;
+        }
+        // At most three targets: no allocation per request.
+        let mut latencies = [0u64; 3];
+        for (l, o) in latencies.iter_mut().zip(seen.iter().flatten()) {
+            match o.latency_ns {
+                Some(ns) => *l = ns,
+                None => {
+                    c.counts.unacknowledged += 1;
+                    return;
+                }
+            }
+        }
         let width = self.roles.count;
-        c.overall.offer(&latencies, rng);
-        sample_of(&mut c.per_command, command, width).offer(&latencies, rng);
-        sample_of(&mut c.per_namespace, namespace, width).offer(&latencies, rng);
-        self.compare(c, command, namespace, &all);
+        let latencies = &latencies[..width];
+        c.counts.paired += 1;
+        c.overall.offer(latencies, rng);
+        sample_of(&mut c.per_command, command, width).offer(latencies, rng);
+        sample_of(&mut c.per_namespace, namespace, width).offer(latencies, rng);
+        self.compare(c, command, namespace, seen);
     }
 }
 

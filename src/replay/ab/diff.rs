@@ -203,6 +203,9 @@ pub struct FieldDiff {
     pub examples: Vec<serde_json::Value>,
     #[serde(skip)]
     pub(super) commands: BTreeMap<String, u64>,
+    /// Commands whose replies had this field.
+    #[serde(skip)]
+    seen_in: std::collections::BTreeSet<String>,
 }
 
 /// Differences over the run, bounded.
@@ -211,6 +214,8 @@ pub struct Differences {
     pub fields: BTreeMap<String, FieldDiff>,
     /// Requests compared (every target answered with a body).
     pub compared: u64,
+    /// Requests whose replies were identical byte for byte on every target, per command.
+    pub identical: BTreeMap<String, u64>,
 }
 
 /// One request's replies: the control's, the candidate's and maybe the baseline copy's.
@@ -225,6 +230,11 @@ pub struct Replies<'a> {
 impl Differences {
     pub fn add(&mut self, opts: &DiffOptions, r: &Replies<'_>) {
         self.compared += 1;
+        if r.control == r.candidate && r.baseline.is_none_or(|c| c == r.control) {
+            // Identical byte for byte: nothing to flatten; counted per command for the rates.
+            *self.identical.entry(r.command.to_owned()).or_default() += 1;
+            return;
+        }
         let a = flatten(r.control);
         let b = flatten(r.candidate);
         let mut noise_paths = HashSet::new();
@@ -242,7 +252,11 @@ impl Differences {
                 .map(|l| l.name.as_str())
                 .collect();
         for n in names {
-            self.field(n).compared += 1;
+            let f = self.field(n);
+            f.compared += 1;
+            if !f.seen_in.contains(r.command) {
+                f.seen_in.insert(r.command.to_owned());
+            }
         }
         for n in &noise_names {
             self.field(n).noise += 1;
@@ -286,6 +300,12 @@ impl Differences {
     /// Noise rates, and which fields have real differences.
     pub fn finish(&mut self, opts: &DiffOptions, with_baseline: bool) {
         for f in self.fields.values_mut() {
+            // Identical replies of a command count as compared for every field it showed.
+            f.compared += f
+                .seen_in
+                .iter()
+                .filter_map(|c| self.identical.get(c))
+                .sum::<u64>();
             f.noise_rate = if f.compared > 0 {
                 f.noise as f64 / f.compared as f64
             } else {

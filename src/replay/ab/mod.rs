@@ -166,9 +166,6 @@ async fn replay(
         reports.push(conclude(c, r.report, r.probe, side, wall_s, &source).await);
     }
     drop(hub);
-    let collected = match Arc::try_unwrap(collector) {
-        Ok(c) => c.into_collected(),
-        Err(_) => unreachable!("the lanes are done"),
-    };
+    let collected = collector.take();
     AbReport::build(&config, &ab, reports, collected, wall_s)
 }

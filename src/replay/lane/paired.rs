@@ -13,9 +13,10 @@ use crate::replay::measure::observed::Observed;
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
 use crate::replay::route::shared::{Counters, Shared};
+use futures_util::future::join_all;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 /// One request on every target: when the last copy is done (or dropped), it releases the
 /// read-ahead budget, completes the write others wait for, and hands the observations over.
@@ -28,7 +29,6 @@ struct Pair {
     marker: bool,
     seen: Mutex<Vec<Option<Observed>>>,
     _completes: Option<Completes>,
-    done: Option<oneshot::Sender<()>>,
 }
 
 impl Drop for Pair {
@@ -38,16 +38,80 @@ impl Drop for Pair {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
             sink.paired(&self.command, &self.namespace, &seen);
         }
-        if let Some(done) = self.done.take() {
-            let _ = done.send(());
-        }
     }
 }
 
 type Copy = (Op, Arc<Pair>);
 
-/// Runs the paired lane: dispatches each request to every target's connection.
-pub(super) async fn run(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+/// Runs the paired lane: each request to every target's connection.
+pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+    if hub.pacing.open_loop() {
+        open_loop(hub, rx).await
+    } else {
+        lockstep(hub, rx).await
+    }
+}
+
+/// The next request, or `None` when the queue closed or the run was aborted.
+async fn next(rx: &mut UnboundedReceiver<Op>, abort: &mut watch::Receiver<bool>) -> Option<Op> {
+    tokio::select! {
+        biased;
+        _ = abort.wait_for(|a| *a) => None,
+        op = rx.recv() => op,
+    }
+}
+
+/// Every request to every target, in one task: the copies are sent together and the next request
+/// waits for all of their replies (no task hand-off per request).
+async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+    let mut abort = hub.abort.subscribe();
+    let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
+    while let Some(op) = next(&mut rx, &mut abort).await {
+        if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
+            hub.budget.release(op.bytes.len());
+            break;
+        }
+        let (op, pair) = Pair::new(&hub, op, sides.len());
+        // The last target takes the op itself, the others a copy.
+        let last = sides.iter().rposition(Side::alive);
+        let mut op = Some(op);
+        let steps = sides
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, side)| side.alive())
+            .filter_map(|(i, side)| {
+                let copy = if Some(i) == last {
+                    op.take()?
+                } else {
+                    copy_of(op.as_ref()?)
+                };
+                Some(Box::pin(async move { (i, side.step(copy).await) }))
+            });
+        let seen = tokio::select! {
+            biased;
+            _ = abort.wait_for(|a| *a) => break,
+            seen = join_all(steps) => seen,
+        };
+        {
+            let mut slots = pair.seen.lock().expect("pair lock");
+            for (i, observed) in seen {
+                slots[i] = observed;
+            }
+        }
+        drop(pair);
+        Counters::bump(&hub.counters.sent);
+        if all_failed(&hub) {
+            break;
+        }
+    }
+    drain(&hub, &mut rx);
+    for side in &mut sides {
+        finish(&side.shared, &mut side.conns, side.last_unacknowledged).await;
+    }
+}
+
+/// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
+async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     let mut abort = hub.abort.subscribe();
     let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = hub
         .targets
@@ -58,53 +122,21 @@ pub(super) async fn run(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
             (tx, tokio::spawn(target_lane(t.clone(), i, rx)))
         })
         .unzip();
-    let lockstep = !hub.pacing.open_loop();
-    loop {
-        let op = tokio::select! {
-            biased;
-            _ = abort.wait_for(|a| *a) => break,
-            op = rx.recv() => match op { Some(op) => op, None => break },
-        };
+    while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
             hub.budget.release(op.bytes.len());
             break;
         }
-        let (done_tx, done_rx) = oneshot::channel();
-        let (op, completes) = take_completes(op);
-        let pair = Arc::new(Pair {
-            hub: hub.clone(),
-            len: op.bytes.len(),
-            command: op.command.clone(),
-            namespace: op.namespace.clone(),
-            marker: op.marker.is_some(),
-            seen: Mutex::new(vec![None; copies.len()]),
-            _completes: completes,
-            done: lockstep.then_some(done_tx),
-        });
+        let (op, pair) = Pair::new(&hub, op, copies.len());
         for (tx, target) in copies.iter().zip(&hub.targets) {
             if !target.abort.is_set() {
                 let _ = tx.send((copy_of(&op), pair.clone()));
             }
         }
-        // The write's completion goes with the pair: released once every target answered.
+        // The budget, the write's completion and the observations go when every target is done.
         drop(pair);
-        // The run's count of requests handed out (`--progress`).
         Counters::bump(&hub.counters.sent);
-        if lockstep {
-            tokio::select! {
-                biased;
-                _ = abort.wait_for(|a| *a) => break,
-                _ = done_rx => {}
-            }
-        }
-        if hub.targets.iter().all(|t| t.abort.is_set()) {
-            hub.abort.trigger(
-                hub.targets
-                    .iter()
-                    .filter_map(|t| t.abort.reason())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
+        if all_failed(&hub) {
             break;
         }
     }
@@ -112,6 +144,79 @@ pub(super) async fn run(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     drop(copies);
     for t in tasks {
         let _ = t.await;
+    }
+}
+
+/// Every target failed: the run stops, with their reasons.
+fn all_failed(hub: &Shared) -> bool {
+    if !hub.targets.iter().all(|t| t.abort.is_set()) {
+        return false;
+    }
+    let reasons: Vec<String> = hub
+        .targets
+        .iter()
+        .filter_map(|t| t.abort.reason())
+        .collect();
+    hub.abort.trigger(reasons.join("; "));
+    true
+}
+
+/// One target's connection in a lockstep lane.
+struct Side {
+    shared: Arc<Shared>,
+    conns: Conns,
+    abort: watch::Receiver<bool>,
+    last_unacknowledged: bool,
+}
+
+impl Side {
+    fn new(shared: Arc<Shared>) -> Side {
+        Side {
+            abort: shared.abort.subscribe(),
+            shared,
+            conns: Conns::default(),
+            last_unacknowledged: false,
+        }
+    }
+
+    fn alive(&self) -> bool {
+        !self.shared.abort.is_set()
+    }
+
+    /// Sends the copy and reads its reply; a failure ends this target (the others go on).
+    async fn step(&mut self, op: Op) -> Option<Observed> {
+        match send_following_primary(&self.shared, &mut self.conns, op, &mut self.abort).await {
+            Ok(Step::Sent {
+                acknowledged,
+                observed,
+            }) => {
+                self.last_unacknowledged = !acknowledged;
+                observed.map(|o| *o)
+            }
+            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Stop) => None,
+            Err(e) => {
+                self.shared.abort.trigger(e.to_string());
+                None
+            }
+        }
+    }
+}
+
+impl Pair {
+    /// The pair for `op` over `width` targets; the op comes back without its completion, which
+    /// the pair keeps.
+    fn new(hub: &Arc<Shared>, op: Op, width: usize) -> (Op, Arc<Pair>) {
+        let (op, completes) = take_completes(op);
+        let pair = Arc::new(Pair {
+            hub: hub.clone(),
+            len: op.bytes.len(),
+            command: op.command.clone(),
+            namespace: op.namespace.clone(),
+            marker: op.marker.is_some(),
+            seen: Mutex::new(vec![None; width]),
+            _completes: completes,
+        });
+        (op, pair)
     }
 }
 
