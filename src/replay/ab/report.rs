@@ -321,8 +321,8 @@ fn row_of(
     }
 }
 
-/// The sentences worth reading first: failures, significant ratios (candidates only), real
-/// differences.
+/// The sentences worth reading first: failures, significant ratios per command then per
+/// namespace (candidates only), real differences.
 fn findings(r: &AbReport) -> Vec<String> {
     let mut out: Vec<String> = r
         .targets
@@ -339,7 +339,7 @@ fn findings(r: &AbReport) -> Vec<String> {
         .filter(|t| t.role == "candidate")
         .map(|t| t.label.as_str())
         .collect();
-    for row in r.per_command.values() {
+    for row in r.per_command.values().chain(r.per_namespace.values()) {
         for ratio in &row.ratios {
             if let (Some(m), Some(s)) = (&ratio.mean, &ratio.sentence) {
                 if candidates.contains(&ratio.target.as_str())

@@ -72,21 +72,25 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
             break;
         }
         let (op, pair) = Pair::new(&hub, op, sides.len());
-        // The last target takes the op itself, the others a copy.
-        let last = sides.iter().rposition(Side::alive);
+        // Sent in turn from a rotating first target, so none is always sent first; the last
+        // target takes the op itself, the others a copy.
+        let n = sides.len();
+        let order: Vec<usize> = (0..n)
+            .map(|j| (j + (op.seq % n as u64) as usize) % n)
+            .filter(|&i| sides[i].alive())
+            .collect();
+        let last = order.last().copied();
         let mut op = Some(op);
-        let steps = sides
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, side)| side.alive())
-            .filter_map(|(i, side)| {
-                let copy = if Some(i) == last {
-                    op.take()?
-                } else {
-                    copy_of(op.as_ref()?)
-                };
-                Some(Box::pin(async move { (i, side.step(copy).await) }))
-            });
+        let mut by_index: Vec<Option<&mut Side>> = sides.iter_mut().map(Some).collect();
+        let steps = order.iter().filter_map(|&i| {
+            let side = by_index[i].take()?;
+            let copy = if Some(i) == last {
+                op.take()?
+            } else {
+                copy_of(op.as_ref()?)
+            };
+            Some(Box::pin(async move { (i, side.step(copy).await) }))
+        });
         let seen = tokio::select! {
             biased;
             _ = abort.wait_for(|a| *a) => break,
