@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Fewer paired requests than this make no finding (their interval is still reported).
+pub const MIN_PAIRS_FOR_FINDING: u64 = 30;
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AbReport {
@@ -343,6 +346,7 @@ fn findings(r: &AbReport) -> Vec<String> {
         for ratio in &row.ratios {
             if let (Some(m), Some(s)) = (&ratio.mean, &ratio.sentence) {
                 if candidates.contains(&ratio.target.as_str())
+                    && m.pairs >= MIN_PAIRS_FOR_FINDING
                     && m.direction() != std::cmp::Ordering::Equal
                 {
                     out.push(s.clone());
