@@ -5,6 +5,7 @@ mod compare;
 mod merge;
 mod record;
 mod replay;
+mod replay_ab;
 mod view;
 
 use clap::{Parser, Subcommand};

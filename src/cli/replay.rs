@@ -21,8 +21,10 @@ pub struct ReplayArgs {
     /// or `mongodb+srv://`. A replica set's primary is found from hello; reads whose recorded
     /// `$readPreference` allows it go to a secondary; several mongos share the connections.
     /// Options the replayer cannot honour are an error naming them (docs/replay.md).
-    #[arg(long)]
-    target: String,
+    /// Given two or three times: an A/B replay into every target at once (A, B, then A2 a copy of
+    /// A's setup to measure noise); see docs/ab.md.
+    #[arg(long, required = true)]
+    target: Vec<String>,
     /// Recorded timing scaled by this factor (2 = twice as fast, 0.5 = half speed).
     #[arg(long, default_value_t = 1.0, conflicts_with_all = ["fast", "rate"])]
     speed: f64,
@@ -94,8 +96,9 @@ pub struct ReplayArgs {
     html: Option<PathBuf>,
     /// The server's process id, for its CPU time (default: the local process listening on the
     /// target's port, when there is one).
+    /// In an A/B replay, one per target in target order (the rest found by port).
     #[arg(long)]
-    server_pid: Option<u32>,
+    server_pid: Vec<u32>,
     /// Do not read serverStatus before and after.
     #[arg(long)]
     no_server_status: bool,
@@ -105,9 +108,10 @@ pub struct ReplayArgs {
     /// Memory for requests read ahead of the replay, in MiB.
     #[arg(long, default_value_t = 64)]
     read_ahead_mb: usize,
-    /// Label for this run in reports (default: the capture's file name).
+    /// Label for this run in reports (default: the capture's file name). In an A/B replay, one per
+    /// target in target order (default A, B, A2).
     #[arg(long)]
-    label: Option<String>,
+    label: Vec<String>,
     /// No progress bar (it is shown only when stderr is a terminal anyway).
     #[arg(long)]
     no_progress: bool,
@@ -119,6 +123,8 @@ pub struct ReplayArgs {
     /// Example: `--metrics 127.0.0.1:9217`. See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    #[command(flatten)]
+    ab: super::replay_ab::AbArgs,
 }
 
 fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
@@ -205,7 +211,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--db-map {m:?}: expected FROM:TO"))?;
         db_map.push((from.to_owned(), to.to_owned()));
     }
-    let mut config = ReplayConfig::new(&args.captures[0], &args.target);
+    let mut config = ReplayConfig::new(&args.captures[0], &args.target[0]);
     config.inputs = args.captures.clone();
     config.pacing = pacing;
     config.connections = args.connections;
@@ -234,15 +240,15 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         connections: args.connection_ids,
     };
     config.db_map = db_map;
-    config.server_pid = args.server_pid;
+    config.server_pid = args.server_pid.first().copied();
     config.server_status = !args.no_server_status;
     config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && std::io::stderr().is_terminal();
-    config.label = args.label;
+    config.label = args.label.first().cloned();
     config.metrics = args.metrics;
 
-    let target = Target::parse_blocking(&args.target)?;
+    let target = Target::parse_blocking(&args.target[0])?;
     if !target.unused.is_empty() {
         eprintln!(
             "mongotape: --target {}: not used, the recorded requests carry their own",
@@ -250,6 +256,21 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         );
     }
     drop(target);
+    if args.target.len() > 1 {
+        let out = super::replay_ab::Outputs {
+            report: args.report.as_deref(),
+            html: args.html.as_deref(),
+            quiet: args.quiet,
+        };
+        return super::replay_ab::run(
+            config,
+            &args.target,
+            &args.label,
+            &args.server_pid,
+            &args.ab,
+            out,
+        );
+    }
     let report = replay::run(config)?;
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;

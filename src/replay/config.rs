@@ -87,7 +87,7 @@ pub enum ReplayError {
     Metrics(#[from] crate::metrics::MetricsError),
 }
 
-pub(super) fn options_report(c: &ReplayConfig) -> OptionsReport {
+pub(crate) fn options_report(c: &ReplayConfig) -> OptionsReport {
     let f = &c.filters;
     let mut filters = Vec::new();
     filters.extend(f.commands.iter().map(|x| format!("command={x}")));

@@ -17,6 +17,9 @@
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
 //!
+//! Several targets at once (`--target A --target B [--target A2]`): [`ab`], the same pipeline with
+//! paired lanes (`lane::paired`) and a report comparing the targets.
+//!
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
 //! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the run's report, JSON and text; its
 //! `--html` page is [`crate::report::html::replay`]). This file starts the run and puts the report together.
@@ -26,6 +29,7 @@
 //! `route` and `measure`; `source` all of them (it plugs `lane::run` into the router). No file of
 //! `replay/` imports one that imports it back.
 
+pub mod ab;
 pub mod client;
 pub mod config;
 pub mod endpoint;
@@ -95,39 +99,22 @@ async fn replay(
     file_len: u64,
     metrics: Option<crate::metrics::MetricsServer>,
 ) -> ReplayReport {
-    let mut report = ReplayReport {
-        mongotape_version: env!("CARGO_PKG_VERSION").into(),
-        capture: config.capture.display().to_string(),
-        target: target.display.clone(),
-        options: options_report(&config),
-        shard: config.shard.map(|s| report::ShardReport {
-            index: s.index,
-            count: s.count,
-            label: s.label(),
-        }),
-        ..ReplayReport::default()
+    let ready = match prepare(&config, target).await {
+        Ok(r) => r,
+        Err(report) => return report,
     };
-    let servers = match Topology::discover(&target, config.op_timeout).await {
-        Ok(t) => t,
-        Err(e) => {
-            report.error = Some(e.to_string());
-            return report;
-        }
-    };
-    report.topology = describe(&servers.kind());
-    let first = servers.lane_host();
-    let mut probe = ServerProbe::locate(&config, &first);
-    if let Err(e) = probe.connect(&target, &first, config.op_timeout).await {
-        report.error = Some(e.to_string());
-        report.server = probe.into_server_report();
-        return report;
-    }
-    probe.before(config.server_status).await;
     wait_for_start(config.start_at).await;
 
     let start = Instant::now();
-    let shared = Arc::new(shared_state(&config, target, servers, start));
-    probe.watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
+    let shared = Arc::new(shared_state(
+        &config,
+        ready.target.clone(),
+        ready.servers,
+        start,
+    ));
+    ready
+        .probe
+        .watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
     let progress_pos = Arc::new(AtomicU64::new(0));
     let endpoint = metrics.and_then(|server| {
         serve_metrics(server, &config, &shared, &progress_pos, file_len)
@@ -139,23 +126,81 @@ async fn replay(
         endpoint.abort();
     }
     let wall_s = start.elapsed().as_secs_f64();
+    conclude(&config, ready.report, ready.probe, &shared, wall_s, &source).await
+}
 
+/// A target ready to replay into: found, checked with a first connection, measured before.
+pub(crate) struct Ready {
+    pub report: ReplayReport,
+    pub target: Target,
+    pub servers: Topology,
+    pub probe: ServerProbe,
+}
+
+/// Finds the target's servers, connects the probe and takes the readings before the run. On
+/// failure, the report that says why.
+pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
+    let mut report = ReplayReport {
+        mongotape_version: env!("CARGO_PKG_VERSION").into(),
+        capture: config.capture.display().to_string(),
+        target: target.display.clone(),
+        options: options_report(config),
+        shard: config.shard.map(|s| report::ShardReport {
+            index: s.index,
+            count: s.count,
+            label: s.label(),
+        }),
+        ..ReplayReport::default()
+    };
+    let servers = match Topology::discover(&target, config.op_timeout).await {
+        Ok(t) => t,
+        Err(e) => {
+            report.error = Some(e.to_string());
+            return Err(report);
+        }
+    };
+    report.topology = describe(&servers.kind());
+    let first = servers.lane_host();
+    let mut probe = ServerProbe::locate(config, &first);
+    if let Err(e) = probe.connect(&target, &first, config.op_timeout).await {
+        report.error = Some(e.to_string());
+        report.server = probe.into_server_report();
+        return Err(report);
+    }
+    probe.before(config.server_status).await;
+    Ok(Ready {
+        report,
+        target,
+        servers,
+        probe,
+    })
+}
+
+/// The readings after the run, and the report of one target put together.
+pub(crate) async fn conclude(
+    config: &ReplayConfig,
+    mut report: ReplayReport,
+    mut probe: ServerProbe,
+    shared: &Shared,
+    wall_s: f64,
+    source: &SourceResult,
+) -> ReplayReport {
     let server_cpu_after = probe
         .after(config.server_status && !shared.abort.is_set())
         .await;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
     let (server, replayer) = probe.report(metrics.ops());
-    add_measurements(&mut report, &config, &metrics, wall_s, &server, &replayer);
+    add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
-    add_counts(&mut report, &shared, source);
+    add_counts(&mut report, shared, source);
     report.server = server;
     report.replayer = replayer;
     report
 }
 
 /// What the lanes share, the replay's clock starting at `start`.
-fn shared_state(
+pub(crate) fn shared_state(
     config: &ReplayConfig,
     target: Target,
     servers: Topology,
@@ -174,11 +219,14 @@ fn shared_state(
         counters: Counters::default(),
         op_timeout: config.op_timeout,
         cursor_wait: config.op_timeout,
+        targets: Vec::new(),
+        pairs: None,
+        observe: false,
     }
 }
 
 /// `--start-at`: sleeps until then (a time already past starts at once).
-async fn wait_for_start(at: Option<std::time::SystemTime>) {
+pub(crate) async fn wait_for_start(at: Option<std::time::SystemTime>) {
     if let Some(wait) = at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()) {
         tokio::time::sleep(wait).await;
     }
@@ -186,7 +234,7 @@ async fn wait_for_start(at: Option<std::time::SystemTime>) {
 
 /// Runs the capture feed on its own thread until every lane it started is done, with the progress
 /// bar and Ctrl-C watched meanwhile.
-async fn feed_lanes(
+pub(crate) async fn feed_lanes(
     config: &ReplayConfig,
     shared: &Arc<Shared>,
     file_len: u64,
@@ -364,7 +412,7 @@ fn add_measurements(
 }
 
 /// What was sent, skipped and read, and whether the run completed.
-fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) {
+fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult) {
     let c = &shared.counters;
     report.sent = Counters::get(&c.sent);
     report.compressed = Counters::get(&c.compressed);
@@ -393,7 +441,7 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: SourceResult) 
     report.iterations = source.iterations;
     report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;
     report.recorded = report::RecordedReport::of(&source.recorded_latency);
-    report.capture_error = source.capture_error;
+    report.capture_error = source.capture_error.clone();
     report.error = shared.abort.reason();
     report.complete = report.error.is_none() && report.capture_error.is_none();
 }

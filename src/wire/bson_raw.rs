@@ -100,6 +100,12 @@ fn value_len(b: &[u8], kind: u8, at: usize) -> Option<usize> {
     Some(len)
 }
 
+/// The length of the document `bytes` starts with, when it fits in them.
+pub fn doc_len(bytes: &[u8]) -> Option<usize> {
+    let len = usize::try_from(read_i32(bytes, 0)?).ok()?;
+    (len >= 5 && len <= bytes.len()).then_some(len)
+}
+
 /// The top-level elements of `doc`, in order. Values are bounds-checked but not validated inside.
 pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
     iter(doc)?.collect()

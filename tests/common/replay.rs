@@ -74,3 +74,85 @@ pub fn replay(capture: &Path, target: &str, args: &[&str]) -> Replay {
     assert_eq!(r.report["complete"], true, "{}", r.describe());
     r
 }
+
+/// An A/B replay (`--target` per entry of `targets`) with its JSON report.
+pub struct AbRun {
+    pub output: CommandOutput,
+    pub report: serde_json::Value,
+    pub html: String,
+}
+
+impl AbRun {
+    /// The report of target `label` (its whole replay report under `replay`).
+    pub fn target(&self, label: &str) -> &serde_json::Value {
+        self.report["targets"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["label"] == label))
+            .unwrap_or_else(|| panic!("no target {label}: {}", self.describe()))
+    }
+
+    /// Candidate `label` against the control on `command`: the mean latency ratio and its interval.
+    pub fn ratio(&self, command: &str, label: &str) -> &serde_json::Value {
+        self.report["per_command"][command]["ratios"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["target"] == label))
+            .map(|r| &r["mean"])
+            .unwrap_or_else(|| panic!("no ratio for {label} on {command}: {}", self.describe()))
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "status {}\nstdout:\n{}\nstderr:\n{}",
+            self.output.status, self.output.stdout, self.output.stderr
+        )
+    }
+
+    /// Checks the report against docs/schemas/ab.schema.json (Python's jsonschema, which tools/setup installs with kubernetes-validate).
+    pub fn assert_schema(&self) {
+        let schema = super::workspace_root().join("docs/schemas/ab.schema.json");
+        let script = "import json, sys, jsonschema\n\
+                      jsonschema.validate(json.loads(sys.argv[2]), json.load(open(sys.argv[1])))\n";
+        super::pymongo::python(
+            script,
+            &[schema.display().to_string(), self.report.to_string()],
+        );
+    }
+}
+
+/// `mongotape replay CAPTURE --target T1 --target T2 ... --report R --html H ARGS...`, whatever its
+/// outcome.
+pub fn try_ab_replay(capture: &Path, targets: &[&str], args: &[&str]) -> AbRun {
+    let dir = tempdir();
+    let report_path = dir.path().join("ab.json");
+    let html_path = dir.path().join("ab.html");
+    let mut command = Command::new(mongotape_bin());
+    command.arg("replay").arg(capture);
+    for t in targets {
+        command.args(["--target", t]);
+    }
+    command
+        .arg("--report")
+        .arg(&report_path)
+        .arg("--html")
+        .arg(&html_path)
+        .args(args);
+    let output = run_command(command, REPLAY_TIMEOUT);
+    let report = std::fs::read(&report_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let html = std::fs::read_to_string(&html_path).unwrap_or_default();
+    AbRun {
+        output,
+        report,
+        html,
+    }
+}
+
+/// Like [`try_ab_replay`], panicking unless every target completed.
+pub fn ab_replay(capture: &Path, targets: &[&str], args: &[&str]) -> AbRun {
+    let r = try_ab_replay(capture, targets, args);
+    assert!(r.output.success(), "A/B replay failed: {}", r.describe());
+    assert_eq!(r.report["complete"], true, "{}", r.describe());
+    r
+}

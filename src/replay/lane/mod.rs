@@ -12,6 +12,7 @@ use step::{one, Step};
 use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 
 mod conns;
+mod paired;
 mod step;
 
 /// How many times one request is sent again after "not primary" replies before the replay gives up.
@@ -20,7 +21,16 @@ const NOT_PRIMARY_RETRIES: u32 = 3;
 /// Runs one lane until its queue closes or the replay is aborted. Its connections are opened with
 /// the first request that needs each (step markers need none), so the handshake can offer that
 /// request's compressor.
-pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+    if shared.targets.is_empty() {
+        run_one(shared, rx).await
+    } else {
+        paired::run(shared, rx).await
+    }
+}
+
+/// One lane on one target.
+async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     let mut abort = shared.abort.subscribe();
     let mut conns = Conns::default();
     let mut last_unacknowledged = false;
@@ -44,7 +54,7 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
         shared.budget.release(len);
         match result {
-            Ok(Step::Sent { acknowledged }) => last_unacknowledged = !acknowledged,
+            Ok(Step::Sent { acknowledged, .. }) => last_unacknowledged = !acknowledged,
             // NotPrimary is never returned by send_following_primary.
             Ok(Step::Skipped | Step::NotPrimary(_)) => {}
             Ok(Step::Stop) => break,
@@ -55,6 +65,11 @@ pub async fn run(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         }
     }
     drain(&shared, &mut rx);
+    finish(&shared, &mut conns, last_unacknowledged).await;
+}
+
+/// The lane's end: its connections' counters, and its unacknowledged writes confirmed.
+async fn finish(shared: &Shared, conns: &mut Conns, last_unacknowledged: bool) {
     for conn in conns.all() {
         shared
             .counters

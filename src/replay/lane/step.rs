@@ -4,6 +4,7 @@
 use super::conns::{Conns, Side};
 use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
 use crate::replay::measure::metrics::Sample;
+use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::route::op::Op;
@@ -17,6 +18,8 @@ use tokio::time::Instant;
 pub(super) enum Step {
     Sent {
         acknowledged: bool,
+        /// A/B replay only (`Shared::observe`): what this target answered.
+        observed: Option<Box<Observed>>,
     },
     Skipped,
     Stop,
@@ -63,6 +66,7 @@ pub(super) async fn one(
         });
         return Ok(Step::Sent {
             acknowledged: false,
+            observed: shared.observe.then(Box::default),
         });
     }
     let frame = conn.recv(id).await?;
@@ -92,7 +96,13 @@ pub(super) async fn one(
     }
     follow_cursors(shared, &op, &live);
     measure(shared, &op, &live, latency_ns, lag_ns);
-    Ok(Step::Sent { acknowledged: true })
+    let observed = shared
+        .observe
+        .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
+    Ok(Step::Sent {
+        acknowledged: true,
+        observed,
+    })
 }
 
 /// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the

@@ -5,6 +5,7 @@
 //! - [`hdr`]: histograms in reports, losslessly (HdrHistogram V2, base64), for exact merging.
 //! - [`knee`]: the rate at which an open-loop run stops keeping up.
 //! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
+//! - [`observed`]: what one target answered to one request, for the A/B comparison.
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
@@ -14,6 +15,7 @@ pub mod hdr;
 pub mod knee;
 pub mod live;
 pub mod metrics;
+pub mod observed;
 pub mod outcome;
 pub mod server;
 pub mod step_phases;

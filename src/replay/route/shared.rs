@@ -7,6 +7,7 @@ use super::cursors::Cursors;
 use super::pacing::Pacing;
 use crate::replay::client::{Target, Topology};
 use crate::replay::measure::metrics::Metrics;
+use crate::replay::measure::observed::PairSink;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -28,6 +29,26 @@ pub struct Shared {
     pub op_timeout: Duration,
     /// How long a getMore waits for the live reply that opens its cursor.
     pub cursor_wait: Duration,
+    /// A/B replay (`replay::ab`): the targets every request goes to, each with its own state. Empty
+    /// for one target: then this is the target's own state.
+    pub targets: Vec<std::sync::Arc<Shared>>,
+    /// A/B replay: the per-target observations of each request go here (set on the run's state,
+    /// the one the feed and the lanes share).
+    pub pairs: Option<std::sync::Arc<dyn PairSink>>,
+    /// Keep each reply's body for the A/B comparison (set on each A/B target's state).
+    pub observe: bool,
+}
+
+impl Shared {
+    /// The feed announces a cursor to every target (each resolves its own live id).
+    pub fn expect_cursor(&self, scope: crate::replay::request::Scope, recorded: i64) {
+        if self.targets.is_empty() {
+            self.cursors.expect(scope, recorded);
+        }
+        for t in &self.targets {
+            t.cursors.expect(scope, recorded);
+        }
+    }
 }
 
 /// Counters the connections bump without the metrics lock.

@@ -139,7 +139,7 @@ impl Feed<'_> {
         };
         let produces_cursor = req.produces_cursor();
         if let Some(c) = produces_cursor {
-            self.shared.cursors.expect(scope, c);
+            self.shared.expect_cursor(scope, c);
         }
         let op = Op {
             cursor_patches: out.cursor_patches,

@@ -21,6 +21,7 @@
 //! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
 //! page shows: [`summary`] (any report's summary) and [`phases`] (per step marker).
 
+pub mod ab;
 pub mod analyze;
 mod bar_chart;
 mod chart;

@@ -1,0 +1,128 @@
+//! `mongotape replay --target A --target B [--target A2]`: the A/B options and outputs. Everything
+//! else is in `mongotape::replay::ab`.
+
+use anyhow::Context;
+use clap::Args;
+use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
+use mongotape::replay::ReplayConfig;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Options of an A/B replay (two or three `--target`).
+#[derive(Args)]
+pub struct AbArgs {
+    /// A/B: numbers in replies within this relative difference count as equal (0.05 = 5%).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    diff_relative: f64,
+    /// A/B: numbers in replies within this absolute difference count as equal.
+    #[arg(long, value_name = "AMOUNT", default_value_t = 0.0)]
+    diff_absolute: f64,
+    /// A/B with A2: a reply field that differs between A and A2 in more than this share of the
+    /// requests is noise, left out of the real differences (default 0: any difference between A
+    /// and A2 makes the field noise).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    noise_threshold: f64,
+    /// A/B: a reply field not to compare (its name as reported, e.g. `cursor.firstBatch[].ts`;
+    /// repeatable).
+    #[arg(long = "ignore-field", value_name = "FIELD")]
+    ignore_fields: Vec<String>,
+    /// A/B: confidence of the ratio intervals.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.95)]
+    confidence: f64,
+    /// A/B: seed of the bootstrap (the same run gives the same intervals).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+/// Where the A/B report goes.
+pub struct Outputs<'a> {
+    pub report: Option<&'a Path>,
+    pub html: Option<&'a Path>,
+    pub quiet: bool,
+}
+
+const DEFAULT_LABELS: [&str; 3] = ["A", "B", "A2"];
+
+pub fn run(
+    config: ReplayConfig,
+    uris: &[String],
+    labels: &[String],
+    pids: &[u32],
+    args: &AbArgs,
+    out: Outputs<'_>,
+) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        uris.len() <= 3,
+        "--target: at most three (A, B and A2), {} given",
+        uris.len()
+    );
+    anyhow::ensure!(
+        labels.len() <= uris.len(),
+        "--label: {} given for {} targets (one per target, in target order)",
+        labels.len(),
+        uris.len()
+    );
+    anyhow::ensure!(
+        pids.len() <= uris.len(),
+        "--server-pid: {} given for {} targets (one per target, in target order)",
+        pids.len(),
+        uris.len()
+    );
+    anyhow::ensure!(
+        args.confidence > 0.0 && args.confidence < 1.0,
+        "--confidence must be between 0 and 1"
+    );
+    let targets = uris
+        .iter()
+        .enumerate()
+        .map(|(i, uri)| AbTarget {
+            uri: uri.clone(),
+            label: labels
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_LABELS[i].to_owned()),
+            server_pid: pids.get(i).copied(),
+        })
+        .collect();
+    let mut diff = DiffOptions {
+        relative: args.diff_relative,
+        absolute: args.diff_absolute,
+        noise_threshold: args.noise_threshold,
+        ..DiffOptions::default()
+    };
+    diff.ignored.extend(args.ignore_fields.iter().cloned());
+    let ab_config = AbConfig {
+        targets,
+        diff,
+        bootstrap: Bootstrap {
+            confidence: args.confidence,
+            seed: args.seed,
+            ..Bootstrap::default()
+        },
+    };
+    let report = ab::run(config, ab_config)?;
+    if let Some(path) = out.report {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+    }
+    if let Some(path) = out.html {
+        std::fs::write(path, mongotape::report::html::ab::render_html(&report))
+            .with_context(|| format!("writing the HTML report to {}", path.display()))?;
+    }
+    if !out.quiet {
+        print!("{}", report.render_text());
+    }
+    if let Some(e) = &report.error {
+        eprintln!("mongotape: A/B replay: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if report
+        .targets
+        .iter()
+        .any(|t| t.replay.capture_error.is_some())
+    {
+        eprintln!("mongotape: capture read only in part");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}

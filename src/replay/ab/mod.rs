@@ -1,0 +1,171 @@
+//! A/B replay: one capture replayed into several targets at once (`replay --target A --target B
+//! [--target A2]`), through the same pipeline as a single target. The capture is read, understood
+//! and rewritten once; each lane is a paired lane (`lane::paired`) that sends every request to
+//! each target on a connection of that target's own, due at the same time. Each target keeps its
+//! own cursors, connections, metrics, server CPU probe and report (`replay::conclude`); the
+//! [`collect::Collector`] pairs their latencies and replies for each request. Then
+//! [`report::AbReport`]: the targets side by side with ratio intervals ([`stats`]) and the reply
+//! differences with the noise a second baseline shows taken out ([`diff`]). `docs/ab.md`.
+
+pub mod collect;
+pub mod diff;
+pub mod report;
+pub mod stats;
+mod text;
+
+use super::client::{Target, Topology};
+use super::route::shared::Shared;
+use super::{
+    conclude, feed_lanes, prepare, shared_state, wait_for_start, ReplayConfig, ReplayError,
+};
+use collect::{Collector, Roles};
+use diff::DiffOptions;
+use report::AbReport;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// One target of an A/B run.
+#[derive(Debug, Clone)]
+pub struct AbTarget {
+    pub uri: String,
+    pub label: String,
+    pub server_pid: Option<u32>,
+}
+
+/// What an A/B run is asked, beyond the replay's own options.
+#[derive(Debug, Clone)]
+pub struct AbConfig {
+    /// Control first, then the candidate, then (optionally) the control's copy.
+    pub targets: Vec<AbTarget>,
+    pub diff: DiffOptions,
+    pub bootstrap: stats::Bootstrap,
+}
+
+impl AbConfig {
+    pub fn roles(&self) -> Roles {
+        Roles {
+            count: self.targets.len(),
+            control: 0,
+            baseline: (self.targets.len() >= 3).then_some(2),
+        }
+    }
+}
+
+/// Fields every server fills from its own clock: not compared without a second baseline to show
+/// them as noise.
+pub const SERVER_CLOCK_FIELDS: &[&str] = &[
+    "$clusterTime.clusterTime",
+    "$clusterTime.signature.hash",
+    "operationTime",
+    "electionId",
+    "opTime.ts",
+    "opTime.t",
+    "localTime",
+    "connectionId",
+];
+
+/// Replays `config`'s capture into every target of `ab`.
+pub fn run(config: ReplayConfig, mut ab: AbConfig) -> Result<AbReport, ReplayError> {
+    if !(2..=3).contains(&ab.targets.len()) {
+        return Err(ReplayError::Option(
+            "an A/B replay takes two or three --target (A, B, and optionally A2)".into(),
+        ));
+    }
+    if config.metrics.is_some() || config.shard.is_some() {
+        return Err(ReplayError::Option(
+            "--metrics and --shard replay into one target only".into(),
+        ));
+    }
+    config.pacing.validate().map_err(ReplayError::Option)?;
+    if config.connections == Some(0) || config.clones == 0 {
+        return Err(ReplayError::Option(
+            "--connections and --clones must be at least 1".into(),
+        ));
+    }
+    if ab.roles().baseline.is_none() {
+        ab.diff
+            .ignored
+            .extend(SERVER_CLOCK_FIELDS.iter().map(|s| s.to_string()));
+    }
+    let set = crate::capture::CaptureSet::open(&config.inputs)?;
+    let file_len = set
+        .paths()
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    drop(set);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ReplayError::Runtime)?;
+    let mut targets = Vec::new();
+    for t in &ab.targets {
+        targets.push(runtime.block_on(Target::parse(&t.uri))?);
+    }
+    Ok(runtime.block_on(replay(config, ab, targets, file_len)))
+}
+
+/// Each target's own configuration: its URI, label and server process.
+fn config_of(config: &ReplayConfig, t: &AbTarget) -> ReplayConfig {
+    let mut c = config.clone();
+    c.target = t.uri.clone();
+    c.label = Some(t.label.clone());
+    c.server_pid = t.server_pid;
+    c
+}
+
+async fn replay(
+    config: ReplayConfig,
+    ab: AbConfig,
+    targets: Vec<Target>,
+    file_len: u64,
+) -> AbReport {
+    let configs: Vec<ReplayConfig> = ab.targets.iter().map(|t| config_of(&config, t)).collect();
+    let mut ready = Vec::new();
+    for (c, target) in configs.iter().zip(targets) {
+        match prepare(c, target).await {
+            Ok(r) => ready.push(r),
+            Err(failed) => return AbReport::failed(&config, &ab, failed),
+        }
+    }
+    wait_for_start(config.start_at).await;
+    let start = Instant::now();
+    let sides: Vec<Arc<Shared>> = ready
+        .iter_mut()
+        .zip(&configs)
+        .map(|(r, c)| {
+            let host = r.servers.lane_host();
+            let servers = std::mem::replace(&mut r.servers, Topology::single(host));
+            let mut s = shared_state(c, r.target.clone(), servers, start);
+            s.observe = true;
+            r.probe
+                .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
+            Arc::new(s)
+        })
+        .collect();
+    let collector = Arc::new(Collector::new(
+        ab.roles(),
+        ab.diff.clone(),
+        ab.bootstrap.seed,
+    ));
+    // The run's own state: the feed, the pacing, the read-ahead; no connection of its own.
+    let mut hub = shared_state(
+        &config,
+        ready[0].target.clone(),
+        Topology::single(sides[0].servers.lane_host()),
+        start,
+    );
+    hub.targets = sides.clone();
+    hub.pairs = Some(collector.clone());
+    let hub = Arc::new(hub);
+    let source = feed_lanes(&config, &hub, file_len, Arc::new(AtomicU64::new(0))).await;
+    let wall_s = start.elapsed().as_secs_f64();
+    let mut reports = Vec::new();
+    for ((r, side), c) in ready.into_iter().zip(&sides).zip(&configs) {
+        reports.push(conclude(c, r.report, r.probe, side, wall_s, &source).await);
+    }
+    drop(hub);
+    let collected = collector.take();
+    AbReport::build(&config, &ab, reports, collected, wall_s)
+}

@@ -1,0 +1,365 @@
+//! The A/B report: every target's own replay report, and side by side per command and per
+//! namespace their latencies, throughput, errors and server CPU, with the candidate's mean latency
+//! over the control's and its bootstrap interval; then the reply differences. JSON (`--report`,
+//! `docs/schemas/ab.schema.json`), text ([`AbReport::render_text`]) and HTML
+//! (`report::html::ab`).
+
+use super::collect::{Collected, PairCounts};
+use super::diff::FieldDiff;
+use super::stats::{PairSample, RatioEstimate};
+use super::AbConfig;
+use crate::replay::config::options_report;
+use crate::replay::report::{OptionsReport, ReplayReport};
+use crate::replay::ReplayConfig;
+use crate::report::summary::CommandSummary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Fewer paired requests than this make no finding (their interval is still reported).
+pub const MIN_PAIRS_FOR_FINDING: u64 = 30;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbReport {
+    pub schema_version: u32,
+    /// Always `ab`.
+    pub kind: String,
+    pub mongotape_version: String,
+    pub capture: String,
+    pub options: OptionsReport,
+    pub wall_s: f64,
+    /// Every target, control first.
+    pub targets: Vec<TargetReport>,
+    pub pairs: PairsReport,
+    pub overall: AbRow,
+    pub per_command: BTreeMap<String, AbRow>,
+    pub per_namespace: BTreeMap<String, AbRow>,
+    pub differences: DifferencesReport,
+    /// The run's findings as sentences: significant ratios, real differences, failed targets.
+    pub findings: Vec<String>,
+    /// This process's CPU per request sent to all targets, microseconds.
+    pub replayer_cpu_us_per_op: Option<f64>,
+    /// False when a target failed or the run stopped early.
+    pub complete: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TargetReport {
+    pub label: String,
+    /// `control` (A), `candidate` (B) or `baseline` (A2, the control's copy).
+    pub role: String,
+    pub complete: bool,
+    pub error: Option<String>,
+    pub server_cpu_us_per_op: Option<f64>,
+    /// The target's whole replay report, as a single-target replay writes it.
+    pub replay: ReplayReport,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PairsReport {
+    /// Requests answered by every target (their latencies are paired).
+    pub paired: u64,
+    /// Requests some target did not answer (it failed, or skipped it).
+    pub unpaired: u64,
+    pub unacknowledged: u64,
+    /// Replies compared field by field.
+    pub replies_compared: u64,
+}
+
+/// One command (or namespace, or all): each target's figures, and each candidate against the control.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbRow {
+    /// In target order.
+    pub targets: Vec<CommandSummary>,
+    pub ratios: Vec<RatioReport>,
+    /// A sample of the paired latencies per target, microseconds (HTML only).
+    #[serde(skip)]
+    pub sample_us: Vec<Vec<f64>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RatioReport {
+    /// The target compared with the control.
+    pub target: String,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub ops_per_s: Option<f64>,
+    /// Mean latency over the control's on the same requests, with its bootstrap interval.
+    pub mean: Option<RatioEstimate>,
+    pub sentence: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DifferencesReport {
+    /// Whether a second baseline (A2) filtered noise.
+    pub baseline: bool,
+    pub compared: u64,
+    pub relative_threshold: f64,
+    pub absolute_threshold: f64,
+    pub noise_threshold: f64,
+    pub ignored: Vec<String>,
+    /// Fields with real differences (control vs candidate, not explained by noise).
+    pub real: Vec<String>,
+    /// Every field that differed between any two targets, with its counts and examples.
+    pub fields: BTreeMap<String, FieldReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldReport {
+    pub compared: u64,
+    pub differed: u64,
+    pub noise: u64,
+    pub unexplained: u64,
+    pub noise_rate: f64,
+    pub real: bool,
+    pub commands: BTreeMap<String, u64>,
+    pub examples: Vec<serde_json::Value>,
+}
+
+impl From<&FieldDiff> for FieldReport {
+    fn from(f: &FieldDiff) -> FieldReport {
+        FieldReport {
+            compared: f.compared,
+            differed: f.differed,
+            noise: f.noise,
+            unexplained: f.unexplained,
+            noise_rate: f.noise_rate,
+            real: f.real,
+            commands: f.commands.clone(),
+            examples: f.examples.clone(),
+        }
+    }
+}
+
+fn role(i: usize, ab: &AbConfig) -> &'static str {
+    match (i, ab.roles().baseline) {
+        (0, _) => "control",
+        (i, Some(b)) if i == b => "baseline",
+        _ => "candidate",
+    }
+}
+
+impl AbReport {
+    fn base(config: &ReplayConfig) -> AbReport {
+        AbReport {
+            schema_version: SCHEMA_VERSION,
+            kind: "ab".into(),
+            mongotape_version: env!("CARGO_PKG_VERSION").into(),
+            capture: config.capture.display().to_string(),
+            options: options_report(config),
+            ..AbReport::default()
+        }
+    }
+
+    /// A target failed before the run started: nothing was replayed.
+    pub fn failed(config: &ReplayConfig, ab: &AbConfig, failed: ReplayReport) -> AbReport {
+        let label = ab
+            .targets
+            .iter()
+            .find(|t| failed.target.contains(&t.uri) || t.uri.contains(&failed.target))
+            .map_or(failed.target.clone(), |t| t.label.clone());
+        let mut r = AbReport::base(config);
+        r.error = Some(format!(
+            "{label}: {}",
+            failed.error.clone().unwrap_or_default()
+        ));
+        r
+    }
+
+    pub fn build(
+        config: &ReplayConfig,
+        ab: &AbConfig,
+        reports: Vec<ReplayReport>,
+        collected: Collected,
+        wall_s: f64,
+    ) -> AbReport {
+        let mut r = AbReport::base(config);
+        r.wall_s = wall_s;
+        let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
+        r.targets = reports
+            .into_iter()
+            .enumerate()
+            .map(|(i, rep)| TargetReport {
+                label: labels[i].clone(),
+                role: role(i, ab).into(),
+                complete: rep.complete,
+                error: rep.error.clone(),
+                server_cpu_us_per_op: rep.summary.server_cpu_s_per_1k_ops.map(|s| s * 1000.0),
+                replay: rep,
+            })
+            .collect();
+        let Collected {
+            per_command,
+            per_namespace,
+            overall,
+            counts,
+            differences,
+        } = collected;
+        r.pairs = pairs_report(counts, differences.compared);
+        let pick = |t: &TargetReport, key: Option<&str>, ns: bool| -> CommandSummary {
+            match (key, ns) {
+                (None, _) => t.replay.summary.overall.clone(),
+                (Some(k), false) => t
+                    .replay
+                    .summary
+                    .per_command
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_default(),
+                (Some(k), true) => t.replay.per_namespace.get(k).cloned().unwrap_or_default(),
+            }
+        };
+        let row = |key: Option<&str>, ns: bool, sample: Option<&PairSample>| {
+            let figures = r.targets.iter().map(|t| pick(t, key, ns)).collect();
+            row_of(ab, &labels, figures, sample, key.unwrap_or("all requests"))
+        };
+        r.overall = row(None, false, Some(&overall));
+        let commands: Vec<String> = r.targets[0]
+            .replay
+            .summary
+            .per_command
+            .keys()
+            .cloned()
+            .collect();
+        r.per_command = commands
+            .iter()
+            .map(|c| (c.clone(), row(Some(c), false, per_command.get(c))))
+            .collect();
+        let namespaces: Vec<String> = r.targets[0].replay.per_namespace.keys().cloned().collect();
+        r.per_namespace = namespaces
+            .iter()
+            .map(|n| (n.clone(), row(Some(n), true, per_namespace.get(n))))
+            .collect();
+        r.differences = DifferencesReport {
+            baseline: ab.roles().baseline.is_some(),
+            compared: differences.compared,
+            relative_threshold: ab.diff.relative,
+            absolute_threshold: ab.diff.absolute,
+            noise_threshold: ab.diff.noise_threshold,
+            ignored: ab.diff.ignored.clone(),
+            real: differences
+                .fields
+                .iter()
+                .filter(|(_, f)| f.real)
+                .map(|(k, _)| k.clone())
+                .collect(),
+            fields: differences
+                .fields
+                .iter()
+                .filter(|(_, f)| f.differed > 0 || f.noise > 0)
+                .map(|(k, f)| (k.clone(), f.into()))
+                .collect(),
+        };
+        r.replayer_cpu_us_per_op = r.targets[0].replay.replayer.cpu_s.and_then(|cpu| {
+            let ops = r
+                .targets
+                .iter()
+                .map(|t| t.replay.summary.ops)
+                .max()
+                .unwrap_or(0);
+            (ops > 0).then(|| cpu / ops as f64 * 1e6)
+        });
+        r.error = failures(&r.targets);
+        r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
+        r.findings = findings(&r);
+        r
+    }
+}
+
+fn pairs_report(c: PairCounts, compared: u64) -> PairsReport {
+    PairsReport {
+        paired: c.paired,
+        unpaired: c.unpaired,
+        unacknowledged: c.unacknowledged,
+        replies_compared: compared,
+    }
+}
+
+fn failures(targets: &[TargetReport]) -> Option<String> {
+    let failed: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t.error.as_ref().map(|e| format!("{} failed: {e}", t.label)))
+        .collect();
+    (!failed.is_empty()).then(|| failed.join("; "))
+}
+
+fn row_of(
+    ab: &AbConfig,
+    labels: &[String],
+    targets: Vec<CommandSummary>,
+    sample: Option<&PairSample>,
+    what: &str,
+) -> AbRow {
+    let rel = |b: f64, a: f64| (a > 0.0 && b > 0.0).then(|| b / a);
+    let control = &targets[0];
+    let ratios = (1..targets.len())
+        .map(|i| {
+            let t = &targets[i];
+            let mean = sample.and_then(|s| s.ratio(0, i, &ab.bootstrap));
+            RatioReport {
+                target: labels[i].clone(),
+                p50: rel(t.latency.p50_us, control.latency.p50_us),
+                p99: rel(t.latency.p99_us, control.latency.p99_us),
+                ops_per_s: rel(t.ops_per_s, control.ops_per_s),
+                sentence: mean.map(|m| m.sentence(&labels[i], what)),
+                mean,
+            }
+        })
+        .collect();
+    AbRow {
+        sample_us: sample.map_or_else(Vec::new, |s| {
+            (0..targets.len()).map(|i| s.latencies_us(i)).collect()
+        }),
+        targets,
+        ratios,
+    }
+}
+
+/// The sentences worth reading first: failures, significant ratios per command then per
+/// namespace (candidates only), real differences.
+fn findings(r: &AbReport) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .targets
+        .iter()
+        .filter_map(|t| {
+            t.error
+                .as_ref()
+                .map(|e| format!("{} failed part-way: {e}", t.label))
+        })
+        .collect();
+    let candidates: Vec<&str> = r
+        .targets
+        .iter()
+        .filter(|t| t.role == "candidate")
+        .map(|t| t.label.as_str())
+        .collect();
+    for row in r.per_command.values().chain(r.per_namespace.values()) {
+        for ratio in &row.ratios {
+            if let (Some(m), Some(s)) = (&ratio.mean, &ratio.sentence) {
+                if candidates.contains(&ratio.target.as_str())
+                    && m.pairs >= MIN_PAIRS_FOR_FINDING
+                    && m.direction() != std::cmp::Ordering::Equal
+                {
+                    out.push(s.clone());
+                }
+            }
+        }
+    }
+    for name in &r.differences.real {
+        let f = &r.differences.fields[name];
+        out.push(format!(
+            "replies differ on {name} in {} of {} compared requests",
+            f.unexplained, f.compared
+        ));
+    }
+    out
+}

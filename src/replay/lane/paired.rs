@@ -1,0 +1,286 @@
+//! A paired lane (A/B replay, `replay::ab`): one recorded connection replayed on one connection
+//! per target. Each request goes to every target as a copy, on that target's own connection with
+//! its own cursors and measurements ([`super::step::one`], the same path as a single target); the
+//! copies are due at the same time. In closed loop (`--fast`, `--speed`) the next request goes out
+//! once every target answered this one (lockstep), so no target runs ahead of the others; in open
+//! loop (`--rate`) each target keeps the schedule on its own, so a slow target does not delay the
+//! others. A failed target is dropped from the pair; the others go on.
+
+use super::conns::Conns;
+use super::step::Step;
+use super::{drain, finish, send_following_primary};
+use crate::replay::measure::observed::Observed;
+use crate::replay::route::op::Op;
+use crate::replay::route::order::{self, Completes};
+use crate::replay::route::shared::{Counters, Shared};
+use futures_util::future::join_all;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
+
+/// One request on every target: when the last copy is done (or dropped), it releases the
+/// read-ahead budget, completes the write others wait for, and hands the observations over.
+struct Pair {
+    hub: Arc<Shared>,
+    len: usize,
+    command: Arc<str>,
+    namespace: Arc<str>,
+    /// Step markers are paired too but have nothing to compare.
+    marker: bool,
+    seen: Mutex<Vec<Option<Observed>>>,
+    _completes: Option<Completes>,
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.hub.budget.release(self.len);
+        if let (Some(sink), false) = (&self.hub.pairs, self.marker) {
+            let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
+            sink.paired(&self.command, &self.namespace, &seen);
+        }
+    }
+}
+
+type Copy = (Op, Arc<Pair>);
+
+/// Runs the paired lane: each request to every target's connection.
+pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+    if hub.pacing.open_loop() {
+        open_loop(hub, rx).await
+    } else {
+        lockstep(hub, rx).await
+    }
+}
+
+/// The next request, or `None` when the queue closed or the run was aborted.
+async fn next(rx: &mut UnboundedReceiver<Op>, abort: &mut watch::Receiver<bool>) -> Option<Op> {
+    tokio::select! {
+        biased;
+        _ = abort.wait_for(|a| *a) => None,
+        op = rx.recv() => op,
+    }
+}
+
+/// Every request to every target, in one task: the copies are sent together and the next request
+/// waits for all of their replies (no task hand-off per request).
+async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+    let mut abort = hub.abort.subscribe();
+    let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
+    while let Some(op) = next(&mut rx, &mut abort).await {
+        if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
+            hub.budget.release(op.bytes.len());
+            break;
+        }
+        let (op, pair) = Pair::new(&hub, op, sides.len());
+        // Sent in turn from a rotating first target, so none is always sent first; the last
+        // target takes the op itself, the others a copy.
+        let n = sides.len();
+        let order: Vec<usize> = (0..n)
+            .map(|j| (j + (op.seq % n as u64) as usize) % n)
+            .filter(|&i| sides[i].alive())
+            .collect();
+        let last = order.last().copied();
+        let mut op = Some(op);
+        let mut by_index: Vec<Option<&mut Side>> = sides.iter_mut().map(Some).collect();
+        let steps = order.iter().filter_map(|&i| {
+            let side = by_index[i].take()?;
+            let copy = if Some(i) == last {
+                op.take()?
+            } else {
+                copy_of(op.as_ref()?)
+            };
+            Some(Box::pin(async move { (i, side.step(copy).await) }))
+        });
+        let seen = tokio::select! {
+            biased;
+            _ = abort.wait_for(|a| *a) => break,
+            seen = join_all(steps) => seen,
+        };
+        {
+            let mut slots = pair.seen.lock().expect("pair lock");
+            for (i, observed) in seen {
+                slots[i] = observed;
+            }
+        }
+        drop(pair);
+        Counters::bump(&hub.counters.sent);
+        if all_failed(&hub) {
+            break;
+        }
+    }
+    drain(&hub, &mut rx);
+    for side in &mut sides {
+        finish(&side.shared, &mut side.conns, side.last_unacknowledged).await;
+    }
+}
+
+/// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
+async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+    let mut abort = hub.abort.subscribe();
+    let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = hub
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (tx, rx) = unbounded_channel();
+            (tx, tokio::spawn(target_lane(t.clone(), i, rx)))
+        })
+        .unzip();
+    while let Some(op) = next(&mut rx, &mut abort).await {
+        if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
+            hub.budget.release(op.bytes.len());
+            break;
+        }
+        let (op, pair) = Pair::new(&hub, op, copies.len());
+        for (tx, target) in copies.iter().zip(&hub.targets) {
+            if !target.abort.is_set() {
+                let _ = tx.send((copy_of(&op), pair.clone()));
+            }
+        }
+        // The budget, the write's completion and the observations go when every target is done.
+        drop(pair);
+        Counters::bump(&hub.counters.sent);
+        if all_failed(&hub) {
+            break;
+        }
+    }
+    drain(&hub, &mut rx);
+    drop(copies);
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Every target failed: the run stops, with their reasons.
+fn all_failed(hub: &Shared) -> bool {
+    if !hub.targets.iter().all(|t| t.abort.is_set()) {
+        return false;
+    }
+    let reasons: Vec<String> = hub
+        .targets
+        .iter()
+        .filter_map(|t| t.abort.reason())
+        .collect();
+    hub.abort.trigger(reasons.join("; "));
+    true
+}
+
+/// One target's connection in a lockstep lane.
+struct Side {
+    shared: Arc<Shared>,
+    conns: Conns,
+    abort: watch::Receiver<bool>,
+    last_unacknowledged: bool,
+}
+
+impl Side {
+    fn new(shared: Arc<Shared>) -> Side {
+        Side {
+            abort: shared.abort.subscribe(),
+            shared,
+            conns: Conns::default(),
+            last_unacknowledged: false,
+        }
+    }
+
+    fn alive(&self) -> bool {
+        !self.shared.abort.is_set()
+    }
+
+    /// Sends the copy and reads its reply; a failure ends this target (the others go on).
+    async fn step(&mut self, op: Op) -> Option<Observed> {
+        match send_following_primary(&self.shared, &mut self.conns, op, &mut self.abort).await {
+            Ok(Step::Sent {
+                acknowledged,
+                observed,
+            }) => {
+                self.last_unacknowledged = !acknowledged;
+                observed.map(|o| *o)
+            }
+            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Stop) => None,
+            Err(e) => {
+                self.shared.abort.trigger(e.to_string());
+                None
+            }
+        }
+    }
+}
+
+impl Pair {
+    /// The pair for `op` over `width` targets; the op comes back without its completion, which
+    /// the pair keeps.
+    fn new(hub: &Arc<Shared>, op: Op, width: usize) -> (Op, Arc<Pair>) {
+        let (op, completes) = take_completes(op);
+        let pair = Arc::new(Pair {
+            hub: hub.clone(),
+            len: op.bytes.len(),
+            command: op.command.clone(),
+            namespace: op.namespace.clone(),
+            marker: op.marker.is_some(),
+            seen: Mutex::new(vec![None; width]),
+            _completes: completes,
+        });
+        (op, pair)
+    }
+}
+
+/// The op without its completion (which stays with the pair).
+fn take_completes(mut op: Op) -> (Op, Option<Completes>) {
+    let c = op.completes.take();
+    op.after = None;
+    (op, c)
+}
+
+/// One target's copy of a request (cursor patches and compression as the original).
+fn copy_of(op: &Op) -> Op {
+    Op {
+        bytes: op.bytes.clone(),
+        cursor_patches: op.cursor_patches.clone(),
+        expects_reply: op.expects_reply,
+        command: op.command.clone(),
+        namespace: op.namespace.clone(),
+        offset_ns: op.offset_ns,
+        seq: op.seq,
+        scope: op.scope,
+        produces_cursor: op.produces_cursor,
+        recorded: op.recorded.clone(),
+        origin_conn: op.origin_conn,
+        origin_request: op.origin_request,
+        marker: op.marker.clone(),
+        compressor: op.compressor,
+        after: None,
+        completes: None,
+    }
+}
+
+/// One target's side of a paired lane: the single-target loop over the copies it is given.
+async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceiver<Copy>) {
+    let mut abort = shared.abort.subscribe();
+    let mut conns = Conns::default();
+    let mut last_unacknowledged = false;
+    while let Some((op, pair)) = rx.recv().await {
+        if shared.abort.is_set() {
+            break;
+        }
+        match send_following_primary(&shared, &mut conns, op, &mut abort).await {
+            Ok(Step::Sent {
+                acknowledged,
+                observed,
+            }) => {
+                last_unacknowledged = !acknowledged;
+                if let Some(o) = observed {
+                    pair.seen.lock().expect("pair lock")[index] = Some(*o);
+                }
+            }
+            Ok(Step::Skipped | Step::NotPrimary(_)) => {}
+            Ok(Step::Stop) => break,
+            Err(e) => {
+                shared.abort.trigger(e.to_string());
+                break;
+            }
+        }
+    }
+    rx.close();
+    while rx.try_recv().is_ok() {}
+    finish(&shared, &mut conns, last_unacknowledged).await;
+}

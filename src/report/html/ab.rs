@@ -1,0 +1,217 @@
+//! `mongotape replay --target A --target B --html`: one page per A/B run (`replay::ab`): the
+//! findings, each target's figures, the per-command comparison with its ratio intervals, the latency
+//! distributions of the targets overlaid per command, and the real reply differences with examples.
+
+use super::{BarChart, LineChart, Page};
+use crate::replay::ab::report::{AbReport, AbRow};
+use crate::report::units;
+
+/// Commands whose latency distributions are drawn (the busiest).
+const DISTRIBUTIONS: usize = 6;
+
+pub fn render_html(r: &AbReport) -> String {
+    let labels: Vec<&str> = r.targets.iter().map(|t| t.label.as_str()).collect();
+    let mut page = Page::new(&format!("mongotape A/B replay: {}", labels.join(" vs ")))
+        .subtitle(&format!(
+            "{} replayed into {} targets at once · {} · {} requests paired, {} unpaired",
+            r.capture,
+            r.targets.len(),
+            r.options.pacing,
+            r.pairs.paired,
+            r.pairs.unpaired
+        ))
+        .section("Findings");
+    if r.findings.is_empty() {
+        page =
+            page.paragraph("No command is significantly slower or faster, and no reply differs.");
+    }
+    for f in &r.findings {
+        page = page.paragraph(f);
+    }
+    page = page.section("Targets").table(
+        &[
+            "target",
+            "role",
+            "uri",
+            "ops",
+            "ops/s",
+            "errors",
+            "server CPU/op",
+            "complete",
+        ],
+        &r.targets
+            .iter()
+            .map(|t| {
+                let s = &t.replay.summary;
+                vec![
+                    t.label.clone(),
+                    t.role.clone(),
+                    t.replay.target.clone(),
+                    units::count(s.ops as f64),
+                    units::count(s.ops_per_s),
+                    units::count(s.overall.errors as f64),
+                    t.server_cpu_us_per_op
+                        .map_or("-".into(), units::duration_us),
+                    if t.complete {
+                        "yes".into()
+                    } else {
+                        format!("no: {}", t.error.clone().unwrap_or_default())
+                    },
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
+    page = comparison(page, r, &labels);
+    page = distributions(page, r, &labels);
+    differences(page, r).render()
+}
+
+fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
+    let commands: Vec<&String> = r.per_command.keys().collect();
+    page = page.section("Per command");
+    for (what, pick) in [("p50", 0usize), ("p99", 1)] {
+        let mut chart = BarChart::new(&format!("Latency {what} per command"), "µs")
+            .categories(commands.iter().map(|c| c.as_str()));
+        for (i, l) in labels.iter().enumerate() {
+            chart = chart.series(
+                l,
+                r.per_command.values().map(|row| {
+                    let s = &row.targets[i].latency;
+                    if pick == 0 {
+                        s.p50_us
+                    } else {
+                        s.p99_us
+                    }
+                }),
+            );
+        }
+        page = page.bar_chart(chart);
+    }
+    let mut headers = vec!["command".to_string()];
+    for l in labels {
+        headers.push(format!("{l} ops"));
+        headers.push(format!("{l} p50"));
+        headers.push(format!("{l} p99"));
+    }
+    for l in labels.iter().skip(1) {
+        headers.push(format!("{l}/{} mean latency", labels[0]));
+    }
+    let rows: Vec<Vec<String>> = std::iter::once(("all", &r.overall))
+        .chain(r.per_command.iter().map(|(k, v)| (k.as_str(), v)))
+        .map(|(name, row)| row_cells(name, row))
+        .collect();
+    page.table(&headers, &rows)
+}
+
+fn row_cells(name: &str, row: &AbRow) -> Vec<String> {
+    let mut cells = vec![name.to_string()];
+    for s in &row.targets {
+        cells.push(units::count(s.count as f64));
+        cells.push(units::duration_us(s.latency.p50_us));
+        cells.push(units::duration_us(s.latency.p99_us));
+    }
+    for ratio in &row.ratios {
+        cells.push(ratio.sentence.clone().unwrap_or_else(|| "-".into()));
+    }
+    cells
+}
+
+/// Each target's latency distribution (share of requests at or under a latency), overlaid.
+fn distributions(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
+    let mut busiest: Vec<(&String, &AbRow)> = r
+        .per_command
+        .iter()
+        .filter(|(_, row)| !row.sample_us.is_empty())
+        .collect();
+    busiest.sort_by_key(|(_, row)| std::cmp::Reverse(row.targets.first().map_or(0, |s| s.count)));
+    if busiest.is_empty() {
+        return page;
+    }
+    page = page.section("Latency distributions");
+    for (command, row) in busiest.into_iter().take(DISTRIBUTIONS) {
+        let mut chart = LineChart::new(
+            &format!("{command}: share of requests within a latency"),
+            "latency",
+            "%",
+        )
+        .x_log("µs")
+        .note("Paired requests only (answered by every target), a bounded sample.");
+        for (i, l) in labels.iter().enumerate() {
+            chart = chart.series(l, cdf(&row.sample_us[i]));
+        }
+        page = page.line_chart(chart);
+    }
+    page
+}
+
+/// At most 200 points of the empirical distribution.
+fn cdf(sample: &[f64]) -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = sample
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let step = n.div_ceil(200).max(1);
+    let mut points: Vec<(f64, f64)> = (0..n)
+        .step_by(step)
+        .map(|i| (v[i], (i + 1) as f64 / n as f64 * 100.0))
+        .collect();
+    points.push((v[n - 1], 100.0));
+    points
+}
+
+fn differences(mut page: Page, r: &AbReport) -> Page {
+    let d = &r.differences;
+    page = page.section("Reply differences").paragraph(&format!(
+        "{} replies compared. {}",
+        d.compared,
+        if d.baseline {
+            "A field that differs between the control and its copy (A2) is noise: not counted where it did, and left out when its noise rate is above the threshold."
+        } else {
+            "No second baseline: server clock fields are ignored, other noise is not filtered. Add a third --target with the control's setup."
+        }
+    ));
+    if d.fields.is_empty() {
+        return page.paragraph("No field differed.");
+    }
+    let rows: Vec<Vec<String>> = d
+        .fields
+        .iter()
+        .map(|(name, f)| {
+            vec![
+                name.clone(),
+                if f.real {
+                    "real".into()
+                } else {
+                    "noise".into()
+                },
+                units::count(f.compared as f64),
+                units::count(f.differed as f64),
+                units::count(f.unexplained as f64),
+                units::percent(f.noise_rate * 100.0),
+                f.examples
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ]
+        })
+        .collect();
+    page.table(
+        &[
+            "field",
+            "verdict",
+            "compared",
+            "differed",
+            "unexplained",
+            "noise rate",
+            "examples",
+        ],
+        &rows,
+    )
+}

@@ -1,0 +1,269 @@
+//! A/B replay (`replay --target A --target B [--target A2]`, docs/ab.md) against real secantusd-rs
+//! servers set up differently: the slower setup found slower where it should be, identical servers
+//! found alike, a missing document found with its example while server-generated values are
+//! filtered as noise by a second baseline, and a target dying mid-run.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// Inserts of 20-field documents into `ab.c` (which the capture does not create or drop), then
+/// finds by `_id`. Arguments: URI N.
+const WIDE_INSERTS: &str = r#"
+import sys
+from pymongo import MongoClient
+uri, n = sys.argv[1], int(sys.argv[2])
+c = MongoClient(uri, serverSelectionTimeoutMS=10000).ab.c
+for i in range(n):
+    c.insert_one(dict({'_id': i}, **{'f%d' % k: 'v%d-%d' % (k, i * 7919 % 1000) for k in range(20)}))
+for i in range(0, n, 10):
+    assert c.find_one({'_id': i}) is not None
+"#;
+
+/// Creates `ab.c`, with one index per field `f0`..`f19` when `indexes` is "1". Arguments: URI INDEXES.
+const SETUP: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+db.drop_collection('c')
+db.create_collection('c')
+if sys.argv[2] == '1':
+    for k in range(20):
+        db.c.create_index('f%d' % k)
+"#;
+
+fn ratio_bounds(r: &serde_json::Value) -> (f64, f64) {
+    (
+        r["low"].as_f64().expect("low"),
+        r["high"].as_f64().expect("high"),
+    )
+}
+
+#[test]
+fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
+    let _serial = one_at_a_time();
+    let recording = Server::start_with(&["--standalone"]);
+    python(SETUP, &[recording.uri().as_str(), "0"]);
+    let dir = tempdir();
+    let capture = dir.path().join("wide.mtape");
+    record_through(&recording, &capture, |uri| {
+        python(WIDE_INSERTS, &[uri, "1500"])
+    });
+    drop(recording);
+
+    let a = Server::start_with(&["--standalone"]);
+    let b = Server::start_with(&["--standalone"]);
+    python(SETUP, &[a.uri().as_str(), "0"]);
+    python(SETUP, &[b.uri().as_str(), "1"]);
+    let run = ab_replay(
+        &capture,
+        &[a.addr(), b.addr()],
+        &["--fast", "--label", "plain", "--label", "indexed"],
+    );
+    let insert = run.ratio("insert", "indexed");
+    let (low, high) = ratio_bounds(insert);
+    assert!(
+        low > 1.0,
+        "inserts into 20 more indexes not found slower: {insert}\n{}",
+        run.output.stdout
+    );
+    assert!(high >= low);
+    let sentence = run.report["per_command"]["insert"]["ratios"][0]["sentence"]
+        .as_str()
+        .unwrap();
+    assert!(
+        sentence.starts_with("indexed is ") && sentence.contains("slower on insert (95% interval"),
+        "{sentence}"
+    );
+    assert!(run.report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f == sentence));
+    assert!(
+        run.output.stdout.contains(sentence),
+        "{}",
+        run.output.stdout
+    );
+    // Every target's own figures, server CPU measured for each process.
+    for label in ["plain", "indexed"] {
+        let t = run.target(label);
+        assert_eq!(
+            t["replay"]["summary"]["per_command"]["insert"]["count"], 1500,
+            "{label}"
+        );
+        assert_eq!(t["complete"], true);
+        assert!(t["server_cpu_us_per_op"].as_f64().is_some(), "{label}: {t}");
+    }
+    assert_eq!(run.report["schema_version"], 1);
+    assert_eq!(run.report["kind"], "ab");
+    assert_eq!(run.report["pairs"]["unpaired"], 0);
+    assert!(
+        run.report["differences"]["real"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{}",
+        run.output.stdout
+    );
+    // The same documents went in on both sides.
+    let docs = |s: &Server| dump_db(&s.uri(), "ab")["collections"]["c"]["documents"].clone();
+    assert_eq!(docs(&a), docs(&b));
+    assert_eq!(docs(&a).as_array().map(Vec::len), Some(1500));
+    // The page: comparison, overlaid distributions.
+    assert!(run.html.contains("Latency distributions") && run.html.contains("indexed"));
+    let page = dir.path().join("ab.html");
+    std::fs::write(&page, &run.html).unwrap();
+    assert_page_ok(&run.html, &render(&page), 3);
+}
+
+#[test]
+fn identical_servers_differ_in_nothing_at_a_fixed_rate() {
+    let _serial = one_at_a_time();
+    let recording = Server::start();
+    let rec = record_inserts_finds(&recording, "same", 300, 0.0, 20);
+    drop(recording);
+    let a = Server::start();
+    let b = Server::start();
+    let run = ab_replay(&rec.capture, &[a.addr(), b.addr()], &["--rate", "500"]);
+    assert!(
+        run.report["differences"]["fields"]
+            .as_object()
+            .unwrap()
+            .is_empty(),
+        "{}",
+        run.output.stdout
+    );
+    for command in ["insert", "find"] {
+        let (low, high) = ratio_bounds(run.ratio(command, "B"));
+        // Noisy machine: only an interval far from 1 would be wrong.
+        assert!(
+            low < 2.0 && high > 0.5,
+            "{command}: {low}-{high}\n{}",
+            run.output.stdout
+        );
+    }
+    assert_eq!(
+        run.target("A")["replay"]["summary"]["per_command"]["insert"]["count"],
+        320
+    );
+    assert_eq!(run.report["pairs"]["unacknowledged"], 20);
+    assert!(run.report["pairs"]["paired"].as_u64().unwrap() >= 600);
+}
+
+/// Seeds `ab.d` with k = 0..9 (`_id` = k). Arguments: URI MISSING (-1 for none).
+const SEED_DATA: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+db.d.insert_many([{'_id': k, 'k': k} for k in range(10) if k != int(sys.argv[2])])
+"#;
+
+/// Reads `ab.d` whole and counts it, inserts documents without `_id` into `ab.n` (the server gives
+/// them theirs) and reads them back. Arguments: URI.
+const READS: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+for round in range(5):
+    db.command({'find': 'd', 'filter': {}, 'sort': {'k': 1}})
+    db.command({'count': 'd'})
+    db.command({'insert': 'n', 'documents': [{'round': round, 'i': i} for i in range(3)]})
+    db.command({'find': 'n', 'filter': {'round': round}, 'sort': {'i': 1}})
+"#;
+
+#[test]
+fn a_missing_document_is_a_real_difference_and_server_ids_are_noise() {
+    let _serial = one_at_a_time();
+    let recording = Server::start_with(&["--standalone"]);
+    python(SEED_DATA, &[recording.uri().as_str(), "-1"]);
+    let dir = tempdir();
+    let capture = dir.path().join("reads.mtape");
+    record_through(&recording, &capture, |uri| python(READS, &[uri]));
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_with(&["--standalone"]))
+        .collect();
+    for (s, missing) in servers.iter().zip(["-1", "7", "-1"]) {
+        python(SEED_DATA, &[s.uri().as_str(), missing]);
+    }
+    let addrs: Vec<&str> = servers.iter().map(|s| s.addr()).collect();
+    let run = ab_replay(&capture, &addrs, &["--fast"]);
+    let d = &run.report["differences"];
+    assert_eq!(d["baseline"], true);
+    let real: Vec<&str> = d["real"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(
+        real.contains(&"cursor.firstBatch.length"),
+        "{real:?}\n{}",
+        run.output.stdout
+    );
+    assert!(real.contains(&"n"), "count differs: {real:?}");
+    let length = &d["fields"]["cursor.firstBatch.length"];
+    assert_eq!(length["unexplained"], 5, "{length}");
+    let example = &length["examples"][0];
+    assert_eq!(example["command"], "find");
+    assert_eq!(example["namespace"], "ab.d");
+    assert_eq!(
+        (example["control"].as_f64(), example["candidate"].as_f64()),
+        (Some(10.0), Some(9.0))
+    );
+    // Server-generated _ids differ between A and A2 as between A and B: noise, not real.
+    let ids = &d["fields"]["cursor.firstBatch[]._id"];
+    assert_eq!(ids["real"], false, "{ids}");
+    assert!(
+        ids["noise"].as_u64().unwrap() >= 5 && ids["noise_rate"].as_f64().unwrap() > 0.0,
+        "{ids}"
+    );
+    assert!(!real.contains(&"cursor.firstBatch[]._id"));
+    assert!(run.output.stdout.contains("REAL"), "{}", run.output.stdout);
+    assert!(run.html.contains("cursor.firstBatch.length"));
+    run.assert_schema();
+}
+
+#[test]
+fn a_target_killed_mid_run_leaves_the_other_complete() {
+    let _serial = one_at_a_time();
+    let recording = Server::start();
+    // About 4 s recorded: 200 inserts and 200 finds, 10 ms apart.
+    let rec = record_inserts_finds(&recording, "slow", 200, 0.01, 0);
+    drop(recording);
+    let a = Server::start();
+    let mut b = Server::start();
+    let b_addr = b.addr().to_owned();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(b.is_running());
+        drop(b); // kills the process by pid
+    });
+    let run = try_ab_replay(&rec.capture, &[a.addr(), &b_addr], &[]);
+    killer.join().unwrap();
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    assert!(
+        run.output.stderr.contains("B failed"),
+        "{}",
+        run.output.stderr
+    );
+    assert_eq!(run.report["complete"], false);
+    let a_report = run.target("A");
+    assert_eq!(a_report["complete"], true, "{a_report}");
+    let per_command = &a_report["replay"]["summary"]["per_command"];
+    assert_eq!(per_command["insert"]["count"], 200);
+    assert_eq!(per_command["find"]["count"], 201);
+    let b_report = run.target("B");
+    assert_eq!(b_report["complete"], false);
+    assert!(
+        b_report["error"].as_str().unwrap().contains(&b_addr),
+        "{b_report}"
+    );
+    let b_ops = b_report["replay"]["summary"]["ops"].as_u64().unwrap();
+    assert!(b_ops > 0 && b_ops < 401, "B partial: {b_ops}");
+    assert!(run.report["pairs"]["unpaired"].as_u64().unwrap() > 0);
+    assert!(run.report["findings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("B failed part-way"));
+}
