@@ -96,6 +96,7 @@ async fn replay(
     metrics: Option<crate::metrics::MetricsServer>,
 ) -> ReplayReport {
     let mut report = ReplayReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
         target: target.display.clone(),
