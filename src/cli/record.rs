@@ -1,11 +1,11 @@
 use anyhow::Context;
 use clap::Args;
-use mongotape::capture::SegmentPlan;
+use mongotape::capture::{CaptureError, SegmentPlan};
 use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
 use mongotape::proxy::supervise::Shutdown;
-use mongotape::proxy::{Proxy, ProxyConfig, StatusMode, CLIENT_ONLY_OPTIONS};
+use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode, CLIENT_ONLY_OPTIONS};
 use mongotape::redact::Redaction;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -280,10 +280,23 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             eprintln!("mongotape: stopping at once");
             let _ = now_tx.send(true);
         });
-        let snap = proxy.run_until(Shutdown { drain, now }).await?;
+        let snap = proxy
+            .run_until(Shutdown { drain, now })
+            .await
+            .map_err(|e| capture_named(e, args.out.as_deref()))?;
         eprintln!("mongotape: {}", snap.status_line());
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// A failure writing the capture names the file (the writer itself only sees a stream).
+fn capture_named(e: ProxyError, out: Option<&std::path::Path>) -> anyhow::Error {
+    match (&e, out) {
+        (ProxyError::Capture(CaptureError::Write(_)), Some(path)) => {
+            anyhow::Error::new(e).context(format!("capture {}", path.display()))
+        }
+        _ => e.into(),
+    }
 }
 
 /// SIGTERM and SIGINT, as one stream.

@@ -161,8 +161,17 @@ pub fn exit_status(report: &ReplayReport, gates: &ThresholdArgs) -> Exit {
         return Exit::DamagedCapture;
     }
     if let Some(why) = nothing_replayed(report) {
-        eprintln!("mongotape: {why}");
-        return Exit::NothingReplayed;
+        // A capture with fewer sessions than shards leaves some shards nothing: not a failure.
+        if let Some(shard) = &report.shard {
+            eprintln!(
+                "mongotape: shard {} sent nothing: no session of the capture fell to it (or the \
+                 filters left none)",
+                shard.label
+            );
+        } else {
+            eprintln!("mongotape: {why}");
+            return Exit::NothingReplayed;
+        }
     }
     let crossed = verdicts.iter().filter(|v| v.crossed).count();
     if crossed > 0 {
@@ -217,9 +226,11 @@ mod tests {
     use mongotape::replay::measure::metrics::DivergenceReport;
 
     fn report() -> ReplayReport {
-        let mut r = ReplayReport::default();
-        r.sent = 10;
-        r.requests_read = 12;
+        let mut r = ReplayReport {
+            sent: 10,
+            requests_read: 12,
+            ..Default::default()
+        };
         r.summary.overall.count = 10;
         r.summary.overall.errors = 1;
         let mut find = CommandSummary::default();
@@ -290,6 +301,17 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("2 handshakes"), "{why}");
+        assert_eq!(
+            exit_status(&r, &ThresholdArgs::default()),
+            Exit::NothingReplayed
+        );
+        // A shard that no session fell to is not a failure: the other shards replay the rest.
+        r.shard = Some(mongotape::replay::report::ShardReport {
+            index: 1,
+            count: 2,
+            label: "1/2".into(),
+        });
+        assert_eq!(exit_status(&r, &ThresholdArgs::default()), Exit::Ok);
         r.requests_read = 0;
         assert!(nothing_replayed(&r).unwrap().contains("no requests"));
     }
