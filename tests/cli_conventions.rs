@@ -1,6 +1,6 @@
 //! The command line's conventions: exit statuses, errors said once and naming what failed, help
 //! with examples, completions and a man page from the same definitions, no escape codes off a
-//! terminal, `-q` and `-v`.
+//! terminal or with `NO_COLOR`, `-q` and `-v`.
 
 mod common;
 use common::*;
@@ -167,13 +167,16 @@ fn no_escape_codes_off_a_terminal_and_quiet_is_quieter() {
         out.stderr
     );
 
-    let quiet = failing_record(&["-q"], &[]);
+    // -q quiets the status line and summaries, not the log (the metrics address is an info line).
+    let q = failing_record(&["-q"], &[]);
+    assert!(q.stderr.contains("INFO"), "{}", q.stderr);
+    let quiet = failing_record(&["-qq"], &[]);
     assert!(
         quiet.stderr.contains("WARN") && !quiet.stderr.contains("INFO"),
         "{}",
         quiet.stderr
     );
-    let quieter = failing_record(&["-qq"], &[]);
+    let quieter = failing_record(&["-qqq"], &[]);
     assert!(!quieter.stderr.contains("WARN"), "{}", quieter.stderr);
     assert!(
         quieter.stderr.contains("mongotape: error:"),
@@ -188,5 +191,35 @@ fn no_escape_codes_off_a_terminal_and_quiet_is_quieter() {
         !env.stderr.contains("WARN") && !env.stderr.contains('\x1b'),
         "{}",
         env.stderr
+    );
+}
+
+/// `mongotape ARGS` with a terminal for stdout and stderr (`script` from util-linux gives it a
+/// pseudo-terminal); everything it wrote.
+fn on_a_terminal(args: &str, no_color: bool) -> String {
+    let line = format!("{} {args}", mongotape_bin().display());
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env_remove("MONGOTAPE_LOG")
+        .env_remove("NO_COLOR");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    // A missing `script` fails here, naming the command.
+    run_command(cmd, Duration::from_secs(60)).stdout
+}
+
+#[test]
+fn colour_on_a_terminal_unless_no_color_is_set() {
+    let args = "record -u 127.0.0.1:9 -l 127.0.0.1:0 -o /nonexistent-mongotape-dir/x.mtape";
+    let coloured = on_a_terminal(args, false);
+    assert!(
+        coloured.contains("WARN") && coloured.contains('\x1b'),
+        "{coloured:?}"
+    );
+    let plain = on_a_terminal(args, true);
+    assert!(
+        plain.contains("WARN") && !plain.contains('\x1b'),
+        "{plain:?}"
     );
 }

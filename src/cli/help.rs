@@ -101,7 +101,7 @@ pub fn with_after_help(mut cmd: clap::Command) -> clap::Command {
         cmd = cmd.mut_subcommand(&name, |s| s.after_help(after.trim_start().to_owned()));
     }
     cmd.after_help(format!(
-        "{}\nLog: MONGOTAPE_LOG=debug (a tracing filter) or -v / -vv; -q for less.\n\
+        "{}\nLog: MONGOTAPE_LOG=debug (a tracing filter) or -v / -vv; -q, -qq, -qqq for less.\n\
          Colour and live status lines only on a terminal, never with NO_COLOR set.",
         Exit::help(None)
     ))

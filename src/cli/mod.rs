@@ -26,8 +26,8 @@ struct Cli {
     /// More log detail: -v debug, -vv trace (MONGOTAPE_LOG, when set, is the filter instead).
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
-    /// Less output: no status line, progress bar or text summary, and only warnings in the log;
-    /// -qq only errors.
+    /// Less output: no status line, progress bar or text summary; -qq also only warnings in the
+    /// log, -qqq only errors.
     #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose")]
     quiet: u8,
     #[command(subcommand)]
