@@ -16,6 +16,9 @@ mod view;
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
+/// Where `-v` and `-q` are listed in every `--help`, apart from the subcommand's own options.
+const GLOBAL: &str = "Global options";
+
 #[derive(Parser)]
 #[command(
     name = "mongotape",
@@ -24,11 +27,12 @@ use std::process::ExitCode;
 )]
 struct Cli {
     /// More log detail: -v debug, -vv trace (MONGOTAPE_LOG, when set, is the filter instead).
-    #[arg(short, long, action = ArgAction::Count, global = true)]
+    #[arg(short, long, action = ArgAction::Count, global = true, help_heading = GLOBAL)]
     verbose: u8,
     /// Less output: no status line, progress bar or text summary; -qq also only warnings in the
     /// log, -qqq only errors.
-    #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose")]
+    #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose",
+          help_heading = GLOBAL)]
     quiet: u8,
     #[command(subcommand)]
     command: Command,
