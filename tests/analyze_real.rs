@@ -287,8 +287,8 @@ fn a_damaged_capture_is_reported_not_panicked_on() {
     let out = mongotape(&["analyze".to_string(), cut.display().to_string()]);
     assert_eq!(
         out.status.code(),
-        Some(2),
-        "a corrupt capture exits 2:\n{}\n{}",
+        Some(3),
+        "a corrupt capture exits 3:\n{}\n{}",
         out.stdout,
         out.stderr
     );

@@ -138,7 +138,7 @@ fn a_cut_capture_prints_what_it_can_then_fails_with_the_offset() {
     std::fs::write(&cut, &src[..src.len() * 2 / 3]).unwrap();
     let cut = cut.to_str().unwrap();
     let out = mongotape(&["inspect", cut]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let text = stdout(&out);
     assert!(
         text.contains("read stopped early: capture is truncated at offset"),
@@ -146,7 +146,7 @@ fn a_cut_capture_prints_what_it_can_then_fails_with_the_offset() {
     );
     assert!(text.contains("By command"));
     let out = mongotape(&["cat", "--no-body", cut]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(stdout(&out).lines().count() > 20);
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
 
@@ -155,4 +155,58 @@ fn a_cut_capture_prints_what_it_can_then_fails_with_the_offset() {
     let out = mongotape(&["inspect", not.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a mongotape capture"));
+}
+
+/// The first reply line of `cat` on the pymongo sample (the server's handshake reply), parsed.
+fn first_reply(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["cat", "captures/pymongo.mtape", "-n", "4"];
+    args.extend(extra);
+    let out = mongotape(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let stream = serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>();
+    let lines: Vec<serde_json::Value> = stream.map(Result::unwrap).collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    lines.into_iter().find(|l| l["dir"] == "reply").unwrap()
+}
+
+#[test]
+fn cat_canonical_keeps_every_bson_type_as_bsondump_does() {
+    let relaxed = first_reply(&[]);
+    let canonical = first_reply(&["--canonical"]);
+    let (r, c) = (&relaxed["body"], &canonical["body"]);
+    // Double, Int64, Int32, Date and ObjectId of the recorded hello reply.
+    assert_eq!(r["ok"], serde_json::json!(1.0), "{r}");
+    assert_eq!(c["ok"], serde_json::json!({"$numberDouble": "1.0"}), "{c}");
+    assert_eq!(r["topologyVersion"]["counter"], serde_json::json!(0), "{r}");
+    assert_eq!(
+        c["topologyVersion"]["counter"],
+        serde_json::json!({"$numberLong": "0"}),
+        "{c}"
+    );
+    assert!(r["maxWireVersion"].is_u64(), "{r}");
+    assert!(c["maxWireVersion"]["$numberInt"].is_string(), "{c}");
+    let ms = c["localTime"]["$date"]["$numberLong"]
+        .as_str()
+        .expect("a canonical date");
+    assert!(ms.parse::<i64>().unwrap() > 1_700_000_000_000, "{c}");
+    assert!(
+        r["localTime"]["$date"].as_str().unwrap().ends_with('Z'),
+        "{r}"
+    );
+    let oid = c["topologyVersion"]["processId"]["$oid"].as_str().unwrap();
+    assert!(
+        oid.len() == 24 && oid.chars().all(|ch| ch.is_ascii_hexdigit()),
+        "{c}"
+    );
+
+    // --pretty: the same records, indented over several lines each.
+    let pretty = first_reply(&["--canonical", "--pretty"]);
+    assert_eq!(pretty, canonical);
+    let out = mongotape(&["cat", "captures/pymongo.mtape", "-n", "1", "--pretty"]);
+    assert!(stdout(&out).lines().count() > 5 && stdout(&out).starts_with("{\n  \""));
 }

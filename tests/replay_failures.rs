@@ -29,7 +29,7 @@ fn a_truncated_capture_replays_what_is_readable() {
     std::fs::write(&cut, &bytes[..bytes.len() * 6 / 10]).unwrap();
     let b = Server::start_with(&["--standalone"]);
     let r = try_replay(&cut, &b.uri(), &["--fast"]);
-    assert_eq!(r.output.status.code(), Some(2), "{}", r.describe());
+    assert_eq!(r.output.status.code(), Some(3), "{}", r.describe());
     let err = r.report["capture_error"].as_str().unwrap_or_default();
     assert!(err.contains("truncated"), "{}", r.describe());
     let inserts = r.count("insert");
@@ -47,7 +47,7 @@ fn a_truncated_capture_replays_what_is_readable() {
     let corrupt = dir.path().join("corrupt.mtape");
     std::fs::write(&corrupt, &bad).unwrap();
     let r = try_replay(&corrupt, &b.uri(), &["--fast", "--db-map", "bad:bad2"]);
-    assert_eq!(r.output.status.code(), Some(2), "{}", r.describe());
+    assert_eq!(r.output.status.code(), Some(3), "{}", r.describe());
     assert!(r.report["capture_error"].is_string(), "{}", r.describe());
     assert!(r.count("insert") > 0, "{}", r.describe());
 

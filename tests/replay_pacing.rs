@@ -125,12 +125,21 @@ fn clones_db_map_and_filters() {
     assert_eq!(r.count("find"), 0, "{}", r.describe());
     assert_eq!(r.count("insert"), 1, "{}", r.describe());
     assert_eq!(r.skipped("filtered"), 22, "{}", r.describe());
-    let r = replay(
+    // Everything filtered out: the report is written, and the exit status (5) and stderr say so.
+    let r = try_replay(
         &capture,
         &b.uri(),
         &["--fast", "--namespace", "nothing.here"],
     );
     assert_eq!(r.ops(), 0, "{}", r.describe());
+    assert_eq!(r.output.status.code(), Some(5), "{}", r.describe());
+    let why = &r.output.stderr;
+    assert!(
+        why.contains("nothing was replayed: of")
+            && why.contains("left out by the filters (namespace=nothing.here)"),
+        "{}",
+        r.describe()
+    );
 }
 
 #[test]

@@ -299,11 +299,11 @@ fn four_shards_merge_to_the_unsharded_replay_exactly() {
         );
     }
 
-    // A shard missing is said, and the merge fails with exit status 3.
+    // A shard missing is said, and the merge fails with exit status 6.
     let partial_path = dir.path().join("partial.json");
     let three = [reports[0].clone(), reports[1].clone(), reports[3].clone()];
     let (out, partial) = merge(&three, &partial_path);
-    assert_eq!(out.status.code(), Some(3), "{}", out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{}", out.stderr);
     assert!(
         out.stderr.contains("missing shard(s) 2/4"),
         "{}",

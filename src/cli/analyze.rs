@@ -1,5 +1,7 @@
 //! `mongotape analyze`: is it the server or the client, from a capture alone.
 
+use super::exit::Exit;
+use super::output;
 use anyhow::Context;
 use clap::Args;
 use mongotape::report::analyze::analyze_files;
@@ -13,8 +15,9 @@ pub struct AnalyzeArgs {
     /// Capture file, or the segments of a rotated recording (several files, or their folder).
     #[arg(required = true, num_args = 1..)]
     files: Vec<PathBuf>,
-    /// Print JSON instead of tables (it carries `summary`, which `compare` reads).
-    #[arg(long)]
+    /// Print JSON instead of tables (it carries `summary`, which `compare` reads;
+    /// docs/schemas/analyze.schema.json).
+    #[arg(short, long)]
     json: bool,
     /// Also write a self-contained HTML report with charts here.
     #[arg(long, value_name = "OUT.html")]
@@ -27,19 +30,18 @@ pub struct AnalyzeArgs {
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let report = analyze_files(&args.files, args.label.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        output::json(&report)?;
     } else {
-        print!("{}", render_text(&report));
+        output::text(&render_text(&report))?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, render_html(&report))
-            .with_context(|| format!("write the HTML report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("mongotape: HTML report written to {}", path.display());
     }
     // A capture that could not be read to its end still reports what was readable, then fails.
-    Ok(if report.capture.error.is_some() {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
+    Ok(match report.capture.error {
+        Some(_) => Exit::DamagedCapture.into(),
+        None => Exit::Ok.into(),
     })
 }

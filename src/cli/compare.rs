@@ -1,5 +1,7 @@
 //! `mongotape compare`: reports side by side.
 
+use super::exit::Exit;
+use super::output;
 use anyhow::Context;
 use clap::Args;
 use mongotape::report::compare::{compare, compare_repeats, load_summary};
@@ -23,8 +25,8 @@ pub struct CompareArgs {
     /// ratio intervals (see below).
     #[arg(long)]
     group: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
+    /// Print JSON instead of tables (docs/schemas/compare.schema.json).
+    #[arg(short, long)]
     json: bool,
     /// Also write a self-contained HTML report with charts here.
     #[arg(long, value_name = "OUT.html")]
@@ -48,14 +50,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         compare(&summaries, &files)
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        output::json(&report)?;
     } else {
-        print!("{}", report.render_text());
+        output::text(&report.render_text())?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, report.render_html())
-            .with_context(|| format!("write the HTML report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("mongotape: HTML report written to {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

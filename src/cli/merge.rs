@@ -1,6 +1,7 @@
 //! `mongotape merge`: shard reports in, one report out. Everything else is in
 //! `mongotape::report::merge`.
 
+use super::exit::Exit;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -11,32 +12,32 @@ pub struct MergeArgs {
     /// The shard reports (`replay --shard I/N --report ...`).
     #[arg(required = true, num_args = 1..)]
     reports: Vec<PathBuf>,
-    /// Write the merged JSON report here.
-    #[arg(long)]
+    /// Write the merged JSON report here (docs/schemas/merge.schema.json).
+    #[arg(short = 'o', long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Write the merged HTML report here.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// No text summary on stdout.
-    #[arg(long)]
-    quiet: bool,
+    /// No text summary on stdout (the global -q).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = mongotape::report::merge::merge_files(&args.reports)?;
     if let Some(path) = &args.report {
         std::fs::write(path, serde_json::to_vec_pretty(&merged)?)
-            .with_context(|| format!("writing the merged report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the merged report to {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, mongotape::report::html::replay::render_html(&merged))
-            .with_context(|| format!("writing the HTML report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
     }
     if !args.quiet {
-        print!("{}", merged.render_text());
+        super::output::text(&merged.render_text())?;
     }
     let Some(m) = &merged.merge else {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok.into());
     };
     if !m.missing.is_empty() {
         eprintln!(
@@ -48,8 +49,9 @@ pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("mongotape: merge: shard {label} failed: {why}");
     }
     Ok(if m.missing.is_empty() && m.failed.is_empty() {
-        ExitCode::SUCCESS
+        Exit::Ok
     } else {
-        ExitCode::from(3)
-    })
+        Exit::IncompleteMerge
+    }
+    .into())
 }

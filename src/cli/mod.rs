@@ -1,15 +1,24 @@
-//! Command-line definitions, one file per subcommand.
+//! Command-line definitions, one file per subcommand; `exit` (statuses), `output` (log, colour,
+//! stdout), `help` (examples) and `thresholds` (replay's gates) are shared.
 
 mod analyze;
 mod compare;
+mod exit;
+mod generate;
+mod help;
 mod merge;
+mod output;
 mod record;
 mod replay;
 mod replay_ab;
+mod thresholds;
 mod view;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
+
+/// Where `-v` and `-q` are listed in every `--help`, apart from the subcommand's own options.
+const GLOBAL: &str = "Global options";
 
 #[derive(Parser)]
 #[command(
@@ -18,6 +27,14 @@ use std::process::ExitCode;
     about = "Record MongoDB traffic through a proxy, replay it, and measure what the server spends"
 )]
 struct Cli {
+    /// More log detail: -v debug, -vv trace (MONGOTAPE_LOG, when set, is the filter instead).
+    #[arg(short, long, action = ArgAction::Count, global = true, help_heading = GLOBAL)]
+    verbose: u8,
+    /// Less output: no status line, progress bar or text summary; -qq also only warnings in the
+    /// log, -qqq only errors.
+    #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose",
+          help_heading = GLOBAL)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -38,35 +55,51 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Add the reports of a sharded replay (`replay --shard I/N`) into one, percentiles exact.
     Merge(merge::MergeArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(generate::CompletionsArgs),
+    /// Print the manual page (roff), made from these same definitions.
+    Man(generate::ManArgs),
+}
+
+/// The whole command line, with examples and exit statuses after each subcommand's options.
+fn command() -> clap::Command {
+    help::with_after_help(Cli::command())
 }
 
 pub fn main() -> ExitCode {
-    init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    output::init_tracing(cli.verbose, cli.quiet);
+    let quiet = cli.quiet > 0;
     let result = match cli.command {
-        Command::Record(args) => record::run(args),
+        Command::Record(mut args) => {
+            args.quiet |= quiet;
+            record::run(args)
+        }
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
-        Command::Replay(args) => replay::run(*args),
+        Command::Replay(mut args) => {
+            args.quiet |= quiet;
+            replay::run(*args)
+        }
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
-        Command::Merge(args) => merge::run(args),
+        Command::Merge(mut args) => {
+            args.quiet |= quiet;
+            merge::run(args)
+        }
+        Command::Completions(args) => {
+            generate::completions(args, command()).map(|()| exit::Exit::Ok.into())
+        }
+        Command::Man(args) => generate::man(args, command()).map(|()| exit::Exit::Ok.into()),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mongotape: error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("mongotape: error: {}", exit::message(&e));
+            exit::of_error(&e).into()
         }
     }
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MONGOTAPE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }

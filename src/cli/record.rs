@@ -1,18 +1,17 @@
 use anyhow::Context;
 use clap::Args;
-use mongotape::capture::SegmentPlan;
+use mongotape::capture::{CaptureError, SegmentPlan};
 use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
 use mongotape::proxy::supervise::Shutdown;
-use mongotape::proxy::{Proxy, ProxyConfig, StatusMode, CLIENT_ONLY_OPTIONS};
+use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode, CLIENT_ONLY_OPTIONS};
 use mongotape::redact::Redaction;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Args)]
-#[command(after_long_help = EXAMPLES)]
 pub struct RecordArgs {
     /// Where to accept clients. One address is a base: each member of a replica set gets the
     /// next port (port 0: an ephemeral port each). Several addresses (comma-separated or the
@@ -20,7 +19,7 @@ pub struct RecordArgs {
     /// member its own address.
     /// Examples: `127.0.0.1:27018`; `0.0.0.0:27018,0.0.0.0:27019,0.0.0.0:27020`;
     /// `db0.internal:27017=0.0.0.0:27018,db1.internal:27017=0.0.0.0:27019`.
-    #[arg(long, default_value = "127.0.0.1:27018", value_delimiter = ',', num_args = 1..)]
+    #[arg(short, long, default_value = "127.0.0.1:27018", value_delimiter = ',', num_args = 1..)]
     listen: Vec<String>,
     /// The deployment to forward to: `host:port`, a MongoDB connection string (several hosts,
     /// replicaSet, directConnection, tls, tlsCAFile, tlsCertificateKeyFile,
@@ -29,7 +28,7 @@ pub struct RecordArgs {
     /// hello replies untouched). Examples: `127.0.0.1:27017`;
     /// `mongodb://db0:27017,db1:27017/?replicaSet=rs0&tls=true&tlsCAFile=/etc/ssl/ca.pem`;
     /// `mongodb+srv://cluster0.example.net/`.
-    #[arg(long, default_value = "127.0.0.1:27017")]
+    #[arg(short, long, default_value = "127.0.0.1:27017")]
     upstream: String,
     /// Host name clients are told in rewritten hello replies (default: each listener's own
     /// address; the machine's name for 0.0.0.0). Example: `--advertise-host proxy.internal`.
@@ -51,7 +50,7 @@ pub struct RecordArgs {
     topology_interval_secs: u64,
     /// Capture file to write (created readable by its owner only; an existing file is refused
     /// unless --force). With rotation, segments are numbered after it: trace-000001.mtape, ...
-    #[arg(long, required_unless_present = "no_record")]
+    #[arg(short, long, required_unless_present = "no_record")]
     out: Option<PathBuf>,
     /// Replace an existing capture (or segments) of the same name.
     #[arg(long, requires = "out")]
@@ -63,7 +62,7 @@ pub struct RecordArgs {
     redact: RedactArg,
     /// End the recording after this long (e.g. 90s, 10m, 1h; a number is seconds). The capture
     /// is closed; the proxy keeps forwarding until it is stopped.
-    #[arg(long, requires = "out", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(short, long, requires = "out", value_parser = parse_duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// End the recording once the capture holds this many MB on disk (all segments). The proxy
     /// keeps forwarding.
@@ -86,9 +85,9 @@ pub struct RecordArgs {
     max_queue_mb: usize,
     #[command(flatten)]
     limits: Box<LimitArgs>,
-    /// No periodic status line on stderr.
-    #[arg(long)]
-    quiet: bool,
+    /// No periodic status line on stderr (the global -q).
+    #[arg(skip)]
+    pub quiet: bool,
     /// Serve live metrics in the Prometheus text format on http://ADDR/metrics: connections,
     /// messages and bytes per direction, requests and latency per command, error replies, the
     /// recorder's queue and drops, capture bytes and segments. Example: `--metrics 127.0.0.1:9216`
@@ -128,26 +127,6 @@ struct LimitArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     drain_timeout: Duration,
 }
-
-const EXAMPLES: &str = "Examples:
-  # A replica set: each member gets a listener from port 27018 on; applications use
-  # mongodb://PROXYHOST:27018,PROXYHOST:27019,PROXYHOST:27020/?replicaSet=rs0
-  mongotape record --upstream 'mongodb://db0:27017,db1:27017,db2:27017/?replicaSet=rs0' \\
-      --listen 0.0.0.0:27018 --advertise-host proxy.internal --out run.mtape
-
-  # Hourly segments of at most 512 MB, values hashed so the capture can be shared; the
-  # recording ends after a day (the proxy keeps forwarding until it is stopped)
-  mongotape record --upstream 127.0.0.1:27017 --out /var/lib/mongotape/trace.mtape \\
-      --rotate-every 1h --rotate-size 512 --redact values --duration 24h
-
-  # Live metrics for Prometheus on port 9216 (scrape http://PROXYHOST:9216/metrics)
-  mongotape record --upstream 127.0.0.1:27017 --out run.mtape --metrics 0.0.0.0:9216
-
-  # TLS on both legs (clients must present a certificate signed by clients-ca.pem)
-  mongotape record --upstream 'mongodb+srv://cluster0.example.net/?tlsCAFile=/etc/ssl/ca.pem' \\
-      --tls-cert proxy.pem --tls-key proxy-key.pem --tls-ca clients-ca.pem --out run.mtape
-
-See docs/production.md.";
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum RedactArg {
@@ -205,7 +184,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let mut upstream = ConnString::parse(&args.upstream)
             .await
-            .context("--upstream")?;
+            .with_context(|| format!("--upstream {}", args.upstream))?;
         if let Some(timeout) = args.limits.connect_timeout {
             upstream.connect_timeout = Some(timeout);
         }
@@ -244,10 +223,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
                 RedactArg::Credentials => Redaction::Credentials,
                 RedactArg::Values => Redaction::Values,
             },
-            status: if args.quiet {
-                StatusMode::Never
-            } else {
-                StatusMode::Auto
+            status: match (args.quiet, super::output::styled(&std::io::stderr())) {
+                (true, _) => StatusMode::Never,
+                (false, true) => StatusMode::Live,
+                (false, false) => StatusMode::Lines,
             },
             zstd_level: args.zstd_level,
             max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
@@ -301,10 +280,23 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             eprintln!("mongotape: stopping at once");
             let _ = now_tx.send(true);
         });
-        let snap = proxy.run_until(Shutdown { drain, now }).await?;
+        let snap = proxy
+            .run_until(Shutdown { drain, now })
+            .await
+            .map_err(|e| capture_named(e, args.out.as_deref()))?;
         eprintln!("mongotape: {}", snap.status_line());
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// A failure writing the capture names the file (the writer itself only sees a stream).
+fn capture_named(e: ProxyError, out: Option<&std::path::Path>) -> anyhow::Error {
+    match (&e, out) {
+        (ProxyError::Capture(CaptureError::Write(_)), Some(path)) => {
+            anyhow::Error::new(e).context(format!("capture {}", path.display()))
+        }
+        _ => e.into(),
+    }
 }
 
 /// SIGTERM and SIGINT, as one stream.

@@ -1,11 +1,12 @@
 //! `mongotape replay`: options in, report out. Everything else is in `mongotape::replay`.
 
+use super::exit::usage;
+use super::thresholds::ThresholdArgs;
 use anyhow::Context;
 use clap::Args;
 use mongotape::replay::client::Target;
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -23,7 +24,7 @@ pub struct ReplayArgs {
     /// Options the replayer cannot honour are an error naming them (docs/replay.md).
     /// Given two or three times: an A/B replay into every target at once (A, B, then A2 a copy of
     /// A's setup to measure noise); see docs/ab.md.
-    #[arg(long, required = true)]
+    #[arg(short, long, required = true)]
     target: Vec<String>,
     /// Recorded timing scaled by this factor (2 = twice as fast, 0.5 = half speed).
     #[arg(long, default_value_t = 1.0, conflicts_with_all = ["fast", "rate"])]
@@ -68,7 +69,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K")]
     repeat: Option<u64>,
     /// Stop after this many seconds; without --repeat the capture repeats until then.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(short, long, value_name = "SECONDS")]
     duration: Option<f64>,
     /// Replay only these commands (comma-separated, repeatable).
     #[arg(long = "command", value_delimiter = ',')]
@@ -88,8 +89,8 @@ pub struct ReplayArgs {
     /// Rename a database: `from:to` (repeatable).
     #[arg(long = "db-map", value_name = "FROM:TO")]
     db_map: Vec<String>,
-    /// Write the JSON report here.
-    #[arg(long)]
+    /// Write the JSON report here (docs/schemas/replay.schema.json).
+    #[arg(short = 'o', long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Write an HTML report here (one self-contained file with charts).
     #[arg(long, value_name = "FILE")]
@@ -115,9 +116,9 @@ pub struct ReplayArgs {
     /// No progress bar (it is shown only when stderr is a terminal anyway).
     #[arg(long)]
     no_progress: bool,
-    /// No text summary on stdout.
-    #[arg(long)]
-    quiet: bool,
+    /// No text summary on stdout, no progress bar (the global -q).
+    #[arg(skip)]
+    pub quiet: bool,
     /// Serve the running replay's metrics in the Prometheus text format on http://ADDR/metrics:
     /// ops, errors and latency per command, schedule lag, progress, requests sent, connections.
     /// Example: `--metrics 127.0.0.1:9217`. See docs/production.md, "Metrics".
@@ -125,13 +126,16 @@ pub struct ReplayArgs {
     metrics: Option<String>,
     #[command(flatten)]
     ab: super::replay_ab::AbArgs,
+    #[command(flatten)]
+    thresholds: ThresholdArgs,
 }
 
 fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        v > 0.0 && v.is_finite(),
-        "{name} must be a positive number of seconds"
-    );
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(usage(format!(
+            "{name} {v}: must be a positive number of seconds"
+        )));
+    }
     Ok(Duration::from_secs_f64(v))
 }
 
@@ -142,14 +146,20 @@ fn duration_arg(v: &str, name: &str) -> anyhow::Result<Duration> {
         Err(_) => humantime::parse_duration(v.trim())
             .ok()
             .filter(|d| !d.is_zero())
-            .with_context(|| format!("{name} {v:?}: expected a duration such as 60s or 2m")),
+            .ok_or_else(|| {
+                usage(format!(
+                    "{name} {v:?}: expected a duration such as 60s or 2m"
+                ))
+            }),
     }
 }
 
 fn rate_arg(v: &str) -> anyhow::Result<f64> {
-    v.trim()
-        .parse()
-        .with_context(|| format!("--rate {v:?}: expected a number of operations per second"))
+    v.trim().parse().map_err(|_| {
+        usage(format!(
+            "--rate {v:?}: expected a number of operations per second"
+        ))
+    })
 }
 
 fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
@@ -166,8 +176,8 @@ fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
             over_s: duration_arg(ramp, "--ramp")?.as_secs_f64(),
             steps: args.ramp_steps.unwrap_or(0),
         }),
-        (Some(_), None) => anyhow::bail!("--rate A..B needs --ramp TIME"),
-        (None, Some(_)) => anyhow::bail!("--ramp needs --rate A..B"),
+        (Some(_), None) => Err(usage("--rate A..B needs --ramp TIME")),
+        (None, Some(_)) => Err(usage("--ramp needs --rate A..B")),
         (None, None) => Ok(Pacing::Rate {
             ops_per_s: rate_arg(rate)?,
         }),
@@ -177,20 +187,22 @@ fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
 /// RFC 3339 (`2026-12-01T10:00:00Z`) or Unix seconds.
 fn start_at_arg(v: &str) -> anyhow::Result<std::time::SystemTime> {
     if let Ok(secs) = v.trim().parse::<f64>() {
-        anyhow::ensure!(
-            secs >= 0.0 && secs.is_finite(),
-            "--start-at {v:?}: negative"
-        );
+        if !(secs >= 0.0 && secs.is_finite()) {
+            return Err(usage(format!("--start-at {v:?}: negative")));
+        }
         return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs));
     }
-    humantime::parse_rfc3339_weak(v.trim())
-        .with_context(|| format!("--start-at {v:?}: expected RFC 3339 or Unix seconds"))
+    humantime::parse_rfc3339_weak(v.trim()).map_err(|_| {
+        usage(format!(
+            "--start-at {v:?}: expected RFC 3339 or Unix seconds"
+        ))
+    })
 }
 
 fn shard_arg(args: &ReplayArgs) -> anyhow::Result<Option<Shard>> {
     match (&args.shard, args.shards) {
-        (Some(s), _) => Ok(Some(s.parse().map_err(anyhow::Error::msg)?)),
-        (None, Some(n)) => Ok(Some(Shard::from_env(n).map_err(anyhow::Error::msg)?)),
+        (Some(s), _) => Ok(Some(s.parse().map_err(usage)?)),
+        (None, Some(n)) => Ok(Some(Shard::from_env(n).map_err(usage)?)),
         (None, None) => Ok(None),
     }
 }
@@ -208,7 +220,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let (from, to) = m
             .split_once(':')
             .filter(|(f, t)| !f.is_empty() && !t.is_empty())
-            .with_context(|| format!("--db-map {m:?}: expected FROM:TO"))?;
+            .ok_or_else(|| usage(format!("--db-map {m:?}: expected FROM:TO")))?;
         db_map.push((from.to_owned(), to.to_owned()));
     }
     let mut config = ReplayConfig::new(&args.captures[0], &args.target[0]);
@@ -244,7 +256,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.server_status = !args.no_server_status;
     config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
-    config.progress = !args.no_progress && std::io::stderr().is_terminal();
+    config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());
     config.label = args.label.first().cloned();
     config.metrics = args.metrics;
 
@@ -275,22 +287,14 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;
         std::fs::write(path, json)
-            .with_context(|| format!("writing the report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, mongotape::report::html::replay::render_html(&report))
-            .with_context(|| format!("writing the HTML report to {}", path.display()))?;
+            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
     }
     if !args.quiet {
-        print!("{}", report.render_text());
+        super::output::text(&report.render_text())?;
     }
-    if let Some(e) = &report.error {
-        eprintln!("mongotape: replay failed: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    if let Some(e) = &report.capture_error {
-        eprintln!("mongotape: capture read only in part: {e}");
-        return Ok(ExitCode::from(2));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::thresholds::exit_status(&report, &args.thresholds).into())
 }

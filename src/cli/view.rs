@@ -1,5 +1,7 @@
 //! `inspect` and `cat`: looking at a capture.
 
+use super::exit::Exit;
+use super::output;
 use clap::Args;
 use mongotape::capture::CaptureSet;
 use mongotape::report::{self, cat::CatOptions, inspect::inspect_files};
@@ -12,23 +14,22 @@ pub struct InspectArgs {
     /// Capture file, or the segments of a rotated recording (several files, or their folder).
     #[arg(required = true, num_args = 1..)]
     files: Vec<PathBuf>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
+    /// Print JSON instead of tables (docs/schemas/inspect.schema.json).
+    #[arg(short, long)]
     json: bool,
 }
 
 pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let report = inspect_files(&args.files)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        output::json(&report)?;
     } else {
-        print!("{}", report.render_text());
+        output::text(&report.render_text())?;
     }
     // A capture that could not be read to its end still prints what was readable, then fails.
-    Ok(if report.error.is_some() {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
+    Ok(match report.error {
+        Some(_) => Exit::DamagedCapture.into(),
+        None => Exit::Ok.into(),
     })
 }
 
@@ -52,9 +53,16 @@ pub struct CatArgs {
     /// Also print connection events (open, close, client metadata, gaps).
     #[arg(long)]
     events: bool,
-    /// Stop after this many lines.
-    #[arg(long)]
+    /// Stop after this many records.
+    #[arg(short = 'n', long)]
     limit: Option<u64>,
+    /// Bodies in canonical extended JSON, every BSON type kept (`{"$numberLong": "5"}`,
+    /// `{"$date": {"$numberLong": ...}}`), as bsondump writes it; relaxed by default.
+    #[arg(long)]
+    canonical: bool,
+    /// Each record indented over several lines instead of one JSON line each.
+    #[arg(long)]
+    pretty: bool,
 }
 
 pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
@@ -66,6 +74,8 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
         no_body: args.no_body,
         events: args.events,
         limit: args.limit,
+        canonical: args.canonical,
+        pretty: args.pretty,
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     let end = match report::cat::cat(&mut reader, &options, &mut out) {
@@ -73,10 +83,14 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e.into()),
     };
-    out.flush()?;
+    if let Err(e) = out.flush() {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+    }
     if let Some(e) = end.capture_error {
         eprintln!("mongotape: {e}");
-        return Ok(ExitCode::from(2));
+        return Ok(Exit::DamagedCapture.into());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

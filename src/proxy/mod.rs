@@ -37,7 +37,6 @@ use listen::{ListenError, ListenPlan};
 use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,8 +130,10 @@ pub struct ProxyConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusMode {
-    /// A live line when stderr is a terminal, a log line every 10 s otherwise.
-    Auto,
+    /// A line redrawn every second (stderr is a terminal that takes escape codes).
+    Live,
+    /// A plain log line every 10 s.
+    Lines,
     Never,
 }
 
@@ -368,7 +369,7 @@ async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {
     if mode == StatusMode::Never {
         return;
     }
-    let live = std::io::stderr().is_terminal();
+    let live = mode == StatusMode::Live;
     let period = if live {
         Duration::from_secs(1)
     } else {

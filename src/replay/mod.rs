@@ -141,6 +141,7 @@ pub(crate) struct Ready {
 /// failure, the report that says why.
 pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
     let mut report = ReplayReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
         target: target.display.clone(),

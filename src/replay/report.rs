@@ -165,6 +165,8 @@ pub struct MergeReport {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ReplayReport {
+    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    pub schema_version: u32,
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,

@@ -111,6 +111,8 @@ pub struct CommandStats {
 
 #[derive(Debug, Default, Serialize)]
 pub struct Inspection {
+    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    pub schema_version: u32,
     pub metadata: Metadata,
     pub compressed_file_bytes: u64,
     pub records: u64,
@@ -141,6 +143,7 @@ pub struct Inspection {
 impl Inspection {
     pub fn of(mut reader: impl RecordSource, file_bytes: u64) -> Inspection {
         let mut out = Inspection {
+            schema_version: super::SCHEMA_VERSION,
             metadata: reader.metadata().clone(),
             compressed_file_bytes: file_bytes,
             ..Default::default()

@@ -20,6 +20,10 @@
 //! - [`table`]: plain-text tables.
 //! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
 
+/// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
+/// Raised when a key is removed or renamed or changes type; adding a key keeps it.
+pub const SCHEMA_VERSION: u32 = 1;
+
 pub mod analyze;
 pub mod buckets;
 pub mod cat;

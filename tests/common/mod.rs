@@ -14,6 +14,7 @@
 //!   [`inspect_json`]).
 //! - [`replay`]: `mongotape replay` and its report ([`replay()`], [`try_replay`], [`Replay`]).
 //! - [`pki`]: a test PKI made with rcgen ([`Pki`]) and secantusd-rs serving TLS with it.
+//! - [`schema`]: the reports' JSON Schemas in `docs/schemas/` ([`assert_schema`]).
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
 //!
 //! Missing tools are a failure with a pointer to `tools/setup`, never a silent skip. Every process is
@@ -33,6 +34,7 @@ mod pymongo;
 mod raw;
 mod record;
 mod replay;
+mod schema;
 mod server;
 
 pub use cli::*;
@@ -45,6 +47,7 @@ pub use pymongo::*;
 pub use raw::*;
 pub use record::*;
 pub use replay::*;
+pub use schema::*;
 pub use server::*;
 
 use std::path::PathBuf;

@@ -111,6 +111,7 @@ impl Tally {
         let timeline = self.timeline.points();
         let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
         AnalyzeReport {
+            schema_version: crate::report::SCHEMA_VERSION,
             summary,
             capture: self.facts,
             workload,

@@ -266,6 +266,9 @@ pub struct CaptureFacts {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnalyzeReport {
+    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    #[serde(default)]
+    pub schema_version: u32,
     /// The figures `compare` reads (kind `analyze`).
     pub summary: ReportSummary,
     pub capture: CaptureFacts,

@@ -1,5 +1,5 @@
 //! One record as JSON: a message with its header fields, flags, command and namespace, its body as
-//! relaxed extended JSON; a connection event with its data.
+//! extended JSON (relaxed, or canonical as bsondump writes it); a connection event with its data.
 
 use crate::capture::{Record, RecordKind};
 use crate::wire::WireError;
@@ -7,20 +7,41 @@ use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo, Section};
 use bson::{Bson, Document, RawDocument};
 use serde_json::{json, Map, Value};
 
+/// Which extended JSON documents are written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExtJson {
+    /// Numbers as JSON numbers, dates as ISO-8601: for reading.
+    #[default]
+    Relaxed,
+    /// Every type kept (`$numberLong`, `$numberDouble`, `$date.$numberLong`): for round trips.
+    Canonical,
+}
+
 /// Relaxed extended JSON of a raw document; an undecodable one becomes an error note.
 pub fn doc_json(doc: &RawDocument) -> Value {
-    match Document::try_from(doc) {
-        Ok(d) => Bson::Document(d).into_relaxed_extjson(),
-        Err(e) => json!({ "$undecodable": e.to_string() }),
+    doc_json_in(doc, ExtJson::Relaxed)
+}
+
+/// A raw document as extended JSON of the given kind; an undecodable one becomes an error note.
+pub fn doc_json_in(doc: &RawDocument, mode: ExtJson) -> Value {
+    match (Document::try_from(doc), mode) {
+        (Ok(d), ExtJson::Relaxed) => Bson::Document(d).into_relaxed_extjson(),
+        (Ok(d), ExtJson::Canonical) => Bson::Document(d).into_canonical_extjson(),
+        (Err(e), _) => json!({ "$undecodable": e.to_string() }),
     }
 }
 
-fn docs_json<'a>(docs: impl IntoIterator<Item = &'a bson::RawDocumentBuf>) -> Value {
-    Value::Array(docs.into_iter().map(|d| doc_json(d)).collect())
+/// The body of a decoded message as relaxed extended JSON.
+pub fn body_json(msg: &Message) -> Value {
+    body_json_in(msg, ExtJson::Relaxed)
 }
 
 /// The body of a decoded message as JSON: OP_MSG document sequences appear as fields of the body.
-pub fn body_json(msg: &Message) -> Value {
+pub fn body_json_in(msg: &Message, mode: ExtJson) -> Value {
+    let doc_json = |d: &RawDocument| doc_json_in(d, mode);
+    let docs_json = |docs: &[bson::RawDocumentBuf]| {
+        Value::Array(docs.iter().map(|d| doc_json_in(d, mode)).collect())
+    };
     match &msg.body {
         Body::Msg(m) => {
             let mut body = doc_json(m.body());
@@ -80,13 +101,13 @@ fn flag_names(flags: MsgFlags) -> Vec<&'static str> {
 }
 
 /// One message record as a JSON object. `command` and `ns` are those of the request (for a reply,
-/// of the request it answers, when known).
+/// of the request it answers, when known). `body`: the body in that kind of extended JSON, or none.
 pub fn message_json(
     record: &Record,
     start_ns: u64,
     msg: &Result<Message, WireError>,
     request: Option<&RequestInfo>,
-    with_body: bool,
+    body: Option<ExtJson>,
 ) -> Value {
     let mut obj = Map::new();
     obj.insert("conn".into(), json!(record.conn_id));
@@ -127,8 +148,8 @@ pub fn message_json(
                     obj.insert("code".into(), json!(code));
                 }
             }
-            if with_body {
-                obj.insert("body".into(), body_json(m));
+            if let Some(mode) = body {
+                obj.insert("body".into(), body_json_in(m, mode));
             }
         }
         Err(e) => {
@@ -140,10 +161,10 @@ pub fn message_json(
 
 /// A connection event (open, close, client metadata, gap, end) as a JSON object; client metadata is
 /// a BSON document, the other events' data is JSON already.
-pub fn event_json(record: &Record) -> Value {
+pub fn event_json(record: &Record, mode: ExtJson) -> Value {
     let data = if record.kind == RecordKind::ClientMetadata {
         bson::RawDocumentBuf::from_bytes(record.payload.to_vec())
-            .map(|d| doc_json(&d))
+            .map(|d| doc_json_in(&d, mode))
             .unwrap_or(Value::Null)
     } else {
         serde_json::from_slice(&record.payload).unwrap_or(Value::Null)

@@ -4,7 +4,7 @@
 
 mod json;
 
-pub use json::{body_json, doc_json, event_json, message_json};
+pub use json::{body_json, body_json_in, doc_json, doc_json_in, event_json, message_json, ExtJson};
 
 use super::pair::{Answer, Pairer};
 use crate::capture::{CaptureError, Record, RecordKind, RecordSource};
@@ -28,6 +28,10 @@ pub struct CatOptions {
     pub events: bool,
     /// Stop after this many lines.
     pub limit: Option<u64>,
+    /// Bodies in canonical extended JSON (every BSON type kept) instead of relaxed.
+    pub canonical: bool,
+    /// Each record indented over several lines instead of one line each.
+    pub pretty: bool,
 }
 
 /// How a `cat` ended: the lines written, and the reading error that cut the capture short, if any
@@ -62,7 +66,12 @@ pub fn cat(
         let Some(line) = selector.line(&record, start) else {
             continue;
         };
-        writeln!(out, "{line}")?;
+        if options.pretty {
+            let text = serde_json::to_string_pretty(&line).map_err(std::io::Error::other)?;
+            writeln!(out, "{text}")?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
         end.lines += 1;
         if options.limit.is_some_and(|l| end.lines >= l) {
             break;
@@ -105,13 +114,20 @@ impl<'a> Selector<'a> {
                     start_ns,
                     &msg,
                     info.as_ref(),
-                    !o.no_body,
+                    (!o.no_body).then_some(self.mode()),
                 ))
             }
             _ if o.events && o.commands.is_empty() && o.namespaces.is_empty() => {
-                Some(event_json(record))
+                Some(event_json(record, self.mode()))
             }
             _ => None,
+        }
+    }
+
+    fn mode(&self) -> ExtJson {
+        match self.options.canonical {
+            true => ExtJson::Canonical,
+            false => ExtJson::Relaxed,
         }
     }
 

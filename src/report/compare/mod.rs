@@ -97,6 +97,9 @@ pub struct CommandRows {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
+    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    #[serde(default)]
+    pub schema_version: u32,
     pub columns: Vec<ColumnHead>,
     pub overall: Vec<MetricRow>,
     pub per_command: Vec<CommandRows>,
@@ -143,6 +146,7 @@ fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
 /// Compares summaries; `files[i]` names where `summaries[i]` came from.
 pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
     CompareReport {
+        schema_version: super::SCHEMA_VERSION,
         columns: columns(summaries, files),
         overall: overall(summaries),
         per_command: per_command(summaries),

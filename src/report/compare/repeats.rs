@@ -37,6 +37,7 @@ pub fn compare_repeats(summaries: &[ReportSummary], files: &[String]) -> Compare
     let single = compare(summaries, files);
     let fold_all = |rows: &[MetricRow]| rows.iter().map(|r| fold(r, &groups)).collect();
     CompareReport {
+        schema_version: super::super::SCHEMA_VERSION,
         columns: groups.iter().map(|g| column(&single.columns, g)).collect(),
         overall: fold_all(&single.overall),
         per_command: single

@@ -195,6 +195,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     let ops = total(|r| r.summary.ops);
 
     let mut r = ReplayReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: first.capture.clone(),
         target: first.target.clone(),

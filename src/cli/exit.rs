@@ -1,0 +1,172 @@
+//! Exit statuses: one meaning each, the same for every subcommand, listed in every `--help` and in
+//! the README.
+
+use std::fmt;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything done.
+    Ok = 0,
+    /// A file, the network, the upstream or the target failed; the replay ended early.
+    Failure = 1,
+    /// A bad option or argument (clap's own status for usage errors).
+    Usage = 2,
+    /// The capture is truncated or corrupt: everything before the damage was read and reported.
+    DamagedCapture = 3,
+    /// `replay`: a threshold (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`) was crossed.
+    Threshold = 4,
+    /// `replay`: nothing was replayed (everything filtered out, an empty capture, handshakes only).
+    NothingReplayed = 5,
+    /// `merge`: some shard reports are missing or their replay failed; the rest were merged.
+    IncompleteMerge = 6,
+}
+
+impl Exit {
+    const ALL: [Exit; 7] = [
+        Exit::Ok,
+        Exit::Failure,
+        Exit::Usage,
+        Exit::DamagedCapture,
+        Exit::Threshold,
+        Exit::NothingReplayed,
+        Exit::IncompleteMerge,
+    ];
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn meaning(self) -> &'static str {
+        match self {
+            Exit::Ok => "success",
+            Exit::Failure => "runtime failure (a file, the network, the upstream or the target)",
+            Exit::Usage => "usage error (a bad option or argument)",
+            Exit::DamagedCapture => "the capture is damaged; read and reported up to the damage",
+            Exit::Threshold => "a replay threshold was crossed (reports still written)",
+            Exit::NothingReplayed => "nothing was replayed (filtered out, empty, handshakes only)",
+            Exit::IncompleteMerge => "merge: shard reports missing or failed; the rest merged",
+        }
+    }
+
+    /// The statuses `subcommand` can end with.
+    fn of(subcommand: &str) -> &'static [Exit] {
+        use Exit::*;
+        match subcommand {
+            "inspect" | "cat" | "analyze" => &[Ok, Failure, Usage, DamagedCapture],
+            "replay" => &[
+                Ok,
+                Failure,
+                Usage,
+                DamagedCapture,
+                Threshold,
+                NothingReplayed,
+            ],
+            "merge" => &[Ok, Failure, Usage, IncompleteMerge],
+            _ => &[Ok, Failure, Usage],
+        }
+    }
+
+    /// The `Exit status:` paragraph of a subcommand's `--help`; every status for `None`.
+    pub fn help(subcommand: Option<&str>) -> String {
+        let codes = subcommand.map_or(&Exit::ALL[..], Exit::of);
+        let mut out = String::from("Exit status:\n");
+        for e in codes {
+            out.push_str(&format!("  {}  {}\n", e.code(), e.meaning()));
+        }
+        out
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e.code())
+    }
+}
+
+/// An option or argument that parsed but makes no sense; exits with [`Exit::Usage`].
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// `Err(usage(...))` from a subcommand exits 2, like clap's own usage errors.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}
+
+/// The status for an error that ended a subcommand.
+pub fn of_error(e: &anyhow::Error) -> Exit {
+    let usage = e.chain().any(|c| {
+        c.is::<UsageError>()
+            || matches!(
+                c.downcast_ref::<mongotape::replay::ReplayError>(),
+                Some(mongotape::replay::ReplayError::Option(_))
+            )
+    });
+    if usage {
+        Exit::Usage
+    } else {
+        Exit::Failure
+    }
+}
+
+/// The message for an error, each cause said once. Library errors put their cause in their own
+/// message (they also end up alone in reports and log lines), so a cause whose text is already
+/// said is not repeated, as anyhow's `{:#}` would.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_distinct_and_listed() {
+        let help = Exit::help(None);
+        for (i, e) in Exit::ALL.iter().enumerate() {
+            assert_eq!(e.code() as usize, i);
+            assert!(help.contains(&format!("  {i}  ")), "{help}");
+        }
+    }
+
+    #[test]
+    fn a_cause_already_said_is_not_repeated() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let said = format!("cannot open x.mtape: {io}");
+        #[derive(Debug)]
+        struct Wraps(String, std::io::Error);
+        impl fmt::Display for Wraps {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Wraps {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.1)
+            }
+        }
+        let e = anyhow::Error::new(Wraps(said.clone(), io)).context("inspect");
+        assert_eq!(message(&e), format!("inspect: {said}"));
+        let e = anyhow::anyhow!("entirely new").context("--target");
+        assert_eq!(message(&e), "--target: entirely new");
+    }
+}

@@ -1,0 +1,108 @@
+//! The end of every `--help`: examples, then the exit statuses the subcommand can end with.
+
+use super::exit::Exit;
+
+fn examples(subcommand: &str) -> &'static str {
+    match subcommand {
+        "record" => RECORD,
+        "inspect" => {
+            "Examples:
+  mongotape inspect run.mtape                # connections, drivers, commands, namespaces
+  mongotape inspect /var/lib/mongotape -j    # every segment of a rotated recording, as JSON"
+        }
+        "cat" => {
+            "Examples:
+  mongotape cat run.mtape -n 20                          # the first 20 messages, one JSON line each
+  mongotape cat run.mtape --command insert --ns shop.orders --pretty
+  mongotape cat run.mtape --canonical | jq -c .body      # bodies as bsondump writes them
+  mongotape cat run.mtape --conn 3 --events --no-body    # one connection's story"
+        }
+        "replay" => {
+            "Examples:
+  # As recorded, against a test server, with the JSON and HTML reports
+  mongotape replay run.mtape -t mongodb://127.0.0.1:27017 -o report.json --html report.html
+
+  # As fast as the server answers; a CI job fails if replies differ, more than 1% of operations
+  # fail, or find's p99 goes above 5 ms (exit status 4, the reports are still written)
+  mongotape replay run.mtape -t 127.0.0.1:27017 --fast -o report.json \\
+      --fail-on-divergence --max-error-rate 1% --max-p99 find=5
+
+  # Open loop, rising from 1,000 to 20,000 requests/s over two minutes: where does p99 break?
+  mongotape replay run.mtape -t 127.0.0.1:27017 --rate 1000..20000 --ramp 2m --connections 16
+
+  # Only the orders collection, into a scratch database
+  mongotape replay run.mtape -t 127.0.0.1:27017 --namespace shop.orders --db-map shop:scratch
+
+See docs/replay.md."
+        }
+        "analyze" => {
+            "Examples:
+  mongotape analyze run.mtape                      # is it the server or the client?
+  mongotape analyze run.mtape --html analyze.html  # with charts
+  mongotape analyze run.mtape -j > before.json     # for `mongotape compare`"
+        }
+        "compare" => {
+            "Examples:
+  mongotape compare before.json after.json                # ratios against before.json
+  mongotape compare php.json pymongo.json --html cmp.html"
+        }
+        "merge" => {
+            "Examples:
+  mongotape merge s0.json s1.json s2.json s3.json -o merged.json --html merged.html
+
+See docs/scale.md."
+        }
+        "completions" => {
+            "Examples:
+  mongotape completions bash > /etc/bash_completion.d/mongotape
+  mongotape completions zsh > \"${fpath[1]}/_mongotape\"
+  mongotape completions fish > ~/.config/fish/completions/mongotape.fish"
+        }
+        "man" => {
+            "Examples:
+  mongotape man > mongotape.1 && man ./mongotape.1
+  mongotape man --dir /usr/local/share/man/man1   # also a page per subcommand"
+        }
+        _ => "",
+    }
+}
+
+const RECORD: &str = "Examples:
+  # One server: applications connect to mongodb://127.0.0.1:27018/?directConnection=true
+  mongotape record -u 127.0.0.1:27017 -l 127.0.0.1:27018 -o run.mtape
+
+  # A replica set: each member gets a listener from port 27018 on; applications use
+  # mongodb://PROXYHOST:27018,PROXYHOST:27019,PROXYHOST:27020/?replicaSet=rs0
+  mongotape record -u 'mongodb://db0:27017,db1:27017,db2:27017/?replicaSet=rs0' \\
+      -l 0.0.0.0:27018 --advertise-host proxy.internal -o run.mtape
+
+  # Hourly segments of at most 512 MB, values hashed so the capture can be shared; the
+  # recording ends after a day (the proxy keeps forwarding until it is stopped)
+  mongotape record -u 127.0.0.1:27017 -o /var/lib/mongotape/trace.mtape \\
+      --rotate-every 1h --rotate-size 512 --redact values -d 24h
+
+  # Live metrics for Prometheus on port 9216 (scrape http://PROXYHOST:9216/metrics)
+  mongotape record -u 127.0.0.1:27017 -o run.mtape --metrics 0.0.0.0:9216
+
+  # TLS on both legs (clients must present a certificate signed by clients-ca.pem)
+  mongotape record -u 'mongodb+srv://cluster0.example.net/?tlsCAFile=/etc/ssl/ca.pem' \\
+      --tls-cert proxy.pem --tls-key proxy-key.pem --tls-ca clients-ca.pem -o run.mtape
+
+See docs/production.md.";
+
+/// The command line with each subcommand's examples and exit statuses after its options.
+pub fn with_after_help(mut cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let after = format!("{}\n\n{}", examples(&name), Exit::help(Some(&name)));
+        cmd = cmd.mut_subcommand(&name, |s| s.after_help(after.trim_start().to_owned()));
+    }
+    cmd.after_help(format!(
+        "{}\nLog: MONGOTAPE_LOG=debug (a tracing filter) or -v / -vv; -q, -qq, -qqq for less.\n\
+         Colour and live status lines only on a terminal, never with NO_COLOR set.",
+        Exit::help(None)
+    ))
+}
