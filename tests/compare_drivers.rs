@@ -16,7 +16,8 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
         .args(["--no-setup", "--scale", "0.01", "--out"])
         .arg(out.path())
         .env("MONGOTAPE", mongotape_bin())
-        .env("MONGOTAPE_SECANTUSD", secantusd_path());
+        .env("MONGOTAPE_SECANTUSD", secantusd_path())
+        .env("MONGOTAPE_RUST_WORKLOAD", rust_workload_bin());
     let run = run_command(command, std::time::Duration::from_secs(900));
     assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
     for heading in ["own s", "rec s", "replay s", "own/rep", "CPU µs/op"] {
