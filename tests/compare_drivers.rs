@@ -18,7 +18,8 @@ fn compare_drivers(out: &Path, args: &[&str]) -> CommandOutput {
         .arg("--out")
         .arg(out)
         .env("MONGOTAPE", mongotape_bin())
-        .env("MONGOTAPE_SECANTUSD", secantusd_path());
+        .env("MONGOTAPE_SECANTUSD", secantusd_path())
+        .env("MONGOTAPE_RUST_WORKLOAD", rust_workload_bin());
     let run = run_command(command, std::time::Duration::from_secs(900));
     assert!(run.success(), "{}\n{}", run.stdout, run.stderr);
     run
@@ -64,7 +65,15 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
     let mut server_cpu = 0.0;
     for (workload, experiment) in workloads {
         let results = experiment["runs"].as_array().unwrap();
-        assert_eq!(results.len(), 3, "{workload}");
+        let clients: Vec<&str> = results
+            .iter()
+            .map(|r| r["client"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            clients,
+            ["pymongo", "mongosh", "php", "node", "rust"],
+            "{workload}"
+        );
         for r in results {
             let who = format!("{workload} {}", r["client"]);
             let (a, p) = (&r["analyze"], &r["replay"]);

@@ -1,5 +1,5 @@
-//! The codec against real bytes: the captures in `captures/` were recorded from pymongo, mongosh
-//! and PHP (`tools/record-fixtures`). Every message decodes; OP_MSG and the legacy handshake
+//! The codec against real bytes: the captures in `captures/` were recorded from pymongo, mongosh,
+//! PHP and the Node.js and Rust drivers (`tools/record-fixtures`). Every message decodes; OP_MSG and the legacy handshake
 //! re-encode to the very same bytes; every cut and every flipped byte is an error, never a panic.
 
 use mongotape::capture::{CaptureReader, Record, RecordKind};
@@ -7,7 +7,7 @@ use mongotape::report::inspect::inspect_file;
 use mongotape::wire::{Body, FrameSplitter, Message, OpCode, HEADER_LEN};
 use std::path::PathBuf;
 
-const FIXTURES: [&str; 7] = [
+const FIXTURES: [&str; 10] = [
     "pymongo",
     "pymongo-zstd",
     "pymongo-zlib",
@@ -15,6 +15,9 @@ const FIXTURES: [&str; 7] = [
     "mongosh",
     "mongosh-zlib",
     "php",
+    "node",
+    "node-zlib",
+    "rust",
 ];
 
 fn path(name: &str) -> PathBuf {
@@ -62,9 +65,13 @@ fn every_recorded_message_decodes_and_reencodes_byte_for_byte() {
             reencoded += 1;
         }
         assert!(reencoded > 0 || name.contains('-'), "{name}");
-        // mongosh and PHP say their first hello over OP_QUERY, answered by OP_REPLY.
-        if name == "mongosh" || name == "php" {
+        // mongosh, PHP and Node.js say their first hello over OP_QUERY, answered by OP_REPLY; the
+        // Rust driver says everything over OP_MSG.
+        if name == "mongosh" || name == "php" || name == "node" {
             assert!(legacy >= 2, "{name}: {legacy} legacy messages");
+        }
+        if name == "rust" {
+            assert_eq!(legacy, 0, "{name}: legacy messages");
         }
     }
 }
@@ -76,6 +83,7 @@ fn compressed_fixtures_hold_their_compressor() {
         ("pymongo-zlib", "zlib"),
         ("pymongo-snappy", "snappy"),
         ("mongosh-zlib", "zlib"),
+        ("node-zlib", "zlib"),
     ] {
         let n = messages(name)
             .iter()
@@ -94,6 +102,8 @@ fn drivers_are_named_in_the_fixtures() {
         ("pymongo", "PyMongo"),
         ("mongosh", "mongosh"),
         ("php", "PHP"),
+        ("node", "nodejs"),
+        ("rust", "mongo-rust-driver"),
     ] {
         let report = inspect_file(&path(name)).unwrap();
         let names: Vec<_> = report

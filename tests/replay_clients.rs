@@ -1,5 +1,6 @@
 //! Equivalence: a workload recorded against one server, replayed into a second, empty one, leaves
-//! the same database, document by document, for each real client.
+//! the same database, document by document, for each real client (pymongo, mongosh, PHP, the
+//! Node.js and Rust drivers).
 
 mod common;
 
@@ -35,6 +36,16 @@ fn mongosh_basic_replays_to_an_equal_database() {
 #[test]
 fn php_basic_replays_to_an_equal_database() {
     equivalence(Client::Php, "basic", 1.0);
+}
+
+#[test]
+fn node_basic_replays_to_an_equal_database() {
+    equivalence(Client::Node, "basic", 1.0);
+}
+
+#[test]
+fn rust_basic_replays_to_an_equal_database() {
+    equivalence(Client::Rust, "basic", 1.0);
 }
 
 #[test]

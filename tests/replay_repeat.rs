@@ -127,3 +127,13 @@ fn mongosh_writes_happen_twice_with_repeat_2() {
 fn php_writes_happen_twice_with_repeat_2() {
     repeat_twice(Client::Php);
 }
+
+#[test]
+fn node_writes_happen_twice_with_repeat_2() {
+    repeat_twice(Client::Node);
+}
+
+#[test]
+fn rust_writes_happen_twice_with_repeat_2() {
+    repeat_twice(Client::Rust);
+}

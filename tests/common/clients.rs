@@ -1,10 +1,12 @@
-//! The real clients (pymongo, mongosh, PHP): whether they are installed, and one workload run
-//! through `tools/workloads/run`, its step lines parsed.
+//! The real clients (pymongo, mongosh, PHP, the Node.js and Rust drivers): whether they are
+//! installed, and one workload run through `tools/workloads/run`, its step lines parsed.
 
 use super::process::run_command;
 use super::{workspace_root, SETUP_HINT};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Upper bound for one client workload run or python snippet; a hang fails the test instead of the CI job.
@@ -16,10 +18,18 @@ pub enum Client {
     Pymongo,
     Mongosh,
     Php,
+    Node,
+    Rust,
 }
 
 impl Client {
-    pub const ALL: [Client; 3] = [Client::Pymongo, Client::Mongosh, Client::Php];
+    pub const ALL: [Client; 5] = [
+        Client::Pymongo,
+        Client::Mongosh,
+        Client::Php,
+        Client::Node,
+        Client::Rust,
+    ];
 
     /// The name `tools/workloads/run` takes.
     pub fn name(self) -> &'static str {
@@ -27,11 +37,18 @@ impl Client {
             Client::Pymongo => "pymongo",
             Client::Mongosh => "mongosh",
             Client::Php => "php",
+            Client::Node => "node",
+            Client::Rust => "rust",
         }
     }
 
-    /// Panics with a pointer to tools/setup when the client is not installed.
+    /// Panics with a pointer to tools/setup when the client is not installed (the Rust driver's
+    /// client is built from this crate instead: [`rust_workload_bin`]).
     pub fn require_installed(self) {
+        if self == Client::Rust {
+            rust_workload_bin();
+            return;
+        }
         let (command, args, check): (&str, &[&str], fn(&str) -> bool) = match self {
             Client::Pymongo => (
                 "python3",
@@ -42,6 +59,19 @@ impl Client {
             Client::Php => ("php", &["-m"], |out| {
                 out.lines().any(|line| line.trim() == "mongodb")
             }),
+            // tools/workloads/node/common.js loads the driver from the same place.
+            Client::Node => (
+                "node",
+                &[
+                    "-e",
+                    "const p = require('path'); \
+                     const m = process.env.MONGOTAPE_NODE_MODULES || p.join(process.env.MONGOTAPE_TOOLS \
+                     || '/opt/mongotape', 'node', 'node_modules'); \
+                     console.log(require(p.join(m, 'mongodb', 'package.json')).version)",
+                ],
+                |_| true,
+            ),
+            Client::Rust => unreachable!("built, not installed"),
         };
         let output = Command::new(command)
             .args(args)
@@ -60,6 +90,41 @@ impl Client {
             }
         );
     }
+}
+
+/// The Rust driver's workload client (`examples/workload.rs`), built once per test binary with the
+/// tests' own profile (whose dependencies, the driver among them, are already compiled), beside the
+/// mongotape binary the tests use. `tools/workloads/run rust` runs it through
+/// `$MONGOTAPE_RUST_WORKLOAD`.
+pub fn rust_workload_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let profile_dir = PathBuf::from(env!("CARGO_BIN_EXE_mongotape"))
+                .parent()
+                .expect("the mongotape binary's directory")
+                .to_path_buf();
+            let mut command = Command::new(env!("CARGO"));
+            command
+                .args(["build", "--quiet", "--example", "workload"])
+                .current_dir(workspace_root());
+            if profile_dir
+                .file_name()
+                .is_some_and(|name| name == "release")
+            {
+                command.arg("--release");
+            }
+            let out = run_command(command, CLIENT_TIMEOUT);
+            assert!(
+                out.success(),
+                "cargo build --example workload failed:\n{}",
+                out.stderr
+            );
+            let path = profile_dir.join("examples").join("workload");
+            assert!(path.is_file(), "{} was not built", path.display());
+            path
+        })
+        .clone()
 }
 
 /// Panics unless every client is installed.
@@ -150,6 +215,9 @@ pub fn try_run_client(
         .args([client.name(), workload, "--uri", uri, "--db", db, "--scale"])
         .arg(scale.to_string())
         .current_dir(workspace_root());
+    if client == Client::Rust {
+        command.env("MONGOTAPE_RUST_WORKLOAD", rust_workload_bin());
+    }
     let output = run_command(command, CLIENT_TIMEOUT);
     let steps = parse_steps(&output.stdout).unwrap_or_else(|err| {
         panic!(

@@ -102,6 +102,17 @@ def release_example(name):
     return os.path.join(target_dir(), "release", "examples", name)
 
 
+def rust_workload():
+    """The Rust driver's workload client (examples/workload.rs), built in release first, and exported
+    as $MONGOTAPE_RUST_WORKLOAD so tools/workloads/run starts it without a cargo check each time."""
+    path = os.environ.get("MONGOTAPE_RUST_WORKLOAD")
+    if not path:
+        cargo_build_release("--example", "workload")
+        path = release_example("workload")
+        os.environ["MONGOTAPE_RUST_WORKLOAD"] = path
+    return path
+
+
 def cargo_build_release(*args):
     """`cargo build --release --quiet ARGS` in the checkout; exits when it fails."""
     subprocess.run(["cargo", "build", "--release", "--quiet", *args], cwd=ROOT, check=True)

@@ -1,0 +1,85 @@
+// basic: a small mixed workload touching every common operation (~160 ops).
+// Mirrors pymongo/basic.py; --scale is ignored.
+'use strict';
+
+const { W0, Workload, runMain } = require('./common');
+
+function item(i, kind) {
+  return { _id: i, kind, group: i % 5, name: 'item-' + i, value: (i * 7) % 13 };
+}
+
+runMain(async () => {
+  const wl = new Workload('basic');
+  const items = wl.db.collection('items');
+  const blogs = wl.db.collection('blogs');
+  await wl.dropDatabase();
+
+  // Acknowledged single inserts (retryable writes: lsid + txnNumber).
+  let t = await wl.start('insert_ack');
+  let n = 0;
+  for (let i = 0; i < 50; i++) {
+    if ((await items.insertOne(item(i, 'ack'))).acknowledged) n++;
+  }
+  wl.emit('insert_ack', 50, wl.since(t), { inserted: n });
+
+  // Unacknowledged inserts (OP_MSG moreToCome), then one acknowledged count as a barrier.
+  t = await wl.start('insert_w0');
+  for (let i = 50; i < 100; i++) await items.insertOne(item(i, 'w0'), { writeConcern: W0 });
+  const count = await wl.count('items', { kind: 'w0' });
+  wl.emit('insert_w0', 51, wl.since(t), { count });
+
+  t = await wl.start('push_ack');
+  await blogs.insertOne({ _id: 1, title: 'No Free Lunch', author: 'Alex', comments: [] });
+  let matched = 0;
+  let modified = 0;
+  for (let k = 0; k < 20; k++) {
+    const r = await blogs.updateOne({ _id: 1 }, { $push: { comments: { who: 'user-' + k, comment: 'comment ' + k } } });
+    matched += r.matchedCount;
+    modified += r.modifiedCount;
+  }
+  wl.emit('push_ack', 21, wl.since(t), { matched, modified });
+
+  t = await wl.start('push_w0');
+  for (let k = 20; k < 40; k++) {
+    await blogs.updateOne({ _id: 1 }, { $push: { comments: { who: 'user-' + k, comment: 'comment ' + k } } },
+      { writeConcern: W0 });
+  }
+  const blog = await blogs.findOne({ _id: 1 });
+  wl.emit('push_w0', 21, wl.since(t), { comments: blog.comments.length, last: blog.comments[blog.comments.length - 1] });
+
+  t = await wl.start('find_noindex');
+  let docs = await items.find({ name: 'item-42' }).toArray();
+  wl.emit('find_noindex', 1, wl.since(t), docs);
+
+  t = await wl.start('create_index');
+  const name = await items.createIndex({ name: 1 });
+  wl.emit('create_index', 1, wl.since(t), name);
+
+  t = await wl.start('find_index');
+  docs = await items.find({ name: 'item-42' }).toArray();
+  wl.emit('find_index', 1, wl.since(t), docs);
+
+  // A cursor over 100 documents in batches of 10 (find + getMore).
+  t = await wl.start('find_batches');
+  const ids = (await items.find({}).sort({ _id: 1 }).batchSize(10).toArray()).map((d) => d._id);
+  wl.emit('find_batches', 1, wl.since(t), { ids });
+
+  t = await wl.start('update_many');
+  let r = await items.updateMany({ group: 3 }, { $set: { flag: true } });
+  wl.emit('update_many', 1, wl.since(t), { matched: r.matchedCount, modified: r.modifiedCount });
+
+  t = await wl.start('delete_one');
+  r = await items.deleteOne({ _id: 7 });
+  wl.emit('delete_one', 1, wl.since(t), { deleted: r.deletedCount });
+
+  t = await wl.start('delete_many');
+  r = await items.deleteMany({ kind: 'w0', group: 1 });
+  wl.emit('delete_many', 1, wl.since(t), { deleted: r.deletedCount });
+
+  t = await wl.start('counts');
+  const names = (await wl.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  const counts = {};
+  for (const c of names) counts[c] = await wl.count(c);
+  wl.emit('counts', 1 + names.length, wl.since(t), counts);
+  await wl.end();
+});

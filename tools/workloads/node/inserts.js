@@ -1,0 +1,18 @@
+// inserts: the replay benchmark's workload (tools/bench-replay). Mirrors pymongo/inserts.py:
+// N = 20000 * scale acknowledged insertOne of {_id: i, name: 'item-<i>', value: (i * 7) % 13, pad: 94 x 'x'}.
+'use strict';
+
+const { Workload, runMain } = require('./common');
+
+runMain(async () => {
+  const wl = new Workload('inserts');
+  const n = wl.scaled(20000);
+  const items = wl.db.collection('items');
+  const pad = 'x'.repeat(94);
+  await wl.dropDatabase();
+  const t = await wl.start('insert');
+  for (let i = 0; i < n; i++) await items.insertOne({ _id: i, name: 'item-' + i, value: (i * 7) % 13, pad });
+  const seconds = wl.since(t);
+  wl.emit('insert', n, seconds, { count: await wl.count('items') });
+  await wl.end();
+});
