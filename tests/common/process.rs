@@ -195,10 +195,24 @@ pub fn run_command_peak_rss(command: Command, timeout: Duration) -> (CommandOutp
 
 /// `VmHWM` of /proc/PID/status in bytes (`None` once the process has exited).
 fn vm_hwm(pid: &str) -> Option<u64> {
+    proc_status_kb(pid, "VmHWM:").map(|kb| kb * 1024)
+}
+
+/// A `NAME: N kB` field of /proc/PID/status.
+fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// (current, peak) resident memory of a running process, in MB.
+pub fn rss_mb(pid: u32) -> (f64, f64) {
+    let mb = |field| {
+        proc_status_kb(&pid.to_string(), field)
+            .unwrap_or_else(|| panic!("no {field} for process {pid}")) as f64
+            / 1024.0
+    };
+    (mb("VmRSS:"), mb("VmHWM:"))
 }
 
 /// Runs `command` to completion, polling `try_wait` (which reaps the child when it has exited).
