@@ -6,12 +6,11 @@
 mod common;
 
 use common::*;
-use mongotape::capture::{CaptureReader, CloseEvent, Record, RecordKind, Side};
+use mongotape::capture::{Record, RecordKind, Side};
 use mongotape::wire::{MsgFlags, MsgHeader};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
