@@ -4,17 +4,28 @@
 //! ```text
 //! cargo run --release --example big_capture -- captures/pymongo.mtape big.mtape 10000000
 //! ```
+//!
+//! `tests/memory_bounds.rs` includes this file (`write_big_capture`) to make its captures.
 
 use mongotape::capture::{CaptureReader, CaptureWriter, Record, RecordKind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+#[allow(dead_code)] // unused where a test includes this file
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [from, to, n] = args.as_slice() else {
         anyhow::bail!("usage: big_capture FROM.mtape TO.mtape MESSAGES");
     };
-    let want: u64 = n.parse()?;
-    let mut reader = CaptureReader::open(&PathBuf::from(from))?;
+    let (written, copies) =
+        write_big_capture(&PathBuf::from(from), &PathBuf::from(to), n.parse()?)?;
+    println!("{written} messages in {copies} copies of {from}");
+    Ok(())
+}
+
+/// Writes `to` with the records of `from` copied until it holds at least `want` messages; returns
+/// the messages written and the number of copies.
+pub fn write_big_capture(from: &Path, to: &Path, want: u64) -> anyhow::Result<(u64, u64)> {
+    let mut reader = CaptureReader::open(from)?;
     let meta = reader.metadata().clone();
     let mut records = Vec::new();
     while let Some(r) = reader.next_record() {
@@ -30,8 +41,12 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
         .count() as u64;
-    anyhow::ensure!(messages_per_copy > 0, "{from} holds no messages");
-    let mut w = CaptureWriter::create(&PathBuf::from(to), &meta, 1)?;
+    anyhow::ensure!(
+        messages_per_copy > 0,
+        "{} holds no messages",
+        from.display()
+    );
+    let mut w = CaptureWriter::create(to, &meta, 1)?;
     let (mut written, mut copy) = (0u64, 0u64);
     while written < want {
         for r in &records {
@@ -46,6 +61,5 @@ fn main() -> anyhow::Result<()> {
         copy += 1;
     }
     w.finish()?;
-    println!("{written} messages in {copy} copies of {from}");
-    Ok(())
+    Ok((written, copy))
 }

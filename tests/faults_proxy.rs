@@ -6,12 +6,11 @@
 mod common;
 
 use common::*;
-use mongotape::capture::{CaptureReader, CloseEvent, Record, RecordKind, Side};
+use mongotape::capture::{Record, RecordKind, Side};
 use mongotape::wire::{MsgFlags, MsgHeader};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,21 +44,6 @@ fn closed_within(s: &mut TcpStream, limit: Duration) -> Option<Duration> {
     None
 }
 
-fn records(path: &Path) -> Vec<Record> {
-    CaptureReader::open(path)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-}
-
-fn closes(path: &Path) -> Vec<CloseEvent> {
-    records(path)
-        .iter()
-        .filter(|r| r.kind == RecordKind::Close)
-        .map(|r| r.event::<CloseEvent>().unwrap())
-        .collect()
-}
-
 fn wait_for_log(proxy: &Proxy, needle: &str, limit: Duration) -> String {
     let deadline = Instant::now() + limit;
     loop {
@@ -86,21 +70,6 @@ fn black_hole() -> String {
 
 fn direct(addr: &str) -> String {
     format!("mongodb://{addr}/?directConnection=true")
-}
-
-/// (current, peak) resident memory of a process, in MB.
-fn rss_mb(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 #[test]
@@ -169,7 +138,7 @@ fn the_buffer_budget_bounds_memory_and_normal_clients_still_work() {
         "the log names the client: {log}"
     );
     proxy.stop();
-    let cut = closes(&out)
+    let cut = capture_closes(&out)
         .into_iter()
         .filter(|c| c.side == Side::Client && c.reason.contains("--max-buffer-mb"))
         .count();
@@ -196,7 +165,7 @@ fn a_black_holed_upstream_is_cut_by_the_reply_timeout() {
         "{log}"
     );
     proxy.stop();
-    let c = closes(&out);
+    let c = capture_closes(&out);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].side, Side::Upstream);
     assert!(c[0].reason.contains("--reply-timeout"), "{c:?}");
@@ -225,7 +194,7 @@ fn without_a_reply_timeout_a_black_hole_holds_the_request_and_drain_cuts_it() {
         "{}",
         exit.stderr
     );
-    let c = closes(&out);
+    let c = capture_closes(&out);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(
         (c[0].side, c[0].reason.as_str()),
@@ -254,7 +223,7 @@ fn a_second_signal_stops_at_once() {
     );
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
     assert!(exit.stderr.contains("stopping at once"), "{}", exit.stderr);
-    let c = closes(&out);
+    let c = capture_closes(&out);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].side, Side::Proxy);
     assert!(c[0].reason.contains("second signal"), "{c:?}");
@@ -296,7 +265,7 @@ fn an_idle_client_is_closed_and_the_others_are_served() {
         "{log}"
     );
     proxy.stop();
-    assert!(closes(&out)
+    assert!(capture_closes(&out)
         .iter()
         .any(|c| c.side == Side::Client && c.reason.contains("idle for 1s")));
 }
@@ -396,13 +365,13 @@ fn sigterm_under_load_answers_every_request_already_sent() {
     let result = load.join().unwrap();
     let acked: Vec<String> = serde_json::from_value(result["acked"].clone()).unwrap();
     let errors = result["errors"].as_array().unwrap().len();
-    let records = records(&out);
+    let records = capture_records(&out);
     let (asked, lost) = unanswered(&records);
     eprintln!("FIGURE drain under load: {} acked inserts, {asked} requests recorded, {lost} unanswered, {errors} client errors after SIGTERM", acked.len());
     assert!(acked.len() > 200, "{}", acked.len());
     assert_eq!(lost, 0, "requests recorded without a reply");
     assert_eq!(records.last().unwrap().kind, RecordKind::End);
-    let cut: Vec<_> = closes(&out)
+    let cut: Vec<_> = capture_closes(&out)
         .into_iter()
         .filter(|c| c.reason == "drain timeout")
         .collect();

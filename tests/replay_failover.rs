@@ -7,7 +7,9 @@
 //! every other request to the real server, which does all the work. After a number of inserts the
 //! relays swap roles: the old primary answers writes with NotWritablePrimary (code 10107) without
 //! forwarding them, as a stepped-down mongod does. Every request is counted with the role its relay
-//! had when it arrived.
+//! had when it arrived. In the harsher variant the old primary runs the insert that makes it step
+//! down and then drops the connection instead of answering, as a mongod stepping down closes the
+//! connections of writes in flight: the replayer does not know whether the write happened.
 
 mod common;
 
@@ -26,6 +28,8 @@ struct SetState {
     primary: usize,
     /// Inserts relay 0 accepts before it steps down.
     step_down_after: usize,
+    /// Relay 0 steps down by dropping the connection of the last insert it ran, unanswered.
+    drop_on_step_down: bool,
     inserts_seen: usize,
     addrs: Vec<String>,
     /// (relay, role, command) -> count; role is "primary" or "secondary" when the request came.
@@ -85,6 +89,7 @@ async fn serve(mut client: TcpStream, me: usize, upstream: String, state: Shared
     while let Some(frame) = read_frame(&mut client, &mut from_client).await {
         let request_id = MsgHeader::parse(&frame).unwrap().unwrap().request_id;
         let req = RequestInfo::of(&Message::parse(&frame).unwrap());
+        let mut drop_reply = false;
         let answer = {
             let mut s = state.lock().unwrap();
             if matches!(req.command.as_str(), "hello" | "isMaster" | "ismaster") {
@@ -107,6 +112,7 @@ async fn serve(mut client: TcpStream, me: usize, upstream: String, state: Shared
                         s.inserts_seen += 1;
                         if s.inserts_seen == s.step_down_after {
                             s.primary = 1;
+                            drop_reply = s.drop_on_step_down;
                         }
                     }
                     None
@@ -132,6 +138,9 @@ async fn serve(mut client: TcpStream, me: usize, upstream: String, state: Shared
         let Some(reply) = read_frame(&mut server, &mut from_server).await else {
             return;
         };
+        if drop_reply {
+            return; // the write ran; its connection closes unanswered
+        }
         if client.write_all(&reply).await.is_err() {
             return;
         }
@@ -139,8 +148,13 @@ async fn serve(mut client: TcpStream, me: usize, upstream: String, state: Shared
 }
 
 /// Two relays in front of `upstream`, relay 0 primary until it has accepted `step_down_after`
-/// inserts. Returns their addresses and the state; they run until the runtime ends.
-async fn fake_set(upstream: &str, step_down_after: usize) -> (Vec<String>, Shared) {
+/// inserts (dropping the connection of the last one when `drop_on_step_down`). Returns their
+/// addresses and the state; they run until the runtime ends.
+async fn fake_set(
+    upstream: &str,
+    step_down_after: usize,
+    drop_on_step_down: bool,
+) -> (Vec<String>, Shared) {
     let mut listeners = Vec::new();
     for _ in 0..2 {
         listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
@@ -151,6 +165,7 @@ async fn fake_set(upstream: &str, step_down_after: usize) -> (Vec<String>, Share
         .collect();
     let state: Shared = Arc::new(Mutex::new(SetState {
         step_down_after,
+        drop_on_step_down,
         addrs: addrs.clone(),
         ..SetState::default()
     }));
@@ -182,7 +197,7 @@ async fn follows_a_new_primary_and_sends_secondary_reads_to_a_secondary() {
     );
     python(INSERTS_FINDS, &[uri.as_str(), "20", "0", "0"]);
     assert!(proxy.stop().status.success());
-    let (addrs, state) = fake_set(server.addr(), 8).await;
+    let (addrs, state) = fake_set(server.addr(), 8, false).await;
     // The target names one member only: the other is found from hello.
     let target = format!("mongodb://{}/?replicaSet=fake", addrs[0]);
     let r = tokio::task::spawn_blocking(move || replay(&capture, &target, &["--fast", "--quiet"]))
@@ -231,6 +246,115 @@ async fn follows_a_new_primary_and_sends_secondary_reads_to_a_secondary() {
         &[server.uri()],
     );
     assert_eq!(count.trim(), "20");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_that_drops_the_connection_of_a_write_in_flight_is_followed_and_the_write_retried(
+) {
+    let server = Server::start();
+    let recording_server = Server::start();
+    let dir = tempdir();
+    let capture = dir.path().join("dropped.mtape");
+    let proxy = Proxy::start(recording_server.addr(), &capture);
+    // Acknowledged inserts through a replica-set URI carry lsid + txnNumber (retryable writes).
+    let uri = format!("mongodb://{}/?replicaSet=secantus", proxy.addr());
+    python(INSERTS_FINDS, &[uri.as_str(), "20", "0", "0"]);
+    assert!(proxy.stop().status.success());
+    let (addrs, state) = fake_set(server.addr(), 8, true).await;
+    let target = format!("mongodb://{}/?replicaSet=fake", addrs[0]);
+    let r = tokio::task::spawn_blocking(move || replay(&capture, &target, &["--fast", "--quiet"]))
+        .await
+        .unwrap();
+
+    let s = state.lock().unwrap();
+    let served = |relay: usize, command: &str| {
+        s.served
+            .get(&(relay, "primary", command.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    };
+    // Relay 0 ran 8 inserts, the 8th unanswered; relay 1 got that one again, then the other 12.
+    assert_eq!(served(0, "insert"), 8, "{:?}", s.served);
+    assert_eq!(served(1, "insert"), 13, "{:?}", s.served);
+    assert_eq!(s.rejected, 0, "{:?}", s.served);
+    assert_eq!(
+        r.report["retried_dropped_connection"],
+        1,
+        "{}",
+        r.describe()
+    );
+    assert_eq!(r.report["retried_not_primary"], 0, "{}", r.describe());
+    assert_eq!(r.count("insert"), 20, "{}", r.describe());
+    assert_eq!(r.divergences(), 0, "{}", r.describe());
+    drop(s);
+    // The write sent twice ran once: the retry carried the same lsid and txnNumber.
+    let count = python(
+        "import sys; from pymongo import MongoClient\n\
+         print(MongoClient(sys.argv[1]).analyze_test.c.count_documents({}))",
+        &[server.uri()],
+    );
+    assert_eq!(count.trim(), "20");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_of_a_single_server_still_ends_the_replay() {
+    // Without a replica set there is no other member to go to: the replay ends with the error.
+    let server = Server::start();
+    let recorded = record_inserts_finds(&server, "single", 10, 0.0, 0);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let upstream = server.addr().to_owned();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(drop_fifth_insert(client, upstream.clone()));
+        }
+    });
+    let capture = recorded.capture.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        try_replay(
+            &capture,
+            &format!("mongodb://{addr}/?directConnection=true"),
+            &["--fast", "--quiet"],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!r.output.success(), "{}", r.describe());
+    assert!(
+        r.output.stderr.contains("closed the connection"),
+        "{}",
+        r.describe()
+    );
+}
+
+/// A plain relay that closes the client's connection when the 5th insert arrives.
+async fn drop_fifth_insert(mut client: TcpStream, upstream: String) {
+    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+        return;
+    };
+    let (mut from_client, mut from_server) = (FrameSplitter::new(), FrameSplitter::new());
+    let mut inserts = 0;
+    while let Some(frame) = read_frame(&mut client, &mut from_client).await {
+        let req = RequestInfo::of(&Message::parse(&frame).unwrap());
+        if req.command == "insert" {
+            inserts += 1;
+            if inserts == 5 {
+                return;
+            }
+        }
+        if server.write_all(&frame).await.is_err() {
+            return;
+        }
+        if !req.expects_reply {
+            continue;
+        }
+        let Some(reply) = read_frame(&mut server, &mut from_server).await else {
+            return;
+        };
+        if client.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
 }
 
 fn role_static(role: &str) -> &'static str {

@@ -420,6 +420,7 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult)
     report.connections_opened = Counters::get(&c.connections_opened);
     report.stray_replies = Counters::get(&c.stray_replies);
     report.retried_not_primary = Counters::get(&shared.servers.retried);
+    report.retried_dropped_connection = Counters::get(&shared.servers.retried_dropped);
     report.skipped = source
         .skipped
         .iter()

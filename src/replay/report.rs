@@ -202,6 +202,9 @@ pub struct ReplayReport {
     pub stray_replies: u64,
     /// Requests sent again on the new primary after a "not primary" reply (the primary changed).
     pub retried_not_primary: u64,
+    /// Requests sent again on a new connection (to the primary found again) after the target
+    /// dropped the connection they were in flight on: reads, and writes that are retryable.
+    pub retried_dropped_connection: u64,
     pub timeline: Vec<SecondReport>,
     /// The timeline again, in buckets as wide as the run's length calls for (the charts use it).
     pub timeline_buckets: BucketTimeline,
@@ -291,6 +294,12 @@ impl ReplayReport {
             out.push_str(&format!(
                 "{} requests sent again on the new primary after a \"not primary\" reply\n",
                 self.retried_not_primary
+            ));
+        }
+        if self.retried_dropped_connection > 0 {
+            out.push_str(&format!(
+                "{} requests sent again after the target dropped their connection\n",
+                self.retried_dropped_connection
             ));
         }
         out.push_str(&format!(

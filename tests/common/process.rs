@@ -152,7 +152,75 @@ impl CommandOutput {
 
 /// Runs `command` to completion with stdin closed, killing its whole process group if it outlives
 /// `timeout` (a panic then, with the output so far).
-pub fn run_command(mut command: Command, timeout: Duration) -> CommandOutput {
+pub fn run_command(command: Command, timeout: Duration) -> CommandOutput {
+    run_waiting(command, timeout, |child| {
+        child.try_wait().expect("wait for a child process")
+    })
+}
+
+/// [`run_command`], and the child's peak resident memory in bytes.
+///
+/// wait4(2)'s `ru_maxrss` of that one process is exact, except that Linux starts a spawned child's
+/// figure at the spawning process's own high-water mark: when the test process has been bigger
+/// than the child, the child's `VmHWM` sampled from `/proc` every 10 ms is used instead.
+pub fn run_command_peak_rss(command: Command, timeout: Duration) -> (CommandOutput, u64) {
+    let parent_hwm = vm_hwm("self").unwrap_or(u64::MAX);
+    let (mut sampled, mut waited) = (0, 0);
+    let out = run_waiting(command, timeout, |child| {
+        if let Some(hwm) = vm_hwm(&child.id().to_string()) {
+            sampled = sampled.max(hwm);
+        }
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4(2) on our own unreaped child with valid out-pointers; once it has reaped
+        // the child, `Child` is never waited on again (run_waiting stops polling).
+        let pid = unsafe {
+            libc::wait4(
+                child.id() as libc::pid_t,
+                &mut status,
+                libc::WNOHANG,
+                &mut usage,
+            )
+        };
+        assert!(pid >= 0, "wait4: {}", std::io::Error::last_os_error());
+        (pid != 0).then(|| {
+            waited = usage.ru_maxrss as u64 * 1024;
+            ExitStatus::from_raw(status)
+        })
+    });
+    let peak = if waited > parent_hwm { waited } else { sampled };
+    (out, peak)
+}
+
+/// `VmHWM` of /proc/PID/status in bytes (`None` once the process has exited).
+fn vm_hwm(pid: &str) -> Option<u64> {
+    proc_status_kb(pid, "VmHWM:").map(|kb| kb * 1024)
+}
+
+/// A `NAME: N kB` field of /proc/PID/status.
+fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// (current, peak) resident memory of a running process, in MB.
+pub fn rss_mb(pid: u32) -> (f64, f64) {
+    let mb = |field| {
+        proc_status_kb(&pid.to_string(), field)
+            .unwrap_or_else(|| panic!("no {field} for process {pid}")) as f64
+            / 1024.0
+    };
+    (mb("VmRSS:"), mb("VmHWM:"))
+}
+
+/// Runs `command` to completion, polling `try_wait` (which reaps the child when it has exited).
+fn run_waiting(
+    mut command: Command,
+    timeout: Duration,
+    mut try_wait: impl FnMut(&mut Child) -> Option<ExitStatus>,
+) -> CommandOutput {
     let started = Instant::now();
     command
         .stdin(Stdio::null())
@@ -164,7 +232,17 @@ pub fn run_command(mut command: Command, timeout: Duration) -> CommandOutput {
         .unwrap_or_else(|err| panic!("start {command:?}: {err}"));
     let stdout = read_all_in_thread(child.stdout.take().unwrap());
     let stderr = read_all_in_thread(child.stderr.take().unwrap());
-    let status = match wait_timeout(&mut child, timeout) {
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = try_wait(&mut child) {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let status = match status {
         Some(status) => status,
         None => {
             send_signal_group(child.id(), libc::SIGKILL);

@@ -118,3 +118,20 @@ pub fn record_inserts_finds_with(
         stdout,
     }
 }
+
+/// Every record of a capture (panics on a reading error).
+pub fn capture_records(path: &Path) -> Vec<mongotape::capture::Record> {
+    mongotape::capture::CaptureReader::open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
+        .map(|r| r.unwrap_or_else(|e| panic!("read {}: {e}", path.display())))
+        .collect()
+}
+
+/// The close events of a capture, in order.
+pub fn capture_closes(path: &Path) -> Vec<mongotape::capture::CloseEvent> {
+    capture_records(path)
+        .iter()
+        .filter(|r| r.kind == mongotape::capture::RecordKind::Close)
+        .map(|r| r.event().unwrap())
+        .collect()
+}

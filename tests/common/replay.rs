@@ -50,9 +50,21 @@ impl Replay {
 
 /// `mongotape replay CAPTURE --target URI --report R ARGS...`, whatever its outcome.
 pub fn try_replay(capture: &Path, target: &str, args: &[&str]) -> Replay {
+    try_replay_via(&[], capture, target, args)
+}
+
+/// [`try_replay`] with the binary started through `wrapper` (e.g. `ip netns exec NAME`).
+pub fn try_replay_via(wrapper: &[&str], capture: &Path, target: &str, args: &[&str]) -> Replay {
     let dir = tempdir();
     let report_path = dir.path().join("report.json");
-    let mut command = Command::new(mongotape_bin());
+    let mut command = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(mongotape_bin());
+            c
+        }
+        None => Command::new(mongotape_bin()),
+    };
     command
         .arg("replay")
         .arg(capture)

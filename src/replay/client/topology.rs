@@ -74,6 +74,8 @@ pub struct Topology {
     secondary_cursors: Mutex<HashSet<i64>>,
     /// Operations sent again after a "not primary" reply.
     pub retried: std::sync::atomic::AtomicU64,
+    /// Operations sent again after their connection was dropped.
+    pub retried_dropped: std::sync::atomic::AtomicU64,
 }
 
 impl Topology {
@@ -88,6 +90,7 @@ impl Topology {
             next: AtomicUsize::new(0),
             secondary_cursors: Mutex::new(HashSet::new()),
             retried: Default::default(),
+            retried_dropped: Default::default(),
         }
     }
 

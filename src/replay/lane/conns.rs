@@ -118,7 +118,7 @@ pub(super) fn recorded_read_mode(bytes: &[u8]) -> Option<ReadMode> {
 }
 
 /// Commands that only read (an aggregate writing with `$out` or `$merge` is not one).
-fn is_read(command: &str, bytes: &[u8]) -> bool {
+pub(super) fn is_read(command: &str, bytes: &[u8]) -> bool {
     match command {
         "find" | "count" | "distinct" | "listCollections" | "listIndexes" | "dbStats"
         | "collStats" => true,

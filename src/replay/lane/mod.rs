@@ -6,16 +6,18 @@ use crate::replay::client::ConnError;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
 use bson::rawdoc;
-use conns::Conns;
+use conns::{Conns, Side};
 use std::sync::Arc;
 use step::{one, Step};
 use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 
 mod conns;
 mod paired;
+mod retry;
 mod step;
 
-/// How many times one request is sent again after "not primary" replies before the replay gives up.
+/// How many times one request is sent again after "not primary" replies or dropped connections
+/// before the replay gives up.
 const NOT_PRIMARY_RETRIES: u32 = 3;
 
 /// Runs one lane until its queue closes or the replay is aborted. Its connections are opened with
@@ -55,8 +57,8 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         shared.budget.release(len);
         match result {
             Ok(Step::Sent { acknowledged, .. }) => last_unacknowledged = !acknowledged,
-            // NotPrimary is never returned by send_following_primary.
-            Ok(Step::Skipped | Step::NotPrimary(_)) => {}
+            // NotPrimary and Dropped are never returned by send_following_primary.
+            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..)) => {}
             Ok(Step::Stop) => break,
             Err(e) => {
                 shared.abort.trigger(e.to_string());
@@ -90,8 +92,9 @@ async fn finish(shared: &Shared, conns: &mut Conns, last_unacknowledged: bool) {
     }
 }
 
-/// One op; after a "not primary" reply, finds the new primary, reconnects and sends it again
-/// (counted in the report), a few times at most.
+/// One op; after a "not primary" reply, or when the connection it was in flight on dropped and it
+/// is safe to send again, finds the primary again, reconnects and sends it again (counted in the
+/// report), a few times at most.
 async fn send_following_primary(
     shared: &Shared,
     conns: &mut Conns,
@@ -100,31 +103,44 @@ async fn send_following_primary(
 ) -> Result<Step, ConnError> {
     let mut result = one(shared, conns, op, abort).await;
     let mut retries = 0;
-    while let Ok(Step::NotPrimary(op)) = result {
-        let addr = conns
-            .primary
-            .as_ref()
-            .map(|c| c.addr().to_owned())
-            .unwrap_or_default();
+    loop {
+        let (op, counter, last_error) = match result {
+            Ok(Step::NotPrimary(op)) => {
+                let addr = conns
+                    .primary
+                    .as_ref()
+                    .map(|c| c.addr().to_owned())
+                    .unwrap_or_default();
+                let error = ConnError::Handshake {
+                    addr,
+                    detail: format!(
+                        "{} still answered \"not primary\" after {NOT_PRIMARY_RETRIES} rediscoveries",
+                        op.command
+                    ),
+                };
+                conns.primary = None;
+                (op, &shared.servers.retried, error)
+            }
+            Ok(Step::Dropped(op, side, error)) => {
+                match side {
+                    Side::Primary => conns.primary = None,
+                    Side::Secondary => conns.secondary = None,
+                }
+                (op, &shared.servers.retried_dropped, error)
+            }
+            other => return other,
+        };
         if retries == NOT_PRIMARY_RETRIES {
-            return Err(ConnError::Handshake {
-                addr,
-                detail: format!(
-                    "{} still answered \"not primary\" after {NOT_PRIMARY_RETRIES} rediscoveries",
-                    op.command
-                ),
-            });
+            return Err(last_error);
         }
         retries += 1;
         shared
             .servers
             .rediscover(&shared.target, conns.generation, shared.op_timeout)
             .await?;
-        conns.primary = None;
-        Counters::bump(&shared.servers.retried);
+        Counters::bump(counter);
         result = one(shared, conns, *op, abort).await;
     }
-    result
 }
 
 /// Releases the read-ahead budget of requests that will not be sent.

@@ -197,7 +197,7 @@ impl Side {
                 self.last_unacknowledged = !acknowledged;
                 observed.map(|o| *o)
             }
-            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Stop) => None,
+            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..) | Step::Stop) => None,
             Err(e) => {
                 self.shared.abort.trigger(e.to_string());
                 None
@@ -272,7 +272,7 @@ async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceive
                     pair.seen.lock().expect("pair lock")[index] = Some(*o);
                 }
             }
-            Ok(Step::Skipped | Step::NotPrimary(_)) => {}
+            Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..)) => {}
             Ok(Step::Stop) => break,
             Err(e) => {
                 shared.abort.trigger(e.to_string());

@@ -25,6 +25,9 @@ pub(super) enum Step {
     Stop,
     /// The primary answered "not primary": the op, to send again once the new primary is found.
     NotPrimary(Box<Op>),
+    /// The target dropped the connection the op was in flight on, and the op is safe to send
+    /// again ([`super::retry`]): the op, the side it went on, and the error.
+    Dropped(Box<Op>, Side, ConnError),
 }
 
 pub(super) async fn one(
@@ -53,7 +56,10 @@ pub(super) async fn one(
     let lag_ns = intended.map_or(0, |d| {
         sent_at.saturating_duration_since(d).as_nanos() as u64
     });
-    let id = send(shared, conn, &mut op).await?;
+    let id = match send(shared, conn, &mut op).await {
+        Ok(id) => id,
+        Err(e) => return dropped(shared, op, side, e),
+    };
     if !op.expects_reply {
         shared.metrics.lock().expect("metrics lock").record(Sample {
             command: &op.command,
@@ -69,7 +75,10 @@ pub(super) async fn one(
             observed: shared.observe.then(Box::default),
         });
     }
-    let frame = conn.recv(id).await?;
+    let frame = match conn.recv(id).await {
+        Ok(frame) => frame,
+        Err(e) => return dropped(shared, op, side, e),
+    };
     let done = Instant::now();
     let origin = if shared.pacing.open_loop() {
         intended.unwrap_or(sent_at)
@@ -103,6 +112,19 @@ pub(super) async fn one(
         acknowledged: true,
         observed,
     })
+}
+
+/// A connection error on `op`: [`Step::Dropped`] when a replica set's member dropped the
+/// connection and the op is safe to send again, else the error (which ends the replay).
+fn dropped(shared: &Shared, op: Op, side: Side, e: ConnError) -> Result<Step, ConnError> {
+    if shared.servers.follows_primary()
+        && super::retry::is_dropped(&e)
+        && super::retry::safe_to_resend(&op)
+    {
+        Ok(Step::Dropped(Box::new(op), side, e))
+    } else {
+        Err(e)
+    }
 }
 
 /// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the

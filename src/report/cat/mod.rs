@@ -98,6 +98,11 @@ impl<'a> Selector<'a> {
 
     /// The line to print for `record`, or `None` when the filters leave it out.
     fn line(&mut self, record: &Record, start_ns: u64) -> Option<Value> {
+        if record.kind == RecordKind::Close {
+            // Requests a closed connection left unanswered are never paired: forget them, so
+            // memory follows the connections open at once, not the length of the capture.
+            self.pairer.close(record.conn_id);
+        }
         if !self.conns.is_empty() && !self.conns.contains(&record.conn_id) {
             return None;
         }

@@ -1,0 +1,107 @@
+//! The readers (`inspect`, `analyze`, `cat`) and the replayer keep their memory bounded however
+//! long the capture is (issue 10): each runs as a child over two captures of the same traffic, one
+//! ten times longer than the other (`examples/big_capture.rs`), and its peak RSS (wait4's
+//! `ru_maxrss` of that one process) must be the same within a margin, and under an absolute bound.
+
+mod common;
+
+#[path = "../examples/big_capture.rs"]
+mod big_capture;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const MB: u64 = 1024 * 1024;
+/// No reader nor the replayer needs more than this on these captures (release figures on 10 M
+/// messages: 21-24 MB; a debug build holds a little more).
+const ABSOLUTE_BOUND: u64 = 96 * MB;
+/// Ten times the messages may cost at most this much more peak memory (allocator noise, lazily
+/// grown buffers); anything that grows with the capture grows by far more than this over 10x.
+const MARGIN: u64 = 12 * MB;
+
+fn big(dir: &Path, name: &str, messages: u64) -> PathBuf {
+    let to = dir.join(name);
+    let from = workspace_root().join("captures/pymongo.mtape");
+    let (written, _) = big_capture::write_big_capture(&from, &to, messages)
+        .unwrap_or_else(|e| panic!("write {}: {e}", to.display()));
+    assert!(written >= messages);
+    to
+}
+
+/// Peak RSS of `mongotape ARGS`, which must succeed.
+fn peak(args: &[&str]) -> u64 {
+    let mut command = Command::new(mongotape_bin());
+    command.args(args);
+    let (out, peak) = run_command_peak_rss(command, Duration::from_secs(300));
+    assert!(
+        out.success(),
+        "mongotape {args:?} failed ({}):\n{}",
+        out.status,
+        out.stderr
+    );
+    assert!(peak > 0, "no ru_maxrss for mongotape {args:?}");
+    peak
+}
+
+/// The same command over the small and the large capture: flat within the margin, under the bound.
+fn assert_flat(what: &str, small: u64, large: u64) {
+    eprintln!(
+        "{what}: peak RSS {:.1} MB small, {:.1} MB large (10x the messages)",
+        small as f64 / MB as f64,
+        large as f64 / MB as f64
+    );
+    assert!(
+        large <= small + MARGIN,
+        "{what}: peak RSS grew with the capture: {small} B on the small one, {large} B on one 10x longer"
+    );
+    assert!(
+        large <= ABSOLUTE_BOUND,
+        "{what}: peak RSS {large} B over the {ABSOLUTE_BOUND} B bound"
+    );
+}
+
+#[test]
+fn readers_memory_stays_flat_as_the_capture_grows() {
+    let dir = tempdir();
+    let small = big(dir.path(), "small.mtape", 40_000);
+    let large = big(dir.path(), "large.mtape", 400_000);
+    let (small, large) = (small.to_str().unwrap(), large.to_str().unwrap());
+    for reader in [
+        vec!["inspect", "--json"],
+        vec!["analyze", "--json"],
+        // One line per copy: every message is still read and paired, and the test process does
+        // not hold hundreds of MB of JSON.
+        vec!["cat", "--command", "ismaster"],
+    ] {
+        let run = |file: &str| {
+            let mut args = reader.clone();
+            args.insert(1, file);
+            peak(&args)
+        };
+        assert_flat(reader[0], run(small), run(large));
+    }
+}
+
+#[test]
+fn replay_memory_stays_flat_as_the_capture_grows() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let small = big(dir.path(), "small.mtape", 6_000);
+    let large = big(dir.path(), "large.mtape", 60_000);
+    let run = |file: &Path| {
+        let report = dir.path().join("report.json");
+        peak(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--target",
+            server.addr(),
+            "--fast",
+            "--quiet",
+            "--report",
+            report.to_str().unwrap(),
+        ])
+    };
+    assert_flat("replay", run(&small), run(&large));
+}
