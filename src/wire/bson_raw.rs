@@ -199,6 +199,15 @@ impl Element<'_> {
         }
     }
 
+    /// A number (double, int32 or int64) as a double; anything else is None.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self.kind {
+            DOUBLE => Some(f64::from_le_bytes(self.value.try_into().ok()?)),
+            INT32 | INT64 => self.as_i64().map(|v| v as f64),
+            _ => None,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         (self.kind == BOOLEAN).then(|| self.value.first() == Some(&1))
     }

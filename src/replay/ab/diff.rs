@@ -87,8 +87,8 @@ fn walk<'a>(
             (format!("{path}.{}", e.key), format!("{name}.{}", e.key))
         };
         match e.kind {
-            0x03 | 0x04 if depth < MAX_DEPTH => {
-                walk(e.value, &p, &n, e.kind == 0x04, depth + 1, out);
+            bson_raw::DOCUMENT | bson_raw::ARRAY if depth < MAX_DEPTH => {
+                walk(e.value, &p, &n, e.kind == bson_raw::ARRAY, depth + 1, out);
             }
             _ => {
                 out.insert(
@@ -113,13 +113,8 @@ fn walk<'a>(
 }
 
 fn value_of<'a>(e: &Element<'a>) -> Value<'a> {
-    match e.kind {
-        0x01 => Value::Number(f64::from_le_bytes(e.value.try_into().unwrap_or([0; 8]))),
-        0x10 | 0x12 => e
-            .as_i64()
-            .map_or(Value::Raw(e.kind, e.value), |v| Value::Number(v as f64)),
-        _ => Value::Raw(e.kind, e.value),
-    }
+    e.as_f64()
+        .map_or(Value::Raw(e.kind, e.value), Value::Number)
 }
 
 impl DiffOptions {
