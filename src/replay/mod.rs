@@ -77,7 +77,14 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .as_deref()
         .map(crate::metrics::MetricsServer::bind)
         .transpose()?;
-    // Fails early on a file that is not a capture at all.
+    let (file_len, runtime) = open_inputs(&config)?;
+    let target = runtime.block_on(Target::parse(&config.target))?;
+    Ok(runtime.block_on(replay(config, target, file_len, metrics)))
+}
+
+/// Checks that the inputs are captures (failing early on a file that is not one at all), sums their
+/// sizes for the progress bar, and starts the runtime the replay runs on.
+fn open_inputs(config: &ReplayConfig) -> Result<(u64, tokio::runtime::Runtime), ReplayError> {
     let set = CaptureSet::open(&config.inputs)?;
     let file_len = set
         .paths()
@@ -89,8 +96,7 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .enable_all()
         .build()
         .map_err(ReplayError::Runtime)?;
-    let target = runtime.block_on(Target::parse(&config.target))?;
-    Ok(runtime.block_on(replay(config, target, file_len, metrics)))
+    Ok((file_len, runtime))
 }
 
 async fn replay(

@@ -88,17 +88,7 @@ pub fn run(config: ReplayConfig, mut ab: AbConfig) -> Result<AbReport, ReplayErr
             .ignored
             .extend(SERVER_CLOCK_FIELDS.iter().map(|s| s.to_string()));
     }
-    let set = crate::capture::CaptureSet::open(&config.inputs)?;
-    let file_len = set
-        .paths()
-        .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .sum();
-    drop(set);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(ReplayError::Runtime)?;
+    let (file_len, runtime) = super::open_inputs(&config)?;
     let mut targets = Vec::new();
     for t in &ab.targets {
         targets.push(runtime.block_on(Target::parse(&t.uri))?);
