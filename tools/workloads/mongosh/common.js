@@ -20,29 +20,8 @@ function wlParams() {
   return { db: p.db || 'bench', scale };
 }
 
-// round(base * scale) with halves rounded up, at least `minimum`.
-function scaled(base, scale, minimum) {
-  return Math.max(minimum === undefined ? 1 : minimum, Math.floor(base * scale + 0.5));
-}
-
-// Park-Miller "minimal standard" generator (48271, 2^31-1); products stay below 2^53.
-class Lcg {
-  constructor(seed) {
-    this.state = seed % 2147483647 || 1;
-  }
-  next() {
-    this.state = (this.state * 48271) % 2147483647;
-    return this.state;
-  }
-  below(n) {
-    return this.next() % n;
-  }
-  letters(count) {
-    let s = '';
-    for (let i = 0; i < count; i++) s += String.fromCharCode(97 + this.below(26));
-    return s;
-  }
-}
+// The scaling rule and the seeded generator, shared with the Node.js driver's workloads.
+const { scaled, Lcg } = require(require('path').join(__dirname, '..', 'js', 'seeded.js'));
 
 // Strip BSON wrapper types so results serialise like pymongo/PHP values.
 function plain(v) {

@@ -45,29 +45,8 @@ function parseArgs(name) {
   return opts;
 }
 
-// round(base * scale) with halves rounded up, at least `minimum`.
-function scaled(base, scale, minimum) {
-  return Math.max(minimum === undefined ? 1 : minimum, Math.floor(base * scale + 0.5));
-}
-
-// Park-Miller "minimal standard" generator (48271, 2^31-1); products stay below 2^53.
-class Lcg {
-  constructor(seed) {
-    this.state = seed % 2147483647 || 1;
-  }
-  next() {
-    this.state = (this.state * 48271) % 2147483647;
-    return this.state;
-  }
-  below(n) {
-    return this.next() % n;
-  }
-  letters(count) {
-    let s = '';
-    for (let i = 0; i < count; i++) s += String.fromCharCode(97 + this.below(26));
-    return s;
-  }
-}
+// The scaling rule and the seeded generator, shared with mongosh's workloads.
+const { scaled, Lcg } = require(path.join(__dirname, '..', 'js', 'seeded.js'));
 
 // Results hold plain JSON values only (the driver already promotes Int32/Int64/Double to numbers).
 function plain(v) {
