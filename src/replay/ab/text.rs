@@ -1,6 +1,6 @@
 //! The A/B report as text: the targets, the comparison per command, the differences, the findings.
 
-use super::report::{AbReport, AbRow};
+use super::report::{AbReport, AbRow, TargetReport};
 use crate::report::table::Table;
 use crate::report::units;
 
@@ -15,33 +15,10 @@ impl AbReport {
             self.pairs.paired,
             self.pairs.unpaired
         ));
-        let mut t = Table::new([
-            "target",
-            "role",
-            "uri",
-            "ops",
-            "ops/s",
-            "errors",
-            "server CPU/op",
-            "complete",
-        ]);
+        let mut t = Table::new(TargetReport::HEADERS);
         for x in &self.targets {
-            let s = &x.replay.summary;
-            t.row([
-                x.label.clone(),
-                x.role.clone(),
-                x.replay.target.clone(),
-                units::count(s.ops as f64),
-                units::count(s.ops_per_s),
-                units::count(s.overall.errors as f64),
-                x.server_cpu_us_per_op
-                    .map_or("-".into(), units::duration_us),
-                if x.complete {
-                    "yes".into()
-                } else {
-                    "no (partial)".into()
-                },
-            ]);
+            let complete = if x.complete { "yes" } else { "no (partial)" };
+            t.row(x.cells(complete.into()));
         }
         out.push_str(&t.render());
         out.push('\n');

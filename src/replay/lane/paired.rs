@@ -132,9 +132,13 @@ async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
             break;
         }
         let (op, pair) = Pair::new(&hub, op, copies.len());
-        for (tx, target) in copies.iter().zip(&hub.targets) {
-            if !target.abort.is_set() {
-                let _ = tx.send((copy_of(&op), pair.clone()));
+        // Handed over from a rotating first target, as in lockstep: the first task woken tends to
+        // send first, and a loaded replayer would otherwise always delay the same target.
+        let n = copies.len();
+        for j in 0..n {
+            let i = (j + (op.seq % n as u64) as usize) % n;
+            if !hub.targets[i].abort.is_set() {
+                let _ = copies[i].send((copy_of(&op), pair.clone()));
             }
         }
         // The budget, the write's completion and the observations go when every target is done.

@@ -3,7 +3,7 @@
 //! distributions of the targets overlaid per command, and the real reply differences with examples.
 
 use super::{BarChart, LineChart, Page};
-use crate::replay::ab::report::{AbReport, AbRow};
+use crate::replay::ab::report::{AbReport, AbRow, TargetReport};
 use crate::report::units;
 
 /// Commands whose latency distributions are drawn (the busiest).
@@ -29,35 +29,15 @@ pub fn render_html(r: &AbReport) -> String {
         page = page.paragraph(f);
     }
     page = page.section("Targets").table(
-        &[
-            "target",
-            "role",
-            "uri",
-            "ops",
-            "ops/s",
-            "errors",
-            "server CPU/op",
-            "complete",
-        ],
+        &TargetReport::HEADERS,
         &r.targets
             .iter()
             .map(|t| {
-                let s = &t.replay.summary;
-                vec![
-                    t.label.clone(),
-                    t.role.clone(),
-                    t.replay.target.clone(),
-                    units::count(s.ops as f64),
-                    units::count(s.ops_per_s),
-                    units::count(s.overall.errors as f64),
-                    t.server_cpu_us_per_op
-                        .map_or("-".into(), units::duration_us),
-                    if t.complete {
-                        "yes".into()
-                    } else {
-                        format!("no: {}", t.error.clone().unwrap_or_default())
-                    },
-                ]
+                t.cells(if t.complete {
+                    "yes".into()
+                } else {
+                    format!("no: {}", t.error.clone().unwrap_or_default())
+                })
             })
             .collect::<Vec<_>>(),
     );
