@@ -231,9 +231,13 @@ impl SegmentWriter {
 
     /// Checks the limits: a whole record is written first, so every record is in one segment.
     fn after_write(&mut self) -> Result<Written, CaptureError> {
+        // What reached the disk, for the counters (it only grows); the bound, which also counts
+        // what the compressor still holds, for --max-size.
+        let on_disk = self.writer.as_ref().map_or(0, |w| w.compressed_bytes());
+        self.total_bytes
+            .store(self.closed_bytes + on_disk, Ordering::Relaxed);
         let segment_bytes = self.current_bytes();
         let total = self.closed_bytes + segment_bytes;
-        self.total_bytes.store(total, Ordering::Relaxed);
         if self.plan.max_bytes.is_some_and(|max| total >= max) {
             return Ok(Written::Ended(EndReason::MaxSize));
         }

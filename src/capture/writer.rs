@@ -134,6 +134,11 @@ impl<W: Write> CaptureWriter<W> {
     }
 
     /// Compressed bytes handed to the file so far; shared so a status line can read it.
+    /// Compressed bytes that reached the underlying writer so far.
+    pub fn compressed_bytes(&self) -> u64 {
+        self.compressed.load(Ordering::Relaxed)
+    }
+
     pub fn compressed_counter(&self) -> Arc<AtomicU64> {
         self.compressed.clone()
     }
