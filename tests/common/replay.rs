@@ -72,10 +72,7 @@ pub fn try_replay_via(wrapper: &[&str], capture: &Path, target: &str, args: &[&s
         .arg(&report_path)
         .args(args);
     let output = run_command(command, REPLAY_TIMEOUT);
-    let report = std::fs::read(&report_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(serde_json::Value::Null);
+    let report = read_report(&report_path);
     Replay { output, report }
 }
 
@@ -149,10 +146,7 @@ pub fn try_ab_replay(capture: &Path, targets: &[&str], args: &[&str]) -> AbRun {
         .arg(&html_path)
         .args(args);
     let output = run_command(command, REPLAY_TIMEOUT);
-    let report = std::fs::read(&report_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(serde_json::Value::Null);
+    let report = read_report(&report_path);
     let html = std::fs::read_to_string(&html_path).unwrap_or_default();
     AbRun {
         output,
@@ -167,4 +161,12 @@ pub fn ab_replay(capture: &Path, targets: &[&str], args: &[&str]) -> AbRun {
     assert!(r.output.success(), "A/B replay failed: {}", r.describe());
     assert_eq!(r.report["complete"], true, "{}", r.describe());
     r
+}
+
+/// A report the replay wrote, or null when it wrote none (or nothing readable).
+fn read_report(path: &std::path::Path) -> serde_json::Value {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null)
 }
