@@ -287,6 +287,26 @@ async fn a_primary_that_drops_the_connection_of_a_write_in_flight_is_followed_an
     assert_eq!(r.count("insert"), 20, "{}", r.describe());
     assert_eq!(r.divergences(), 0, "{}", r.describe());
     drop(s);
+    // `merge` keeps the retries (here of the one shard there is).
+    let report = dir.path().join("dropped.json");
+    std::fs::write(&report, r.report.to_string()).unwrap();
+    let merged_path = dir.path().join("merged.json");
+    let merged = mongotape(&[
+        "merge".as_ref(),
+        report.as_os_str(),
+        "--quiet".as_ref(),
+        "--report".as_ref(),
+        merged_path.as_os_str(),
+    ]);
+    assert!(merged.success(), "{}", merged.stderr);
+    let merged: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    assert_eq!(
+        merged["retried_dropped_connection"], 1,
+        "{}",
+        merged["merge"]
+    );
+    assert_eq!(merged["summary"]["ops"], r.report["summary"]["ops"]);
     // The write sent twice ran once: the retry carried the same lsid and txnNumber.
     let count = python(
         "import sys; from pymongo import MongoClient\n\

@@ -209,6 +209,8 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         unacknowledged: total(|r| r.unacknowledged),
         connections_opened: total(|r| r.connections_opened),
         stray_replies: total(|r| r.stray_replies),
+        retried_not_primary: total(|r| r.retried_not_primary),
+        retried_dropped_connection: total(|r| r.retried_dropped_connection),
         ..ReplayReport::default()
     };
     r.summary = ReportSummary {
