@@ -68,6 +68,14 @@ fn black_hole() -> String {
     addr
 }
 
+/// Whether process `pid` is alive (not exited, not a zombie waiting to be reaped).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
 fn direct(addr: &str) -> String {
     format!("mongodb://{addr}/?directConnection=true")
 }
@@ -382,4 +390,69 @@ fn sigterm_under_load_answers_every_request_already_sent() {
         &[server.uri()],
     );
     assert!(count.trim().parse::<usize>().unwrap() >= acked.len());
+}
+
+#[test]
+fn a_second_signal_cuts_a_large_capture_backlog_and_the_capture_still_ends_whole() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("backlog.mtape");
+    // zstd level 19 on random bytes: the recorder writes a few MB/s, far behind forwarding. The
+    // message being compressed when the second signal comes is finished (4 MB: about a second).
+    let proxy = Proxy::start_with(server.addr(), &out, &["--zstd-level", "19"]);
+    python(
+        "import os, sys\n\
+         from pymongo import MongoClient\n\
+         c = MongoClient(sys.argv[1]).backlog.c\n\
+         c.insert_one({'_id': 1, 'blob': os.urandom(4 * 1024 * 1024)})\n\
+         for _ in range(60):\n\
+         \x20   assert len(c.find_one({'_id': 1})['blob']) == 4 * 1024 * 1024\n",
+        &[direct(proxy.addr())],
+    );
+    // SAFETY: a signal to the proxy this test started.
+    unsafe { libc::kill(proxy.pid() as libc::pid_t, libc::SIGTERM) };
+    let log = wait_for_log(&proxy, "MiB of queued messages", Duration::from_secs(10));
+    assert!(log.contains("a second signal stops at once"), "{log}");
+    // Still writing: the first signal loses nothing already forwarded.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        running(proxy.pid()),
+        "the backlog was written before the test could cut it: {}",
+        proxy.stderr()
+    );
+    let started = Instant::now();
+    let exit = proxy.stop();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "{took:?}\n{}", exit.stderr);
+    assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
+
+    // The capture ends whole: what was not written is counted in gap records and in `end`.
+    let records: Vec<Record> = mongotape::capture::CaptureReader::open(&out)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let end = records.last().unwrap();
+    assert_eq!(end.kind, RecordKind::End, "the capture has its end record");
+    let end: mongotape::capture::EndEvent = end.event().unwrap();
+    let gaps: u64 = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Gap)
+        .map(|r| {
+            r.event::<mongotape::capture::GapEvent>()
+                .unwrap()
+                .dropped_messages
+        })
+        .sum();
+    let written = records
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
+        .count() as u64;
+    assert!(gaps > 0, "nothing counted as dropped");
+    assert_eq!(end.dropped_messages, gaps);
+    assert_eq!(
+        written + gaps,
+        end.messages,
+        "every message written or counted"
+    );
+    assert!(written > 0, "what was written before the cut is kept");
 }

@@ -357,12 +357,42 @@ impl Proxy {
             endpoint.abort();
         }
         if let Some(recorder) = self.recorder {
-            tokio::task::spawn_blocking(move || recorder.finish())
-                .await
-                .map_err(|e| CaptureError::Write(std::io::Error::other(e)))??;
+            finish_capture(recorder, shutdown.now.clone()).await?;
         }
         Ok(self.stats.snapshot())
     }
+}
+
+/// Queued records above this are worth a line saying the capture is still being written.
+const BACKLOG_NOTICE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Writes what the recorder still holds and ends the capture. A large backlog (a recorder that
+/// fell behind, e.g. at a high zstd level) is announced; `now` turning true (a second signal)
+/// stops writing it: the rest is counted as dropped and the capture still ends whole.
+async fn finish_capture(
+    recorder: Recorder,
+    mut now: watch::Receiver<bool>,
+) -> Result<(), ProxyError> {
+    let queued = recorder
+        .queued_bytes()
+        .map_or(0, |q| q.load(Ordering::Relaxed));
+    if queued >= BACKLOG_NOTICE_BYTES {
+        tracing::warn!(
+            "writing {} MiB of queued messages to the capture (a second signal stops at once: \
+             what is not written yet is counted as dropped)",
+            queued / (1024 * 1024)
+        );
+    }
+    let abort = recorder.abort_handle();
+    let watcher = tokio::spawn(async move {
+        if now.wait_for(|stop| *stop).await.is_ok() {
+            abort.store(true, Ordering::Relaxed);
+        }
+    });
+    let finished = tokio::task::spawn_blocking(move || recorder.finish()).await;
+    watcher.abort();
+    finished.map_err(|e| CaptureError::Write(std::io::Error::other(e)))??;
+    Ok(())
 }
 
 async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {

@@ -71,6 +71,8 @@ impl RecorderHandle {
 pub struct Recorder {
     handle: Option<RecorderHandle>,
     thread: Option<JoinHandle<Result<(), CaptureError>>>,
+    /// Set by [`Recorder::abort_handle`]'s owner: stop writing what is queued (see [`write_loop`]).
+    abort: Arc<AtomicBool>,
 }
 
 pub struct RecorderOptions {
@@ -106,6 +108,7 @@ impl Recorder {
         let (tx, rx) = sync_channel(opts.queue_records);
         let queued_bytes = Arc::new(AtomicUsize::new(0));
         let recording = Arc::new(AtomicBool::new(true));
+        let abort = Arc::new(AtomicBool::new(false));
         let handle = RecorderHandle {
             tx,
             queued_bytes: queued_bytes.clone(),
@@ -119,6 +122,7 @@ impl Recorder {
             handshakes: HashMap::new(),
             stats,
             recording,
+            abort: abort.clone(),
             last_ts: 0,
         };
         let thread = std::thread::Builder::new()
@@ -128,6 +132,7 @@ impl Recorder {
         Ok(Recorder {
             handle: Some(handle),
             thread: Some(thread),
+            abort,
         })
     }
 
@@ -140,8 +145,15 @@ impl Recorder {
         self.handle.clone().expect("recorder is running")
     }
 
-    /// Waits for every queued record to be written, then ends the capture with an `end` record.
-    /// Every handle must have been dropped first, or this waits for them.
+    /// Setting it makes the recorder stop writing the messages still queued: they are counted as
+    /// dropped (a `gap` record says how many), and the capture ends as usual with its `end`
+    /// record, so it stays whole. For a second signal while a large backlog is being written.
+    pub fn abort_handle(&self) -> Arc<AtomicBool> {
+        self.abort.clone()
+    }
+
+    /// Waits for every queued record to be written (unless aborted), then ends the capture with
+    /// an `end` record. Every handle must have been dropped first, or this waits for them.
     pub fn finish(mut self) -> Result<(), CaptureError> {
         self.handle.take();
         match self.thread.take().map(JoinHandle::join) {
@@ -161,6 +173,7 @@ struct LoopState {
     handshakes: HashMap<u64, u32>,
     stats: Arc<Stats>,
     recording: Arc<AtomicBool>,
+    abort: Arc<AtomicBool>,
     last_ts: u64,
 }
 
@@ -182,6 +195,15 @@ fn write_loop(
                 Ok(record) => {
                     queued_bytes.fetch_sub(record.payload.len(), Ordering::Relaxed);
                     st.last_ts = st.last_ts.max(record.ts_ns);
+                    if st.abort.load(Ordering::Relaxed)
+                        && matches!(record.kind, RecordKind::Request | RecordKind::Reply)
+                    {
+                        // Stopped at once: messages are counted, not written; connection events
+                        // (tiny, and what the messages mean) still are.
+                        Stats::add(&st.stats.dropped_messages, 1);
+                        Stats::add(&st.stats.dropped_bytes, record.payload.len() as u64);
+                        continue;
+                    }
                     result = st.write_one(record);
                     dirty = true;
                     if !matches!(result, Ok(Written::Recorded)) {
