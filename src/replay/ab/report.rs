@@ -93,6 +93,9 @@ pub struct RatioReport {
     pub ops_per_s: Option<f64>,
     /// Mean latency over the control's on the same requests, with its bootstrap interval.
     pub mean: Option<RatioEstimate>,
+    /// The median of the per-request latency ratios, with its distribution-free interval: the
+    /// typical request, which a few slow outliers do not move.
+    pub median: Option<RatioEstimate>,
     pub sentence: Option<String>,
 }
 
@@ -336,13 +339,21 @@ fn row_of(
         .map(|i| {
             let t = &targets[i];
             let mean = sample.and_then(|s| s.ratio(0, i, &ab.bootstrap));
+            let median = sample.and_then(|s| s.median_ratio(0, i, ab.bootstrap.confidence));
             RatioReport {
                 target: labels[i].clone(),
                 p50: rel(t.latency.p50_us, control.latency.p50_us),
                 p99: rel(t.latency.p99_us, control.latency.p99_us),
                 ops_per_s: rel(t.ops_per_s, control.ops_per_s),
-                sentence: mean.map(|m| m.sentence(&labels[i], what)),
+                sentence: mean.map(|m| {
+                    let mut sentence = m.sentence(&labels[i], what);
+                    if let Some(md) = &median {
+                        sentence.push_str(&format!("; per request, median {}", md.interval_text()));
+                    }
+                    sentence
+                }),
                 mean,
+                median,
             }
         })
         .collect();

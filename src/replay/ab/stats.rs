@@ -1,7 +1,8 @@
 //! Paired latencies and what they say: a bounded uniform sample of the pairs (each request's
-//! latency on every target), and a bootstrap confidence interval for the ratio of mean latencies
+//! latency on every target); a bootstrap confidence interval for the ratio of mean latencies
 //! between two targets over that sample, resampling whole pairs (a seeded RNG: the same run gives
-//! the same interval).
+//! the same interval); and the median of the per-request ratios with its distribution-free
+//! interval, which a few slow outliers on one side do not move.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -105,6 +106,62 @@ impl PairSample {
             pairs: n as u64,
         })
     }
+
+    /// The median over the same requests of `b`'s latency over `a`'s, with the distribution-free
+    /// interval of the sign test: the k-th smallest and k-th largest per-request ratio, k the
+    /// largest whose coverage (binomial(n, 1/2) tails) is at least `confidence`. With too few
+    /// pairs to reach it, the interval is the whole range and `confidence` says what it covers.
+    pub fn median_ratio(&self, a: usize, b: usize, confidence: f64) -> Option<RatioEstimate> {
+        let mut ratios: Vec<f64> = self
+            .column(a)
+            .zip(self.column(b))
+            .filter(|&(x, _)| x > 0)
+            .map(|(x, y)| y as f64 / x as f64)
+            .collect();
+        let n = ratios.len();
+        if n < 2 {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        };
+        let (k, covered) = sign_test_rank(n, confidence);
+        Some(RatioEstimate {
+            ratio: median,
+            low: ratios[k - 1],
+            high: ratios[n - k],
+            confidence: if covered >= confidence {
+                confidence
+            } else {
+                covered
+            },
+            pairs: n as u64,
+        })
+    }
+}
+
+/// For `n` values, the largest rank k (1-based, at most n/2) whose order statistics x(k) and
+/// x(n+1-k) cover the median with probability 1 - 2 P(Binomial(n, 1/2) < k) >= `confidence`,
+/// and that coverage; k = 1 (the whole range) with its lower coverage when none reaches it.
+pub fn sign_test_rank(n: usize, confidence: f64) -> (usize, f64) {
+    // P(Binomial(n, 1/2) = i), from logs: 2^-n underflows long before n = 10,000.
+    let ln2n = n as f64 * std::f64::consts::LN_2;
+    let mut ln_choose = 0.0f64; // ln C(n, k - 1)
+    let mut below = (-ln2n).exp(); // P(Binomial < k), k = 1
+    let mut best = (1, 1.0 - 2.0 * below);
+    for k in 2..=n / 2 {
+        ln_choose += ((n + 2 - k) as f64 / (k - 1) as f64).ln();
+        below += (ln_choose - ln2n).exp();
+        let coverage = 1.0 - 2.0 * below;
+        if coverage < confidence {
+            break;
+        }
+        best = (k, coverage);
+    }
+    best
 }
 
 /// How intervals are computed.
@@ -147,6 +204,17 @@ impl RatioEstimate {
         } else {
             std::cmp::Ordering::Equal
         }
+    }
+
+    /// "1.10x (95% interval 1.08-1.12x)".
+    pub fn interval_text(&self) -> String {
+        format!(
+            "{:.2}x ({:.0}% interval {:.2}-{:.2}x)",
+            self.ratio,
+            (self.confidence * 100.0).floor(),
+            self.low,
+            self.high
+        )
     }
 
     /// "B is 12% slower on find (95% interval 9-15%)".
@@ -200,6 +268,47 @@ mod tests {
         );
         let back = s.ratio(1, 0, &Bootstrap::default()).unwrap();
         assert!(back.sentence("A", "find").contains("faster"));
+    }
+
+    #[test]
+    fn the_sign_test_ranks_match_the_binomial_table() {
+        // (n, confidence) -> (k, coverage): the textbook table of the median's interval.
+        for (n, conf, k, cov) in [
+            (3, 0.95, 1, 0.75),
+            (6, 0.95, 1, 0.96875),
+            (9, 0.95, 2, 0.9609),
+            (9, 0.99, 1, 0.9961),
+            (15, 0.95, 4, 0.9648),
+            (100, 0.95, 40, 0.9648),
+        ] {
+            let (got_k, got_cov) = sign_test_rank(n, conf);
+            assert_eq!(got_k, k, "n={n} confidence={conf}");
+            assert!((got_cov - cov).abs() < 1e-3, "n={n}: {got_cov}");
+        }
+        // 10,000 pairs (the sample's cap): k near n/2 - 0.98 sqrt(n), no underflow.
+        let (k, cov) = sign_test_rank(10_000, 0.95);
+        assert!((4_900..=4_903).contains(&k) && cov >= 0.95, "{k} {cov}");
+    }
+
+    #[test]
+    fn the_median_ratio_ignores_a_slow_tail_the_mean_ratio_does_not() {
+        let mut s = PairSample::new(2);
+        let mut rng = StdRng::seed_from_u64(5);
+        for i in 0..2_000u64 {
+            let a = 100 + i % 23;
+            // B is the same as A on 95% of the requests, and 40x slower on every 20th.
+            let b = if i % 20 == 0 { a * 40 } else { a };
+            s.offer(&[a, b], &mut rng);
+        }
+        let mean = s.ratio(0, 1, &Bootstrap::default()).unwrap();
+        assert!(mean.low > 2.5, "{mean:?}");
+        let median = s.median_ratio(0, 1, 0.95).unwrap();
+        assert_eq!(
+            (median.ratio, median.low, median.high),
+            (1.0, 1.0, 1.0),
+            "{median:?}"
+        );
+        assert_eq!(median.pairs, 2_000);
     }
 
     #[test]

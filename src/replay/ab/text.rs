@@ -1,6 +1,7 @@
 //! The A/B report as text: the targets, the comparison per command, the differences, the findings.
 
 use super::report::{AbReport, AbRow, TargetReport};
+use super::stats::RatioEstimate;
 use crate::report::table::Table;
 use crate::report::units;
 
@@ -55,6 +56,10 @@ impl AbReport {
                 "{}/{} mean (interval)",
                 x.label, self.targets[0].label
             ));
+            headers.push(format!(
+                "{}/{} median (interval)",
+                x.label, self.targets[0].label
+            ));
             headers.push(format!("{}/{} p99", x.label, self.targets[0].label));
         }
         let mut t = Table::new(headers);
@@ -75,14 +80,18 @@ impl AbReport {
                 ));
             }
             for r in &row.ratios {
-                cells.push(r.mean.map_or("-".into(), |m| {
-                    format!(
-                        "{} ({}-{})",
-                        units::ratio(m.ratio),
-                        units::ratio(m.low),
-                        units::ratio(m.high)
-                    )
-                }));
+                let interval = |e: Option<RatioEstimate>| {
+                    e.map_or("-".into(), |m| {
+                        format!(
+                            "{} ({}-{})",
+                            units::ratio(m.ratio),
+                            units::ratio(m.low),
+                            units::ratio(m.high)
+                        )
+                    })
+                };
+                cells.push(interval(r.mean));
+                cells.push(interval(r.median));
                 cells.push(r.p99.map_or("-".into(), units::ratio));
             }
             t.row(cells);
