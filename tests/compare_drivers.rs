@@ -142,20 +142,22 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
 const REPLAYS: usize = 3;
 
 #[test]
-fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
+fn repeats_give_medians_spreads_and_a_verdict_that_tells_the_client_from_the_server() {
     require_clients();
     let out = tempdir();
     let args = [
         "--workloads",
         "inserts",
         "--clients",
-        "pymongo,pymongo-slow",
+        "pymongo,pymongo-slow,pymongo-indexed",
         "--repeats",
         "3",
         "--scale",
         "0.1",
         "--slow-ms",
         "3",
+        "--extra-indexes",
+        "40",
         "--replays",
         &REPLAYS.to_string(),
     ];
@@ -164,7 +166,7 @@ fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
     assert!(text.contains("median (min-max) over 3 rounds"), "{text}");
     let all = read_json(&out.path().join("compare-drivers.json"));
     let e = &all["experiments"]["inserts"];
-    assert_eq!(e["runs"].as_array().unwrap().len(), 6);
+    assert_eq!(e["runs"].as_array().unwrap().len(), 9);
     for r in e["runs"].as_array().unwrap() {
         // Every round's capture replayed REPLAYS times, each in its own block.
         let blocks: Vec<u64> = r["replays"]
@@ -177,7 +179,7 @@ fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
         let first = round * REPLAYS as u64;
         assert_eq!(blocks, (first..first + REPLAYS as u64).collect::<Vec<_>>());
     }
-    for client in ["pymongo", "pymongo-slow"] {
+    for client in ["pymongo", "pymongo-slow", "pymongo-indexed"] {
         let totals = &e["per_client"][client]["totals"];
         // The recordings give a value per round, the replays one per replay.
         for (key, n) in [
@@ -229,18 +231,41 @@ fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
     // paired block by block (every block replays both captures back to back).
     let server = &slow["server_cpu_us_per_op"];
     assert_eq!(server["blocks"], 3 * REPLAYS, "{server}");
+    let server_verdict = verdict.last().unwrap();
     assert!(
-        verdict
-            .last()
-            .unwrap()
-            .starts_with("Server cost: the server's CPU per operation is the same as with pymongo within noise for pymongo-slow"),
+        server_verdict.starts_with(
+            "Server cost: the server's CPU per operation is the same as with pymongo within noise \
+             for pymongo-slow"
+        ),
         "{verdict:#?}\n{slow}"
+    );
+    // 40 more indexes for every insert: the client's traffic costs the server more. Found at
+    // 99%, measured again on 9 new pairs of replays, and claimed with what differs.
+    let indexed = &e["ratios"]["pymongo-indexed"]["server_cpu_us_per_op"];
+    assert_eq!(indexed["beyond_noise"], true, "{indexed}");
+    assert!(indexed["median"].as_f64().unwrap() > 1.3, "{indexed}");
+    let again = &e["confirmations"]["pymongo-indexed"];
+    assert_eq!(again["beyond_noise"], true, "{again}");
+    assert_eq!(again["blocks"], 3 * REPLAYS, "{again}");
+    assert!(
+        server_verdict
+            .contains("With pymongo-indexed the server's CPU per operation differs beyond noise")
+            && server_verdict.contains(" and again ")
+            && server_verdict.contains("step insert +")
+            && server_verdict.contains("createIndexes: 40 commands against 0"),
+        "{server_verdict}"
+    );
+    assert!(
+        e["confirmations"].get("pymongo-slow").is_none(),
+        "only a difference is measured again: {}",
+        e["confirmations"]
     );
     assert!(verdict.last().unwrap().starts_with("Server cost: "));
     assert!(text.contains(verdict[0]), "the verdict is printed:\n{text}");
     // The machine's load around every recording and replay.
     let loads = e["loads"].as_array().unwrap();
-    assert_eq!(loads.len(), 6 + 6 * REPLAYS);
+    // 9 recordings, 9 x REPLAYS replays, and the confirmation's 2 x 3 x REPLAYS.
+    assert_eq!(loads.len(), 9 + 9 * REPLAYS + 6 * REPLAYS);
     for l in loads {
         assert!(
             l["load_before"].as_f64().is_some() && l["other_cores"].as_f64().is_some(),
@@ -252,7 +277,7 @@ fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
     // and intervals.
     let compare = read_json(&out.path().join("inserts.compare.json"));
     let columns = compare["columns"].as_array().unwrap();
-    assert_eq!(columns.len(), 4, "{compare}");
+    assert_eq!(columns.len(), 6, "{compare}");
     let runs: Vec<u64> = columns
         .iter()
         .map(|c| c["runs"].as_u64().unwrap())
@@ -265,7 +290,7 @@ fn repeats_give_medians_spreads_and_a_verdict_that_finds_the_slow_client() {
         .iter()
         .find(|r| r["metric"] == "throughput")
         .unwrap();
-    assert_eq!(throughput["spreads"].as_array().unwrap().len(), 4);
+    assert_eq!(throughput["spreads"].as_array().unwrap().len(), 6);
     assert_eq!(
         throughput["intervals"][1]["beyond_noise"], true,
         "{throughput}"

@@ -11,6 +11,11 @@ behaviourally identical (scaling, pseudo-random numbers, output format).
 MONGOTAPE_WORKLOAD_SLEEP_MS=N (pymongo only, opt-in) makes this an artificially slow client: it
 sleeps N ms after each reply before its next command (tools/compare-drivers' `pymongo-slow`). The
 traffic is unchanged; only the client's think time grows.
+
+MONGOTAPE_WORKLOAD_EXTRA_INDEXES=N (pymongo's `inserts` only, opt-in) makes a client whose traffic
+costs the server more: before the timed inserts it creates N more indexes on the collection, so
+every insert updates them (tools/compare-drivers' `pymongo-indexed`). Its operations are the same
+but for those N createIndexes.
 """
 import argparse
 import json
@@ -128,6 +133,13 @@ class Workload:
         started = self.start("drop_database")
         self.client.drop_database(self.db.name)
         self.emit("drop_database", 1, self.since(started), None)
+
+    def extra_indexes(self, collection):
+        """MONGOTAPE_WORKLOAD_EXTRA_INDEXES=N: N more indexes on `collection` (name, value, and a
+        field of its own each), created outside any step's clock."""
+        n = int(os.environ.get("MONGOTAPE_WORKLOAD_EXTRA_INDEXES") or 0)
+        for k in range(n):
+            collection.create_index([("name", 1), ("value", 1), ("extra%d" % k, 1)])
 
     def close(self):
         self.mark("end")

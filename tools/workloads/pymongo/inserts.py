@@ -18,6 +18,7 @@ def main():
     n = wl.scaled(20000)
     items = wl.db["items"]
     wl.drop_database()
+    wl.extra_indexes(items)
     t = wl.start("insert")
     for i in range(n):
         items.insert_one({"_id": i, "name": "item-%d" % i, "value": (i * 7) % 13, "pad": PAD})
