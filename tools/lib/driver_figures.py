@@ -244,6 +244,8 @@ def pct(r):
 
 
 def interval(r):
+    if r and "blocks" in r and not r["interval"]:
+        return "%d paired replay: no interval" % r["blocks"]
     if not r or not r["interval"]:
         return "no interval: fewer than 2 rounds"
     if "blocks" in r:
