@@ -1,5 +1,6 @@
 """The figures of tools/compare-drivers: from the runs of one experiment (every client, every
-round) to medians, spreads, ratios with bootstrap intervals, a verdict in words, and tables.
+round) to medians, spreads, ratios with bootstrap intervals (the clients' time and CPU) or paired
+distribution-free ones (the server's CPU), a verdict in words, and tables.
 
 A run is what compare-drivers records for one client in one round: its step lines with their CPU,
 `step_times` (each step as the client timed it, recorded and replayed), the analyze and replay
@@ -23,13 +24,13 @@ CLIENT_BOUND, PARTLY = 2.0, 1.25
 MATERIAL = 0.10
 # The server's cost is the same for the same operations, and a full run makes 20 such comparisons
 # (4 clients against the first, 5 workloads): a difference is claimed at this level, so that noise
-# alone claims one in hundreds of runs rather than one per run. On 60 blocks of two identical
-# captures replayed back to back, 9 blocks at 99% with MATERIAL called a difference 0.3-0.4% of the
-# time, against 9-10% for the earlier three unpaired replays (docs/compare-drivers.md).
+# alone rarely claims one. Resampled from 60 measured blocks of two identical captures replayed back
+# to back, 9 blocks at 99% with MATERIAL called a difference 0.2-0.3% of the time, against 8.4% for
+# the earlier three unpaired replays at 95% (tools/server-noise, docs/compare-drivers.md).
 SERVER_LEVEL = 0.99
 # A difference found at SERVER_LEVEL is measured again on as many new blocks and claimed only when
-# that second measurement, at this level, finds it too: the second stage only has to confirm, and
-# identical traffic passes both stages about once in 10,000 comparisons.
+# that second measurement, at this level, finds it too: the second stage only has to confirm.
+# Identical traffic passed both stages in none of 20,000 resampled comparisons.
 CONFIRM_LEVEL = 0.95
 # The server's CPU is read in clock ticks at the start and the end of each replay: a difference of
 # less than this many seconds between two clients' whole replays is below what can be measured.
