@@ -1,10 +1,13 @@
-//! Order that holds under `--connections N`: a write, and any later request on the same namespace
-//! (read or write) sent on another connection, run in their recorded order. The later request waits
-//! until the write is answered; requests that depend on nothing run side by side. A transaction's
-//! writes count as done when it commits or aborts (what another connection can see). An
-//! unacknowledged write (moreToCome) is never seen done: what follows it goes on its connection.
+//! Order that holds under `--connections N`: requests on the same namespace sent on different
+//! connections keep their recorded order wherever one of them is a write. A request after a write
+//! (read or write) waits until the write is answered; a write after reads waits until every read
+//! recorded before it is answered too, so a `delete` never empties a collection under the finds
+//! that came first. Reads between two writes run side by side, as do requests that depend on
+//! nothing. A transaction's writes count as done when it commits or aborts (what another connection
+//! can see), and its commit waits for the reads before it. An unacknowledged write (moreToCome) is
+//! never seen done: what follows it goes on its connection.
 //!
-//! No wait can deadlock: a request only ever waits for one emitted before it, and every lane takes
+//! No wait can deadlock: a request only ever waits for ones emitted before it, and every lane takes
 //! its requests in emission order.
 
 use super::shared::{Counters, Shared};
@@ -23,11 +26,17 @@ const WRITES: &[&str] = &[
     "findandmodify",
 ];
 
-/// A write's completion, to wait for: closed once the write is answered (or dropped unsent).
-#[derive(Debug, Clone)]
-pub struct After(Arc<Semaphore>);
+/// Completions to wait for: each closed once its request is answered (or dropped unsent).
+#[derive(Debug, Clone, Default)]
+pub struct After(Vec<Arc<Semaphore>>);
 
-/// Held by the write itself; completes its [`After`] when dropped, whatever became of the write.
+impl After {
+    fn done(&self) -> bool {
+        self.0.iter().all(|s| s.is_closed())
+    }
+}
+
+/// Held by the request itself; completes its [`After`] when dropped, whatever became of it.
 #[derive(Debug)]
 pub struct Completes(Arc<Semaphore>);
 
@@ -39,16 +48,44 @@ impl Drop for Completes {
 
 fn pair() -> (After, Completes) {
     let s = Arc::new(Semaphore::new(0));
-    (After(s.clone()), Completes(s))
+    (After(vec![s.clone()]), Completes(s))
 }
 
-/// The last write per namespace and copy, and the namespaces each open transaction wrote.
+/// What a namespace's later requests must follow, per copy.
+#[derive(Default)]
+struct Namespace {
+    /// The last write: (lane, completion, unacknowledged).
+    write: Option<(usize, After, bool)>,
+    /// The reads since that write that are not answered yet: (lane, completion).
+    reads: Vec<(usize, After)>,
+}
+
+impl Namespace {
+    /// Adds to `waits` what a request on `lane` must follow: the last write, and for a write also
+    /// the reads since it (requests on its own lane are in order already).
+    fn follow(&self, lane: usize, write: bool, waits: &mut After) {
+        if let Some((l, after, _)) = &self.write {
+            if *l != lane && !after.done() {
+                waits.0.extend(after.0.iter().cloned());
+            }
+        }
+        if write {
+            for (l, after) in &self.reads {
+                if *l != lane && !after.done() {
+                    waits.0.extend(after.0.iter().cloned());
+                }
+            }
+        }
+    }
+}
+
+/// Per namespace and copy, what later requests follow; and the namespaces each open transaction
+/// wrote.
 #[derive(Default)]
 pub struct Order {
     /// `--order none`: nothing waits, nothing is followed (the most concurrency, no guarantee).
     off: bool,
-    /// (lane, completion, unacknowledged)
-    last_write: HashMap<(Scope, Arc<str>), (usize, After, bool)>,
+    namespaces: HashMap<(Scope, Arc<str>), Namespace>,
     txn_writes: HashMap<(Scope, Vec<u8>, i64), Vec<Arc<str>>>,
 }
 
@@ -67,8 +104,8 @@ impl Order {
         if self.off {
             return None;
         }
-        match self.last_write.get(&(scope, namespace.clone())) {
-            Some((lane, _, true)) => Some(*lane),
+        match self.namespaces.get(&(scope, namespace.clone()))?.write {
+            Some((lane, _, true)) => Some(lane),
             _ => None,
         }
     }
@@ -84,15 +121,16 @@ impl Order {
         if self.off {
             return (None, None);
         }
-        let after = match self.last_write.get(&(scope, namespace.clone())) {
-            Some((l, after, _)) if *l != lane && !after.0.is_closed() => Some(after.clone()),
-            _ => None,
-        };
         let txn = match (&req.lsid, req.transaction) {
             (Some(l), Some(t)) => Some((scope, l.clone(), t)),
             _ => None,
         };
         let write = WRITES.contains(&&*req.command) && req.collection.is_some();
+        let mut waits = After::default();
+        self.namespaces
+            .entry((scope, namespace.clone()))
+            .or_default()
+            .follow(lane, write, &mut waits);
         let completes = match txn {
             // Inside a transaction: visible to others only at its end.
             Some(key) if write => {
@@ -107,33 +145,49 @@ impl Order {
                 (!written.is_empty()).then(|| {
                     let (after, completes) = pair();
                     for ns in written {
-                        self.last_write
-                            .insert((scope, ns), (lane, after.clone(), false));
+                        let state = self.namespaces.entry((scope, ns)).or_default();
+                        state.follow(lane, true, &mut waits);
+                        state.write = Some((lane, after.clone(), false));
+                        state.reads.clear();
                     }
                     completes
                 })
             }
             None if write => {
                 let (after, completes) = pair();
-                self.last_write.insert(
-                    (scope, namespace.clone()),
-                    (lane, after, !req.expects_reply),
-                );
+                let state = self
+                    .namespaces
+                    .entry((scope, namespace.clone()))
+                    .or_default();
+                state.write = Some((lane, after, !req.expects_reply));
+                // They are followed through this write, which follows them.
+                state.reads.clear();
                 Some(completes)
             }
-            _ => None,
+            _ => {
+                // A read (or any other request on the namespace): a later write follows it.
+                let (after, completes) = pair();
+                let state = self
+                    .namespaces
+                    .entry((scope, namespace.clone()))
+                    .or_default();
+                state.reads.retain(|(_, a)| !a.done());
+                state.reads.push((lane, after));
+                Some(completes)
+            }
         };
+        let after = (!waits.0.is_empty()).then_some(waits);
         (after, completes)
     }
 
     /// A new pass: nothing of the last one is waited for any more.
     pub fn clear(&mut self) {
-        self.last_write.clear();
+        self.namespaces.clear();
         self.txn_writes.clear();
     }
 }
 
-/// Waits for the write `after` stands for. False when the replay was aborted meanwhile.
+/// Waits for what `after` stands for. False when the replay was aborted meanwhile.
 pub async fn wait_turn(
     shared: &Shared,
     after: Option<&After>,
@@ -141,20 +195,25 @@ pub async fn wait_turn(
 ) -> bool {
     let Some(after) = after else { return true };
     Counters::bump(&shared.counters.ordered);
-    if after.0.is_closed() {
+    if after.done() {
         return true;
     }
     let started = std::time::Instant::now();
-    let done = tokio::select! {
-        _ = after.0.acquire() => true,
-        _ = abort.wait_for(|a| *a) => false,
-    };
+    for s in &after.0 {
+        let done = tokio::select! {
+            _ = s.acquire() => true,
+            _ = abort.wait_for(|a| *a) => false,
+        };
+        if !done {
+            return false;
+        }
+    }
     Counters::bump(&shared.counters.order_waits);
     shared
         .counters
         .order_wait_ns
         .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    done
+    true
 }
 
 #[cfg(test)]
@@ -184,14 +243,61 @@ mod tests {
         assert!(after.is_none() && completes.is_some());
         let (same_lane, _) = order.place(0, 0, &find, &ns);
         assert!(same_lane.is_none(), "one lane keeps its own order");
-        let (other_lane, none) = order.place(0, 1, &find, &ns);
+        let (other_lane, read) = order.place(0, 1, &find, &ns);
         let other_lane = other_lane.expect("waits");
-        assert!(none.is_none());
-        assert!(!other_lane.0.is_closed());
+        assert!(read.is_some(), "a read completes for the writes after it");
+        assert!(!other_lane.done());
         drop(completes);
-        assert!(other_lane.0.is_closed());
+        assert!(other_lane.done());
         // Another copy does not wait.
         assert!(order.place(1, 1, &find, &ns).0.is_none());
+    }
+
+    #[test]
+    fn a_write_after_reads_on_other_lanes_waits_for_all_of_them() {
+        let ns: Arc<str> = Arc::from("db.c");
+        let mut order = Order::default();
+        let insert = request(rawdoc! { "insert": "c", "$db": "db", "documents": [{"_id": 1}] });
+        let find = request(rawdoc! { "find": "c", "$db": "db" });
+        let delete =
+            request(rawdoc! { "delete": "c", "$db": "db", "deletes": [{"q": {}, "limit": 0}] });
+        let (_, inserted) = order.place(0, 0, &insert, &ns);
+        drop(inserted);
+        // Two finds on lanes 1 and 2, after the insert was answered: they wait for nothing.
+        let (w1, find1) = order.place(0, 1, &find, &ns);
+        let (w2, find2) = order.place(0, 2, &find, &ns);
+        assert!(w1.is_none() && w2.is_none());
+        // The delete recorded after them, on lane 3, waits for both finds.
+        let (waits, deleted) = order.place(0, 3, &delete, &ns);
+        let waits = waits.expect("the delete follows the finds");
+        assert!(!waits.done());
+        drop(find1);
+        assert!(!waits.done(), "one find is still running");
+        drop(find2);
+        assert!(waits.done());
+        // A find after the delete waits for the delete only.
+        let (after_delete, _) = order.place(0, 1, &find, &ns);
+        let after_delete = after_delete.expect("follows the delete");
+        assert_eq!(after_delete.0.len(), 1);
+        drop(deleted);
+        assert!(after_delete.done());
+        // Reads on the write's own lane are in order already.
+        let (_, same_lane_find) = order.place(0, 3, &find, &ns);
+        assert!(order.place(0, 3, &delete, &ns).0.is_none());
+        drop(same_lane_find);
+    }
+
+    #[test]
+    fn answered_reads_are_forgotten() {
+        let ns: Arc<str> = Arc::from("db.c");
+        let mut order = Order::default();
+        let find = request(rawdoc! { "find": "c", "$db": "db" });
+        for i in 0..10_000 {
+            let (_, done) = order.place(0, i % 8, &find, &ns);
+            drop(done);
+        }
+        let state = &order.namespaces[&(0, ns.clone())];
+        assert!(state.reads.len() <= 1, "{} reads kept", state.reads.len());
     }
 
     #[test]
