@@ -35,6 +35,9 @@ pub enum Lanes {
     Fixed(usize),
 }
 
+/// Lanes held before finished ones are first reaped.
+const REAP_AT_LEAST: usize = 64;
+
 pub struct Router {
     lanes_mode: Lanes,
     spawn_lane: SpawnLane,
@@ -48,8 +51,11 @@ pub struct Router {
     /// the next pass reuses them, so a replay opens one pass's connections however many passes run.
     parked: HashMap<(u32, u64), usize>,
     clones: u32,
-    /// The lanes' tasks, to wait for at the end.
+    /// The lanes' tasks, to wait for at the end. Finished ones are reaped as lanes are spawned: a
+    /// finished task's handle keeps its cell allocated, one per recorded connection otherwise.
     pub joins: Vec<JoinHandle<()>>,
+    /// Reap finished lanes when `joins` reaches this many.
+    reap_at: usize,
 }
 
 impl Router {
@@ -71,6 +77,7 @@ impl Router {
             parked: HashMap::new(),
             clones: clones.max(1),
             joins: Vec::new(),
+            reap_at: REAP_AT_LEAST,
         };
         if let Lanes::Fixed(n) = lanes_mode {
             for _ in 0..n * clones as usize {
@@ -81,10 +88,32 @@ impl Router {
     }
 
     fn spawn(&mut self) -> usize {
+        if self.joins.len() >= self.reap_at {
+            self.reap();
+        }
         let (tx, rx) = unbounded_channel();
         self.joins.push((self.spawn_lane)(rx));
         self.lanes.push(Some(tx));
         self.lanes.len() - 1
+    }
+
+    /// Drops the handles of lanes that finished, saying so when one failed (as the end of the
+    /// replay would). Amortized: the next reap waits until twice as many lanes are held.
+    fn reap(&mut self) {
+        use futures_util::FutureExt;
+        let mut i = 0;
+        while i < self.joins.len() {
+            if !self.joins[i].is_finished() {
+                i += 1;
+                continue;
+            }
+            if let Some(Err(e)) = self.joins.swap_remove(i).now_or_never() {
+                self.shared
+                    .abort
+                    .trigger(format!("internal: a replay connection failed: {e}"));
+            }
+        }
+        self.reap_at = (2 * self.joins.len()).max(REAP_AT_LEAST);
     }
 
     /// The lane for one copy of `req`, and the key its sessions are mapped under.
