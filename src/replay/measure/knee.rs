@@ -34,7 +34,7 @@ pub struct KneeReport {
 pub struct Bucket<'a> {
     pub unix_s: u64,
     pub ops: u64,
-    pub latency: &'a Histogram<u64>,
+    pub latency: std::borrow::Cow<'a, Histogram<u64>>,
 }
 
 /// The knee of a schedule that started at `started_at_unix_s` and ran `duration_s`.
@@ -57,9 +57,9 @@ pub fn find(
     for (_, b) in inside.iter().filter(|(t, _)| *t < cut) {
         match &mut baseline {
             Some(h) => {
-                let _ = h.add(b.latency);
+                let _ = h.add(&*b.latency);
             }
-            None => baseline = Some(b.latency.clone()),
+            None => baseline = Some(b.latency.clone().into_owned()),
         }
     }
     let baseline_p99 = baseline.map_or(0, |h| h.value_at_quantile(0.99));
@@ -123,7 +123,7 @@ mod tests {
             .map(|(i, h)| Bucket {
                 unix_s: 1_000 + i as u64,
                 ops: h.len(),
-                latency: h,
+                latency: std::borrow::Cow::Borrowed(h),
             })
             .collect();
         let k = find(&pacing, 1_000.0, 10.0, &buckets).unwrap();
@@ -143,7 +143,7 @@ mod tests {
             .map(|(i, h)| Bucket {
                 unix_s: 50 + i as u64,
                 ops: 100,
-                latency: h,
+                latency: std::borrow::Cow::Borrowed(h),
             })
             .collect();
         let k = find(&pacing, 49.5, 6.0, &buckets).unwrap();

@@ -65,8 +65,55 @@ impl Stat {
 struct Second {
     ops: u64,
     errors: u64,
-    latency: Histogram<u64>,
+    latency: Latency,
     max_lag_ns: u64,
+}
+
+/// A second's latencies: a histogram while operations may still land in it, then packed into its
+/// serialized form (a few hundred bytes, where the histogram takes ~30 KB), so that a day-long
+/// replay's timeline takes megabytes, not gigabytes.
+enum Latency {
+    Live(Histogram<u64>),
+    Packed(String),
+}
+
+/// Seconds behind the newest one that stay live: an operation is counted in the second it
+/// finished in, and lanes report a little out of order.
+const LIVE_SECONDS: usize = 2;
+
+impl Latency {
+    fn histogram(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        match self {
+            Latency::Live(h) => std::borrow::Cow::Borrowed(h),
+            // Packed from a histogram of ours: it decodes; an empty one otherwise.
+            Latency::Packed(text) => {
+                std::borrow::Cow::Owned(hdr::decode(text).unwrap_or_else(|_| coarse_histogram()))
+            }
+        }
+    }
+
+    fn live(&mut self) -> &mut Histogram<u64> {
+        if let Latency::Packed(_) = self {
+            *self = Latency::Live(self.histogram().into_owned());
+        }
+        match self {
+            Latency::Live(h) => h,
+            Latency::Packed(_) => unreachable!("unpacked just above"),
+        }
+    }
+
+    fn pack(&mut self) {
+        if let Latency::Live(h) = self {
+            *self = Latency::Packed(hdr::encode(h));
+        }
+    }
+
+    fn encoded(&self) -> String {
+        match self {
+            Latency::Live(h) => hdr::encode(h),
+            Latency::Packed(text) => text.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -123,6 +170,8 @@ pub struct Metrics {
     per_command: HashMap<Arc<str>, Stat>,
     per_namespace: HashMap<Arc<str>, Stat>,
     timeline: Vec<Second>,
+    /// Seconds of `timeline` before this one are packed.
+    packed: usize,
     buckets: Buckets,
     lag: Histogram<u64>,
     behind_1ms: u64,
@@ -162,6 +211,7 @@ impl Metrics {
             per_command: HashMap::new(),
             per_namespace: HashMap::new(),
             timeline: Vec::new(),
+            packed: 0,
             buckets: Buckets::new(wall.as_nanos() as u64),
             lag: coarse_histogram(),
             behind_1ms: 0,
@@ -206,11 +256,21 @@ impl Metrics {
         let sec = (since_ns.saturating_add(self.start_subsec_ns) / 1_000_000_000) as usize;
         // A bound on the timeline's memory: a day of seconds.
         if sec < 86_400 {
+            if sec >= self.timeline.len() {
+                // The seconds now well behind the newest are done: packed.
+                let done = (sec + 1)
+                    .saturating_sub(LIVE_SECONDS + 1)
+                    .min(self.timeline.len());
+                for t in &mut self.timeline[self.packed..done.max(self.packed)] {
+                    t.latency.pack();
+                }
+                self.packed = self.packed.max(done);
+            }
             while self.timeline.len() <= sec {
                 self.timeline.push(Second {
                     ops: 0,
                     errors: 0,
-                    latency: coarse_histogram(),
+                    latency: Latency::Live(coarse_histogram()),
                     max_lag_ns: 0,
                 });
             }
@@ -218,7 +278,11 @@ impl Metrics {
             t.ops += 1;
             t.errors += s.error as u64;
             if let Some(ns) = s.latency_ns {
-                t.latency.saturating_record(ns.max(100));
+                // A very late operation reopens its packed second; it is packed again later.
+                if sec < self.packed {
+                    self.packed = sec;
+                }
+                t.latency.live().saturating_record(ns.max(100));
             }
             t.max_lag_ns = t.max_lag_ns.max(s.lag_ns);
         }
@@ -267,16 +331,19 @@ impl Metrics {
         self.timeline
             .iter()
             .enumerate()
-            .map(|(i, t)| SecondReport {
-                second: i,
-                unix_s: self.start_unix_s + i as u64,
-                hdr: hdr::encode(&t.latency),
-                ops: t.ops,
-                errors: t.errors,
-                p50_us: us(t.latency.value_at_quantile(0.5)),
-                p99_us: us(t.latency.value_at_quantile(0.99)),
-                max_us: us(t.latency.max()),
-                max_lag_us: us(t.max_lag_ns),
+            .map(|(i, t)| {
+                let h = t.latency.histogram();
+                SecondReport {
+                    second: i,
+                    unix_s: self.start_unix_s + i as u64,
+                    hdr: t.latency.encoded(),
+                    ops: t.ops,
+                    errors: t.errors,
+                    p50_us: us(h.value_at_quantile(0.5)),
+                    p99_us: us(h.value_at_quantile(0.99)),
+                    max_us: us(h.max()),
+                    max_lag_us: us(t.max_lag_ns),
+                }
             })
             .collect()
     }
@@ -299,7 +366,7 @@ impl Metrics {
             .map(|(i, t)| Bucket {
                 unix_s: self.start_unix_s + i as u64,
                 ops: t.ops,
-                latency: &t.latency,
+                latency: t.latency.histogram(),
             })
             .collect()
     }
@@ -329,5 +396,58 @@ impl Metrics {
 
     pub fn divergences(&self) -> BTreeMap<String, DivergenceReport> {
         self.divergences.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn sample<'a>(cmd: &'a Arc<str>, start: Instant, at_ms: u64, latency_us: u64) -> Sample<'a> {
+        Sample {
+            command: cmd,
+            namespace: cmd,
+            latency_ns: Some(latency_us * 1000),
+            error: false,
+            code: None,
+            lag_ns: 0,
+            done: start + Duration::from_millis(at_ms),
+        }
+    }
+
+    #[test]
+    fn finished_seconds_are_packed_and_report_the_same() {
+        let cmd: Arc<str> = Arc::from("find");
+        let start = Instant::now();
+        let mut m = Metrics::new(start);
+        // 300 seconds, 50 operations each, at 100 + second µs.
+        for sec in 0..300u64 {
+            for i in 0..50 {
+                m.record(sample(&cmd, start, sec * 1000 + i * 19, 100 + sec));
+            }
+        }
+        let live = m
+            .timeline
+            .iter()
+            .filter(|t| matches!(t.latency, Latency::Live(_)))
+            .count();
+        assert!(live <= LIVE_SECONDS + 2, "{live} seconds still live");
+        // A late operation reopens its second, and is counted.
+        m.record(sample(&cmd, start, 5_500, 5_000));
+        let timeline = m.timeline();
+        assert!(timeline.len() >= 300);
+        let t = timeline.iter().find(|t| t.p50_us >= 150.0).unwrap();
+        assert!((t.p50_us - (100.0 + t.second as f64)).abs() <= 2.0, "{t:?}");
+        let late = timeline.iter().find(|t| t.ops == 51).expect("the late one");
+        assert!(late.max_us >= 4_900.0, "{late:?}");
+        // What the report carries for a packed second decodes to the same histogram.
+        let h = hdr::decode(&timeline[100].hdr).unwrap();
+        assert_eq!(h.len(), 50);
+        // The knee's view of the seconds sees the packed ones too.
+        assert_eq!(
+            m.buckets().iter().map(|b| b.latency.len()).sum::<u64>(),
+            15_001
+        );
     }
 }

@@ -285,7 +285,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
             .map(|(&unix_s, (ops, _, _, h))| Bucket {
                 unix_s,
                 ops: *ops,
-                latency: h,
+                latency: std::borrow::Cow::Borrowed(h),
             })
             .collect();
         let duration_s = r.options.duration_s.unwrap_or(wall_s);
