@@ -258,13 +258,13 @@ impl Metrics {
         if sec < 86_400 {
             if sec >= self.timeline.len() {
                 // The seconds now well behind the newest are done: packed.
-                let done = (sec + 1)
-                    .saturating_sub(LIVE_SECONDS + 1)
-                    .min(self.timeline.len());
-                for t in &mut self.timeline[self.packed..done.max(self.packed)] {
-                    t.latency.pack();
+                let done = sec.saturating_sub(LIVE_SECONDS).min(self.timeline.len());
+                if done > self.packed {
+                    for t in &mut self.timeline[self.packed..done] {
+                        t.latency.pack();
+                    }
+                    self.packed = done;
                 }
-                self.packed = self.packed.max(done);
             }
             while self.timeline.len() <= sec {
                 self.timeline.push(Second {
