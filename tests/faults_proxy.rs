@@ -427,10 +427,7 @@ fn a_second_signal_cuts_a_large_capture_backlog_and_the_capture_still_ends_whole
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
 
     // The capture ends whole: what was not written is counted in gap records and in `end`.
-    let records: Vec<Record> = mongotape::capture::CaptureReader::open(&out)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let records = capture_records(&out);
     let end = records.last().unwrap();
     assert_eq!(end.kind, RecordKind::End, "the capture has its end record");
     let end: mongotape::capture::EndEvent = end.event().unwrap();
