@@ -172,18 +172,13 @@ fn cursors_are_remapped_and_killed() {
     }
 }
 
-/// A find on one connection and its getMore and killCursors on another (sessionless, raw OP_MSG
-/// from Python): the getMore waits for the other connection's live cursor id.
-#[test]
-fn a_cursor_is_continued_on_another_connection() {
-    let script = r#"
+/// Python that speaks OP_MSG on its own sockets, as a driver does under its API: `conn()` opens a
+/// connection to the URI in argv[1], `cmd(sock, doc)` sends one command and returns the reply.
+const RAW_OP_MSG: &str = r#"
 import sys, socket, struct, bson
 from pymongo import MongoClient
 from urllib.parse import urlparse
 uri = sys.argv[1]
-db = MongoClient(uri)["rules"]
-db.drop_collection("c")
-db.c.insert_many([{"_id": i} for i in range(10)])
 host, port = urlparse(uri).netloc.split(":")
 def conn():
     return socket.create_connection((host, int(port)))
@@ -199,16 +194,94 @@ def cmd(s, doc):
     while len(rest) < n - 16:
         rest += s.recv(n - 16 - len(rest))
     return bson.decode(rest[5:])
+"#;
+
+/// One logical session over three connections, as a driver's pool hands them out: retryable
+/// inserts with `txnNumber` 1..60 in turns of five per connection, then a transaction whose
+/// statements and commit each take another connection.
+const SESSION_ACROSS_CONNECTIONS: &str = r#"
+import uuid
+from bson.binary import Binary, UUID_SUBTYPE
+from bson.int64 import Int64
+lsid = {"id": Binary(uuid.uuid4().bytes, UUID_SUBTYPE)}
+conns = [conn(), conn(), conn()]
+ok = 0
+for i in range(60):
+    r = cmd(conns[i // 5 % 3], {"insert": "s", "documents": [{"_id": i}], "lsid": lsid,
+                                "txnNumber": Int64(i + 1), "$db": "rules"})
+    ok += r.get("n", 0)
+t = {"lsid": lsid, "txnNumber": Int64(61), "autocommit": False, "$db": "rules"}
+ok += cmd(conns[0], {"insert": "s", "documents": [{"_id": 60}], "startTransaction": True, **t})["n"]
+ok += cmd(conns[1], {"update": "s", "updates": [{"q": {"_id": 0}, "u": {"$set": {"t": 1}}}], **t})["nModified"]
+ok += int(cmd(conns[2], {"commitTransaction": 1, **t, "$db": "admin"})["ok"])
+print(ok)
+"#;
+
+/// A session's retryable writes (`txnNumber` 1, 2, 3 ...) spread over connections must reach the
+/// server in that order, or it refuses the older ones (TransactionTooOld), and a transaction's
+/// statements must come in order too. Under `--fast` every connection's lane races the others:
+/// each request of a session waits for the session's previous one.
+#[test]
+fn a_session_across_connections_keeps_its_order() {
+    let script = format!("{RAW_OP_MSG}{SESSION_ACROSS_CONNECTIONS}");
+    let dir = tempdir();
+    let a = Server::start();
+    let (capture, out) = record_python(&a, dir.path(), "session", &script);
+    assert_eq!(out.trim(), "63");
+    let expected = dump_db(&a.uri(), "rules");
+    drop(a);
+    for args in [&["--fast"][..], &["--fast", "--clones", "2"][..], &[][..]] {
+        let b = Server::start();
+        let r = replay(&capture, &b.uri(), args);
+        assert_eq!(
+            r.report["summary"]["overall"]["errors"],
+            0,
+            "{args:?}: {}",
+            r.describe()
+        );
+        assert_eq!(r.divergences(), 0, "{args:?}: {}", r.describe());
+        let clones = if args.len() > 1 { 2 } else { 1 };
+        assert_eq!(r.count("insert"), 61 * clones, "{}", r.describe());
+        assert_eq!(r.count("commitTransaction"), clones, "{}", r.describe());
+        if args == ["--fast"] {
+            let followed = r.report["session_order"]["followed"].as_u64().unwrap_or(0);
+            assert!(
+                followed > 0,
+                "the lanes raced, yet nothing followed its session: {}",
+                r.describe()
+            );
+            assert_same_db(&expected, &dump_db(&b.uri(), "rules"));
+        }
+        if clones == 2 {
+            for db in ["rules_1", "rules_2"] {
+                let copy = dump_db(&b.uri(), db);
+                assert_eq!(copy["collections"], expected["collections"], "{db}");
+            }
+        }
+    }
+}
+
+/// A find on one connection and its getMore and killCursors on another (sessionless, raw OP_MSG
+/// from Python): the getMore waits for the other connection's live cursor id.
+#[test]
+fn a_cursor_is_continued_on_another_connection() {
+    let script = format!(
+        "{RAW_OP_MSG}{}",
+        r#"
+db = MongoClient(uri)["rules"]
+db.drop_collection("c")
+db.c.insert_many([{"_id": i} for i in range(10)])
 a, b = conn(), conn()
 r = cmd(a, {"find": "c", "batchSize": 2, "$db": "rules"})
 cid = r["cursor"]["id"]
 g = cmd(b, {"getMore": cid, "collection": "c", "batchSize": 3, "$db": "rules"})
 k = cmd(b, {"killCursors": "c", "cursors": [cid], "$db": "rules"})
 print(len(g["cursor"]["nextBatch"]), k["cursorsKilled"] == [cid])
-"#;
+"#
+    );
     let dir = tempdir();
     let a = Server::start_with(&["--standalone"]);
-    let (capture, out) = record_python(&a, dir.path(), "crossconn", script);
+    let (capture, out) = record_python(&a, dir.path(), "crossconn", &script);
     assert_eq!(out.trim(), "3 True");
     drop(a);
     let b = Server::start_with(&["--standalone"]);

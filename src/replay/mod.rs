@@ -415,6 +415,8 @@ fn add_measurements(
             },
             ..report::OrderingReport::default()
         });
+    } else {
+        report.session_order = Some(report::SessionOrderReport::default());
     }
 }
 
@@ -442,6 +444,12 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult)
         .insert("after_deadline".into(), Counters::get(&c.after_deadline));
     if let Some(o) = &mut report.ordering {
         o.followed_a_write = Counters::get(&c.ordered);
+        o.waited = Counters::get(&c.order_waits);
+        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+    }
+    // The same counters: with one lane per recorded connection, only sessions make requests wait.
+    if let Some(o) = &mut report.session_order {
+        o.followed = Counters::get(&c.ordered);
         o.waited = Counters::get(&c.order_waits);
         o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
     }

@@ -137,6 +137,17 @@ pub struct OrderingReport {
     pub mean_in_flight: f64,
 }
 
+/// One lane per recorded connection: requests that waited for their logical session's previous
+/// request, sent on another connection ([`crate::replay::route::session_order`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SessionOrderReport {
+    /// Requests whose session's previous request went on another connection.
+    pub followed: u64,
+    /// Of those, how many had to wait for it, and for how long in all.
+    pub waited: u64,
+    pub wait_s: f64,
+}
+
 /// Which part of the capture a shard replayed (`--shard I/N`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {
@@ -214,6 +225,8 @@ pub struct ReplayReport {
     pub knee: Option<KneeReport>,
     /// `--connections N`: the order kept between dependent requests, and the concurrency left.
     pub ordering: Option<OrderingReport>,
+    /// One lane per recorded connection: each session's requests kept one at a time.
+    pub session_order: Option<SessionOrderReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
     pub server: ServerReport,
@@ -344,6 +357,13 @@ impl ReplayReport {
             out.push_str(&format!(
                 "order: {} request(s) followed a write on another connection, {} waited ({}); {:.1} requests in flight on average over {} connection(s) per clone\n",
                 o.followed_a_write, o.waited, units::duration_s(o.wait_s), o.mean_in_flight, o.connections
+            ));
+        }
+        if let Some(o) = self.session_order.as_ref().filter(|o| o.waited > 0) {
+            out.push_str(&format!(
+                "session order: {} request(s) waited for their session's previous request on another connection ({})\n",
+                o.waited,
+                units::duration_s(o.wait_s)
             ));
         }
         if let Some(m) = &self.merge {

@@ -4,7 +4,9 @@
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
 //! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
-//! statements on one lane, and a write before any later request of its namespace ([`order`]).
+//! statements on one lane, and a write before any later request of its namespace ([`order`]); with
+//! one lane per recorded connection, a logical session's requests go one at a time
+//! ([`session_order`]), as the recording driver sent them.
 
 pub mod abort;
 pub mod budget;
@@ -12,6 +14,7 @@ pub mod cursors;
 pub mod op;
 pub mod order;
 pub mod pacing;
+pub mod session_order;
 pub mod shared;
 
 use crate::replay::request::{Request, Scope};

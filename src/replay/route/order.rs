@@ -31,7 +31,7 @@ const WRITES: &[&str] = &[
 pub struct After(Vec<Arc<Semaphore>>);
 
 impl After {
-    fn done(&self) -> bool {
+    pub(super) fn done(&self) -> bool {
         self.0.iter().all(|s| s.is_closed())
     }
 }
@@ -46,7 +46,7 @@ impl Drop for Completes {
     }
 }
 
-fn pair() -> (After, Completes) {
+pub(super) fn pair() -> (After, Completes) {
     let s = Arc::new(Semaphore::new(0));
     (After(vec![s.clone()]), Completes(s))
 }

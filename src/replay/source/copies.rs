@@ -135,7 +135,7 @@ impl Feed<'_> {
         };
         let (after, completes) = match self.cfg.lanes {
             Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
-            Lanes::PerRecorded => (None, None),
+            Lanes::PerRecorded => self.session_order.place(lane, lsid),
         };
         let produces_cursor = req.produces_cursor();
         if let Some(c) = produces_cursor {

@@ -104,6 +104,9 @@ struct Feed<'a> {
     past_deadline: bool,
     /// `--connections N`: writes and what follows them ([`crate::replay::route::order`]).
     order: crate::replay::route::order::Order,
+    /// One lane per recorded connection: each logical session's requests, one at a time
+    /// ([`crate::replay::route::session_order`]).
+    session_order: crate::replay::route::session_order::SessionOrder,
 }
 
 impl Feed<'_> {
@@ -219,9 +222,10 @@ impl Feed<'_> {
         if self.cfg.lanes == Lanes::PerRecorded {
             self.router.end_pass(self.more_passes());
         }
-        // Sessions and cursors of this pass are never used again.
-        self.sessions.clear();
+        // What this pass waited on is never waited on again (the next pass's copies have their
+        // own scopes, and so their own live sessions).
         self.order.clear();
+        self.session_order.clear();
         go_on && self.result.capture_error.is_none()
     }
 
@@ -372,6 +376,7 @@ pub fn run(
         shard: plan,
         past_deadline: false,
         order: crate::replay::route::order::Order::new(cfg.unordered),
+        session_order: crate::replay::route::session_order::SessionOrder::default(),
     };
     loop {
         if cfg.repeat.is_some_and(|r| feed.iteration >= r) {

@@ -9,7 +9,9 @@ use crate::replay::measure::metrics::{
     coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
     DIVERGENCE_EXAMPLES,
 };
-use crate::replay::report::{MergeReport, RecordedReport, ReplayReport, ReplayerReport};
+use crate::replay::report::{
+    MergeReport, RecordedReport, ReplayReport, ReplayerReport, SessionOrderReport,
+};
 use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -211,6 +213,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         stray_replies: total(|r| r.stray_replies),
         retried_not_primary: total(|r| r.retried_not_primary),
         retried_dropped_connection: total(|r| r.retried_dropped_connection),
+        session_order: session_order(inputs.iter().map(|i| &i.report)),
         ..ReplayReport::default()
     };
     r.summary = ReportSummary {
@@ -345,4 +348,21 @@ fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
         };
         r.summary.client_cpu_us_per_op = r.replayer.cpu_us_per_op;
     }
+}
+
+/// The shards' session waits added up; `None` when no shard kept sessions in order.
+fn session_order<'a>(
+    reports: impl Iterator<Item = &'a ReplayReport>,
+) -> Option<SessionOrderReport> {
+    reports.filter_map(|r| r.session_order.as_ref()).fold(
+        None,
+        |sum: Option<SessionOrderReport>, o| {
+            let s = sum.unwrap_or_default();
+            Some(SessionOrderReport {
+                followed: s.followed + o.followed,
+                waited: s.waited + o.waited,
+                wait_s: s.wait_s + o.wait_s,
+            })
+        },
+    )
 }
