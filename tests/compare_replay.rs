@@ -45,7 +45,9 @@ fn replay(capture: &Path, report: &Path, label: &str, pace: &[&str]) {
 fn analyze_and_two_replays_side_by_side() {
     let _serial = one_at_a_time();
     let server = Server::start_with(&["--standalone"]);
-    let rec = record_inserts_finds(&server, "recorded", 60, 0.0, 0);
+    // 5 ms between operations: the recorded pace stays far below what a closed loop reaches, however
+    // busy the machine.
+    let rec = record_inserts_finds(&server, "recorded", 60, 0.005, 0);
     drop(server);
     let dir = tempdir();
     let a = dir.path().join("analyze.json");

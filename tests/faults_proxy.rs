@@ -354,20 +354,32 @@ fn sigterm_under_load_answers_every_request_already_sent() {
         "{}&retryWrites=false&serverSelectionTimeoutMS=1000",
         proxy.uri()
     );
+    // The load signals once 200 inserts are acknowledged; SIGTERM comes then, under load, however
+    // slowly Python starts on a busy machine.
+    let flowing = dir.path().join("flowing");
+    let flag = flowing.display().to_string();
     let load = std::thread::spawn(move || {
         python_json(
             "import sys, json, threading\n\
              from pymongo import MongoClient\n\
              c = MongoClient(sys.argv[1])\n\
              acked, errors = [], []\n\
-             def work(t):\n    i = 0\n    while True:\n        try:\n            c.drain.k.insert_one({'_id': f'{t}-{i}'})\n            acked.append(f'{t}-{i}'); i += 1\n        except Exception as e:\n            errors.append(type(e).__name__); return\n\
+             def work(t):\n    i = 0\n    while True:\n        try:\n            c.drain.k.insert_one({'_id': f'{t}-{i}'})\n            acked.append(f'{t}-{i}'); i += 1\n            if len(acked) == 200: open(sys.argv[2], 'w').close()\n        except Exception as e:\n            errors.append(type(e).__name__); return\n\
              ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]\n\
              [t.start() for t in ts]; [t.join() for t in ts]\n\
              print(json.dumps({'acked': acked, 'errors': errors}))\n",
-            &[uri],
+            &[uri, flag],
         )
     });
-    std::thread::sleep(Duration::from_millis(2500));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !flowing.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load acknowledged no 200 inserts through the proxy in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let exit = proxy.stop();
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
     let result = load.join().unwrap();
@@ -376,7 +388,7 @@ fn sigterm_under_load_answers_every_request_already_sent() {
     let records = capture_records(&out);
     let (asked, lost) = unanswered(&records);
     eprintln!("FIGURE drain under load: {} acked inserts, {asked} requests recorded, {lost} unanswered, {errors} client errors after SIGTERM", acked.len());
-    assert!(acked.len() > 200, "{}", acked.len());
+    assert!(acked.len() >= 200, "{}", acked.len());
     assert_eq!(lost, 0, "requests recorded without a reply");
     assert_eq!(records.last().unwrap().kind, RecordKind::End);
     let cut: Vec<_> = capture_closes(&out)
