@@ -164,3 +164,57 @@ fn duration_repeats_the_capture_until_it_is_over() {
     );
     assert!(r.report["timeline"].as_array().map(Vec::len) >= Some(1));
 }
+
+/// A pre-warmed pool (`minPoolSize`): pymongo opens a connection in the background and uses it for
+/// the insert a second later. Another client's find comes first: the replay's clock starts there.
+const WARM_POOL: &str = r#"
+import sys, time
+from pymongo import MongoClient
+MongoClient(sys.argv[1])["pace"].other.find_one()
+c = MongoClient(sys.argv[1], minPoolSize=1)
+time.sleep(1.5)
+c["pace"].warm.insert_one({"_id": 1})
+"#;
+
+/// For the connection that carried `command`: milliseconds from its open event to that request.
+fn open_to_first(records: &[mongotape::capture::Record], command: &str) -> Option<f64> {
+    use mongotape::capture::RecordKind;
+    use mongotape::wire::{Message, RequestInfo};
+    let first = records.iter().find(|r| {
+        r.kind == RecordKind::Request
+            && Message::parse(&r.payload).is_ok_and(|m| RequestInfo::of(&m).command == command)
+    })?;
+    let opened = records
+        .iter()
+        .find(|r| r.kind == RecordKind::Open && r.conn_id == first.conn_id)?;
+    Some(first.ts_ns.saturating_sub(opened.ts_ns) as f64 / 1e6)
+}
+
+/// At recorded timing a replay connection opens when the recorded client opened its connection,
+/// not when the first request is due: the handshake is not charged to that request. Seen from the
+/// server's side, through a second recording proxy.
+#[test]
+fn a_connection_opens_when_the_recorded_client_opened_it() {
+    let dir = tempdir();
+    let a = Server::start();
+    let (capture, _) = record_python(&a, dir.path(), "warm", WARM_POOL);
+    drop(a);
+    let recorded = open_to_first(&capture_records(&capture), "insert").expect("recorded insert");
+    assert!(
+        recorded >= 300.0,
+        "pymongo was expected to open its minPoolSize connection well before the insert: {recorded:.0} ms"
+    );
+
+    let b = Server::start();
+    let seen = dir.path().join("seen.mtape");
+    let proxy = Proxy::start_with(b.addr(), &seen, &["--quiet"]);
+    let r = replay(&capture, &proxy.uri(), &["--no-server-status"]);
+    assert_eq!(r.count("insert"), 1, "{}", r.describe());
+    assert!(proxy.stop().status.success());
+    let replayed = open_to_first(&capture_records(&seen), "insert").expect("replayed insert");
+    eprintln!("open to insert: recorded {recorded:.0} ms, replayed {replayed:.0} ms");
+    assert!(
+        replayed >= recorded / 2.0,
+        "the replay opened its connection {replayed:.0} ms before the insert; the client {recorded:.0} ms"
+    );
+}

@@ -254,6 +254,7 @@ fn copy_of(op: &Op) -> Op {
         compressor: op.compressor,
         after: None,
         completes: None,
+        connect_lead_ns: op.connect_lead_ns,
     }
 }
 

@@ -90,6 +90,7 @@ mod tests {
             compressor: None,
             after: None,
             completes: None,
+            connect_lead_ns: 0,
         }
     }
 

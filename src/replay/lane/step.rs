@@ -41,6 +41,11 @@ pub(super) async fn one(
         let reached = reach_marker(shared, marker, intended, abort).await;
         return Ok(if reached { Step::Skipped } else { Step::Stop });
     }
+    if conns.primary.is_none() && op.connect_lead_ns > 0 {
+        if let Some(stop) = connect_ahead(shared, conns, &op, intended, abort).await? {
+            return Ok(stop);
+        }
+    }
     if let Some(step) = wait_until_due(shared, intended, abort).await {
         return Ok(step);
     }
@@ -129,6 +134,34 @@ fn dropped(shared: &Shared, op: Op, side: Side, e: ConnError) -> Result<Step, Co
 
 /// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the
 /// `--duration` deadline, or the replay was aborted meanwhile.
+/// A recorded connection's first request: the lane connects `connect_lead_ns` (at the replay's
+/// pace) before the request is due, when the recorded client opened it, so the handshake (and the
+/// authentication) is not charged to the request's lag and latency. A request that will not be sent
+/// (due after `--duration`) opens nothing.
+async fn connect_ahead(
+    shared: &Shared,
+    conns: &mut Conns,
+    op: &Op,
+    intended: Option<Instant>,
+    abort: &mut watch::Receiver<bool>,
+) -> Result<Option<Step>, ConnError> {
+    let Some(due) = intended else {
+        return Ok(None);
+    };
+    if shared.deadline.is_some_and(|d| due >= d) {
+        return Ok(None);
+    }
+    let lead = shared.pacing.connect_lead(op.connect_lead_ns);
+    if let Some(at) = due.checked_sub(lead).filter(|at| *at > Instant::now()) {
+        tokio::select! {
+            _ = tokio::time::sleep_until(at) => {}
+            _ = abort.wait_for(|a| *a) => return Ok(Some(Step::Stop)),
+        }
+    }
+    conns.pick(shared, op, &[], abort).await?;
+    Ok(None)
+}
+
 async fn wait_until_due(
     shared: &Shared,
     intended: Option<Instant>,

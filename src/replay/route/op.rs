@@ -35,4 +35,8 @@ pub struct Op {
     pub after: Option<After>,
     /// This write's completion, for those that follow it (completes when the op is dropped).
     pub completes: Option<Completes>,
+    /// The first request of a recorded connection: how long before it the client opened that
+    /// connection. The lane connects that much before the request is due, as the client did, so
+    /// the handshake is not charged to the request (0: connect when it is due).
+    pub connect_lead_ns: u64,
 }

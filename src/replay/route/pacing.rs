@@ -41,6 +41,19 @@ impl Pacing {
         Some(start + Duration::from_secs_f64(secs.clamp(0.0, 1e9)))
     }
 
+    /// How long before its first request a connection is opened, for a recorded lead of `lead_ns`:
+    /// scaled by `--speed` at recorded timing, as recorded in open loop (a handshake takes as long
+    /// at any rate), none in closed loop (the connection opens at once anyway).
+    pub fn connect_lead(&self, lead_ns: u64) -> Duration {
+        match *self {
+            Pacing::Recorded { speed } => {
+                Duration::try_from_secs_f64(lead_ns as f64 / 1e9 / speed).unwrap_or(Duration::MAX)
+            }
+            Pacing::Fast => Duration::ZERO,
+            Pacing::Rate { .. } | Pacing::Ramp { .. } => Duration::from_nanos(lead_ns),
+        }
+    }
+
     /// The intended rate `t` seconds after the start (open loop only).
     pub fn rate_at(&self, t: f64) -> Option<f64> {
         match *self {

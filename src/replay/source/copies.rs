@@ -76,8 +76,17 @@ impl Feed<'_> {
         if barrier && !self.shared.budget.wait_empty(&self.shared.abort) {
             return false;
         }
+        // A recorded connection's first request: its lane connects when the client did.
+        let connect_lead_ns = match self.cfg.lanes {
+            Lanes::PerRecorded => self
+                .opened
+                .get_mut(&req.conn_id)
+                .and_then(Option::take)
+                .map_or(0, |opened| req.ts_ns.saturating_sub(opened)),
+            Lanes::Fixed(_) => 0,
+        };
         for clone in 0..clones {
-            if !self.emit_copy(&req, clone, offset_ns, insert) {
+            if !self.emit_copy(&req, clone, offset_ns, insert, connect_lead_ns) {
                 return false;
             }
         }
@@ -96,7 +105,14 @@ impl Feed<'_> {
     }
 
     /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
-    fn emit_copy(&mut self, req: &Request, clone: u32, offset_ns: u64, insert: bool) -> bool {
+    fn emit_copy(
+        &mut self,
+        req: &Request,
+        clone: u32,
+        offset_ns: u64,
+        insert: bool,
+        connect_lead_ns: u64,
+    ) -> bool {
         if let Some(plan) = &mut self.shard {
             if !plan.owns(req.conn_id, clone) {
                 return true;
@@ -158,6 +174,7 @@ impl Feed<'_> {
             compressor: req.compressor,
             after,
             completes,
+            connect_lead_ns,
         };
         self.seq += 1;
         if !self

@@ -77,6 +77,7 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         compressor: None,
         after: None,
         completes: None,
+        connect_lead_ns: 0,
     }
 }
 

@@ -107,6 +107,9 @@ struct Feed<'a> {
     /// One lane per recorded connection: each logical session's requests, one at a time
     /// ([`crate::replay::route::session_order`]).
     session_order: crate::replay::route::session_order::SessionOrder,
+    /// When each open recorded connection was opened (its open event, else its first message),
+    /// until its first replayed request takes it as its connect lead (then `None`).
+    opened: HashMap<u64, Option<u64>>,
 }
 
 impl Feed<'_> {
@@ -202,7 +205,16 @@ impl Feed<'_> {
                 }
             };
             go_on = match record.kind {
-                RecordKind::Request => self.on_request(&mut held, &record),
+                RecordKind::Open => {
+                    self.opened.insert(record.conn_id, Some(record.ts_ns));
+                    true
+                }
+                RecordKind::Request => {
+                    self.opened
+                        .entry(record.conn_id)
+                        .or_insert(Some(record.ts_ns));
+                    self.on_request(&mut held, &record)
+                }
                 RecordKind::Reply => self.on_reply(&mut held, &record),
                 RecordKind::Close => self.on_close(&mut held, &record),
                 _ => true,
@@ -226,6 +238,7 @@ impl Feed<'_> {
         // own scopes, and so their own live sessions).
         self.order.clear();
         self.session_order.clear();
+        self.opened.clear();
         go_on && self.result.capture_error.is_none()
     }
 
@@ -302,6 +315,7 @@ impl Feed<'_> {
                 return false;
             }
         }
+        self.opened.remove(&record.conn_id);
         let clones = self.cfg.clones.max(1);
         for clone in 0..clones {
             let scope = (self.iteration as u32)
@@ -377,6 +391,7 @@ pub fn run(
         past_deadline: false,
         order: crate::replay::route::order::Order::new(cfg.unordered),
         session_order: crate::replay::route::session_order::SessionOrder::default(),
+        opened: HashMap::new(),
     };
     loop {
         if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
