@@ -132,8 +132,6 @@ fn dropped(shared: &Shared, op: Op, side: Side, e: ConnError) -> Result<Step, Co
     }
 }
 
-/// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the
-/// `--duration` deadline, or the replay was aborted meanwhile.
 /// A recorded connection's first request: the lane connects `connect_lead_ns` (at the replay's
 /// pace) before the request is due, when the recorded client opened it, so the handshake (and the
 /// authentication) is not charged to the request's lag and latency. A request that will not be sent
@@ -152,16 +150,17 @@ async fn connect_ahead(
         return Ok(None);
     }
     let lead = shared.pacing.connect_lead(op.connect_lead_ns);
-    if let Some(at) = due.checked_sub(lead).filter(|at| *at > Instant::now()) {
-        tokio::select! {
-            _ = tokio::time::sleep_until(at) => {}
-            _ = abort.wait_for(|a| *a) => return Ok(Some(Step::Stop)),
+    if let Some(at) = due.checked_sub(lead) {
+        if !sleep_until(at, abort).await {
+            return Ok(Some(Step::Stop));
         }
     }
     conns.pick(shared, op, &[], abort).await?;
     Ok(None)
 }
 
+/// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the
+/// `--duration` deadline, or the replay was aborted meanwhile.
 async fn wait_until_due(
     shared: &Shared,
     intended: Option<Instant>,
@@ -174,11 +173,8 @@ async fn wait_until_due(
         }
     }
     if let Some(due) = intended {
-        if due > Instant::now() {
-            tokio::select! {
-                _ = tokio::time::sleep_until(due) => {}
-                _ = abort.wait_for(|a| *a) => return Some(Step::Stop),
-            }
+        if !sleep_until(due, abort).await {
+            return Some(Step::Stop);
         }
     }
     if shared.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -186,6 +182,17 @@ async fn wait_until_due(
         return Some(Step::Skipped);
     }
     None
+}
+
+/// Sleeps until `at` (not at all when it has passed). False when the replay was aborted meanwhile.
+async fn sleep_until(at: Instant, abort: &mut watch::Receiver<bool>) -> bool {
+    if at <= Instant::now() {
+        return true;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep_until(at) => true,
+        _ = abort.wait_for(|a| *a) => false,
+    }
 }
 
 /// Writes the live ids of the recorded cursors the op names into its bytes (waiting for cursors
