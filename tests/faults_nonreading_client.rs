@@ -90,7 +90,21 @@ fn a_client_that_stops_reading_holds_no_memory_and_blocks_no_one() {
         );
         assert!(ReplyInfo::of(&Message::parse(&frame).unwrap()).ok == Some(1.0));
     }
+    let client_port = stuck.local_addr().unwrap().port();
+    assert!(
+        proxy_holds(proxy.port(), client_port),
+        "the open connection is not seen"
+    );
     drop(stuck);
+    // SIGTERM only once the proxy has seen the client's close, or the close is the proxy's.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy_holds(proxy.port(), client_port) {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy still holds the closed client's connection after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let exit = proxy.stop();
     assert!(exit.status.success(), "{exit:?}");
 
@@ -118,4 +132,21 @@ fn a_client_that_stops_reading_holds_no_memory_and_blocks_no_one() {
         .map(|r| r.event::<mongotape::capture::CloseEvent>().unwrap())
         .expect("a close record");
     assert_eq!(close.side, Side::Client, "{close:?}");
+}
+
+/// Whether a socket on `local_port` connected to `remote_port` is still open here (ESTABLISHED or
+/// CLOSE_WAIT in /proc/net/tcp): the proxy's side of a client connection it has not closed yet.
+fn proxy_holds(local_port: u16, remote_port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let port = |addr: &str| {
+            addr.rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+        };
+        f.len() > 3
+            && port(f[1]) == Some(local_port)
+            && port(f[2]) == Some(remote_port)
+            && matches!(f[3], "01" | "08")
+    })
 }
