@@ -10,13 +10,16 @@
 //!   in place ([`OpMsgView`], zero-copy) and written section by section ([`OpMsgWriter`]).
 //! - [`legacy`]: OP_QUERY, OP_REPLY (and its in-place head) and the removed legacy opcodes;
 //!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
-//! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them.
+//! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them;
+//!   [`depth`]: how deeply a document nests, measured without recursion, and the one limit every
+//!   walk over BSON follows.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
 //!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 
 pub mod bson_raw;
 pub mod compressed;
+pub mod depth;
 pub mod error;
 pub mod frame;
 pub mod header;
