@@ -91,28 +91,20 @@ pub fn command_label(index: usize) -> &'static str {
 }
 
 /// The opcodes of the protocol (as `wire/` knows them), then `other`.
-pub const OPCODES: &[(OpCode, &str)] = &[
-    (OpCode::Reply, "OP_REPLY"),
-    (OpCode::Update, "OP_UPDATE"),
-    (OpCode::Insert, "OP_INSERT"),
-    (OpCode::Query, "OP_QUERY"),
-    (OpCode::GetMore, "OP_GET_MORE"),
-    (OpCode::Delete, "OP_DELETE"),
-    (OpCode::KillCursors, "OP_KILL_CURSORS"),
-    (OpCode::Compressed, "OP_COMPRESSED"),
-    (OpCode::Msg, "OP_MSG"),
-];
-pub const OPCODE_SLOTS: usize = OPCODES.len() + 1;
+pub const OPCODE_SLOTS: usize = OpCode::KNOWN.len() + 1;
 
 pub fn opcode_index(code: OpCode) -> usize {
-    OPCODES
+    OpCode::KNOWN
         .iter()
-        .position(|&(c, _)| c == code)
-        .unwrap_or(OPCODES.len())
+        .position(|&c| c == code)
+        .unwrap_or(OpCode::KNOWN.len())
 }
 
 pub fn opcode_label(index: usize) -> &'static str {
-    OPCODES.get(index).map_or("other", |&(_, name)| name)
+    OpCode::KNOWN
+        .get(index)
+        .and_then(|c| c.known_name())
+        .unwrap_or("other")
 }
 
 /// Distinct error codes with a series of their own; later ones count as `other`.

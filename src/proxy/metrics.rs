@@ -349,16 +349,11 @@ impl Collector for ProxyCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::rawdoc;
 
     fn msg(body: bson::RawDocumentBuf, request_id: i32, response_to: i32) -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(request_id, response_to)
+        OpMsg::with_body(body, MsgFlags::empty()).encode(request_id, response_to)
     }
 
     #[test]

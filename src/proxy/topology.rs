@@ -5,7 +5,7 @@
 use super::streams::Connector;
 use crate::net::HostPort;
 use crate::wire::hello::AddressMap;
-use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+use crate::wire::op_msg::{MsgFlags, OpMsg};
 use crate::wire::{FrameSplitter, Message};
 use bson::rawdoc;
 use std::sync::{Arc, RwLock};
@@ -54,12 +54,8 @@ pub async fn ask_hello(
 ) -> Result<HelloFacts, String> {
     let ask = async {
         let (mut r, mut w) = connector.connect(member).await?;
-        let request = OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(rawdoc! { "hello": 1, "$db": "admin" })],
-            checksum: None,
-        }
-        .encode(1, 0);
+        let request = OpMsg::with_body(rawdoc! { "hello": 1, "$db": "admin" }, MsgFlags::empty())
+            .encode(1, 0);
         w.write_all(&request)
             .await
             .map_err(|e| format!("sending hello to upstream {member}: {e}"))?;

@@ -5,12 +5,7 @@ use crate::wire::{Compressor, MsgFlags, OpMsg, Section};
 use bson::{rawdoc, Binary, RawDocumentBuf};
 
 fn msg(body: RawDocumentBuf) -> Vec<u8> {
-    OpMsg {
-        flags: MsgFlags::empty(),
-        sections: vec![Section::Body(body)],
-        checksum: None,
-    }
-    .encode(7, 0)
+    OpMsg::with_body(body, MsgFlags::empty()).encode(7, 0)
 }
 
 fn body_of(bytes: &[u8]) -> RawDocumentBuf {

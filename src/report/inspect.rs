@@ -487,13 +487,10 @@ mod tests {
     fn connections_past_the_listed_ones_are_summed() {
         let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
         let total = MAX_LISTED_CONNECTIONS as u64 + 25;
-        let ping = crate::wire::OpMsg {
-            flags: crate::wire::MsgFlags::empty(),
-            sections: vec![crate::wire::Section::Body(
-                bson::rawdoc! { "ping": 1, "$db": "admin" },
-            )],
-            checksum: None,
-        }
+        let ping = crate::wire::OpMsg::with_body(
+            bson::rawdoc! { "ping": 1, "$db": "admin" },
+            crate::wire::MsgFlags::empty(),
+        )
         .encode(1, 0);
         for id in 1..=total {
             w.write(&Record::new(RecordKind::Open, id, id * 10, &b"{}"[..]))

@@ -179,8 +179,8 @@ impl<'a> Iterator for Elements<'a> {
     }
 }
 
-impl Element<'_> {
-    pub fn as_str(&self) -> Option<&str> {
+impl<'a> Element<'a> {
+    pub fn as_str(&self) -> Option<&'a str> {
         if self.kind != STRING || self.value.len() < 5 {
             return None;
         }
@@ -213,7 +213,7 @@ impl Element<'_> {
     }
 
     /// The value bytes of an embedded document or array.
-    pub fn as_doc(&self) -> Option<&[u8]> {
+    pub fn as_doc(&self) -> Option<&'a [u8]> {
         matches!(self.kind, DOCUMENT | ARRAY).then_some(self.value)
     }
 }

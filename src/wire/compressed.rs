@@ -175,17 +175,14 @@ pub fn compress(message: &[u8], compressor: Compressor) -> Result<Vec<u8>, WireE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::rawdoc;
 
     fn inner() -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(
-                rawdoc! { "find": "c", "filter": { "x": "a".repeat(300) }, "$db": "bench" },
-            )],
-            checksum: None,
-        }
+        OpMsg::with_body(
+            rawdoc! { "find": "c", "filter": { "x": "a".repeat(300) }, "$db": "bench" },
+            MsgFlags::empty(),
+        )
         .encode(42, 0)
     }
 

@@ -70,18 +70,14 @@ impl FrameSplitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::rawdoc;
 
     fn stream() -> (Vec<u8>, Vec<Vec<u8>>) {
         let frames: Vec<Vec<u8>> = (0..3)
             .map(|i| {
-                OpMsg {
-                    flags: MsgFlags::empty(),
-                    sections: vec![Section::Body(rawdoc! { "ping": i, "$db": "admin" })],
-                    checksum: None,
-                }
-                .encode(i, 0)
+                OpMsg::with_body(rawdoc! { "ping": i, "$db": "admin" }, MsgFlags::empty())
+                    .encode(i, 0)
             })
             .collect();
         (frames.concat(), frames)

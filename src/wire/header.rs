@@ -55,19 +55,40 @@ impl OpCode {
         }
     }
 
+    /// Every opcode mongotape knows, in the protocol's order.
+    pub const KNOWN: [OpCode; 9] = [
+        OpCode::Reply,
+        OpCode::Update,
+        OpCode::Insert,
+        OpCode::Query,
+        OpCode::GetMore,
+        OpCode::Delete,
+        OpCode::KillCursors,
+        OpCode::Compressed,
+        OpCode::Msg,
+    ];
+
+    /// The protocol's name of a known opcode (`OP_MSG`, `OP_QUERY`, ...); `None` for an unknown one.
+    pub fn known_name(self) -> Option<&'static str> {
+        Some(match self {
+            OpCode::Reply => "OP_REPLY",
+            OpCode::Update => "OP_UPDATE",
+            OpCode::Insert => "OP_INSERT",
+            OpCode::Query => "OP_QUERY",
+            OpCode::GetMore => "OP_GET_MORE",
+            OpCode::Delete => "OP_DELETE",
+            OpCode::KillCursors => "OP_KILL_CURSORS",
+            OpCode::Compressed => "OP_COMPRESSED",
+            OpCode::Msg => "OP_MSG",
+            OpCode::Unknown(_) => return None,
+        })
+    }
+
     /// The name used in reports: `OP_MSG`, `OP_QUERY`, ..., `OP_UNKNOWN(n)`.
     pub fn name(self) -> String {
-        match self {
-            OpCode::Reply => "OP_REPLY".into(),
-            OpCode::Update => "OP_UPDATE".into(),
-            OpCode::Insert => "OP_INSERT".into(),
-            OpCode::Query => "OP_QUERY".into(),
-            OpCode::GetMore => "OP_GET_MORE".into(),
-            OpCode::Delete => "OP_DELETE".into(),
-            OpCode::KillCursors => "OP_KILL_CURSORS".into(),
-            OpCode::Compressed => "OP_COMPRESSED".into(),
-            OpCode::Msg => "OP_MSG".into(),
-            OpCode::Unknown(code) => format!("OP_UNKNOWN({code})"),
+        match self.known_name() {
+            Some(name) => name.into(),
+            None => format!("OP_UNKNOWN({})", self.as_i32()),
         }
     }
 }

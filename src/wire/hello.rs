@@ -6,11 +6,13 @@
 //! Pure and bounded: every input is a whole message already checked by the framer; malformed input
 //! is a [`WireError`], never a panic.
 
+use super::bson_raw;
 use super::compressed::{self, Compressor};
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
 use super::legacy::OpReply;
-use super::op_msg::{MsgFlags, OpMsg, Section};
+use super::op_msg::{OpMsg, Section};
+use super::op_msg_view::OpMsgView;
 use bson::raw::{RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
 use std::collections::HashMap;
 
@@ -241,11 +243,6 @@ fn is_hello_name(name: &[u8]) -> bool {
     HELLO_COMMANDS.iter().any(|c| c.as_bytes() == name)
 }
 
-fn le_i32(buf: &[u8], at: usize) -> Option<i32> {
-    let b = buf.get(at..at.checked_add(4)?)?;
-    Some(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
 /// The key of a document's first element, and where its value starts.
 fn first_key(buf: &[u8], doc_at: usize) -> Option<(u8, &[u8], usize)> {
     let element_type = *buf.get(doc_at.checked_add(4)?)?;
@@ -257,19 +254,9 @@ fn first_key(buf: &[u8], doc_at: usize) -> Option<(u8, &[u8], usize)> {
 
 /// The command name of an OP_MSG request: its body's first key, read in place.
 pub(super) fn op_msg_command(message: &[u8]) -> Option<&[u8]> {
-    let mut at = HEADER_LEN + 4;
-    // Drivers put the body first; skip document sequences before it all the same.
-    for _ in 0..16 {
-        match *message.get(at)? {
-            0 => return first_key(message, at + 1).map(|(_, key, _)| key),
-            1 => {
-                let size = usize::try_from(le_i32(message, at + 1)?).ok()?;
-                at = at.checked_add(1)?.checked_add(size)?;
-            }
-            _ => return None,
-        }
-    }
-    None
+    let body = OpMsgView::new(message).ok()?.body().ok()?;
+    let first = bson_raw::iter(body).ok()?.next()?.ok()?;
+    Some(first.key.as_bytes())
 }
 
 /// The command name of an OP_QUERY on `*.$cmd` (unwrapping `$query`), read in place.
@@ -291,21 +278,14 @@ pub(super) fn op_query_command(message: &[u8]) -> Option<&[u8]> {
 
 /// The moreToCome bit of a reply (an OP_COMPRESSED one is opened: this runs on hello replies only).
 pub fn reply_more_to_come(frame: &[u8]) -> bool {
-    let inner;
-    let msg = match MsgHeader::parse(frame) {
-        Ok(Some(h)) if h.op_code == OpCode::Compressed => match compressed::decompress(frame) {
-            Ok((_, m)) => {
-                inner = m;
-                &inner[..]
-            }
-            Err(_) => return false,
-        },
-        Ok(Some(h)) if h.op_code == OpCode::Msg => frame,
-        _ => return false,
-    };
-    msg.get(HEADER_LEN..HEADER_LEN + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .is_some_and(|flags| MsgFlags::from_bits_retain(flags).contains(MsgFlags::MORE_TO_COME))
+    match MsgHeader::parse(frame) {
+        Ok(Some(h)) if h.op_code == OpCode::Compressed => compressed::decompress(frame)
+            .is_ok_and(|(_, inner)| OpMsgView::new(&inner).is_ok_and(|m| m.more_to_come())),
+        Ok(Some(h)) if h.op_code == OpCode::Msg => {
+            OpMsgView::new(frame).is_ok_and(|m| m.more_to_come())
+        }
+        _ => false,
+    }
 }
 
 /// An OP_COMPRESSED request is opened to read its flags only up to this size: on the forwarding

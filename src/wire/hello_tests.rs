@@ -43,12 +43,7 @@ fn full_map() -> AddressMap {
 }
 
 fn op_msg(doc: RawDocumentBuf, flags: MsgFlags, request_id: i32, response_to: i32) -> Vec<u8> {
-    OpMsg {
-        flags,
-        sections: vec![Section::Body(doc)],
-        checksum: None,
-    }
-    .encode(request_id, response_to)
+    OpMsg::with_body(doc, flags).encode(request_id, response_to)
 }
 
 fn body(message: &[u8]) -> RawDocumentBuf {

@@ -4,6 +4,7 @@
 use super::legacy::OpQuery;
 use super::message::{Body, Message};
 use super::op_msg::Section;
+use super::reply::ReplyBody;
 use bson::{RawBsonRef, RawDocument, RawDocumentBuf};
 
 /// Commands that belong to connection set-up, monitoring or authentication rather than the workload.
@@ -182,21 +183,12 @@ pub fn as_i64(value: RawBsonRef<'_>) -> Option<i64> {
     }
 }
 
-fn as_f64(value: RawBsonRef<'_>) -> Option<f64> {
-    match value {
-        RawBsonRef::Int32(v) => Some(v as f64),
-        RawBsonRef::Int64(v) => Some(v as f64),
-        RawBsonRef::Double(v) => Some(v),
-        RawBsonRef::Boolean(b) => Some(if b { 1.0 } else { 0.0 }),
-        _ => None,
-    }
-}
-
 /// The outcome of a reply, as far as a replayer compares it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReplyInfo {
     pub ok: Option<f64>,
     pub code: Option<i32>,
+    pub code_name: Option<String>,
     pub errmsg: Option<String>,
     pub n: Option<i64>,
     pub n_modified: Option<i64>,
@@ -211,62 +203,33 @@ pub struct ReplyInfo {
 
 impl ReplyInfo {
     pub fn of(msg: &Message) -> ReplyInfo {
-        match &msg.body {
-            Body::Msg(m) => {
-                let mut info = from_reply_doc(m.body());
-                info.more_to_come = m.more_to_come();
-                info
-            }
-            Body::Reply(r) => {
-                let mut info = match r.documents.first() {
-                    Some(d) if r.cursor_id == 0 && r.documents.len() == 1 => from_reply_doc(d),
-                    _ => ReplyInfo {
-                        ok: Some(1.0),
-                        ..Default::default()
-                    },
-                };
-                if r.cursor_id != 0 || r.documents.len() != 1 {
-                    info.cursor_id = Some(r.cursor_id);
-                    info.batch_len = Some(r.documents.len());
-                }
-                info
-            }
-            _ => ReplyInfo::default(),
+        let Some(body) = ReplyBody::of_message(msg) else {
+            return ReplyInfo::default();
+        };
+        let Ok(f) = body.fields() else {
+            return ReplyInfo {
+                more_to_come: body.more_to_come,
+                ..ReplyInfo::default()
+            };
+        };
+        ReplyInfo {
+            ok: f.ok,
+            code: f.code,
+            code_name: f.code_name.map(str::to_owned),
+            errmsg: f.errmsg.map(str::to_owned),
+            n: f.n,
+            n_modified: f.n_modified,
+            upserted: f.upserted,
+            write_errors: f.write_errors,
+            cursor_id: f.cursor_id,
+            batch_len: f.batch_len,
+            more_to_come: body.more_to_come,
         }
     }
 
     pub fn is_ok(&self) -> bool {
-        self.ok.map(|ok| ok == 1.0).unwrap_or(false)
+        self.ok.is_some_and(|ok| ok != 0.0)
     }
-}
-
-fn from_reply_doc(doc: &RawDocument) -> ReplyInfo {
-    let mut info = ReplyInfo::default();
-    for (key, value) in doc.iter().flatten() {
-        match key.as_str() {
-            "ok" => info.ok = as_f64(value),
-            "code" => info.code = as_i64(value).map(|c| c as i32),
-            "errmsg" => info.errmsg = value.as_str().map(str::to_owned),
-            "n" => info.n = as_i64(value),
-            "nModified" => info.n_modified = as_i64(value),
-            "upserted" => info.upserted = value.as_array().map_or(0, |a| a.into_iter().count()),
-            "writeErrors" => {
-                info.write_errors = value.as_array().map_or(0, |a| a.into_iter().count())
-            }
-            "cursor" => {
-                if let Some(c) = value.as_document() {
-                    info.cursor_id = c.get("id").ok().flatten().and_then(as_i64);
-                    for batch in ["firstBatch", "nextBatch"] {
-                        if let Ok(Some(b)) = c.get(batch) {
-                            info.batch_len = b.as_array().map(|a| a.into_iter().count());
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    info
 }
 
 /// The handshake's `client` metadata document, when `msg` is a hello/isMaster that carries one.

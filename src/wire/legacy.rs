@@ -152,6 +152,10 @@ impl OpQuery {
 }
 
 impl OpReply {
+    pub fn flags(&self) -> super::reply::ReplyFlags {
+        super::reply::ReplyFlags::of(self.response_flags)
+    }
+
     pub fn parse(message: &[u8]) -> Result<OpReply, WireError> {
         let mut r = body(message);
         let response_flags = r.i32("OP_REPLY responseFlags")?;
@@ -192,6 +196,7 @@ impl OpReply {
 /// recorded reply without copying it.
 #[derive(Debug, Clone, Copy)]
 pub struct OpReplyView<'a> {
+    pub flags: super::reply::ReplyFlags,
     pub cursor_id: i64,
     pub number_returned: i32,
     /// The returned documents, one after the other, not checked.
@@ -203,11 +208,12 @@ impl<'a> OpReplyView<'a> {
     pub fn new(message: &'a [u8]) -> Result<OpReplyView<'a>, WireError> {
         MsgHeader::parse_whole(message, "OP_REPLY header")?;
         let mut r = body(message);
-        r.i32("OP_REPLY responseFlags")?;
+        let flags = super::reply::ReplyFlags::of(r.i32("OP_REPLY responseFlags")?);
         let cursor_id = r.i64("OP_REPLY cursorID")?;
         r.i32("OP_REPLY startingFrom")?;
         let number_returned = r.i32("OP_REPLY numberReturned")?;
         Ok(OpReplyView {
+            flags,
             cursor_id,
             number_returned,
             documents: r.rest(),

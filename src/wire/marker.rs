@@ -62,16 +62,11 @@ mod tests {
     use super::*;
     use crate::wire::compressed::{compress, Compressor};
     use crate::wire::legacy::OpQuery;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::{rawdoc, RawDocumentBuf};
 
     fn op_msg(body: RawDocumentBuf) -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(7, 0)
+        OpMsg::with_body(body, MsgFlags::empty()).encode(7, 0)
     }
 
     fn op_query(query: RawDocumentBuf) -> Vec<u8> {

@@ -13,11 +13,15 @@
 //! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them;
 //!   [`depth`]: how deeply a document nests, measured without recursion, and the one limit every
 //!   walk over BSON follows.
+//! - [`reply`]: the one reader of replies (body of any reply opcode, `ok`, `code`, `codeName`,
+//!   `errmsg`, write errors, cursor), and OP_REPLY's flags; [`codes`]: the server error codes
+//!   mongotape acts on.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
 //!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 
 pub mod bson_raw;
+pub mod codes;
 pub mod compressed;
 pub mod depth;
 pub mod error;
@@ -32,6 +36,7 @@ pub mod op_msg;
 pub mod op_msg_view;
 pub mod peek;
 mod read;
+pub mod reply;
 
 pub use compressed::Compressor;
 pub use error::WireError;

@@ -109,6 +109,15 @@ impl OpMsg {
         })
     }
 
+    /// A message of one body section and no checksum: every command mongotape sends itself.
+    pub fn with_body(body: RawDocumentBuf, flags: MsgFlags) -> OpMsg {
+        OpMsg {
+            flags,
+            sections: vec![Section::Body(body)],
+            checksum: None,
+        }
+    }
+
     pub fn body(&self) -> &RawDocumentBuf {
         self.sections
             .iter()

@@ -3,10 +3,10 @@
 //! here allocates or decompresses: it runs on every forwarded message. An OP_COMPRESSED message
 //! keeps its command to itself (its body is not opened).
 
-use super::bson_raw;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
 use super::hello::{op_msg_command, op_query_command};
 use super::op_msg::MsgFlags;
+use super::reply;
 
 /// A request as far as the metrics see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,83 +65,24 @@ pub enum ReplyOutcome {
 /// A whole reply's response_to and outcome (`None` when its header is not even there).
 pub fn reply(message: &[u8]) -> Option<(i32, ReplyOutcome)> {
     let header = MsgHeader::parse(message).ok()??;
-    let outcome = match header.op_code {
-        OpCode::Msg => msg_body(message).map_or(ReplyOutcome::Unknown, |doc| outcome(doc, false)),
-        OpCode::Reply => op_reply_outcome(message),
+    let outcome = match reply::body_in_place(message) {
+        Ok(Some(body)) => match body.fields() {
+            // No `ok` at all is success: a server always sends one, a legacy query's results
+            // are given one by the reader.
+            Ok(f) if f.ok == Some(0.0) => ReplyOutcome::Error { code: f.code },
+            Ok(_) => ReplyOutcome::Ok,
+            Err(_) => ReplyOutcome::Unknown,
+        },
         _ => ReplyOutcome::Unknown,
     };
     Some((header.response_to, outcome))
-}
-
-/// The body (kind 0) section's document, when it comes first as every server sends it.
-fn msg_body(message: &[u8]) -> Option<&[u8]> {
-    let at = HEADER_LEN + 4;
-    if *message.get(at)? != 0 {
-        return None;
-    }
-    document_at(message, at + 1)
-}
-
-fn document_at(message: &[u8], at: usize) -> Option<&[u8]> {
-    let len = message.get(at..at.checked_add(4)?)?;
-    let len = usize::try_from(i32::from_le_bytes([len[0], len[1], len[2], len[3]])).ok()?;
-    message.get(at..at.checked_add(len)?)
-}
-
-/// OP_REPLY: flags, cursorID, startingFrom, numberReturned, then the documents.
-fn op_reply_outcome(message: &[u8]) -> ReplyOutcome {
-    const QUERY_FAILURE: u32 = 1 << 1;
-    let Some(flags) = message.get(HEADER_LEN..HEADER_LEN + 4) else {
-        return ReplyOutcome::Unknown;
-    };
-    let failed = u32::from_le_bytes([flags[0], flags[1], flags[2], flags[3]]) & QUERY_FAILURE != 0;
-    match document_at(message, HEADER_LEN + 20) {
-        Some(doc) => outcome(doc, failed),
-        None if failed => ReplyOutcome::Error { code: None },
-        None => ReplyOutcome::Ok,
-    }
-}
-
-/// Top-level `ok` and `code` of a reply document; no `ok` at all (a legacy query's documents)
-/// is success unless `failed`.
-fn outcome(doc: &[u8], failed: bool) -> ReplyOutcome {
-    let Ok(elements) = bson_raw::iter(doc) else {
-        return ReplyOutcome::Unknown;
-    };
-    let mut ok = None;
-    let mut code = None;
-    for element in elements {
-        let Ok(element) = element else {
-            return ReplyOutcome::Unknown;
-        };
-        match element.key {
-            "ok" => {
-                ok = match element.kind {
-                    bson_raw::BOOLEAN => element.as_bool(),
-                    bson_raw::DOUBLE => element
-                        .value
-                        .try_into()
-                        .ok()
-                        .map(|b| f64::from_le_bytes(b) != 0.0),
-                    _ => element.as_i64().map(|v| v != 0),
-                }
-            }
-            "code" => code = element.as_i64().and_then(|c| i32::try_from(c).ok()),
-            _ => {}
-        }
-    }
-    if failed || ok == Some(false) {
-        ReplyOutcome::Error { code }
-    } else {
-        ReplyOutcome::Ok
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::wire::legacy::{OpQuery, OpReply};
-    use crate::wire::op_msg::{OpMsg, Section};
+    use crate::wire::op_msg::OpMsg;
     use bson::rawdoc;
 
     fn msg(
@@ -150,12 +91,7 @@ mod tests {
         request_id: i32,
         response_to: i32,
     ) -> Vec<u8> {
-        OpMsg {
-            flags,
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(request_id, response_to)
+        OpMsg::with_body(body, flags).encode(request_id, response_to)
     }
 
     #[test]

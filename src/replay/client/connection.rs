@@ -5,7 +5,7 @@
 use super::stream::Stream;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
-use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+use crate::wire::op_msg::{MsgFlags, OpMsg};
 use crate::wire::{FrameSplitter, OpMsgView, WireError};
 use bson::RawDocumentBuf;
 use bytes::Bytes;
@@ -211,12 +211,7 @@ impl Conn {
         body: &RawDocumentBuf,
         during: &'static str,
     ) -> Result<RawDocumentBuf, ConnError> {
-        let mut bytes = OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body.clone())],
-            checksum: None,
-        }
-        .encode(0, 0);
+        let mut bytes = OpMsg::with_body(body.clone(), MsgFlags::empty()).encode(0, 0);
         let id = self.send(&mut bytes).await?;
         let frame = self.recv(id).await.map_err(|e| match e {
             ConnError::Closed { addr, .. } => ConnError::Closed { addr, during },
@@ -280,12 +275,8 @@ mod tests {
                 };
                 let id = MsgHeader::parse(&frame).unwrap().unwrap().request_id;
                 tokio::time::sleep(Duration::from_millis(delay)).await;
-                let reply = OpMsg {
-                    flags: MsgFlags::empty(),
-                    sections: vec![Section::Body(rawdoc! { "ok": 1.0 })],
-                    checksum: None,
-                }
-                .encode(1, id);
+                let reply =
+                    OpMsg::with_body(rawdoc! { "ok": 1.0 }, MsgFlags::empty()).encode(1, id);
                 s.write_all(&reply).await.unwrap();
             }
             tokio::time::sleep(Duration::from_secs(30)).await;

@@ -5,6 +5,7 @@
 use super::connection::ConnError;
 use super::target::Target;
 use crate::net::HostPort;
+use crate::wire::codes;
 use bson::RawDocumentBuf;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,12 +13,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Error codes of a reply from a member that is (no longer) the primary: NotWritablePrimary,
-/// NotPrimaryNoSecondaryOk, PrimarySteppedDown, InterruptedDueToReplStateChange.
-pub const NOT_PRIMARY_CODES: [i32; 4] = [10107, 13435, 189, 11602];
-
+/// Whether a reply's code says the member is (no longer) the primary.
 pub fn is_not_primary(code: Option<i32>) -> bool {
-    code.is_some_and(|c| NOT_PRIMARY_CODES.contains(&c))
+    code.is_some_and(|c| codes::NOT_PRIMARY.contains(&c))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

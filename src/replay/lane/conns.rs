@@ -133,16 +133,11 @@ pub(super) fn is_read(command: &str, bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::rawdoc;
 
     fn msg(body: bson::RawDocumentBuf) -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(1, 0)
+        OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0)
     }
 
     #[test]

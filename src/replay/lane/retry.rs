@@ -63,16 +63,11 @@ fn is_retryable_write(bytes: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::replay::request::Scope;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::{rawdoc, RawDocumentBuf};
 
     fn op(command: &str, body: RawDocumentBuf) -> Op {
-        let bytes = OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(1, 0);
+        let bytes = OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0);
         Op {
             bytes,
             cursor_patches: Vec::new(),

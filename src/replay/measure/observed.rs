@@ -2,10 +2,6 @@
 //! the request is in flight on the other targets: the latency, the outcome and the reply's body.
 
 use super::outcome::Outcome;
-use crate::wire::compressed;
-use crate::wire::header::{MsgHeader, OpCode};
-use crate::wire::legacy::OpReplyView;
-use crate::wire::OpMsgView;
 
 /// Replies larger than this are compared by outcome only (their body is not kept).
 pub const MAX_KEPT_BODY: usize = 1 << 20;
@@ -38,18 +34,5 @@ pub trait PairSink: Send + Sync {
 
 /// The body document of an OP_MSG or OP_REPLY (first document), compressed or not.
 pub fn body_of(frame: &[u8]) -> Option<Vec<u8>> {
-    let header = MsgHeader::parse_whole(frame, "reply header").ok()?;
-    match header.op_code {
-        OpCode::Compressed => {
-            let (_, inner) = compressed::decompress(frame).ok()?;
-            body_of(&inner)
-        }
-        OpCode::Msg => Some(OpMsgView::new(frame).ok()?.body().ok()?.to_vec()),
-        OpCode::Reply => {
-            let reply = OpReplyView::new(frame).ok()?;
-            let len = crate::wire::bson_raw::doc_len(reply.documents)?;
-            reply.documents.get(..len).map(<[u8]>::to_vec)
-        }
-        _ => None,
-    }
+    Some(crate::wire::reply::body(frame).ok()?.doc?.into_owned())
 }

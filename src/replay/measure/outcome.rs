@@ -1,11 +1,7 @@
 //! The outcome of a reply, read in place from the frame (no document is copied), for recorded and
 //! live replies alike, and the comparison of the two.
 
-use crate::wire::bson_raw::{self, Element, RawError};
-use crate::wire::compressed;
-use crate::wire::header::{MsgHeader, OpCode};
-use crate::wire::legacy::OpReplyView;
-use crate::wire::{OpMsgView, WireError};
+use crate::wire::{reply, WireError};
 use serde::Serialize;
 
 /// What a replayer compares between a recorded and a live reply.
@@ -36,77 +32,19 @@ fn is_zero(v: &usize) -> bool {
 
 /// Reads the outcome of a whole reply message (OP_MSG, OP_REPLY, or either inside OP_COMPRESSED).
 pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
-    let header = MsgHeader::parse_whole(frame, "reply header")?;
-    match header.op_code {
-        OpCode::Compressed => {
-            let (_, inner) = compressed::decompress(frame)?;
-            scan(&inner)
-        }
-        OpCode::Msg => from_doc(OpMsgView::new(frame)?.body()?),
-        OpCode::Reply => scan_op_reply(frame),
-        other => Err(invalid(
-            "reply opcode",
-            12,
-            format!("{} is not a reply", other.name()),
-        )),
-    }
-}
-
-fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> WireError {
-    WireError::Invalid {
-        what,
-        offset,
-        detail: detail.into(),
-    }
-}
-
-fn scan_op_reply(frame: &[u8]) -> Result<Outcome, WireError> {
-    let reply = OpReplyView::new(frame)?;
-    if reply.cursor_id == 0 && reply.number_returned == 1 {
-        return from_doc(reply.documents);
-    }
+    let body = reply::body(frame)?;
+    let f = body.fields()?;
     Ok(Outcome {
-        ok: true,
-        cursor_id: Some(reply.cursor_id),
-        batch_len: usize::try_from(reply.number_returned).ok(),
-        ..Outcome::default()
+        ok: f.is_ok(),
+        code: f.code,
+        n: f.n,
+        n_modified: f.n_modified,
+        upserted: f.upserted,
+        write_errors: f.write_errors,
+        cursor_id: f.cursor_id,
+        batch_len: f.batch_len,
+        errmsg: f.errmsg.map(str::to_owned),
     })
-}
-
-fn count(e: &Element<'_>) -> usize {
-    e.as_doc()
-        .and_then(|d| bson_raw::iter(d).ok())
-        .map_or(0, |els| els.filter(Result::is_ok).count())
-}
-
-fn from_doc(doc: &[u8]) -> Result<Outcome, WireError> {
-    let bad = |e: RawError| invalid("reply document", e.offset, e.detail);
-    let mut o = Outcome::default();
-    for e in bson_raw::iter(doc).map_err(bad)? {
-        let e = e.map_err(bad)?;
-        match e.key {
-            "ok" => o.ok = e.as_i64() == Some(1) || e.as_bool() == Some(true),
-            "code" => o.code = e.as_i64().map(|c| c as i32),
-            "errmsg" => o.errmsg = e.as_str().map(str::to_owned),
-            "n" => o.n = e.as_i64(),
-            "nModified" => o.n_modified = e.as_i64(),
-            "upserted" => o.upserted = count(&e),
-            "writeErrors" => o.write_errors = count(&e),
-            "cursor" => {
-                if let Some(c) = e.as_doc().and_then(|d| bson_raw::iter(d).ok()) {
-                    for f in c.flatten() {
-                        match f.key {
-                            "id" => o.cursor_id = f.as_i64(),
-                            "firstBatch" | "nextBatch" => o.batch_len = Some(count(&f)),
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(o)
 }
 
 impl Outcome {
@@ -145,16 +83,12 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
+    use crate::wire::{MsgHeader, OpMsgView};
     use bson::rawdoc;
 
     fn reply(doc: bson::RawDocumentBuf, flags: MsgFlags) -> Vec<u8> {
-        OpMsg {
-            flags,
-            sections: vec![Section::Body(doc)],
-            checksum: None,
-        }
-        .encode(5, 1)
+        OpMsg::with_body(doc, flags).encode(5, 1)
     }
 
     #[test]

@@ -9,20 +9,13 @@ use bson::{rawdoc, RawArrayBuf, RawDocumentBuf};
 use bytes::Bytes;
 
 pub(super) fn op_msg(body: RawDocumentBuf, more_to_come: bool, request_id: i32) -> Bytes {
-    use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     let flags = if more_to_come {
         MsgFlags::MORE_TO_COME
     } else {
         MsgFlags::empty()
     };
-    Bytes::from(
-        OpMsg {
-            flags,
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(request_id, 0),
-    )
+    Bytes::from(OpMsg::with_body(body, flags).encode(request_id, 0))
 }
 
 fn split_ns(ns: &str) -> Result<(&str, &str), Skip> {

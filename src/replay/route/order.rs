@@ -223,12 +223,8 @@ mod tests {
     use bson::rawdoc;
 
     fn request(doc: bson::RawDocumentBuf) -> Request {
-        use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
-        let msg = OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(doc)],
-            checksum: None,
-        };
+        use crate::wire::op_msg::{MsgFlags, OpMsg};
+        let msg = OpMsg::with_body(doc, MsgFlags::empty());
         understand(1, 0, &bytes::Bytes::from(msg.encode(7, 0))).expect("understood")
     }
 

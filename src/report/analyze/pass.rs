@@ -92,17 +92,12 @@ mod tests {
     use super::super::finish::MAX_CONN_REPORTS;
     use super::*;
     use crate::capture::{CaptureReader, CaptureWriter, Metadata, Record};
-    use crate::wire::op_msg::{OpMsg, Section};
+    use crate::wire::op_msg::OpMsg;
     use crate::wire::MsgFlags;
     use bson::rawdoc;
 
     fn op_msg(request_id: i32, response_to: i32, body: RawDocumentBuf) -> Vec<u8> {
-        OpMsg {
-            flags: MsgFlags::empty(),
-            sections: vec![Section::Body(body)],
-            checksum: None,
-        }
-        .encode(request_id, response_to)
+        OpMsg::with_body(body, MsgFlags::empty()).encode(request_id, response_to)
     }
 
     fn capture(records: &[Record]) -> CaptureReader<std::io::Cursor<Vec<u8>>> {

@@ -1,0 +1,409 @@
+//! The one reader of replies. Everything above `wire/` that needs what a reply says asks here:
+//! the body document of an OP_MSG, OP_REPLY or OP_COMPRESSED reply ([`body`], or [`body_in_place`]
+//! where nothing may be inflated), and what that document says ([`ReplyFields`]: `ok`, `code`,
+//! `codeName`, `errmsg`, write errors, counts, cursor), read in place without copying a document.
+//!
+//! OP_REPLY answers both commands and legacy queries: a single document with an `ok` field is a
+//! command's reply; otherwise the documents are query results, which succeeded unless
+//! [`ReplyFlags::QUERY_FAILURE`] is set (then the document is `{$err, code}`).
+
+use super::bson_raw::{self, Element, RawError};
+use super::compressed;
+use super::header::{MsgHeader, OpCode};
+use super::legacy::OpReplyView;
+use super::message::{Body, Message};
+use super::op_msg_view::OpMsgView;
+use super::WireError;
+use std::borrow::Cow;
+
+bitflags::bitflags! {
+    /// OP_REPLY's `responseFlags`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ReplyFlags: u32 {
+        const CURSOR_NOT_FOUND = 1;
+        const QUERY_FAILURE = 1 << 1;
+        const SHARD_CONFIG_STALE = 1 << 2;
+        const AWAIT_CAPABLE = 1 << 3;
+    }
+}
+
+impl ReplyFlags {
+    /// The flags of an `OP_REPLY` as its `response_flags` field holds them.
+    pub fn of(response_flags: i32) -> ReplyFlags {
+        ReplyFlags::from_bits_retain(response_flags as u32)
+    }
+}
+
+/// The head of an OP_REPLY: what says whether its documents are a command's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegacyHead {
+    pub flags: ReplyFlags,
+    pub cursor_id: i64,
+    pub number_returned: i32,
+}
+
+/// A reply's body: the OP_MSG body section, or the first document of an OP_REPLY (none when it
+/// returned no document), inflated first when the reply came compressed.
+#[derive(Debug, Clone)]
+pub struct ReplyBody<'a> {
+    /// The opcode of the reply itself (inside OP_COMPRESSED when it was compressed).
+    pub op_code: OpCode,
+    pub doc: Option<Cow<'a, [u8]>>,
+    /// OP_REPLY's head; `None` for OP_MSG.
+    pub legacy: Option<LegacyHead>,
+    pub more_to_come: bool,
+}
+
+impl ReplyBody<'_> {
+    /// What the body says, by the rules of its opcode (see the module's note on OP_REPLY).
+    pub fn fields(&self) -> Result<ReplyFields<'_>, WireError> {
+        let doc = self.doc.as_deref();
+        let Some(head) = self.legacy else {
+            let doc = doc.ok_or_else(|| invalid("OP_MSG reply", 0, "no body section"))?;
+            return ReplyFields::of(doc).map_err(document_error);
+        };
+        let failed = head.flags.contains(ReplyFlags::QUERY_FAILURE);
+        if let Some(doc) = doc {
+            let fields = ReplyFields::of(doc).map_err(document_error)?;
+            if failed {
+                return Ok(ReplyFields {
+                    ok: Some(0.0),
+                    ..fields
+                });
+            }
+            if fields.ok.is_some() && head.cursor_id == 0 && head.number_returned == 1 {
+                return Ok(fields);
+            }
+        }
+        Ok(ReplyFields {
+            ok: Some(if failed { 0.0 } else { 1.0 }),
+            cursor_id: Some(head.cursor_id),
+            batch_len: usize::try_from(head.number_returned).ok(),
+            ..ReplyFields::default()
+        })
+    }
+}
+
+impl<'a> ReplyBody<'a> {
+    /// The body of a reply already decoded ([`Message`]); `None` for a message that is no reply.
+    pub fn of_message(msg: &'a Message) -> Option<ReplyBody<'a>> {
+        match &msg.body {
+            Body::Msg(m) => Some(ReplyBody {
+                op_code: OpCode::Msg,
+                doc: Some(Cow::Borrowed(m.body().as_bytes())),
+                legacy: None,
+                more_to_come: m.more_to_come(),
+            }),
+            Body::Reply(r) => Some(ReplyBody {
+                op_code: OpCode::Reply,
+                doc: r.documents.first().map(|d| Cow::Borrowed(d.as_bytes())),
+                legacy: Some(LegacyHead {
+                    flags: r.flags(),
+                    cursor_id: r.cursor_id,
+                    number_returned: i32::try_from(r.documents.len()).unwrap_or(i32::MAX),
+                }),
+                more_to_come: false,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The body of a whole reply frame, inflating an OP_COMPRESSED one.
+pub fn body(frame: &[u8]) -> Result<ReplyBody<'_>, WireError> {
+    if let Some(body) = body_in_place(frame)? {
+        return Ok(body);
+    }
+    let (_, inner) = compressed::decompress(frame)?;
+    let inner_body = body_in_place(&inner)?
+        .ok_or_else(|| invalid("reply opcode", 12, "OP_COMPRESSED inside OP_COMPRESSED"))?;
+    let ReplyBody {
+        op_code,
+        doc,
+        legacy,
+        more_to_come,
+    } = inner_body;
+    let doc = doc.map(|d| Cow::Owned(d.into_owned()));
+    Ok(ReplyBody {
+        op_code,
+        doc,
+        legacy,
+        more_to_come,
+    })
+}
+
+/// The body of a whole reply frame read where it lies; `None` for OP_COMPRESSED, which is not
+/// opened (the proxy's live metrics run this on every forwarded reply and never inflate).
+pub fn body_in_place(frame: &[u8]) -> Result<Option<ReplyBody<'_>>, WireError> {
+    let header = MsgHeader::parse_whole(frame, "reply header")?;
+    let body = match header.op_code {
+        OpCode::Compressed => return Ok(None),
+        OpCode::Msg => {
+            let view = OpMsgView::new(frame)?;
+            ReplyBody {
+                op_code: OpCode::Msg,
+                doc: Some(Cow::Borrowed(view.body()?)),
+                legacy: None,
+                more_to_come: view.more_to_come(),
+            }
+        }
+        OpCode::Reply => {
+            let view = OpReplyView::new(frame)?;
+            let first = bson_raw::doc_len(view.documents).and_then(|n| view.documents.get(..n));
+            ReplyBody {
+                op_code: OpCode::Reply,
+                doc: first.map(Cow::Borrowed),
+                legacy: Some(LegacyHead {
+                    flags: view.flags,
+                    cursor_id: view.cursor_id,
+                    number_returned: view.number_returned,
+                }),
+                more_to_come: false,
+            }
+        }
+        other => {
+            return Err(invalid(
+                "reply opcode",
+                12,
+                format!("{} is not a reply", other.name()),
+            ))
+        }
+    };
+    Ok(Some(body))
+}
+
+/// The first write error of a reply (`writeErrors[0]`), or its `writeConcernError`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WriteError<'a> {
+    pub code: Option<i32>,
+    pub code_name: Option<&'a str>,
+    pub errmsg: Option<&'a str>,
+}
+
+/// What a reply document says, as far as mongotape reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplyFields<'a> {
+    /// `ok` as a number (`true` is 1); `None` when the document has none.
+    pub ok: Option<f64>,
+    pub code: Option<i32>,
+    pub code_name: Option<&'a str>,
+    /// `errmsg`, or a legacy query failure's `$err`.
+    pub errmsg: Option<&'a str>,
+    pub n: Option<i64>,
+    pub n_modified: Option<i64>,
+    pub upserted: usize,
+    pub write_errors: usize,
+    /// The first entry of `writeErrors`, else `writeConcernError`.
+    pub write_error: Option<WriteError<'a>>,
+    /// The cursor id the reply hands out (0 when the cursor is exhausted).
+    pub cursor_id: Option<i64>,
+    /// Documents in `firstBatch`/`nextBatch`, or returned by a legacy query.
+    pub batch_len: Option<usize>,
+}
+
+impl<'a> ReplyFields<'a> {
+    /// Reads a reply document's top-level fields (and the cursor's and first write error's).
+    pub fn of(doc: &'a [u8]) -> Result<ReplyFields<'a>, RawError> {
+        let mut f = ReplyFields::default();
+        for e in bson_raw::iter(doc)? {
+            let e = e?;
+            match e.key {
+                "ok" => f.ok = number(&e),
+                "code" => f.code = code(&e),
+                "codeName" => f.code_name = e.as_str(),
+                "errmsg" | "$err" => f.errmsg = f.errmsg.or(e.as_str()),
+                "n" => f.n = e.as_i64(),
+                "nModified" => f.n_modified = e.as_i64(),
+                "upserted" => f.upserted = count(&e),
+                "writeErrors" => {
+                    f.write_errors = count(&e);
+                    f.write_error = first(&e).map(write_error).or(f.write_error);
+                }
+                "writeConcernError" if f.write_error.is_none() => {
+                    f.write_error = e.as_doc().map(write_error)
+                }
+                "cursor" => {
+                    let Some(cursor) = e.as_doc().and_then(|d| bson_raw::iter(d).ok()) else {
+                        continue;
+                    };
+                    for c in cursor.flatten() {
+                        match c.key {
+                            "id" => f.cursor_id = c.as_i64(),
+                            "firstBatch" | "nextBatch" => f.batch_len = Some(count(&c)),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(f)
+    }
+
+    /// `ok` is there and not 0.
+    pub fn is_ok(&self) -> bool {
+        self.ok.is_some_and(|ok| ok != 0.0)
+    }
+
+    /// The error code a report counts the reply under: its own, else its first write error's.
+    pub fn error_code(&self) -> Option<i32> {
+        self.code.or(self.write_error.and_then(|w| w.code))
+    }
+}
+
+fn number(e: &Element<'_>) -> Option<f64> {
+    e.as_f64()
+        .or_else(|| e.as_bool().map(|b| if b { 1.0 } else { 0.0 }))
+}
+
+fn code(e: &Element<'_>) -> Option<i32> {
+    e.as_i64().and_then(|c| i32::try_from(c).ok())
+}
+
+fn count(e: &Element<'_>) -> usize {
+    e.as_doc()
+        .and_then(|d| bson_raw::iter(d).ok())
+        .map_or(0, |els| els.filter(Result::is_ok).count())
+}
+
+fn first<'a>(e: &Element<'a>) -> Option<&'a [u8]> {
+    let mut items = bson_raw::iter(e.as_doc()?).ok()?;
+    items.next()?.ok()?.as_doc()
+}
+
+fn write_error(doc: &[u8]) -> WriteError<'_> {
+    let mut w = WriteError::default();
+    for e in bson_raw::iter(doc).into_iter().flatten().flatten() {
+        match e.key {
+            "code" => w.code = code(&e),
+            "codeName" => w.code_name = e.as_str(),
+            "errmsg" => w.errmsg = e.as_str(),
+            _ => {}
+        }
+    }
+    w
+}
+
+fn invalid(what: &'static str, offset: usize, detail: impl Into<String>) -> WireError {
+    WireError::Invalid {
+        what,
+        offset,
+        detail: detail.into(),
+    }
+}
+
+fn document_error(e: RawError) -> WireError {
+    invalid("reply document", e.offset, e.detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::legacy::OpReply;
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
+    use bson::{rawdoc, RawDocumentBuf};
+
+    fn op_reply(flags: i32, cursor_id: i64, documents: Vec<RawDocumentBuf>) -> Vec<u8> {
+        OpReply {
+            response_flags: flags,
+            cursor_id,
+            starting_from: 0,
+            number_returned: documents.len() as i32,
+            documents,
+        }
+        .encode(1, 2)
+    }
+
+    #[test]
+    fn an_op_msg_error_gives_code_name_and_message() {
+        let doc =
+            rawdoc! {"ok": 0.0, "errmsg": "E11000 dup", "code": 11000, "codeName": "DuplicateKey"};
+        let frame = OpMsg::with_body(doc, MsgFlags::empty()).encode(1, 2);
+        let body = body(&frame).unwrap();
+        let f = body.fields().unwrap();
+        assert!(!f.is_ok());
+        assert_eq!(
+            (f.code, f.code_name, f.errmsg),
+            (Some(11000), Some("DuplicateKey"), Some("E11000 dup"))
+        );
+    }
+
+    #[test]
+    fn write_errors_count_and_the_first_is_kept() {
+        let doc = rawdoc! {"n": 1, "ok": 1, "writeErrors": [
+            {"index": 1, "code": 11000, "codeName": "DuplicateKey", "errmsg": "dup"},
+            {"index": 2, "code": 121, "errmsg": "invalid"},
+        ]};
+        let f = ReplyFields::of(doc.as_bytes()).unwrap();
+        assert!(f.is_ok());
+        assert_eq!((f.n, f.write_errors), (Some(1), 2));
+        assert_eq!(f.error_code(), Some(11000));
+        assert_eq!(f.write_error.unwrap().code_name, Some("DuplicateKey"));
+        let wce = rawdoc! {"ok": 1, "writeConcernError": {"code": 64, "errmsg": "timeout"}};
+        let f = ReplyFields::of(wce.as_bytes()).unwrap();
+        assert_eq!(f.error_code(), Some(64));
+    }
+
+    #[test]
+    fn a_cursor_gives_its_id_and_batch() {
+        let doc = rawdoc! {"cursor": {"id": 77_i64, "ns": "d.c", "firstBatch": [{"a": 1}, {"a": 2}]}, "ok": 1.0};
+        let f = ReplyFields::of(doc.as_bytes()).unwrap();
+        assert_eq!((f.cursor_id, f.batch_len), (Some(77), Some(2)));
+    }
+
+    #[test]
+    fn op_reply_is_a_command_reply_or_query_results_by_its_ok() {
+        let command = op_reply(0, 0, vec![rawdoc! {"ismaster": true, "ok": 1.0}]);
+        let body_of_command = body(&command).unwrap();
+        let f = body_of_command.fields().unwrap();
+        assert_eq!((f.ok, f.cursor_id), (Some(1.0), None));
+        // One result document without `ok`: query results, not a failed command.
+        let results = op_reply(0, 0, vec![rawdoc! {"_id": 1, "code": 5}]);
+        let body_of_results = body(&results).unwrap();
+        let f = body_of_results.fields().unwrap();
+        assert_eq!((f.ok, f.code, f.batch_len), (Some(1.0), None, Some(1)));
+        let more = op_reply(0, 9, vec![rawdoc! {"_id": 1}, rawdoc! {"_id": 2}]);
+        let body_of_more = body(&more).unwrap();
+        let f = body_of_more.fields().unwrap();
+        assert_eq!((f.cursor_id, f.batch_len), (Some(9), Some(2)));
+        let failed = op_reply(2, 0, vec![rawdoc! {"$err": "bad query", "code": 2}]);
+        let body_of_failed = body(&failed).unwrap();
+        let f = body_of_failed.fields().unwrap();
+        assert!(!f.is_ok());
+        assert_eq!((f.code, f.errmsg), (Some(2), Some("bad query")));
+        assert_eq!(
+            body_of_failed.legacy.unwrap().flags,
+            ReplyFlags::QUERY_FAILURE
+        );
+    }
+
+    #[test]
+    fn a_compressed_reply_is_inflated_by_body_and_left_alone_in_place() {
+        let doc = rawdoc! {"ok": 0, "code": 13, "codeName": "Unauthorized"};
+        let plain = OpMsg::with_body(doc, MsgFlags::empty()).encode(1, 2);
+        let frame = compressed::compress(&plain, compressed::Compressor::Zlib).unwrap();
+        assert!(body_in_place(&frame).unwrap().is_none());
+        let inflated = body(&frame).unwrap();
+        assert_eq!(inflated.op_code, OpCode::Msg);
+        assert_eq!(inflated.fields().unwrap().code_name, Some("Unauthorized"));
+    }
+
+    #[test]
+    fn every_prefix_and_a_request_are_errors_not_panics() {
+        let frame = OpMsg::with_body(rawdoc! {"ok": 1}, MsgFlags::MORE_TO_COME).encode(1, 2);
+        assert!(body(&frame).unwrap().more_to_come);
+        for n in 0..frame.len() {
+            assert!(body(&frame[..n]).is_err(), "prefix {n}");
+        }
+        let query = crate::wire::legacy::OpQuery {
+            flags: 0,
+            full_collection_name: "admin.$cmd".into(),
+            number_to_skip: 0,
+            number_to_return: -1,
+            query: rawdoc! {"ping": 1},
+            return_fields_selector: None,
+        }
+        .encode(3);
+        assert!(body(&query).is_err());
+    }
+}
