@@ -24,12 +24,20 @@
 //! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
 //!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
 //!
+//! - [`figures`]: what every report and status line shares, one floor below them: every number as
+//!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
+//!
+//! Layers, bottom up: wire < capture net figures < redact metrics < proxy replay < report < cli
+//!
+//! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
+//!
 //! `main.rs` and `cli/` only parse the command line and call into these. The data paths of record
 //! and replay, and where a new opcode, rewrite rule, report or chart goes: `docs/architecture.md`.
 
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod figures;
 pub mod metrics;
 pub mod net;
 pub mod proxy;

@@ -1,5 +1,5 @@
 //! `mongotape merge`: shard reports in, one report out. Everything else is in
-//! `mongotape::report::merge`.
+//! `mongotape::replay::merge`.
 
 use super::exit::Exit;
 use anyhow::Context;
@@ -24,7 +24,7 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let merged = mongotape::report::merge::merge_files(&args.reports)?;
+    let merged = mongotape::replay::merge::merge_files(&args.reports)?;
     if let Some(path) = &args.report {
         std::fs::write(path, serde_json::to_vec_pretty(&merged)?)
             .with_context(|| format!("cannot write the merged report to {}", path.display()))?;

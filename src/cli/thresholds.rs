@@ -3,9 +3,9 @@
 
 use super::exit::Exit;
 use clap::Args;
+use mongotape::figures::summary::CommandSummary;
+use mongotape::figures::units;
 use mongotape::replay::report::ReplayReport;
-use mongotape::report::summary::CommandSummary;
-use mongotape::report::units;
 
 #[derive(Args, Debug, Default)]
 pub struct ThresholdArgs {

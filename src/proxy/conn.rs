@@ -18,7 +18,7 @@ use super::supervise::{self, supervise, Activity, Shutdown};
 use super::topology::{Member, Topology};
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{CloseEvent, HelloRewriteEvent, OpenEvent, Record, RecordKind, Side};
-use crate::report::units;
+use crate::figures::units;
 use crate::wire::hello::{is_hello_request, request_expects_reply, rewrite_hello_reply};
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! Counters shared by the connection tasks, the recorder and the status line.
 
-use crate::report::units;
+use crate::figures::units;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]

@@ -3,10 +3,10 @@
 
 use super::client::TargetError;
 use super::report::{OpenLoopReport, OptionsReport};
-use super::route::pacing::Pacing;
 use super::source::filters::Filters;
 use super::source::shard::Shard;
 use crate::capture::CaptureError;
+use crate::replay::pacing::Pacing;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use thiserror::Error;

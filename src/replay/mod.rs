@@ -10,9 +10,9 @@
 //! 2. [`request`]: what a recorded request is, decided once ([`request::understand`], legacy
 //!    opcodes as commands), and what it becomes in each copy ([`request::rewrite`], with database
 //!    mapping, live sessions and new `_id`s).
-//! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`route::pacing`]), as
-//!    what ([`route::op::Op`]), after what ([`route::order`]), and the state the lanes share ([`route::shared`], the read-ahead
-//!    [`route::budget`], the live [`route::cursors`]).
+//! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`pacing`]), as what
+//!    ([`route::op::Op`]), after what ([`route::order`]), and the state the lanes share
+//!    ([`route::shared`], the read-ahead [`route::budget`], the live [`route::cursors`]).
 //! 4. [`lane`]: one replay connection per lane: wait, patch cursor ids, send, read the reply. Over
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
@@ -21,13 +21,18 @@
 //! paired lanes (`lane::paired`) and a report comparing the targets.
 //!
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
-//! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the run's report, JSON and text; its
-//! `--html` page is [`crate::report::html::replay`]). This file starts the run and puts the report together.
+//! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the
+//! run's report, JSON and text; its `--html` page is [`crate::report::html::replay`]), [`merge`]
+//! (`mongotape merge`: the reports of a sharded replay added up exactly). This file starts the
+//! run and puts the report together.
 //!
-//! Dependencies never point back up the pipeline: `client` knows only `wire/`; `measure` only
-//! `client` (for `serverStatus`); `request` only `measure`; `route` those three; `lane` `client`,
-//! `route` and `measure`; `source` all of them (it plugs `lane::run` into the router). No file of
-//! `replay/` imports one that imports it back.
+//! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
+//!
+//! Layers, bottom up: pacing client < measure < request report < route merge < lane endpoint progress < source < config < probe ab
+//!
+//! `pacing` and `client` know only what is outside `replay/`; `measure` reads `client` (for
+//! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
+//! sit below `route`.
 
 pub mod ab;
 pub mod client;
@@ -35,6 +40,8 @@ pub mod config;
 pub mod endpoint;
 pub mod lane;
 pub mod measure;
+pub mod merge;
+pub mod pacing;
 pub mod probe;
 mod progress;
 pub mod report;
@@ -43,18 +50,18 @@ pub mod route;
 pub mod source;
 
 use crate::capture::CaptureSet;
-use crate::report::summary::ReportSummary;
+use crate::figures::summary::ReportSummary;
 use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
 use measure::metrics::Metrics;
+pub use pacing::Pacing;
 use probe::ServerProbe;
 use progress::progress_bar;
 use report::{ReplayReport, ReplayerReport, ServerReport};
 use route::abort::Abort;
 use route::budget::Budget;
 use route::cursors::Cursors;
-pub use route::pacing::Pacing;
 use route::shared::{Counters, Shared};
 pub use route::Lanes;
 pub use source::filters::Filters;
@@ -147,7 +154,7 @@ pub(crate) struct Ready {
 /// failure, the report that says why.
 pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
     let mut report = ReplayReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::figures::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
         target: target.display.clone(),

@@ -5,7 +5,7 @@
 //! waits for it.
 
 use super::route::shared::{Counters, Shared};
-use crate::report::units;
+use crate::figures::units;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

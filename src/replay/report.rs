@@ -5,11 +5,11 @@ use super::measure::buckets::BucketTimeline;
 use super::measure::knee::KneeReport;
 use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
-use super::route::pacing::Pacing;
-use crate::report::phases::PhaseReport;
-use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
-use crate::report::table::Table;
-use crate::report::units;
+use crate::figures::phases::PhaseReport;
+use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
+use crate::figures::table::Table;
+use crate::figures::units;
+use crate::replay::pacing::Pacing;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -176,7 +176,7 @@ pub struct MergeReport {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ReplayReport {
-    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     pub schema_version: u32,
     pub mongotape_version: String,
     pub capture: String,
@@ -286,7 +286,7 @@ impl ReplayReport {
             out.push_str(
                 "phases, from the first connection reaching each step marker to the next:\n",
             );
-            out.push_str(&crate::report::phases::render_text(&self.phases));
+            out.push_str(&crate::figures::phases::render_text(&self.phases));
         }
         if self.unacknowledged > 0 {
             out.push_str(&format!(

@@ -1,12 +1,12 @@
 //! `mongotape inspect`: one streaming pass over a capture, summarised.
 
 use super::pair::{Answer, Pairer};
-use super::table::Table;
-use super::units;
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
     RecordSource,
 };
+use crate::figures::table::Table;
+use crate::figures::units;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
@@ -111,7 +111,7 @@ pub struct CommandStats {
 
 #[derive(Debug, Default, Serialize)]
 pub struct Inspection {
-    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     pub schema_version: u32,
     pub metadata: Metadata,
     pub compressed_file_bytes: u64,
@@ -143,7 +143,7 @@ pub struct Inspection {
 impl Inspection {
     pub fn of(mut reader: impl RecordSource, file_bytes: u64) -> Inspection {
         let mut out = Inspection {
-            schema_version: super::SCHEMA_VERSION,
+            schema_version: crate::figures::SCHEMA_VERSION,
             metadata: reader.metadata().clone(),
             compressed_file_bytes: file_bytes,
             ..Default::default()

@@ -7,6 +7,24 @@ use super::header::{MsgHeader, OpCode, HEADER_LEN};
 use super::read::ByteCursor;
 use bson::RawDocumentBuf;
 
+bitflags::bitflags! {
+    /// OP_REPLY's `responseFlags`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ReplyFlags: u32 {
+        const CURSOR_NOT_FOUND = 1;
+        const QUERY_FAILURE = 1 << 1;
+        const SHARD_CONFIG_STALE = 1 << 2;
+        const AWAIT_CAPABLE = 1 << 3;
+    }
+}
+
+impl ReplyFlags {
+    /// The flags of an `OP_REPLY` as its `response_flags` field holds them.
+    pub fn of(response_flags: i32) -> ReplyFlags {
+        ReplyFlags::from_bits_retain(response_flags as u32)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpQuery {
     pub flags: i32,
@@ -152,8 +170,8 @@ impl OpQuery {
 }
 
 impl OpReply {
-    pub fn flags(&self) -> super::reply::ReplyFlags {
-        super::reply::ReplyFlags::of(self.response_flags)
+    pub fn flags(&self) -> ReplyFlags {
+        ReplyFlags::of(self.response_flags)
     }
 
     pub fn parse(message: &[u8]) -> Result<OpReply, WireError> {
@@ -196,7 +214,7 @@ impl OpReply {
 /// recorded reply without copying it.
 #[derive(Debug, Clone, Copy)]
 pub struct OpReplyView<'a> {
-    pub flags: super::reply::ReplyFlags,
+    pub flags: ReplyFlags,
     pub cursor_id: i64,
     pub number_returned: i32,
     /// The returned documents, one after the other, not checked.
@@ -208,7 +226,7 @@ impl<'a> OpReplyView<'a> {
     pub fn new(message: &'a [u8]) -> Result<OpReplyView<'a>, WireError> {
         MsgHeader::parse_whole(message, "OP_REPLY header")?;
         let mut r = body(message);
-        let flags = super::reply::ReplyFlags::of(r.i32("OP_REPLY responseFlags")?);
+        let flags = ReplyFlags::of(r.i32("OP_REPLY responseFlags")?);
         let cursor_id = r.i64("OP_REPLY cursorID")?;
         r.i32("OP_REPLY startingFrom")?;
         let number_returned = r.i32("OP_REPLY numberReturned")?;

@@ -11,28 +11,11 @@ use super::bson_raw::{self, Element, RawError};
 use super::compressed;
 use super::header::{MsgHeader, OpCode};
 use super::legacy::OpReplyView;
+pub use super::legacy::ReplyFlags;
 use super::message::{Body, Message};
 use super::op_msg_view::OpMsgView;
 use super::WireError;
 use std::borrow::Cow;
-
-bitflags::bitflags! {
-    /// OP_REPLY's `responseFlags`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct ReplyFlags: u32 {
-        const CURSOR_NOT_FOUND = 1;
-        const QUERY_FAILURE = 1 << 1;
-        const SHARD_CONFIG_STALE = 1 << 2;
-        const AWAIT_CAPABLE = 1 << 3;
-    }
-}
-
-impl ReplyFlags {
-    /// The flags of an `OP_REPLY` as its `response_flags` field holds them.
-    pub fn of(response_flags: i32) -> ReplyFlags {
-        ReplyFlags::from_bits_retain(response_flags as u32)
-    }
-}
 
 /// The head of an OP_REPLY: what says whether its documents are a command's reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use super::collect::{Collected, PairCounts};
 use super::diff::FieldDiff;
 use super::stats::{PairSample, RatioEstimate};
 use super::AbConfig;
+use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
 use crate::replay::report::{OptionsReport, ReplayReport};
 use crate::replay::ReplayConfig;
-use crate::report::summary::CommandSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -302,7 +302,7 @@ impl TargetReport {
 
     /// This target's row of the targets table; `complete` is the last cell.
     pub fn cells(&self, complete: String) -> Vec<String> {
-        use crate::report::units;
+        use crate::figures::units;
         let s = &self.replay.summary;
         vec![
             self.label.clone(),

@@ -2,8 +2,8 @@
 
 use super::report::{AbReport, AbRow, TargetReport};
 use super::stats::RatioEstimate;
-use crate::report::table::Table;
-use crate::report::units;
+use crate::figures::table::Table;
+use crate::figures::units;
 
 impl AbReport {
     pub fn render_text(&self) -> String {

@@ -3,9 +3,9 @@
 
 use super::conns::{Conns, Side};
 use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
-use crate::replay::measure::metrics::Sample;
 use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
+use crate::replay::measure::sample::Sample;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
@@ -36,7 +36,7 @@ pub(super) async fn one(
     mut op: Op,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
-    let intended = shared.pacing.due(shared.start, &op);
+    let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
     if let Some(marker) = &op.marker {
         let reached = reach_marker(shared, marker, intended, abort).await;
         return Ok(if reached { Step::Skipped } else { Step::Stop });

@@ -4,7 +4,7 @@
 //! timeline), so the timelines of shards that ran together add up exactly (`merge`).
 
 use super::hdr;
-use crate::report::buckets::join_factor;
+use crate::figures::buckets::join_factor;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -262,7 +262,7 @@ impl BucketTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::buckets::MAX_POINTS;
+    use crate::figures::buckets::MAX_POINTS;
 
     fn run(span_ns: u64, ops: u64) -> BucketTimeline {
         let mut b = Buckets::new(1_700_000_000_000_000_000);

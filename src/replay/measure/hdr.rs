@@ -36,7 +36,7 @@ pub fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::new_ns_histogram;
+    use crate::figures::summary::new_ns_histogram;
 
     #[test]
     fn a_histogram_survives_the_report() {

@@ -8,7 +8,7 @@
 //! the intended rate at the middle of that bucket; the last rate that held is the one at the middle
 //! of the bucket before.
 
-use super::super::route::pacing::Pacing;
+use crate::replay::pacing::Pacing;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +96,7 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::new_ns_histogram;
+    use crate::figures::summary::new_ns_histogram;
 
     fn hist(latency_ns: u64, n: u64) -> Histogram<u64> {
         let mut h = new_ns_histogram();

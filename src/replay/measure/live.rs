@@ -2,7 +2,7 @@
 //! report's own [`super::metrics::Metrics`] (which keeps everything until the end). Atomics in
 //! tables allocated once, commands from a bounded list ([`crate::metrics::labels`]).
 
-use super::metrics::Sample;
+use super::sample::Sample;
 use crate::metrics::expose::{self, label};
 use crate::metrics::labels::{command_index, command_label, ErrorCodes, COMMAND_SLOTS};
 use crate::metrics::LatencyHistogram;

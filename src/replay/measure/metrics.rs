@@ -6,8 +6,9 @@
 use super::buckets::{BucketTimeline, Buckets};
 use super::hdr;
 use super::knee::Bucket;
+use super::sample::Sample;
 use super::step_phases::ReplayPhases;
-use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary};
+use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -183,19 +184,6 @@ pub struct Metrics {
     pub phases: ReplayPhases,
     /// `--metrics`: the same samples as live figures for a scrape.
     pub live: Option<Arc<super::live::LiveMetrics>>,
-}
-
-/// One finished operation.
-pub struct Sample<'a> {
-    pub command: &'a Arc<str>,
-    pub namespace: &'a Arc<str>,
-    /// None for moreToCome requests.
-    pub latency_ns: Option<u64>,
-    pub error: bool,
-    /// The server's error code, when the reply gave one.
-    pub code: Option<i32>,
-    pub lag_ns: u64,
-    pub done: Instant,
 }
 
 impl Metrics {

@@ -6,6 +6,7 @@
 //! - [`knee`]: the rate at which an open-loop run stops keeping up.
 //! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
 //! - [`observed`]: what one target answered to one request, for the A/B comparison.
+//! - [`sample`]: one finished operation, as metrics and the live figures take it.
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
@@ -17,5 +18,6 @@ pub mod live;
 pub mod metrics;
 pub mod observed;
 pub mod outcome;
+pub mod sample;
 pub mod server;
 pub mod step_phases;

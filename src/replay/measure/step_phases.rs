@@ -8,7 +8,7 @@
 //! reaching its marker to the first reaching the next one. Operations count in the phase their
 //! reply arrived in (an unacknowledged one: the phase it was sent in).
 
-use crate::report::phases::{PhaseReport, Phases, BEFORE_FIRST_MARKER};
+use crate::figures::phases::{PhaseReport, Phases, BEFORE_FIRST_MARKER};
 use std::sync::Arc;
 use std::time::Instant;
 

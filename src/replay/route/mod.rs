@@ -1,5 +1,5 @@
 //! Step 3 of the pipeline: which lane each copy of a recorded request goes to ([`Router`]), when it
-//! is due ([`pacing`]), in what form ([`op::Op`]), and what the lanes share ([`shared`], with the
+//! is due (by [`crate::replay::pacing`]), in what form ([`op::Op`]), and what the lanes share ([`shared`], with the
 //! read-ahead [`budget`], the live [`cursors`] and the [`abort`] signal).
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
@@ -13,7 +13,6 @@ pub mod budget;
 pub mod cursors;
 pub mod op;
 pub mod order;
-pub mod pacing;
 pub mod session_order;
 pub mod shared;
 

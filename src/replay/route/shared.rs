@@ -4,10 +4,10 @@
 use super::abort::Abort;
 use super::budget::Budget;
 use super::cursors::Cursors;
-use super::pacing::Pacing;
 use crate::replay::client::{Target, Topology};
 use crate::replay::measure::metrics::Metrics;
 use crate::replay::measure::observed::PairSink;
+use crate::replay::pacing::Pacing;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;

@@ -6,6 +6,7 @@
 //! queued, and a pass reuses the previous one's connections.
 
 use crate::capture::{CaptureSet, Record, RecordKind};
+use crate::figures::summary::new_ns_histogram;
 use crate::replay::lane;
 use crate::replay::measure::outcome;
 use crate::replay::measure::step_phases::Marker;
@@ -15,7 +16,6 @@ use crate::replay::request::sessions::Sessions;
 use crate::replay::request::{self, Request, Skip};
 use crate::replay::route::shared::Shared;
 use crate::replay::route::{Lanes, Router, SpawnLane};
-use crate::report::summary::new_ns_histogram;
 use crate::wire::header::MsgHeader;
 use filters::Filters;
 use hdrhistogram::Histogram;

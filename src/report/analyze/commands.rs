@@ -3,7 +3,7 @@
 //! stays bounded whatever the capture sends.
 
 use super::{Category, CommandReport};
-use crate::report::summary::{new_ns_histogram, LatencySummary};
+use crate::figures::summary::{new_ns_histogram, LatencySummary};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 
 use super::tally::Tally;
 use super::{AnalyzeReport, Category, CommandReport, DriverReport, Role};
-use crate::report::summary::{CommandSummary, LatencySummary, ReportSummary};
+use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::wire::info::is_handshake_command;
 
 /// Drivers told apart; further ones are counted under `(other drivers)`.
@@ -111,7 +111,7 @@ impl Tally {
         let timeline = self.timeline.points();
         let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
         AnalyzeReport {
-            schema_version: crate::report::SCHEMA_VERSION,
+            schema_version: crate::figures::SCHEMA_VERSION,
             summary,
             capture: self.facts,
             workload,

@@ -16,8 +16,8 @@ mod tally;
 pub mod text;
 mod timeline;
 
-use crate::report::phases::PhaseReport;
-use crate::report::summary::{LatencySummary, ReportSummary};
+use crate::figures::phases::PhaseReport;
+use crate::figures::summary::{LatencySummary, ReportSummary};
 pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -266,7 +266,7 @@ pub struct CaptureFacts {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnalyzeReport {
-    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     #[serde(default)]
     pub schema_version: u32,
     /// The figures `compare` reads (kind `analyze`).

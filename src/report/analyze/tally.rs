@@ -7,9 +7,9 @@ use super::timeline::{Bucket, Timeline};
 use super::{
     is_monitoring_command, CaptureFacts, Category, ConnClock, ConnReport, DriverReport, Totals,
 };
+use crate::figures::phases::Phases;
+use crate::figures::summary::new_ns_histogram;
 use crate::report::pair::{Answer, Pairer};
-use crate::report::phases::Phases;
-use crate::report::summary::new_ns_histogram;
 use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};

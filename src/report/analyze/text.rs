@@ -2,8 +2,8 @@
 
 use super::conn::TimeSplit;
 use super::{AnalyzeReport, Category, CommandReport, Totals};
-use crate::report::table::Table;
-use crate::report::units::{self, duration_ns, duration_us};
+use crate::figures::table::Table;
+use crate::figures::units::{self, duration_ns, duration_us};
 
 /// Connections listed in the text report; `--json` has them all.
 const MAX_CONN_ROWS: usize = 40;
@@ -35,7 +35,7 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         s.push_str(
             "\nPhases, from each step marker to the next (server and client time summed over workload connections)\n",
         );
-        s.push_str(&crate::report::phases::render_text(&r.phases));
+        s.push_str(&crate::figures::phases::render_text(&r.phases));
     }
 
     s.push_str("\nLatency per command (workload connections)\n");

@@ -1,10 +1,10 @@
 //! Throughput and latency over time in buckets that coarsen as the capture grows: 100 µs buckets to
 //! begin with, ten times wider whenever there would be more than [`MAX_BUCKETS`]; the points joins
-//! them by the rule every timeline follows ([`crate::report::buckets`]), so a 0.03 s capture and a
+//! them by the rule every timeline follows ([`crate::figures::buckets`]), so a 0.03 s capture and a
 //! day-long one both draw a few dozen to a few hundred points.
 
 use super::TimelinePoint;
-use crate::report::buckets::join_factor;
+use crate::figures::buckets::join_factor;
 
 pub const MAX_BUCKETS: usize = 1000;
 const FIRST_BUCKET_NS: u64 = 100_000;

@@ -11,7 +11,7 @@ mod text;
 
 pub use repeats::{compare_repeats, Interval, Spread};
 
-use crate::report::summary::{CommandSummary, ReportSummary};
+use crate::figures::summary::{CommandSummary, ReportSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -97,7 +97,7 @@ pub struct CommandRows {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
-    /// [`crate::report::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     #[serde(default)]
     pub schema_version: u32,
     pub columns: Vec<ColumnHead>,
@@ -146,7 +146,7 @@ fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
 /// Compares summaries; `files[i]` names where `summaries[i]` came from.
 pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
     CompareReport {
-        schema_version: super::SCHEMA_VERSION,
+        schema_version: crate::figures::SCHEMA_VERSION,
         columns: columns(summaries, files),
         overall: overall(summaries),
         per_command: per_command(summaries),

@@ -6,7 +6,7 @@
 //! them). The seed is fixed: the same reports give the same intervals.
 
 use super::{compare, ColumnHead, CommandRows, CompareReport, MetricRow};
-use crate::report::summary::ReportSummary;
+use crate::figures::summary::ReportSummary;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,7 @@ pub fn compare_repeats(summaries: &[ReportSummary], files: &[String]) -> Compare
     let single = compare(summaries, files);
     let fold_all = |rows: &[MetricRow]| rows.iter().map(|r| fold(r, &groups)).collect();
     CompareReport {
-        schema_version: super::super::SCHEMA_VERSION,
+        schema_version: crate::figures::SCHEMA_VERSION,
         columns: groups.iter().map(|g| column(&single.columns, g)).collect(),
         overall: fold_all(&single.overall),
         per_command: single

@@ -3,8 +3,8 @@
 //! `html::compare`, which shows the same tables under its charts.
 
 use super::{CompareReport, Interval, MetricRow, Spread};
-use crate::report::table::Table;
-use crate::report::units;
+use crate::figures::table::Table;
+use crate::figures::units;
 
 fn cell(v: Option<f64>, unit: &str) -> String {
     match v {

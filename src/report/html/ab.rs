@@ -3,8 +3,8 @@
 //! distributions of the targets overlaid per command, and the real reply differences with examples.
 
 use super::{BarChart, LineChart, Page};
+use crate::figures::units;
 use crate::replay::ab::report::{AbReport, AbRow, TargetReport};
-use crate::report::units;
 
 /// Commands whose latency distributions are drawn (the busiest).
 const DISTRIBUTIONS: usize = 6;

@@ -1,11 +1,11 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
 use super::{BarChart, LineChart, Page};
+use crate::figures::units::{self, duration_ns, duration_us};
 use crate::report::analyze::text::time_cells;
 use crate::report::analyze::{
     AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role, TimelinePoint,
 };
-use crate::report::units::{self, duration_ns, duration_us};
 
 /// Commands drawn in the latency charts (the most requested ones).
 const MAX_CHART_COMMANDS: usize = 8;

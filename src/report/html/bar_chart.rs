@@ -3,7 +3,7 @@
 
 use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
 use super::esc;
-use crate::report::units;
+use crate::figures::units;
 use std::fmt::Write;
 
 /// Horizontal bars, one row per category; grouped (one bar per series) or stacked.

@@ -30,7 +30,7 @@ pub fn cdf_us(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::new_ns_histogram;
+    use crate::figures::summary::new_ns_histogram;
 
     #[test]
     fn a_cdf_rises_to_100_percent_one_point_per_latency() {

@@ -5,7 +5,7 @@
 
 use super::chart::{color, figure, legend, nice_ticks, Series, W};
 use super::esc;
-use crate::report::units;
+use crate::figures::units;
 use std::fmt::Write;
 
 /// Points drawn per line; longer series are thinned to this.
@@ -29,7 +29,7 @@ pub struct LineChart {
 }
 
 impl LineChart {
-    /// `x_label` names the x axis; `y_unit` is formatted as in [`super::BarChart::new`] (see [`crate::report::units::value`]).
+    /// `x_label` names the x axis; `y_unit` is formatted as in [`super::BarChart::new`] (see [`crate::figures::units::value`]).
     pub fn new(title: &str, x_label: &str, y_unit: &str) -> LineChart {
         LineChart {
             title: title.to_owned(),

@@ -2,7 +2,7 @@
 //! the phases' table.
 
 use super::{BarChart, Page};
-use crate::report::phases::{rows, PhaseReport};
+use crate::figures::phases::{rows, PhaseReport};
 
 /// A "Phases" section: time per phase as bars, and the table. Nothing when there are no phases.
 pub fn section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {

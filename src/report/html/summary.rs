@@ -3,8 +3,8 @@
 //! `summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
 
 use super::{BarChart, Page};
-use crate::report::summary::ReportSummary;
-use crate::report::units::{self, duration_us};
+use crate::figures::summary::ReportSummary;
+use crate::figures::units::{self, duration_us};
 
 /// Commands drawn (the most frequent); the table has them all.
 const MAX_CHART_COMMANDS: usize = 12;
@@ -36,7 +36,7 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     let mut cmds: Vec<_> = s.per_command.iter().collect();
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     let top = &cmds[..cmds.len().min(MAX_CHART_COMMANDS)];
-    let lat = |f: fn(&crate::report::summary::LatencySummary) -> f64| {
+    let lat = |f: fn(&crate::figures::summary::LatencySummary) -> f64| {
         top.iter()
             .map(move |(_, c)| (c.latency.count > 0).then(|| f(&c.latency)))
     };
@@ -88,7 +88,7 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::summary::CommandSummary;
+    use crate::figures::summary::CommandSummary;
 
     #[test]
     fn any_summary_draws() {

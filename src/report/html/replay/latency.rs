@@ -1,11 +1,11 @@
 //! The replay page's latency: per command, the distribution the replay measured over the one the
 //! capture recorded (small multiples, one chart per command), and their percentiles side by side.
 
+use crate::figures::units;
 use crate::replay::measure::hdr;
 use crate::replay::report::ReplayReport;
 use crate::report::html::distribution::cdf_us;
 use crate::report::html::{LineChart, Page};
-use crate::report::units;
 
 /// Commands drawn (the most frequent); the table has them all.
 const MAX_CHART_COMMANDS: usize = 8;

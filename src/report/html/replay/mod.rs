@@ -8,8 +8,8 @@ mod latency;
 mod timeline;
 
 use super::{summary, BarChart, Page};
+use crate::figures::units;
 use crate::replay::report::ReplayReport;
-use crate::report::units;
 
 pub fn render_html(r: &ReplayReport) -> String {
     let s = &r.summary;
@@ -91,17 +91,17 @@ fn cpu(page: Page, r: &ReplayReport) -> Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figures::phases::PhaseReport;
+    use crate::figures::summary::new_ns_histogram;
     use crate::replay::measure::buckets::Buckets;
     use crate::replay::measure::hdr;
     use crate::replay::measure::metrics::{DivergenceReport, SecondReport};
     use crate::replay::report::RecordedReport;
-    use crate::report::phases::PhaseReport;
-    use crate::report::summary::new_ns_histogram;
 
     fn report() -> ReplayReport {
         let mut r = ReplayReport::default();
         r.summary.label = "<x>".into();
-        let mut insert = crate::report::summary::CommandSummary {
+        let mut insert = crate::figures::summary::CommandSummary {
             count: 20,
             ..Default::default()
         };

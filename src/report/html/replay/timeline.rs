@@ -2,10 +2,10 @@
 //! in 100 µs buckets, a ten-minute one in 2 s buckets); a latency line breaks over buckets without
 //! a reply.
 
+use crate::figures::units;
 use crate::replay::measure::buckets::{BucketTimeline, TimelinePoint};
 use crate::replay::report::ReplayReport;
 use crate::report::html::{LineChart, Page};
-use crate::report::units;
 
 pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     let (points, width_ns) = points(r);

@@ -2,9 +2,9 @@
 //! marker to the next. `analyze` and `replay` both report a `phases` list of [`PhaseReport`]; this
 //! file holds that schema, the per-phase accumulator and its text table and HTML section.
 
-use super::summary::LatencySummary;
-use super::table::Table;
-use super::units;
+use crate::figures::summary::LatencySummary;
+use crate::figures::table::Table;
+use crate::figures::units;
 use crate::wire::marker::END_STEP;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,6 @@
 //! Adding shard reports up: histograms first, every figure that derives from them read off the sums.
 
-use super::input::ShardInput;
-use super::MergeError;
+use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use crate::replay::measure::buckets::BucketTimeline;
 use crate::replay::measure::hdr;
 use crate::replay::measure::knee::{self, Bucket};
@@ -9,10 +8,11 @@ use crate::replay::measure::metrics::{
     coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
     DIVERGENCE_EXAMPLES,
 };
+use crate::replay::merge::input::ShardInput;
+use crate::replay::merge::MergeError;
 use crate::replay::report::{
     MergeReport, RecordedReport, ReplayReport, ReplayerReport, SessionOrderReport,
 };
-use crate::report::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
@@ -197,7 +197,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     let ops = total(|r| r.summary.ops);
 
     let mut r = ReplayReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::figures::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: first.capture.clone(),
         target: first.target.clone(),

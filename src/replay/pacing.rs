@@ -1,6 +1,5 @@
 //! Pacing: when each request goes out (`--speed`, `--fast`, `--rate`, `--rate A..B --ramp T`).
 
-use super::op::Op;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -25,11 +24,6 @@ pub enum Pacing {
 }
 
 impl Pacing {
-    /// The intended send time of an op, `None` for "now".
-    pub fn due(&self, start: Instant, op: &Op) -> Option<Instant> {
-        self.due_at(start, op.offset_ns, op.seq)
-    }
-
     /// The intended send time of the `seq`-th request, recorded `offset_ns` after the first one.
     pub fn due_at(&self, start: Instant, offset_ns: u64, seq: u64) -> Option<Instant> {
         let secs = match *self {

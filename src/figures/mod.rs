@@ -1,0 +1,20 @@
+//! The figures and their text that every report shares, one floor below the products that print
+//! them (`report/`, `replay/`, the proxy's status line), so that none of those has to import
+//! another to say a number the same way.
+//!
+//! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
+//! - [`table`]: plain-text tables.
+//! - [`summary`]: the summary every report carries (`compare` reads it back), and the histogram
+//!   bounds every latency is kept in.
+//! - [`phases`]: the figures per phase, cut at step markers, with their text table.
+//! - [`buckets`]: how wide a timeline's points are, for any run's length.
+
+/// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
+/// Raised when a key is removed or renamed or changes type; adding a key keeps it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub mod buckets;
+pub mod phases;
+pub mod summary;
+pub mod table;
+pub mod units;

@@ -1,0 +1,18 @@
+//! One finished operation, as the lanes hand it to the run's [`super::metrics::Metrics`] and to the
+//! live figures of `--metrics` ([`super::live::LiveMetrics`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One finished operation.
+pub struct Sample<'a> {
+    pub command: &'a Arc<str>,
+    pub namespace: &'a Arc<str>,
+    /// None for moreToCome requests.
+    pub latency_ns: Option<u64>,
+    pub error: bool,
+    /// The server's error code, when the reply gave one.
+    pub code: Option<i32>,
+    pub lag_ns: u64,
+    pub done: Instant,
+}
