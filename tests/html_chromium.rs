@@ -239,7 +239,9 @@ fn hostile_names_from_a_capture_are_escaped() {
                 .categories([evil])
                 .series(evil, [1.0]),
         )
-        .table(&[evil], &[vec![evil.to_string()]])
+        .table(
+            &mongotape::figures::table::Table::new([evil]).with_rows(vec![vec![evil.to_string()]]),
+        )
         .render();
     std::fs::write(&path, &html).unwrap();
     let r = render(&path);

@@ -216,9 +216,14 @@ impl Phases {
     }
 }
 
-/// Column headers and one row of cells per phase, for the text table and the HTML one. Server and
-/// client time appear when measured (analyze), server CPU when measured (replay).
-pub(crate) fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+/// One row per phase, for the text table and the HTML one. Server and client time appear when
+/// measured (analyze), server CPU when measured (replay).
+pub fn table(phases: &[PhaseReport]) -> Table {
+    let (headers, rows) = rows(phases);
+    Table::new(headers).with_rows(rows)
+}
+
+fn rows(phases: &[PhaseReport]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let times = phases.iter().any(|p| p.server_s.is_some());
     let cpu = phases.iter().any(|p| p.server_cpu_s.is_some());
     let mut headers = vec!["phase", "start", "wall", "ops", "ops/s"];
@@ -271,12 +276,7 @@ pub fn render_text(phases: &[PhaseReport]) -> String {
     if phases.is_empty() {
         return String::new();
     }
-    let (headers, rows) = rows(phases);
-    let mut t = Table::new(headers);
-    for row in rows {
-        t.row(row);
-    }
-    t.render()
+    table(phases).render()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod commands;
 mod conn;
 mod finish;
 mod pass;
+pub mod tables;
 mod tally;
 pub mod text;
 mod timeline;

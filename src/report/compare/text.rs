@@ -46,7 +46,8 @@ fn ratio_interval(r: Option<f64>, i: Option<Interval>) -> String {
 }
 
 impl CompareReport {
-    fn table(&self, rows: &[MetricRow]) -> Table {
+    /// One comparison table, for the text summary and the HTML page alike.
+    pub(crate) fn table(&self, rows: &[MetricRow]) -> Table {
         let mut t = Table::new(self.table_rows_headers());
         for cells in self.table_rows(rows) {
             t.row(cells);

@@ -3,6 +3,7 @@
 //! distributions of the targets overlaid per command, and the real reply differences with examples.
 
 use super::{BarChart, LineChart, Page};
+use crate::figures::table::Table;
 use crate::figures::units;
 use crate::replay::ab::report::{AbReport, AbRow, TargetReport};
 
@@ -29,17 +30,18 @@ pub fn render_html(r: &AbReport) -> String {
         page = page.paragraph(f);
     }
     page = page.section("Targets").table(
-        &TargetReport::HEADERS,
-        &r.targets
-            .iter()
-            .map(|t| {
-                t.cells(if t.complete {
-                    "yes".into()
-                } else {
-                    format!("no: {}", t.error.clone().unwrap_or_default())
+        &Table::new(TargetReport::HEADERS).with_rows(
+            r.targets
+                .iter()
+                .map(|t| {
+                    t.cells(if t.complete {
+                        "yes".into()
+                    } else {
+                        format!("no: {}", t.error.clone().unwrap_or_default())
+                    })
                 })
-            })
-            .collect::<Vec<_>>(),
+                .collect(),
+        ),
     );
     page = comparison(page, r, &labels);
     page = distributions(page, r, &labels);
@@ -80,7 +82,7 @@ fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
         .chain(r.per_command.iter().map(|(k, v)| (k.as_str(), v)))
         .map(|(name, row)| row_cells(name, row))
         .collect();
-    page.table(&headers, &rows)
+    page.table(&Table::new(headers).with_rows(rows))
 }
 
 fn row_cells(name: &str, row: &AbRow) -> Vec<String> {
@@ -183,7 +185,7 @@ fn differences(mut page: Page, r: &AbReport) -> Page {
         })
         .collect();
     page.table(
-        &[
+        &Table::new([
             "field",
             "verdict",
             "compared",
@@ -191,7 +193,7 @@ fn differences(mut page: Page, r: &AbReport) -> Page {
             "unexplained",
             "noise rate",
             "examples",
-        ],
-        &rows,
+        ])
+        .with_rows(rows),
     )
 }

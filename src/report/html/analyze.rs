@@ -2,9 +2,9 @@
 
 use super::{BarChart, LineChart, Page};
 use crate::figures::units::{self, duration_ns, duration_us};
-use crate::report::analyze::text::time_cells;
+use crate::report::analyze::tables;
 use crate::report::analyze::{
-    AnalyzeReport, Category, CommandReport, ConnReport, DriverReport, Role, TimelinePoint,
+    AnalyzeReport, Category, ConnReport, DriverReport, Role, TimelinePoint,
 };
 
 /// Commands drawn in the latency charts (the most requested ones).
@@ -256,125 +256,23 @@ fn over_time(page: Page, r: &AnalyzeReport) -> Page {
         )
 }
 
-/// One row per driver: time split, per-operation figures.
+/// Per driver: where the time went, and the figures per logical operation.
 fn driver_table(page: Page, r: &AnalyzeReport) -> Page {
-    let rows: Vec<Vec<String>> = r
-        .drivers
-        .iter()
-        .map(|d| {
-            let w = &d.workload;
-            let cells = time_cells(&w.times, w.client_bound_share);
-            let po = w.per_op.as_ref();
-            let extra = |k: Category| {
-                po.map_or("-".into(), |p| {
-                    format!("{:.2}", p.extra.get(k.name()).copied().unwrap_or(0.0))
-                })
-            };
-            vec![
-                d.driver.clone(),
-                w.connections.to_string(),
-                w.ops.to_string(),
-                cells[1].clone(),
-                cells[2].clone(),
-                cells[3].clone(),
-                cells[4].clone(),
-                po.map_or("-".into(), |p| format!("{:.2}", p.round_trips)),
-                po.map_or("-".into(), |p| units::bytes(p.bytes as u64)),
-                extra(Category::Handshake),
-                extra(Category::Sessions),
-                extra(Category::GetMore),
-                d.other.connections.to_string(),
-            ]
-        })
-        .collect();
-    page.section("Per driver").table(
-        &[
-            "driver",
-            "conns",
-            "ops",
-            "server",
-            "client",
-            "gaps",
-            "client-bound",
-            "round trips/op",
-            "bytes/op",
-            "handshake/op",
-            "sessions/op",
-            "getMore/op",
-            "other conns",
-        ],
-        &rows,
-    )
+    page.section("Per driver")
+        .table(&tables::drivers(r))
+        .table(&tables::per_operation(r))
 }
 
 /// The commands on workload connections and on the others.
 fn command_tables(page: Page, r: &AnalyzeReport) -> Page {
-    let cmd_rows = |list: &[CommandReport]| -> Vec<Vec<String>> {
-        list.iter()
-            .map(|c| {
-                let l = &c.latency;
-                let lat = |v: f64| {
-                    if l.count > 0 {
-                        duration_us(v)
-                    } else {
-                        "-".into()
-                    }
-                };
-                vec![
-                    c.command.clone(),
-                    c.category.map_or("-", |k| k.name()).to_string(),
-                    c.requests.to_string(),
-                    c.replies.to_string(),
-                    c.errors.to_string(),
-                    lat(l.p50_us),
-                    lat(l.p90_us),
-                    lat(l.p99_us),
-                    lat(l.max_us),
-                ]
-            })
-            .collect()
-    };
-    let cmd_headers = [
-        "command", "kind", "requests", "replies", "errors", "p50", "p90", "p99", "max",
-    ];
     page.section("Commands on workload connections")
-        .table(&cmd_headers, &cmd_rows(&r.commands))
+        .table(&tables::commands(&r.commands))
         .section("Commands on monitoring and other connections")
-        .table(&cmd_headers, &cmd_rows(&r.other_commands))
+        .table(&tables::commands(&r.other_commands))
 }
 
 /// One row per connection.
 fn connection_table(page: Page, r: &AnalyzeReport) -> Page {
-    let conn_rows: Vec<Vec<String>> = r
-        .connections
-        .iter()
-        .map(|c| {
-            let mut row = vec![
-                c.id.to_string(),
-                c.client.clone(),
-                c.driver.clone(),
-                c.role.map_or("-", |r| r.name()).to_string(),
-                c.requests.to_string(),
-                c.ops.to_string(),
-            ];
-            row.extend(time_cells(&c.times, c.client_bound_share));
-            row
-        })
-        .collect();
-    page.section("Connections").table(
-        &[
-            "conn",
-            "client",
-            "driver",
-            "role",
-            "reqs",
-            "ops",
-            "wall",
-            "server",
-            "client time",
-            "gaps",
-            "client-bound",
-        ],
-        &conn_rows,
-    )
+    page.section("Connections")
+        .table(&tables::connections(r, usize::MAX))
 }

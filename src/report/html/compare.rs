@@ -50,7 +50,7 @@ impl CompareReport {
                     .series_opt("server CPU", cpu),
             );
         }
-        page = page.table(&self.table_rows_headers(), &self.table_rows(&self.overall));
+        page = page.table(&self.table(&self.overall));
         let top: Vec<&CommandRows> = self.per_command.iter().take(12).collect();
         let metric = |c: &CommandRows, m: &str, i: usize| -> Option<f64> {
             c.rows
@@ -74,9 +74,7 @@ impl CompareReport {
             page = page.bar_chart(chart);
         }
         for c in &self.per_command {
-            page = page
-                .paragraph(&c.command)
-                .table(&self.table_rows_headers(), &self.table_rows(&c.rows));
+            page = page.paragraph(&c.command).table(&self.table(&c.rows));
         }
         page.render()
     }

@@ -4,13 +4,14 @@
 //! Any report builds a page the same way:
 //!
 //! ```
+//! use mongotape::figures::table::Table;
 //! use mongotape::report::html::{BarChart, LineChart, Page};
 //! let html = Page::new("replay of bench.mtape")
 //!     .facts(&[("ops/s", "1,234".into())])
 //!     .section("Latency")
 //!     .bar_chart(BarChart::new("p50 per command", "µs").categories(["find", "insert"]).series("p50", [210.0, 330.0]))
 //!     .line_chart(LineChart::new("Throughput", "s", "ops/s").series("ops/s", vec![(0.0, 10.0), (1.0, 12.0)]))
-//!     .table(&["command", "count"], &[vec!["find".into(), "3".into()]])
+//!     .table(&Table::new(["command", "count"]).with_rows(vec![vec!["find".into(), "3".into()]]))
 //!     .render();
 //! assert!(html.contains("<svg"));
 //! ```
@@ -32,6 +33,7 @@ pub mod phases;
 pub mod replay;
 pub mod summary;
 
+use crate::figures::table::Table;
 pub use bar_chart::BarChart;
 pub use line_chart::LineChart;
 
@@ -121,8 +123,10 @@ impl Page {
         self
     }
 
-    /// A table; columns whose cells all look numeric are right-aligned. Click a header to sort.
-    pub fn table<S: AsRef<str>>(mut self, headers: &[S], rows: &[Vec<String>]) -> Page {
+    /// A table (the same model the text reports render); columns whose cells all look numeric
+    /// are right-aligned. Click a header to sort.
+    pub fn table(mut self, table: &Table) -> Page {
+        let (headers, rows) = (table.headers(), table.rows());
         let numeric: Vec<bool> = (0..headers.len())
             .map(|i| {
                 rows.iter()
@@ -133,7 +137,7 @@ impl Page {
         let mut t = String::from("<div class=\"tw\"><table class=\"sortable\"><thead><tr>");
         for (i, h) in headers.iter().enumerate() {
             let class = if numeric[i] { " class=\"num\"" } else { "" };
-            t.push_str(&format!("<th{class}>{}</th>", esc(h.as_ref())));
+            t.push_str(&format!("<th{class}>{}</th>", esc(h)));
         }
         t.push_str("</tr></thead><tbody>");
         for row in rows {
@@ -260,7 +264,7 @@ mod tests {
     #[test]
     fn escapes_everything_from_a_capture() {
         let html = Page::new("<script>alert(1)</script>")
-            .table(&["cmd"], &[vec!["</td><script>x</script>".into()]])
+            .table(&Table::new(["cmd"]).with_rows(vec![vec!["</td><script>x</script>".into()]]))
             .bar_chart(
                 BarChart::new("t\"", "µs")
                     .categories(["<b>"])

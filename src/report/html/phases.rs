@@ -2,7 +2,7 @@
 //! the phases' table.
 
 use super::{BarChart, Page};
-use crate::figures::phases::{rows, PhaseReport};
+use crate::figures::phases::{table, PhaseReport};
 
 /// A "Phases" section: time per phase as bars, and the table. Nothing when there are no phases.
 pub fn section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {
@@ -36,10 +36,9 @@ pub fn section(page: Page, phases: &[PhaseReport], intro: &str) -> Page {
         .categories(measured.iter().map(|p| p.name.clone()))
         .series("p50", measured.iter().map(|p| p.latency.p50_us))
         .series("p99", measured.iter().map(|p| p.latency.p99_us));
-    let (headers, rows) = rows(phases);
     let mut page = page.section("Phases").paragraph(intro).bar_chart(chart);
     if !measured.is_empty() {
         page = page.bar_chart(latency);
     }
-    page.table(&headers, &rows)
+    page.table(&table(phases))
 }

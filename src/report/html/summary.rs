@@ -4,6 +4,7 @@
 
 use super::{BarChart, Page};
 use crate::figures::summary::ReportSummary;
+use crate::figures::table::Table;
 use crate::figures::units::{self, duration_us};
 
 /// Commands drawn (the most frequent); the table has them all.
@@ -78,10 +79,10 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
                 .series_opt("p99", lat(|l| l.p99_us)),
         )
         .table(
-            &[
+            &Table::new([
                 "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
-            ],
-            &rows,
+            ])
+            .with_rows(rows),
         )
 }
 

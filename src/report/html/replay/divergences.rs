@@ -1,6 +1,7 @@
 //! The replay page's divergences: per command, how many live replies differed from the recorded
 //! ones and in which fields, and the examples the report kept, the first of each command unfolded.
 
+use crate::figures::table::Table;
 use crate::replay::report::ReplayReport;
 use crate::report::html::Page;
 
@@ -22,10 +23,7 @@ pub(super) fn section(mut page: Page, r: &ReplayReport) -> Page {
             "A live reply diverges when its outcome (ok, error code, documents written or \
              returned, cursor) differs from the recorded reply to the same request.",
         )
-        .table(
-            &["command", "replies that differed", "fields (times)"],
-            &rows,
-        );
+        .table(&Table::new(["command", "replies that differed", "fields (times)"]).with_rows(rows));
     for (cmd, d) in &r.divergences {
         for (i, example) in d.examples.iter().enumerate() {
             let fields = example

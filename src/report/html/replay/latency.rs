@@ -1,6 +1,7 @@
 //! The replay page's latency: per command, the distribution the replay measured over the one the
 //! capture recorded (small multiples, one chart per command), and their percentiles side by side.
 
+use crate::figures::table::Table;
 use crate::figures::units;
 use crate::replay::measure::hdr;
 use crate::replay::report::ReplayReport;
@@ -86,7 +87,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
         )
         .grid(charts)
         .table(
-            &[
+            &Table::new([
                 "command",
                 "replies",
                 "recorded p50",
@@ -95,7 +96,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
                 "recorded p99",
                 "replayed p99",
                 "replayed / recorded",
-            ],
-            &rows,
+            ])
+            .with_rows(rows),
         )
 }

@@ -8,6 +8,7 @@ mod latency;
 mod timeline;
 
 use super::{summary, BarChart, Page};
+use crate::figures::table::Table;
 use crate::figures::units;
 use crate::replay::report::ReplayReport;
 
@@ -57,7 +58,7 @@ pub fn render_html(r: &ReplayReport) -> String {
     if !skipped.is_empty() {
         page = page
             .section("Not replayed")
-            .table(&["why", "requests"], &skipped);
+            .table(&Table::new(["why", "requests"]).with_rows(skipped));
     }
     page.render()
 }
