@@ -182,7 +182,6 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     for i in &inputs {
         sums.add(i)?;
     }
-    let first = &inputs[0].report;
     let start = inputs
         .iter()
         .map(|i| i.report.started_at_unix_s)
@@ -192,11 +191,60 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         .map(|i| i.report.started_at_unix_s + i.report.summary.wall_s)
         .fold(0.0, f64::max);
     let wall_s = (end - start).max(0.0);
+    let mut r = counts(&inputs, start);
+    r.summary = summary(&inputs, &sums, wall_s);
+    r.recorded = RecordedReport::of(&sums.recorded);
+    r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
+    r.skipped = skipped(&inputs);
+    r.lag = LagReport {
+        latency: sums
+            .lag
+            .as_ref()
+            .map(LatencySummary::from_ns_histogram)
+            .unwrap_or_default(),
+        behind_1ms: inputs.iter().map(|i| i.report.lag.behind_1ms).sum(),
+        behind_100ms: inputs.iter().map(|i| i.report.lag.behind_100ms).sum(),
+    };
+    r.divergences = divergences(&inputs);
+    r.timeline = timeline(&sums);
+    r.timeline_buckets = buckets(&inputs)?;
+    add_cpu(&mut r, &inputs);
+    if let Some(schedule) = &r.options.open_loop {
+        let seconds: Vec<Bucket<'_>> = sums
+            .seconds
+            .iter()
+            .map(|(&unix_s, (ops, _, _, h))| Bucket {
+                unix_s,
+                ops: *ops,
+                latency: std::borrow::Cow::Borrowed(h),
+            })
+            .collect();
+        let duration_s = r.options.duration_s.unwrap_or(wall_s);
+        r.knee = knee::find(&schedule.pacing(), start, duration_s, &seconds);
+    }
+    r.histograms = HistogramsReport {
+        format: hdr::FORMAT.into(),
+        overall: sums.overall.as_ref().map(hdr::encode).unwrap_or_default(),
+        per_command: encode_all(&sums.per_command),
+        per_namespace: encode_all(&sums.per_namespace),
+        lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
+    };
+    r.complete = census.missing.is_empty() && census.failed.is_empty();
+    r.capture_error = inputs.iter().find_map(|i| i.report.capture_error.clone());
+    r.error = (!census.failed.is_empty()).then(|| {
+        let which: Vec<&str> = census.failed.keys().map(String::as_str).collect();
+        format!("shard(s) {} failed", which.join(", "))
+    });
+    r.merge = Some(census);
+    Ok(r)
+}
+
+/// The report's head: what every shard shares, and the counters that add up.
+fn counts(inputs: &[ShardInput], start: f64) -> ReplayReport {
+    let first = &inputs[0].report;
     let total = |f: fn(&ReplayReport) -> u64| inputs.iter().map(|i| f(&i.report)).sum::<u64>();
     let most = |f: fn(&ReplayReport) -> u64| inputs.iter().map(|i| f(&i.report)).max();
-    let ops = total(|r| r.summary.ops);
-
-    let mut r = ReplayReport {
+    ReplayReport {
         schema_version: crate::figures::SCHEMA_VERSION,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: first.capture.clone(),
@@ -215,8 +263,15 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         retried_dropped_connection: total(|r| r.retried_dropped_connection),
         session_order: session_order(inputs.iter().map(|i| &i.report)),
         ..ReplayReport::default()
-    };
-    r.summary = ReportSummary {
+    }
+}
+
+/// The summary over the whole run: the shards' operations over the span they covered together.
+fn summary(inputs: &[ShardInput], sums: &Sums, wall_s: f64) -> ReportSummary {
+    let first = &inputs[0].report;
+    let ops = inputs.iter().map(|i| i.report.summary.ops).sum::<u64>();
+    let errors = inputs.iter().map(|i| i.report.summary.overall.errors).sum();
+    ReportSummary {
         kind: "replay".into(),
         label: first.summary.label.clone(),
         source: first.summary.source.clone(),
@@ -227,14 +282,9 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         } else {
             0.0
         },
-        overall: command(
-            ops,
-            total(|r| r.summary.overall.errors),
-            wall_s,
-            sums.overall.as_ref(),
-        ),
+        overall: command(ops, errors, wall_s, sums.overall.as_ref()),
         per_command: commands(
-            &inputs,
+            inputs,
             |r| &r.summary.per_command,
             &sums.per_command,
             wall_s,
@@ -242,12 +292,15 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         server_cpu_s_per_1k_ops: None,
         client_cpu_us_per_op: None,
         client_bound_share: None,
-    };
-    r.recorded = RecordedReport::of(&sums.recorded);
-    r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
-    for i in &inputs {
+    }
+}
+
+/// Requests skipped, by reason: a reason every shard sees in the whole capture counts once.
+fn skipped(inputs: &[ShardInput]) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    for i in inputs {
         for (k, n) in &i.report.skipped {
-            let e = r.skipped.entry(k.clone()).or_default();
+            let e = out.entry(k.clone()).or_default();
             *e = if PER_CAPTURE_SKIPS.contains(&k.as_str()) {
                 (*e).max(*n)
             } else {
@@ -255,23 +308,17 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
             };
         }
     }
-    r.lag = LagReport {
-        latency: sums
-            .lag
-            .as_ref()
-            .map(LatencySummary::from_ns_histogram)
-            .unwrap_or_default(),
-        behind_1ms: total(|r| r.lag.behind_1ms),
-        behind_100ms: total(|r| r.lag.behind_100ms),
-    };
-    r.divergences = divergences(&inputs);
-    r.timeline = timeline(&sums);
+    out
+}
+
+/// The shards' timeline buckets joined at the widest width any of them used.
+fn buckets(inputs: &[ShardInput]) -> Result<BucketTimeline, MergeError> {
     let widest = inputs
         .iter()
         .map(|i| i.report.timeline_buckets.width_ns)
         .max();
     let mut buckets = BucketTimeline::empty(widest.unwrap_or_default());
-    for i in &inputs {
+    for i in inputs {
         buckets = buckets
             .joined(&i.report.timeline_buckets)
             .map_err(|detail| MergeError::Histogram {
@@ -279,36 +326,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
                 detail,
             })?;
     }
-    r.timeline_buckets = buckets;
-    add_cpu(&mut r, &inputs);
-    if let Some(schedule) = &r.options.open_loop {
-        let buckets: Vec<Bucket<'_>> = sums
-            .seconds
-            .iter()
-            .map(|(&unix_s, (ops, _, _, h))| Bucket {
-                unix_s,
-                ops: *ops,
-                latency: std::borrow::Cow::Borrowed(h),
-            })
-            .collect();
-        let duration_s = r.options.duration_s.unwrap_or(wall_s);
-        r.knee = knee::find(&schedule.pacing(), start, duration_s, &buckets);
-    }
-    r.histograms = HistogramsReport {
-        format: hdr::FORMAT.into(),
-        overall: sums.overall.as_ref().map(hdr::encode).unwrap_or_default(),
-        per_command: encode_all(&sums.per_command),
-        per_namespace: encode_all(&sums.per_namespace),
-        lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
-    };
-    r.complete = census.missing.is_empty() && census.failed.is_empty();
-    r.capture_error = inputs.iter().find_map(|i| i.report.capture_error.clone());
-    r.error = (!census.failed.is_empty()).then(|| {
-        let which: Vec<&str> = census.failed.keys().map(String::as_str).collect();
-        format!("shard(s) {} failed", which.join(", "))
-    });
-    r.merge = Some(census);
-    Ok(r)
+    Ok(buckets)
 }
 
 fn encode_all(m: &BTreeMap<String, Histogram<u64>>) -> BTreeMap<String, String> {
