@@ -102,11 +102,11 @@ pub fn run(
     let report = ab::run(config, ab_config)?;
     if let Some(path) = out.report {
         let json = serde_json::to_vec_pretty(&report)?;
-        super::output::report_file(&path, &json, "report")?;
+        super::output::report_file(path, &json, "report")?;
     }
     if let Some(path) = out.html {
         let html = mongotape::report::html::ab::render_html(&report);
-        super::output::report_file(&path, html.as_bytes(), "HTML report")?;
+        super::output::report_file(path, html.as_bytes(), "HTML report")?;
     }
     if !out.quiet {
         super::output::text(&report.render_text())?;
