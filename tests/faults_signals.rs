@@ -226,3 +226,46 @@ fn a_stderr_reader_that_exits_mid_run_does_not_stop_the_proxy() {
     wait_listening(&mut child, &addr);
     forwards_and_stops_cleanly(child, &addr, &out, "midrun");
 }
+
+/// Until the target holds `n` documents in `analyze_test.c` (a bounded wait in one process).
+const WAIT_FOR_DOCS: &str = "import sys, time\nfrom pymongo import MongoClient\n\
+c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).analyze_test.c\n\
+deadline = time.time() + 60\n\
+while c.estimated_document_count() < int(sys.argv[2]):\n    assert time.time() < deadline, 'nothing replayed'\n    time.sleep(0.05)\n";
+
+#[test]
+fn sighup_ends_a_replay_with_its_report() {
+    let server = Server::start();
+    // About 6 s of recorded traffic, replayed at its recorded pace.
+    let recorded = record_inserts_finds(&server, "paced", 150, 0.02, 0);
+    let target = Server::start();
+    let report = recorded.dir.path().join("report.json");
+    let mut replay = Command::new(mongotape_bin())
+        .arg("replay")
+        .arg(&recorded.capture)
+        .args(["--target", &target.uri(), "--report"])
+        .arg(&report)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    python(WAIT_FOR_DOCS, &[target.uri(), "10".into()]);
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    unsafe { libc::kill(replay.id() as libc::pid_t, libc::SIGHUP) };
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    let status = loop {
+        if let Some(status) = replay.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = replay.kill();
+            panic!("the replay ignored SIGHUP");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.code().is_some(), "killed by a signal: {status}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("a report after SIGHUP")).unwrap();
+    assert_eq!(report["error"], "interrupted (SIGHUP)", "{report}");
+}
