@@ -532,6 +532,7 @@ fn idle_connections_do_not_blind_the_scraper_and_only_metrics_is_served() {
     let idle: Vec<TcpStream> = (0..80)
         .map(|_| TcpStream::connect(&addr).unwrap())
         .collect();
+    let asked = Instant::now();
     let mut stream = TcpStream::connect(&addr).unwrap();
     // Bounded, and shorter than the 10 s for which 8 idle connections used to hold every slot.
     stream
@@ -544,6 +545,10 @@ fn idle_connections_do_not_blind_the_scraper_and_only_metrics_is_served() {
     stream
         .read_to_string(&mut response)
         .unwrap_or_else(|e| panic!("no scrape answer behind 80 idle connections: {e}"));
+    eprintln!(
+        "FIGURE scrape behind 80 idle connections answered after {:?}",
+        asked.elapsed()
+    );
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("mongotape_connections"), "{response}");
     let deadline = Instant::now() + Duration::from_secs(10);
