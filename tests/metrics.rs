@@ -518,3 +518,57 @@ fn a_bad_metrics_address_is_a_clear_error() {
         out.stderr
     );
 }
+
+/// Idle connections (a port scanner, a half-open load balancer check) cannot blind the scraper:
+/// more of them than the endpoint has slots, and a scrape is still answered, well before the old
+/// 10 s hold would have ended; the endpoint says when it is full. `/` is not an alias of `/metrics`.
+#[test]
+fn idle_connections_do_not_blind_the_scraper_and_only_metrics_is_served() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("idle.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&proxy.stderr()).expect("the proxy names its metrics address");
+    let idle: Vec<TcpStream> = (0..80)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    let asked = Instant::now();
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    // Bounded, and shorter than the 10 s for which 8 idle connections used to hold every slot.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(8)))
+        .unwrap();
+    stream
+        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .unwrap_or_else(|e| panic!("no scrape answer behind 80 idle connections: {e}"));
+    eprintln!(
+        "FIGURE scrape behind 80 idle connections answered after {:?}",
+        asked.elapsed()
+    );
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    assert!(response.contains("mongotape_connections"), "{response}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !proxy.stderr().contains("all 64 connections busy") {
+        assert!(
+            Instant::now() < deadline,
+            "no busy line: {}",
+            proxy.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(idle);
+
+    let mut root = TcpStream::connect(&addr).unwrap();
+    root.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    root.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    root.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+    assert!(!response.contains("mongotape_"), "{response}");
+    assert!(proxy.stop().status.success());
+}

@@ -419,3 +419,167 @@ print(json.dumps(out))
     assert_eq!(before["distinct_name"], 37);
     assert_eq!(before["distinct_city"], 4);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic links: neither --out, a rotation segment nor a report is ever written through one.
+// ---------------------------------------------------------------------------------------------
+
+const THROUGH_A_LINK: &str = "is a symbolic link: refusing to write through it";
+
+/// `record --listen 127.0.0.1:0 --upstream ADDR --out OUT EXTRA...`, which must refuse to start
+/// because of the link at `link`, named in its error.
+fn refused_for_link(server: &Server, out: &Path, link: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "record",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        server.addr(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let refused = mongotape(&args);
+    assert!(!refused.success(), "record started: {}", refused.stderr);
+    let said = format!("{} {THROUGH_A_LINK}", link.display());
+    assert!(refused.stderr.contains(&said), "{}", refused.stderr);
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_dangling_link_as_out_is_refused_not_written_through() {
+    let server = Server::start();
+    let dir = tempdir();
+    let target = dir.path().join("elsewhere.mtape");
+    let out = dir.path().join("trace.mtape");
+    std::os::unix::fs::symlink(&target, &out).unwrap();
+    refused_for_link(&server, &out, &out, &[]);
+    refused_for_link(&server, &out, &out, &["--force"]);
+    assert!(!target.exists(), "a capture was written through the link");
+}
+
+#[test]
+fn force_does_not_write_through_a_link_nor_change_its_targets_mode() {
+    let server = Server::start();
+    let dir = tempdir();
+    let target = dir.path().join("authorized_keys");
+    std::fs::write(&target, b"ssh-ed25519 AAAA... operator\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = dir.path().join("trace.mtape");
+    std::os::unix::fs::symlink(&target, &out).unwrap();
+    refused_for_link(&server, &out, &out, &["--force"]);
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        b"ssh-ed25519 AAAA... operator\n"
+    );
+    assert_eq!(mode_of(&target), 0o644);
+    assert!(std::fs::symlink_metadata(&out)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_planted_partial_link_in_a_rotation_folder_is_refused() {
+    let server = Server::start();
+    let dir = tempdir();
+    let segments = dir.path().join("segments");
+    std::fs::create_dir(&segments).unwrap();
+    let target = dir.path().join("victim");
+    std::fs::write(&target, b"not a capture").unwrap();
+    let planted = segments.join("trace-000001.mtape.partial");
+    std::os::unix::fs::symlink(&target, &planted).unwrap();
+    let out = segments.join("trace.mtape");
+    for extra in [
+        &["--rotate-size", "1"][..],
+        &["--rotate-size", "1", "--force"],
+    ] {
+        refused_for_link(&server, &out, &planted, extra);
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"not a capture");
+    assert!(
+        !segments.join("trace-000001.mtape").exists(),
+        "the planted link was renamed into a segment"
+    );
+    // A fresh folder still rotates (the refusal is about the link, not rotation).
+    let fresh = dir.path().join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let proxy = Proxy::start_with(
+        server.addr(),
+        &fresh.join("trace.mtape"),
+        &["--rotate-size", "1"],
+    );
+    ping(&proxy.uri());
+    assert!(proxy.stop().status.success());
+    assert!(fresh.join("trace-000001.mtape").is_file());
+}
+
+#[test]
+fn a_report_is_not_written_through_a_link() {
+    let server = Server::start();
+    let recorded = record_inserts_finds(&server, "few", 5, 0.0, 0);
+    let (dir, capture) = (&recorded.dir, &recorded.capture);
+    let target = dir.path().join("bashrc");
+    std::fs::write(&target, b"export PATH\n").unwrap();
+    let links: Vec<PathBuf> = ["report.json", "report.html", "analyze.html"]
+        .iter()
+        .map(|name| {
+            let link = dir.path().join(name);
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            link
+        })
+        .collect();
+    let replay_args = |report: &Path, html: Option<&Path>| {
+        let mut args = vec![
+            "replay".to_string(),
+            capture.display().to_string(),
+            "--target".into(),
+            server.addr().into(),
+            "--fast".into(),
+            "-o".into(),
+            report.display().to_string(),
+        ];
+        if let Some(html) = html {
+            args.extend(["--html".into(), html.display().to_string()]);
+        }
+        args
+    };
+    let refused = mongotape(&replay_args(&links[0], None));
+    let said = format!("{} {THROUGH_A_LINK}", links[0].display());
+    assert!(
+        !refused.success() && refused.stderr.contains(&said),
+        "{}",
+        refused.stderr
+    );
+    let ok_report = dir.path().join("ok.json");
+    let refused = mongotape(&replay_args(&ok_report, Some(&links[1])));
+    assert!(
+        !refused.success() && refused.stderr.contains(&links[1].display().to_string()),
+        "{}",
+        refused.stderr
+    );
+    let refused = mongotape(&[
+        "analyze",
+        capture.to_str().unwrap(),
+        "--html",
+        links[2].to_str().unwrap(),
+    ]);
+    assert!(
+        !refused.success() && refused.stderr.contains(THROUGH_A_LINK),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"export PATH\n");
+    // A regular file is still replaced: reports are rewritten run after run.
+    std::fs::write(&ok_report, b"an older report").unwrap();
+    let replaced = mongotape(&replay_args(&ok_report, None));
+    assert!(replaced.success(), "{}", replaced.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ok_report).unwrap()).unwrap();
+    assert!(report["schema_version"].is_number(), "{report}");
+}

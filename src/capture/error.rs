@@ -32,6 +32,9 @@ pub enum CaptureError {
         compressed_offset: u64,
         detail: String,
     },
+    /// Creating the file failed: a symbolic link, a non-file, the system's refusal.
+    #[error(transparent)]
+    Output(super::output::OutputError),
 }
 
 impl CaptureError {

@@ -2,10 +2,12 @@
 //! CRC-checked records holding raw wire messages and connection events.
 //!
 //! `record` is the encoding (no I/O); `writer` and `reader` stream it to and from files;
+//! `output` creates files, never through a symbolic link;
 //! `segments` is a recording as files (rotation, limits, no overwriting); `set` reads segments
 //! (a folder or a list) as one capture.
 
 pub mod error;
+pub mod output;
 pub mod reader;
 pub mod record;
 pub mod segments;

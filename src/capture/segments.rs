@@ -5,6 +5,7 @@
 //! with its client metadata, so a segment read alone is complete and a set read in order joins up.
 
 use super::error::CaptureError;
+use super::output;
 use super::record::{EndEvent, Metadata, OpenEvent, Record, RecordKind};
 use super::writer::CaptureWriter;
 use std::collections::BTreeMap;
@@ -55,14 +56,13 @@ impl SegmentPlan {
         self.path.with_file_name(format!("{stem}-{n:06}.{ext}"))
     }
 
-    /// Refuses to start over files a previous recording left, unless `force`.
+    /// Refuses to start over files a previous recording left, unless `force`, and over a
+    /// symbolic link in any case (a dangling one too: it is not an absent file).
     pub fn check_free(&self) -> Result<(), CaptureError> {
-        if self.force {
-            return Ok(());
-        }
         let first = self.segment_path(1);
         for path in [first.clone(), partial(&first)] {
-            if path.exists() {
+            output::refuse_symlink(&path).map_err(CaptureError::Output)?;
+            if !self.force && path.symlink_metadata().is_ok() {
                 return Err(CaptureError::Exists { path });
             }
         }
@@ -165,7 +165,12 @@ impl SegmentWriter {
             meta.segment = Some(self.segment);
         }
         let path = self.writing_path();
-        let mut writer = CaptureWriter::create(&path, &meta, self.level)?;
+        // O_EXCL without --force, O_NOFOLLOW with it: never through a link planted meanwhile.
+        let mut writer = if self.plan.force {
+            CaptureWriter::create(&path, &meta, self.level)?
+        } else {
+            CaptureWriter::create_new(&path, &meta, self.level)?
+        };
         for (open, client) in self.open.values() {
             let mut event: OpenEvent = open.event().unwrap_or_else(|_| OpenEvent {
                 client: String::new(),

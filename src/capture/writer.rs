@@ -2,8 +2,9 @@
 //! recorder flushes at least once a second so a killed proxy leaves a readable file.
 
 use super::error::CaptureError;
+use super::output::{self, Existing, OutputError};
 use super::record::{Metadata, Record, FORMAT_VERSION, MAGIC};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,19 +42,26 @@ pub struct CaptureWriter<W: Write> {
 }
 
 impl CaptureWriter<File> {
-    /// Creates (or truncates) `path`, readable by its owner only (a replaced file too).
+    /// Creates (or truncates) `path`, readable by its owner only (a replaced file too). A symbolic
+    /// link at `path` is refused, never written through.
     pub fn create(path: &Path, meta: &Metadata, level: i32) -> Result<Self, CaptureError> {
-        let mut opts = OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let file = opts.open(path).map_err(|source| CaptureError::Io {
-            action: "create",
-            path: path.to_owned(),
-            source,
+        Self::open(path, Existing::Replace, meta, level)
+    }
+
+    /// Creates `path`, which must not exist (not even as a dangling link): `O_CREAT|O_EXCL`.
+    pub fn create_new(path: &Path, meta: &Metadata, level: i32) -> Result<Self, CaptureError> {
+        Self::open(path, Existing::Refuse, meta, level)
+    }
+
+    fn open(
+        path: &Path,
+        existing: Existing,
+        meta: &Metadata,
+        level: i32,
+    ) -> Result<Self, CaptureError> {
+        let file = output::create(path, existing, 0o600).map_err(|e| match e {
+            OutputError::Exists { path } => CaptureError::Exists { path },
+            e => CaptureError::Output(e),
         })?;
         #[cfg(unix)]
         {

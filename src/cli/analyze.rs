@@ -2,7 +2,6 @@
 
 use super::exit::Exit;
 use super::output;
-use anyhow::Context;
 use clap::Args;
 use mongotape::report::analyze::analyze_files;
 use mongotape::report::analyze::text::render_text;
@@ -35,9 +34,8 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         output::text(&render_text(&report))?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, render_html(&report))
-            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
-        eprintln!("mongotape: HTML report written to {}", path.display());
+        output::report_file(path, render_html(&report).as_bytes(), "HTML report")?;
+        output::note!("mongotape: HTML report written to {}", path.display());
     }
     // A capture that could not be read to its end still reports what was readable, then fails.
     Ok(match report.capture.error {

@@ -2,7 +2,6 @@
 
 use super::exit::Exit;
 use super::output;
-use anyhow::Context;
 use clap::Args;
 use mongotape::report::compare::{compare, compare_repeats, load_summary};
 use std::path::PathBuf;
@@ -55,9 +54,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         output::text(&report.render_text())?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, report.render_html())
-            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
-        eprintln!("mongotape: HTML report written to {}", path.display());
+        output::report_file(path, report.render_html().as_bytes(), "HTML report")?;
+        output::note!("mongotape: HTML report written to {}", path.display());
     }
     Ok(Exit::Ok.into())
 }

@@ -2,7 +2,6 @@
 //! `mongotape::replay::merge`.
 
 use super::exit::Exit;
-use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,12 +25,12 @@ pub struct MergeArgs {
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = mongotape::replay::merge::merge_files(&args.reports)?;
     if let Some(path) = &args.report {
-        std::fs::write(path, serde_json::to_vec_pretty(&merged)?)
-            .with_context(|| format!("cannot write the merged report to {}", path.display()))?;
+        let json = serde_json::to_vec_pretty(&merged)?;
+        super::output::report_file(path, &json, "merged report")?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, mongotape::report::html::replay::render_html(&merged))
-            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
+        let html = mongotape::report::html::replay::render_html(&merged);
+        super::output::report_file(path, html.as_bytes(), "HTML report")?;
     }
     if !args.quiet {
         super::output::text(&merged.render_text())?;
@@ -40,13 +39,13 @@ pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         return Ok(Exit::Ok.into());
     };
     if !m.missing.is_empty() {
-        eprintln!(
+        super::output::note!(
             "mongotape: merge: missing shard(s) {}",
             m.missing.join(", ")
         );
     }
     for (label, why) in &m.failed {
-        eprintln!("mongotape: merge: shard {label} failed: {why}");
+        super::output::note!("mongotape: merge: shard {label} failed: {why}");
     }
     Ok(if m.missing.is_empty() && m.failed.is_empty() {
         Exit::Ok

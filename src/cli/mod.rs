@@ -98,7 +98,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mongotape: error: {}", exit::message(&e));
+            output::note!("mongotape: error: {}", exit::message(&e));
             exit::of_error(&e).into()
         }
     }

@@ -1,5 +1,7 @@
 //! What the command line prints and how: the log's level (`-v`, `-q`, `MONGOTAPE_LOG`), escape
-//! codes only on a terminal without `NO_COLOR`, and stdout that may be closed early (`| head`).
+//! codes only on a terminal without `NO_COLOR`, stdout that may be closed early (`| head`),
+//! stderr that may be a pipe whose reader is gone (no line written there stops the program), and
+//! report files (never written through a symbolic link).
 
 use std::io::{IsTerminal, Write};
 
@@ -28,6 +30,9 @@ pub fn init_tracing(verbose: u8, quiet: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(styled(&std::io::stderr()))
         .with_target(false)
+        // Its fallback for a failed write is `eprintln!`, which panics when stderr is a broken
+        // pipe: a log line that cannot be written is dropped instead.
+        .log_internal_errors(false)
         .init();
 }
 
@@ -45,4 +50,26 @@ pub fn json(report: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut s = serde_json::to_string_pretty(report)?;
     s.push('\n');
     Ok(text(&s)?)
+}
+
+/// A line on stderr, for [`note!`]. A reader that went away (a closed pipe, an ssh session that
+/// dropped) must not stop the program: the error is ignored, where `eprintln!` would panic.
+pub fn line(args: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stderr(), "{args}");
+}
+
+/// `eprintln!` that never panics: see [`line`].
+macro_rules! note {
+    ($($arg:tt)*) => {
+        $crate::cli::output::line(format_args!($($arg)*))
+    };
+}
+pub(crate) use note;
+
+/// Writes a report file (`-o`, `--report`, `--html`): a regular file is replaced, a symbolic
+/// link is refused, naming the path.
+pub fn report_file(path: &std::path::Path, bytes: &[u8], what: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    mongotape::capture::output::write_report(path, bytes)
+        .with_context(|| format!("cannot write the {what} to {}", path.display()))
 }

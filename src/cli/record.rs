@@ -1,3 +1,4 @@
+use super::output::note;
 use anyhow::Context;
 use clap::Args;
 use mongotape::capture::{CaptureError, SegmentPlan};
@@ -198,7 +199,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             {
                 what.insert(0, "credentials".into());
             }
-            eprintln!(
+            note!(
                 "mongotape: --upstream {} are for the application's driver; the proxy does not \
                  use them (clients authenticate and choose through it)",
                 what.join(", ")
@@ -241,50 +242,51 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         };
         let mut proxy = Proxy::bind(config).await?.with_limits(limits);
         if let Some(server) = metrics {
-            eprintln!(
+            note!(
                 "mongotape: metrics on http://{}/metrics",
                 server.local_addr()
             );
             proxy.serve_metrics(server);
         }
-
+        // Installed before the listeners are announced: a signal from then on drains, never kills.
+        let mut signals = Signals::new();
         for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
             if *local == member.advertised {
-                eprintln!("mongotape: listening on {local} for {}", member.upstream);
+                note!("mongotape: listening on {local} for {}", member.upstream);
             } else {
-                eprintln!(
+                note!(
                     "mongotape: listening on {local} for {} (advertised as {})",
-                    member.upstream, member.advertised
+                    member.upstream,
+                    member.advertised
                 );
             }
         }
         match &args.out {
-            Some(out) => eprintln!(
+            Some(out) => note!(
                 "mongotape: forwarding to {display}, recording to {}",
                 out.display()
             ),
-            None => eprintln!("mongotape: forwarding to {display}, not recording"),
+            None => note!("mongotape: forwarding to {display}, not recording"),
         }
         let (drain_tx, drain) = tokio::sync::watch::channel(false);
         let (now_tx, now) = tokio::sync::watch::channel(false);
         let drain_timeout = args.limits.drain_timeout;
         tokio::spawn(async move {
-            let mut signals = Signals::new();
-            signals.next().await;
-            eprintln!(
-                "\nmongotape: stopping: draining for up to {drain_timeout:?} (a second signal \
-                 stops at once)"
+            let first = signals.next().await;
+            note!(
+                "\nmongotape: stopping ({first}): draining for up to {drain_timeout:?} (a second \
+                 signal stops at once)"
             );
             let _ = drain_tx.send(true);
-            signals.next().await;
-            eprintln!("mongotape: stopping at once");
+            let second = signals.next().await;
+            note!("mongotape: stopping at once ({second})");
             let _ = now_tx.send(true);
         });
         let snap = proxy
             .run_until(Shutdown { drain, now })
             .await
             .map_err(|e| capture_named(e, args.out.as_deref()))?;
-        eprintln!("mongotape: {}", snap.status_line());
+        note!("mongotape: {}", snap.status_line());
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -299,10 +301,12 @@ fn capture_named(e: ProxyError, out: Option<&std::path::Path>) -> anyhow::Error 
     }
 }
 
-/// SIGTERM and SIGINT, as one stream.
+/// SIGTERM, SIGINT and SIGHUP, as one stream: an ssh session that drops (SIGHUP) stops the proxy
+/// the way SIGTERM does, with the drain and the capture's `end` record.
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -311,13 +315,15 @@ impl Signals {
         Signals {
             term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
             int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+            hup: signal(SignalKind::hangup()).expect("SIGHUP handler"),
         }
     }
 
-    async fn next(&mut self) {
+    async fn next(&mut self) -> &'static str {
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+            _ = self.hup.recv() => "SIGHUP",
         }
     }
 }

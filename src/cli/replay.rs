@@ -2,7 +2,6 @@
 
 use super::exit::usage;
 use super::thresholds::ThresholdArgs;
-use anyhow::Context;
 use clap::Args;
 use mongotape::replay::client::Target;
 use mongotape::replay::source::shard::Shard;
@@ -262,7 +261,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
 
     let target = Target::parse_blocking(&args.target[0])?;
     if !target.unused.is_empty() {
-        eprintln!(
+        super::output::note!(
             "mongotape: --target {}: not used, the recorded requests carry their own",
             target.unused.join(", ")
         );
@@ -286,12 +285,11 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = replay::run(config)?;
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&report)?;
-        std::fs::write(path, json)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        super::output::report_file(path, &json, "report")?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, mongotape::report::html::replay::render_html(&report))
-            .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
+        let html = mongotape::report::html::replay::render_html(&report);
+        super::output::report_file(path, html.as_bytes(), "HTML report")?;
     }
     if !args.quiet {
         super::output::text(&report.render_text())?;

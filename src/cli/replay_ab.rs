@@ -1,7 +1,6 @@
 //! `mongotape replay --target A --target B [--target A2]`: the A/B options and outputs. Everything
 //! else is in `mongotape::replay::ab`.
 
-use anyhow::Context;
 use clap::Args;
 use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
 use mongotape::replay::ReplayConfig;
@@ -102,18 +101,18 @@ pub fn run(
     };
     let report = ab::run(config, ab_config)?;
     if let Some(path) = out.report {
-        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
-            .with_context(|| format!("writing the report to {}", path.display()))?;
+        let json = serde_json::to_vec_pretty(&report)?;
+        super::output::report_file(path, &json, "report")?;
     }
     if let Some(path) = out.html {
-        std::fs::write(path, mongotape::report::html::ab::render_html(&report))
-            .with_context(|| format!("writing the HTML report to {}", path.display()))?;
+        let html = mongotape::report::html::ab::render_html(&report);
+        super::output::report_file(path, html.as_bytes(), "HTML report")?;
     }
     if !out.quiet {
-        print!("{}", report.render_text());
+        super::output::text(&report.render_text())?;
     }
     if let Some(e) = &report.error {
-        eprintln!("mongotape: A/B replay: {e}");
+        super::output::note!("mongotape: A/B replay: {e}");
         return Ok(ExitCode::FAILURE);
     }
     if report
@@ -121,7 +120,7 @@ pub fn run(
         .iter()
         .any(|t| t.replay.capture_error.is_some())
     {
-        eprintln!("mongotape: capture read only in part");
+        super::output::note!("mongotape: capture read only in part");
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)

@@ -150,32 +150,32 @@ fn p99_verdict(report: &ReplayReport, limit: &P99Limit) -> Verdict {
 pub fn exit_status(report: &ReplayReport, gates: &ThresholdArgs) -> Exit {
     let verdicts = gates.check(report);
     for v in &verdicts {
-        eprintln!("mongotape: threshold {v}");
+        super::output::note!("mongotape: threshold {v}");
     }
     if let Some(e) = &report.error {
-        eprintln!("mongotape: replay failed: {e}");
+        super::output::note!("mongotape: replay failed: {e}");
         return Exit::Failure;
     }
     if let Some(e) = &report.capture_error {
-        eprintln!("mongotape: capture read only in part: {e}");
+        super::output::note!("mongotape: capture read only in part: {e}");
         return Exit::DamagedCapture;
     }
     if let Some(why) = nothing_replayed(report) {
         // A capture with fewer sessions than shards leaves some shards nothing: not a failure.
         if let Some(shard) = &report.shard {
-            eprintln!(
+            super::output::note!(
                 "mongotape: shard {} sent nothing: no session of the capture fell to it (or the \
                  filters left none)",
                 shard.label
             );
         } else {
-            eprintln!("mongotape: {why}");
+            super::output::note!("mongotape: {why}");
             return Exit::NothingReplayed;
         }
     }
     let crossed = verdicts.iter().filter(|v| v.crossed).count();
     if crossed > 0 {
-        eprintln!(
+        super::output::note!(
             "mongotape: {crossed} of {} thresholds failed",
             verdicts.len()
         );

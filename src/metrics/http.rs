@@ -1,6 +1,7 @@
-//! The metrics endpoint: a minimal HTTP/1.1 server on tokio that answers `GET /metrics` (and `/`)
-//! with the registry's exposition and closes the connection. Requests are read with a size bound
-//! and a deadline; a scraper can never hold the proxy or the replayer up.
+//! The metrics endpoint: a minimal HTTP/1.1 server on tokio that answers `GET /metrics` with the
+//! registry's exposition (anything else: 404) and closes the connection. Requests are read with a
+//! size bound and a short deadline, and connections that send nothing give their slot back soon:
+//! a scraper can never hold the proxy or the replayer up, and idle connections cannot blind it.
 
 use super::expose::{render, CONTENT_TYPE};
 use prometheus_client::registry::Registry;
@@ -14,10 +15,14 @@ use tokio::task::JoinHandle;
 
 /// Longest request head read.
 const MAX_REQUEST: usize = 8 * 1024;
-/// A scraper has this long to send its request and read the answer.
+/// A client has this long to send its request head (a scraper sends it at once).
+const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+/// And this long in all, to send its request and read the answer.
 const DEADLINE: Duration = Duration::from_secs(10);
-/// Scrapes answered at once; more wait for a turn.
-const MAX_CONCURRENT: usize = 8;
+/// Connections served at once; more wait for a turn (in the listen backlog).
+const MAX_CONCURRENT: usize = 64;
+/// At most one "all slots busy" line this often.
+const BUSY_LOG_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Error)]
 pub enum MetricsError {
@@ -64,14 +69,29 @@ impl MetricsServer {
         let registry = Arc::new(registry);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT));
         Ok(tokio::spawn(async move {
+            let mut busy_logged: Option<tokio::time::Instant> = None;
             loop {
+                let slot = match slots.clone().try_acquire_owned() {
+                    Ok(slot) => slot,
+                    Err(_) => {
+                        if busy_logged.is_none_or(|at| at.elapsed() >= BUSY_LOG_EVERY) {
+                            tracing::warn!(
+                                "metrics endpoint on {addr}: all {MAX_CONCURRENT} connections \
+                                 busy; new scrapes wait (a client that sends no request within \
+                                 {HEAD_DEADLINE:?} is closed)"
+                            );
+                            busy_logged = Some(tokio::time::Instant::now());
+                        }
+                        match slots.clone().acquire_owned().await {
+                            Ok(slot) => slot,
+                            Err(_) => return,
+                        }
+                    }
+                };
                 let Ok((stream, _)) = listener.accept().await else {
                     // Out of descriptors and the like: try again shortly.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
-                };
-                let Ok(slot) = slots.clone().acquire_owned().await else {
-                    return;
                 };
                 let registry = registry.clone();
                 tokio::spawn(async move {
@@ -84,31 +104,29 @@ impl MetricsServer {
 }
 
 async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        if head.len() >= MAX_REQUEST {
+    let head = match tokio::time::timeout(HEAD_DEADLINE, read_head(&mut stream)).await {
+        Ok(Ok(Some(head))) if head.is_empty() => return Ok(()),
+        Ok(Ok(Some(head))) => head,
+        Ok(Ok(None)) => {
             return respond(
                 &mut stream,
                 "431 Request Header Fields Too Large",
                 "text/plain",
                 b"",
             )
-            .await;
+            .await
         }
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
+        Ok(Err(e)) => return Err(e),
+        // Sent nothing whole in time: the slot goes to the next scraper.
+        Err(_) => return Ok(()),
+    };
     let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
     let mut parts = line.split(|&b| b == b' ');
     let method = parts.next().unwrap_or_default();
     let target = parts.next().unwrap_or_default();
     let path = target.split(|&b| b == b'?').next().unwrap_or_default();
     match (method, path) {
-        (b"GET", b"/metrics") | (b"GET", b"/") => {
+        (b"GET", b"/metrics") => {
             let body = render(registry);
             respond(&mut stream, "200 OK", CONTENT_TYPE, body.as_bytes()).await
         }
@@ -123,6 +141,24 @@ async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<(
         }
         _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"").await,
     }
+}
+
+/// The request head, up to its blank line; `None` when it is longer than [`MAX_REQUEST`]; empty
+/// when the client closed before sending it whole.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() >= MAX_REQUEST {
+            return Ok(None);
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Ok(Some(head))
 }
 
 async fn respond(
@@ -178,6 +214,10 @@ mod tests {
             "{ok}"
         );
         assert!(get("GET /nope HTTP/1.1\r\n\r\n")
+            .await
+            .starts_with("HTTP/1.1 404"));
+        // The documented path only: `/` is not an alias.
+        assert!(get("GET / HTTP/1.1\r\n\r\n")
             .await
             .starts_with("HTTP/1.1 404"));
         assert!(get("POST /metrics HTTP/1.1\r\n\r\n")

@@ -32,6 +32,11 @@ use tokio::sync::Notify;
 /// `--connect-timeout` when neither it nor the connection string's connectTimeoutMS is given.
 pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The close reason for a TLS ClientHello on a plaintext listener (it would otherwise read as
+/// a 33 MB message the proxy waits for while the client waits for a ServerHello).
+pub const TLS_ON_PLAINTEXT: &str =
+    "a TLS client connected to a plaintext listener (start the proxy with --tls-cert/--tls-key)";
+
 /// What one connection task needs; cheap to clone per connection.
 #[derive(Clone)]
 pub struct ConnContext {
@@ -123,7 +128,8 @@ pub async fn serve(
             continued: false,
         },
     ));
-    let close = proxy_connection(client_r, client_w, &member, conn_id, &ctx).await;
+    let plaintext = !acceptor.is_tls();
+    let close = proxy_connection(client_r, client_w, &member, conn_id, plaintext, &ctx).await;
     match close.side {
         Side::Client if close.reason == "closed" => {
             tracing::debug!(conn = conn_id, %peer, "client closed the connection")
@@ -149,6 +155,7 @@ async fn proxy_connection(
     client_w: WriteHalf,
     member: &Member,
     conn_id: u64,
+    plaintext: bool,
     ctx: &ConnContext,
 ) -> CloseEvent {
     let (up_r, up_w) = match ctx.connector.connect(&member.upstream).await {
@@ -165,6 +172,7 @@ async fn proxy_connection(
     let meter = ConnMeter::new(&ctx.stats, ctx.metrics.as_deref());
     let pumps = Pumps {
         conn_id,
+        plaintext,
         ctx,
         watch: &watch,
         activity: &activity,
@@ -180,6 +188,8 @@ async fn proxy_connection(
 /// What both pumps of one connection share.
 struct Pumps<'a> {
     conn_id: u64,
+    /// The client came through a plaintext listener (its first bytes are looked at for TLS).
+    plaintext: bool,
     ctx: &'a ConnContext,
     watch: &'a HelloWatch,
     activity: &'a Activity,
@@ -245,36 +255,49 @@ async fn wait_for_budget(
 async fn guarded_read(
     from: &mut ReadHalf,
     splitter: &mut FrameSplitter,
-    dir: Direction,
+    (dir, sniff_tls): (Direction, bool),
     held: &Held<'_>,
     limits: &Limits,
 ) -> Result<(), CloseEvent> {
     wait_for_budget(held, dir, limits).await?;
     tokio::select! {
-        read = read_more(from, splitter, dir) => read,
+        read = read_more(from, splitter, dir, sniff_tls) => read,
         close = budget_guard(held, dir, limits) => Err(close),
     }
 }
 
+/// A peer's close: said in words for the upstream ("closed" alone is the client's, the usual
+/// end of a connection).
 fn closed(dir: Direction, pending: usize) -> CloseEvent {
+    let who = match dir.reader() {
+        Side::Upstream => "the upstream closed the connection",
+        _ => "closed",
+    };
     CloseEvent {
         side: dir.reader(),
         reason: if pending == 0 {
-            "closed".into()
+            who.into()
         } else {
-            format!("closed {pending} bytes into a message")
+            format!("{who} {pending} bytes into a message")
         },
     }
 }
 
+/// Reads more into `splitter`. `sniff_tls`: these are a plaintext client's first bytes, and a TLS
+/// handshake there closes the connection at once, saying so.
 async fn read_more(
     from: &mut ReadHalf,
     splitter: &mut FrameSplitter,
     dir: Direction,
+    sniff_tls: bool,
 ) -> Result<(), CloseEvent> {
     let pending = splitter.pending();
     match from.read_buf(splitter.read_buf()).await {
         Ok(0) => Err(closed(dir, pending)),
+        Ok(_) if sniff_tls && MsgHeader::looks_like_tls(splitter.buffered()) => Err(CloseEvent {
+            side: Side::Client,
+            reason: TLS_ON_PLAINTEXT.into(),
+        }),
         Ok(_) => {
             // A bad length cannot be resynchronised: refuse the bytes and close.
             splitter.validate().map_err(|e| CloseEvent {
@@ -312,9 +335,17 @@ impl Pumps<'_> {
         let mut splitter = FrameSplitter::new();
         let mut held = ctx.budget.account();
         let rewrites = ctx.topology.rewrites();
+        let mut first = self.plaintext;
         loop {
             let start = splitter.pending();
-            let read = guarded_read(&mut from, &mut splitter, dir, &held, &ctx.limits);
+            let sniff_tls = std::mem::take(&mut first);
+            let read = guarded_read(
+                &mut from,
+                &mut splitter,
+                (dir, sniff_tls),
+                &held,
+                &ctx.limits,
+            );
             if let Err(close) = read.await {
                 return close;
             }
@@ -369,7 +400,7 @@ impl Pumps<'_> {
             if let Err(close) = wait_for_budget(&held, dir, &ctx.limits).await {
                 return close;
             }
-            if let Err(close) = read_more(&mut from, &mut splitter, dir).await {
+            if let Err(close) = read_more(&mut from, &mut splitter, dir, false).await {
                 return close;
             }
             let now = ctx.clock.now_ns();
@@ -448,7 +479,7 @@ fn hello_reply(
             conn = conn_id,
             "UNSERVED ADDRESS: the upstream's hello names {} which the proxy does not serve; \
              a client may connect there directly and bypass the recording",
-            outcome.unserved.join(", ")
+            first_few(&outcome.unserved)
         );
         ctx.topology_changed.notify_one();
     }
@@ -465,4 +496,14 @@ fn hello_reply(
         },
     );
     Some((message, mark))
+}
+
+/// The first addresses of a list and how many more, for a log line of bounded length.
+fn first_few(addresses: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = addresses[..addresses.len().min(SHOWN)].join(", ");
+    if addresses.len() > SHOWN {
+        text.push_str(&format!(" and {} more", addresses.len() - SHOWN));
+    }
+    text
 }

@@ -415,11 +415,13 @@ async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {
             .0
             .status_line_since(&prev.0, (now.1 - prev.1).as_secs_f64());
         prev = now;
-        if live {
-            eprint!("\r\x1b[2K{line}");
+        // A stderr whose reader is gone must not stop the proxy: the line is dropped.
+        use std::io::Write;
+        let _ = if live {
+            write!(std::io::stderr(), "\r\x1b[2K{line}")
         } else {
-            eprintln!("mongotape: {line}");
-        }
+            writeln!(std::io::stderr(), "mongotape: {line}")
+        };
     }
 }
 

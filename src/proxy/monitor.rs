@@ -21,6 +21,9 @@ const START_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const RETRY_INTERVAL: Duration = Duration::from_secs(2);
 /// How long accepting pauses when the proxy is out of file descriptors.
 const ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+/// Members served at most: MongoDB allows 50 in a replica set. A hello naming more (a broken or
+/// hostile upstream) would otherwise cost a listening socket each.
+pub const MAX_MEMBERS: usize = 50;
 
 /// A client accepted on a member's listener.
 pub struct Accepted {
@@ -43,6 +46,8 @@ pub struct Monitor {
     next_index: usize,
     discovered: bool,
     direct: bool,
+    /// Whether members past [`MAX_MEMBERS`] were warned about (once).
+    warned_cap: bool,
 }
 
 impl Monitor {
@@ -66,6 +71,7 @@ impl Monitor {
             next_index: 0,
             discovered: false,
             direct: false,
+            warned_cap: false,
         }
     }
 
@@ -154,8 +160,13 @@ impl Monitor {
 
     /// Gives every member `facts` names that has no listener yet one of its own.
     async fn follow(&mut self, answered: &HostPort, facts: &HelloFacts) -> Result<(), ProxyError> {
+        let mut ignored = 0usize;
         for address in &facts.members {
             if self.topology.serves(address) {
+                continue;
+            }
+            if self.topology.member_count() >= MAX_MEMBERS {
+                ignored += 1;
                 continue;
             }
             match HostPort::parse(address) {
@@ -164,6 +175,15 @@ impl Monitor {
                 }
                 None => tracing::warn!("upstream names member {address:?}, which is not HOST:PORT"),
             }
+        }
+        if ignored > 0 && !self.warned_cap {
+            self.warned_cap = true;
+            tracing::warn!(
+                "upstream {answered} names {} members; a replica set has at most {MAX_MEMBERS}: \
+                 serving {MAX_MEMBERS}, {ignored} ignored (clients told about them would bypass \
+                 the proxy)",
+                facts.members.len()
+            );
         }
         // The seed may be written otherwise than the set names it (localhost vs 127.0.0.1).
         if let Some(me) = &facts.me {

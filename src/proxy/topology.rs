@@ -133,6 +133,11 @@ impl Topology {
         self.members.read().expect("topology lock").clone()
     }
 
+    /// How many members have a listener.
+    pub fn member_count(&self) -> usize {
+        self.members.read().expect("topology lock").len()
+    }
+
     /// Whether `address` (as a hello names it) already has a listener.
     pub fn serves(&self, address: &str) -> bool {
         self.map

@@ -293,8 +293,8 @@ pub(crate) async fn feed_lanes(
     let interrupted = {
         let shared = shared.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                shared.abort.trigger("interrupted (Ctrl-C)".into());
+            if let Some(signal) = stop_signal().await {
+                shared.abort.trigger(format!("interrupted ({signal})"));
             }
         })
     };
@@ -312,6 +312,22 @@ pub(crate) async fn feed_lanes(
         bar.finish_and_clear();
     }
     source
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP (an ssh session that drops): each ends the replay with its report.
+async fn stop_signal() -> Option<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return tokio::signal::ctrl_c().await.ok().map(|()| "Ctrl-C");
+    };
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
+        _ = term.recv() => Some("SIGTERM"),
+        _ = hup.recv() => Some("SIGHUP"),
+    }
 }
 
 /// `--metrics`: live figures fed by every sample, served until the lanes are done.

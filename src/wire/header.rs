@@ -138,6 +138,18 @@ impl MsgHeader {
         check_length(read_i32(buf, 0)).map(Some)
     }
 
+    /// Whether the first bytes of a connection are a TLS handshake record (a client speaking TLS
+    /// to a plaintext listener) rather than a message header: content type 0x16, version 3.0
+    /// to 3.4. As a header those bytes read as a length of 0x..0X0316 (66,326 bytes for a
+    /// ClientHello under 256 bytes, 33 MB for one of 512), so the caller must ask before waiting
+    /// for the "message". A real message that starts so (66,326 bytes long) has a known opcode.
+    pub fn looks_like_tls(first: &[u8]) -> bool {
+        let record = matches!(first, [0x16, 0x03, 0x00..=0x04, ..]);
+        let known_opcode = first.len() >= HEADER_LEN
+            && !matches!(OpCode::from_i32(read_i32(first, 12)), OpCode::Unknown(_));
+        record && !known_opcode
+    }
+
     /// Sets the request id of a whole message in place (a connection numbers what it sends); a
     /// buffer too short to hold one is left as it is.
     pub fn write_request_id(message: &mut [u8], request_id: i32) {
@@ -212,6 +224,47 @@ mod tests {
             MsgHeader::parse(&buf).unwrap().unwrap().message_length,
             48_000_000
         );
+    }
+
+    /// A ClientHello as rustls sends it, and a real hello whose length starts with the same bytes.
+    #[test]
+    fn a_tls_client_hello_is_told_from_a_message() {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let mut client = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+        let mut hello = Vec::new();
+        client.write_tls(&mut hello).unwrap();
+        assert!(MsgHeader::looks_like_tls(&hello), "{:02x?}", &hello[..8]);
+        assert!(MsgHeader::looks_like_tls(&hello[..3]));
+        // As a header it reads as a length the splitter would wait for (66,326 bytes for this
+        // 200-odd-byte hello, 33 MB for OpenSSL's 512-byte one), or one it refuses.
+        let read_as = MsgHeader::peek_length(&hello);
+        assert!(
+            read_as.as_ref().map_or(true, |n| n.unwrap() > hello.len()),
+            "{read_as:?}"
+        );
+
+        let hello_of = |pad: usize| {
+            crate::wire::OpMsg {
+                flags: crate::wire::MsgFlags::empty(),
+                sections: vec![crate::wire::Section::Body(bson::rawdoc! {
+                    "hello": 1, "pad": "x".repeat(pad), "$db": "admin",
+                })],
+                checksum: None,
+            }
+            .encode(7, 0)
+        };
+        let mut message = hello_of(0x0001_0316 - hello_of(0).len());
+        assert_eq!(&message[..3], &[0x16, 0x03, 0x01]);
+        assert!(!MsgHeader::looks_like_tls(&message));
+        message[0] = 0x17;
+        assert!(!MsgHeader::looks_like_tls(&message));
+        assert!(!MsgHeader::looks_like_tls(&[0x16]));
     }
 
     #[test]

@@ -119,6 +119,11 @@ impl Proxy {
         self.finish(libc::SIGTERM)
     }
 
+    /// Another stopping signal (SIGHUP, SIGINT), waited for as [`Proxy::stop`] waits.
+    pub fn stop_with(mut self, signal: libc::c_int) -> ProxyExit {
+        self.finish(signal)
+    }
+
     /// SIGKILL: the recorder gets no chance to flush or write its `end` record.
     pub fn kill9(mut self) -> ProxyExit {
         self.finish(libc::SIGKILL)
