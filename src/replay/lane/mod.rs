@@ -46,11 +46,20 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
                 break;
             }
             Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => tokio::select! {
-                biased;
-                _ = abort.wait_for(|a| *a) => break,
-                op = rx.recv() => match op { Some(op) => op, None => break },
-            },
+            Err(TryRecvError::Empty) => {
+                // Nothing to send: the connection slot goes to another lane that asks for one.
+                let next = async {
+                    tokio::select! {
+                        biased;
+                        _ = abort.wait_for(|a| *a) => None,
+                        op = rx.recv() => op,
+                    }
+                };
+                match conns.idle(&shared, next).await {
+                    Some(op) => op,
+                    None => break,
+                }
+            }
         };
         let len = op.bytes.len();
         let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;

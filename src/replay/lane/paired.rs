@@ -182,7 +182,7 @@ impl Side {
         Side {
             abort: shared.abort.subscribe(),
             shared,
-            conns: Conns::default(),
+            conns: Conns::uncapped(),
             last_unacknowledged: false,
         }
     }
@@ -261,7 +261,7 @@ fn copy_of(op: &Op) -> Op {
 /// One target's side of a paired lane: the single-target loop over the copies it is given.
 async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceiver<Copy>) {
     let mut abort = shared.abort.subscribe();
-    let mut conns = Conns::default();
+    let mut conns = Conns::uncapped();
     let mut last_unacknowledged = false;
     while let Some((op, pair)) = rx.recv().await {
         if shared.abort.is_set() {

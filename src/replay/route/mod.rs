@@ -1,6 +1,6 @@
 //! Step 3 of the pipeline: which lane each copy of a recorded request goes to ([`Router`]), when it
 //! is due ([`pacing`]), in what form ([`op::Op`]), and what the lanes share ([`shared`], with the
-//! read-ahead [`budget`], the live [`cursors`] and the [`abort`] signal).
+//! read-ahead [`budget`], the live [`cursors`], the connection [`slots`] and the [`abort`] signal).
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
 //! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
@@ -16,6 +16,7 @@ pub mod order;
 pub mod pacing;
 pub mod session_order;
 pub mod shared;
+pub mod slots;
 
 use crate::replay::request::{Request, Scope};
 use op::Op;
