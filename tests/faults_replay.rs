@@ -1,7 +1,8 @@
 //! The replayer's fault matrix, beyond tests/replay_failures.rs (target down, killed mid-replay,
 //! truncated capture): a target that accepts and never answers, and a target that refuses the
 //! replayer's authentication. Each ends in bounded time with a clear error and a partial report.
-//! A capture whose connections never close replays within the connection limit.
+//! A capture whose connections never close replays within the connection limit; a target that
+//! answers a request with a reply to another is named as such.
 
 mod common;
 
@@ -9,6 +10,7 @@ use common::*;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn capture(dir: &std::path::Path) -> std::path::PathBuf {
@@ -272,4 +274,137 @@ fn the_default_connection_limit_follows_the_file_limit() {
     );
     assert_eq!(r.report["connection_limit"]["limit"], 192);
     assert_eq!(count_items(&server.uri()), 5_000);
+}
+
+/// How the relay in [`misanswering_relay`] answers the first insert.
+#[derive(Clone, Copy)]
+enum Misanswer {
+    /// With a reply to a request id the replayer never sent.
+    NeverSent,
+    /// With a reply to the request before it (and never to the insert itself).
+    Earlier,
+}
+
+/// A target of the test's own: a relay in front of the real server that forwards everything, but
+/// answers the first insert with a wrong `responseTo`. Returns its address and the (request,
+/// responseTo) pair it sent.
+fn misanswering_relay(upstream: &str, how: Misanswer) -> (String, Arc<Mutex<Option<(i32, i32)>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let upstream = upstream.to_owned();
+    let wrong = Arc::new(Mutex::new(None));
+    let seen = wrong.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let (upstream, seen) = (upstream.clone(), seen.clone());
+            std::thread::spawn(move || relay_misanswering(client, &upstream, how, &seen));
+        }
+    });
+    (addr, wrong)
+}
+
+fn relay_misanswering(
+    mut client: std::net::TcpStream,
+    upstream: &str,
+    how: Misanswer,
+    wrong: &Mutex<Option<(i32, i32)>>,
+) {
+    use mongotape::wire::{FrameSplitter, Message, MsgHeader, RequestInfo};
+    use std::io::Write;
+    let mut server = std::net::TcpStream::connect(upstream).unwrap();
+    let (mut from_client, mut from_server) = (FrameSplitter::new(), FrameSplitter::new());
+    let mut previous = 0;
+    while let Some(frame) = read_frame(&mut client, &mut from_client) {
+        let request_id = MsgHeader::parse(&frame).unwrap().unwrap().request_id;
+        let req = RequestInfo::of(&Message::parse(&frame).unwrap());
+        server.write_all(&frame).unwrap();
+        if !req.expects_reply {
+            continue;
+        }
+        let Some(mut reply) = read_frame(&mut server, &mut from_server) else {
+            return;
+        };
+        let mut guard = wrong.lock().unwrap();
+        if req.command == "insert" && guard.is_none() {
+            let to = match how {
+                Misanswer::NeverSent => request_id + 1000,
+                Misanswer::Earlier => previous,
+            };
+            reply[8..12].copy_from_slice(&to.to_le_bytes());
+            *guard = Some((request_id, to));
+        }
+        drop(guard);
+        previous = request_id;
+        if client.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// A reply to a request the connection never sent is said as such at once, naming both ids, the
+/// connection and the target (it was "did not answer within 60.0 s" after the whole timeout).
+#[test]
+fn a_reply_to_a_request_never_sent_is_named_at_once() {
+    let dir = tempdir();
+    let capture = capture(dir.path());
+    let server = Server::start_with(&["--standalone"]);
+    let (relay, wrong) = misanswering_relay(server.addr(), Misanswer::NeverSent);
+    // An --op-timeout longer than the test's own bound: only the new error ends the replay in time.
+    let r = try_replay(
+        &capture,
+        &uri_for(&relay),
+        &["--fast", "--op-timeout", "3600"],
+    );
+    let (request, response_to) = wrong
+        .lock()
+        .unwrap()
+        .expect("the relay misanswered an insert");
+    assert!(!r.output.success(), "{}", r.describe());
+    let expected = format!(
+        "the target {relay} answered request {request} with a reply to {response_to}, a request \
+         this connection (127.0.0.1:"
+    );
+    assert!(
+        r.output.stderr.contains(&expected),
+        "{expected}\n{}",
+        r.describe()
+    );
+    assert!(
+        !r.output.stderr.contains("did not answer"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(r.report["complete"], false);
+}
+
+/// A late reply to an earlier request is skipped (the one awaited may still come); when none
+/// comes, the timeout says which reply came instead.
+#[test]
+fn a_reply_to_an_earlier_request_is_named_when_the_wait_runs_out() {
+    let dir = tempdir();
+    let capture = capture(dir.path());
+    let server = Server::start_with(&["--standalone"]);
+    let (relay, wrong) = misanswering_relay(server.addr(), Misanswer::Earlier);
+    let r = try_replay(&capture, &uri_for(&relay), &["--fast", "--op-timeout", "2"]);
+    let (request, response_to) = wrong
+        .lock()
+        .unwrap()
+        .expect("the relay misanswered an insert");
+    assert!(!r.output.success(), "{}", r.describe());
+    let expected = format!(
+        "the target {relay} answered request {request} with a reply to {response_to} (an earlier \
+         request on connection 127.0.0.1:"
+    );
+    assert!(
+        r.output.stderr.contains(&expected),
+        "{expected}\n{}",
+        r.describe()
+    );
+    assert!(
+        r.output
+            .stderr
+            .contains(&format!("sent no reply to {request} within 2.0 s")),
+        "{}",
+        r.describe()
+    );
 }
