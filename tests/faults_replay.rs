@@ -285,10 +285,13 @@ enum Misanswer {
     Earlier,
 }
 
+/// The (request, responseTo) pair a misanswering relay sent, once it has.
+type Misanswered = Arc<Mutex<Option<(i32, i32)>>>;
+
 /// A target of the test's own: a relay in front of the real server that forwards everything, but
 /// answers the first insert with a wrong `responseTo`. Returns its address and the (request,
 /// responseTo) pair it sent.
-fn misanswering_relay(upstream: &str, how: Misanswer) -> (String, Arc<Mutex<Option<(i32, i32)>>>) {
+fn misanswering_relay(upstream: &str, how: Misanswer) -> (String, Misanswered) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let upstream = upstream.to_owned();
