@@ -230,7 +230,7 @@ fn connections_that_never_close_replay_within_the_connection_limit() {
     assert_eq!(r.report["complete"], true, "{}", r.describe());
     assert!(
         r.output.stderr.contains(
-            "the capture has 5000 connections open at once at most; replaying at most 64 at a time"
+            "the capture has 5000 connections open at once at most; replaying at most 64 at a time (--max-open-connections)"
         ),
         "{}",
         r.describe()

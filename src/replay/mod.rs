@@ -94,9 +94,13 @@ fn connection_limit(config: &ReplayConfig) -> Result<report::ConnectionLimitRepo
         None => source::peak::peak_open(&config.inputs, &config.filters.connections)? * clones,
     };
     if wanted > limit as u64 {
+        let why = match config.max_open_connections {
+            Some(_) => "--max-open-connections".to_owned(),
+            None => format!("--max-open-connections; now {from}"),
+        };
         tracing::info!(
             "the capture has {wanted} connections open at once at most; replaying at most {limit} \
-             at a time (--max-open-connections; now {from})"
+             at a time ({why})"
         );
     }
     Ok(report::ConnectionLimitReport {

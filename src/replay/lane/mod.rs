@@ -42,7 +42,7 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         let op = match rx.try_recv() {
             Ok(op) if !shared.abort.is_set() => op,
             Ok(op) => {
-                shared.budget.release(op.bytes.len());
+                shared.budget.release(op.charge);
                 break;
             }
             Err(TryRecvError::Disconnected) => break,
@@ -61,7 +61,7 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
                 }
             }
         };
-        let len = op.bytes.len();
+        let len = op.charge;
         let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
         shared.budget.release(len);
         match result {
@@ -156,6 +156,6 @@ async fn send_following_primary(
 fn drain(shared: &Shared, rx: &mut UnboundedReceiver<Op>) {
     rx.close();
     while let Ok(op) = rx.try_recv() {
-        shared.budget.release(op.bytes.len());
+        shared.budget.release(op.charge);
     }
 }

@@ -68,7 +68,7 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
     let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.bytes.len());
+            hub.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, sides.len());
@@ -128,7 +128,7 @@ async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         .unzip();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.bytes.len());
+            hub.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, copies.len());
@@ -217,7 +217,7 @@ impl Pair {
         let (op, completes) = take_completes(op);
         let pair = Arc::new(Pair {
             hub: hub.clone(),
-            len: op.bytes.len(),
+            len: op.charge,
             command: op.command.clone(),
             namespace: op.namespace.clone(),
             marker: op.marker.is_some(),
@@ -255,6 +255,8 @@ fn copy_of(op: &Op) -> Op {
         after: None,
         completes: None,
         connect_lead_ns: op.connect_lead_ns,
+        // The original's charge is released once, by its pair.
+        charge: 0,
     }
 }
 

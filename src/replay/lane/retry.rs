@@ -91,6 +91,7 @@ mod tests {
             after: None,
             completes: None,
             connect_lead_ns: 0,
+            charge: 0,
         }
     }
 

@@ -203,7 +203,7 @@ impl Router {
     }
 
     pub fn send(&mut self, lane: usize, op: Op) {
-        let len = op.bytes.len();
+        let len = op.charge;
         let request = op.marker.is_none();
         let delivered = match self.lanes.get(lane).and_then(|l| l.as_ref()) {
             Some(tx) => tx.send(op).is_ok(),
