@@ -44,7 +44,7 @@ impl Drop for Pair {
 type Copy = (Op, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
-pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
     if hub.pacing.open_loop() {
         open_loop(hub, rx).await
     } else {
@@ -53,17 +53,20 @@ pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
 }
 
 /// The next request, or `None` when the queue closed or the run was aborted.
-async fn next(rx: &mut UnboundedReceiver<Op>, abort: &mut watch::Receiver<bool>) -> Option<Op> {
+async fn next(
+    rx: &mut UnboundedReceiver<Box<Op>>,
+    abort: &mut watch::Receiver<bool>,
+) -> Option<Op> {
     tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => None,
-        op = rx.recv() => op,
+        op = rx.recv() => op.map(|op| *op),
     }
 }
 
 /// Every request to every target, in one task: the copies are sent together and the next request
 /// waits for all of their replies (no task hand-off per request).
-async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = hub.abort.subscribe();
     let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
     while let Some(op) = next(&mut rx, &mut abort).await {
@@ -115,7 +118,7 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
 }
 
 /// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
-async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = hub.abort.subscribe();
     let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = hub
         .targets

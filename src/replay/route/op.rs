@@ -46,8 +46,8 @@ pub struct Op {
 
 impl Op {
     /// What the op holds in memory while it waits in a lane's queue, for the read-ahead budget:
-    /// the struct itself (its slot in the queue), and each heap block it owns as the allocator
-    /// rounds it. A 300-byte insert costs about 900 bytes this way; charging its message bytes
+    /// its box and the queue's slot pointing to it, and each heap block it owns, as the allocator
+    /// rounds them. A 300-byte insert costs about 900 bytes this way; charging its message bytes
     /// alone let the read-ahead take 4-5 times its bound with small messages.
     pub fn cost(&self) -> usize {
         let patches = self.cursor_patches.capacity() * std::mem::size_of::<(usize, i64)>();
@@ -56,7 +56,8 @@ impl Op {
             .as_ref()
             .and_then(|r| r.errmsg.as_ref())
             .map_or(0, |e| heap_block(e.capacity()));
-        std::mem::size_of::<Op>()
+        std::mem::size_of::<Box<Op>>()
+            + heap_block(std::mem::size_of::<Op>())
             + heap_block(self.bytes.capacity())
             + heap_block(patches)
             + errmsg
