@@ -47,8 +47,8 @@ pub struct Op {
 impl Op {
     /// What the op holds in memory while it waits in a lane's queue, for the read-ahead budget:
     /// its box and the queue's slot pointing to it, and each heap block it owns, as the allocator
-    /// rounds them. A 300-byte insert costs about 900 bytes this way; charging its message bytes
-    /// alone let the read-ahead take 4-5 times its bound with small messages.
+    /// rounds them. A 311-byte insert costs 776 bytes this way; charging its message bytes
+    /// alone let the read-ahead take about twice its bound with small messages.
     pub fn cost(&self) -> usize {
         let patches = self.cursor_patches.capacity() * std::mem::size_of::<(usize, i64)>();
         let errmsg = self
