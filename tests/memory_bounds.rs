@@ -116,3 +116,83 @@ fn replay_memory_stays_flat_as_the_capture_grows() {
     };
     assert_flat("replay", run(&small), run(&large), REPLAY_MARGIN);
 }
+
+/// One connection's one-document inserts: the first insert of the real pymongo capture, its `_id`
+/// counted up, `n` times (each with its recorded reply).
+fn small_inserts(dir: &Path, n: u32) -> PathBuf {
+    use mongotape::capture::{CaptureReader, CaptureWriter, Record, RecordKind};
+    let from = workspace_root().join("captures/pymongo.mtape");
+    let mut reader = CaptureReader::open(&from).unwrap();
+    let meta = reader.metadata().clone();
+    let records: Vec<Record> = reader.by_ref().map(|r| r.unwrap()).collect();
+    let insert = records
+        .iter()
+        .find(|r| {
+            r.kind == RecordKind::Request && memchr::memmem::find(&r.payload, b"insert\0").is_some()
+        })
+        .expect("a recorded insert");
+    let request_id = &insert.payload[4..8];
+    let reply = records
+        .iter()
+        .find(|r| r.kind == RecordKind::Reply && &r.payload[8..12] == request_id)
+        .expect("its reply");
+    // The document's int32 `_id` (type 0x10).
+    let id_at = memchr::memmem::find(&insert.payload, b"\x10_id\x00").expect("an int32 _id") + 5;
+    let to = dir.join("small-inserts.mtape");
+    let mut w = CaptureWriter::create(&to, &meta, 1).unwrap();
+    let mut bytes = insert.payload.to_vec();
+    for i in 0..n {
+        bytes[id_at..id_at + 4].copy_from_slice(&(i as i32).to_le_bytes());
+        let ts = insert.ts_ns + u64::from(i) * 100_000;
+        w.write(&Record::new(RecordKind::Request, 1, ts, bytes.clone()))
+            .unwrap();
+        w.write(&Record::new(
+            RecordKind::Reply,
+            1,
+            ts + 50_000,
+            reply.payload.clone(),
+        ))
+        .unwrap();
+    }
+    w.finish().unwrap();
+    to
+}
+
+/// `--read-ahead-mb` bounds what the queued requests hold, not only their bytes: with 300-byte
+/// inserts a read-ahead of 32 MiB took 55 MB more than one of 2 MiB (each queued request holds
+/// its struct, its reply's outcome and its completion besides its bytes). It may now take about
+/// the 30 MiB between them, with a quarter more for the allocator.
+#[test]
+fn replay_read_ahead_bounds_small_messages_too() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    // 62 MB of messages, read faster than one connection replays them: both read-aheads fill.
+    let capture = small_inserts(dir.path(), 200_000);
+    let run = |read_ahead_mb: &str| {
+        let report = dir.path().join("report.json");
+        peak(&[
+            "replay",
+            capture.to_str().unwrap(),
+            "--target",
+            server.addr(),
+            "--fast",
+            "--quiet",
+            "--no-server-status",
+            "--read-ahead-mb",
+            read_ahead_mb,
+            "--report",
+            report.to_str().unwrap(),
+        ])
+    };
+    let (small, large) = (run("2"), run("32"));
+    eprintln!(
+        "FIGURE replay of 200,000 one-document inserts: peak RSS {:.1} MB with --read-ahead-mb 2, {:.1} MB with 32",
+        small as f64 / 1e6,
+        large as f64 / 1e6
+    );
+    assert!(
+        large <= small + 30 * MB * 5 / 4,
+        "the read-ahead took {} B more than its 30 MiB difference allows",
+        large.saturating_sub(small)
+    );
+}

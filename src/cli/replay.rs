@@ -55,6 +55,11 @@ pub struct ReplayArgs {
     /// connection.
     #[arg(long, value_name = "N")]
     connections: Option<usize>,
+    /// At most N replay connections open at once (default: the file limit, `ulimit -n`, less 64,
+    /// at most 20,000). The others wait for one to be free; a connection with nothing to send
+    /// is closed for a waiting one and opened again when it sends again.
+    #[arg(long, value_name = "N")]
+    max_open_connections: Option<usize>,
     /// With --connections: `namespace` (default) keeps a write and every later request on its
     /// namespace in recorded order across connections; `none` lets everything run side by side
     /// (the most load a capture can give, e.g. to find a server's ceiling; a read may then see the
@@ -227,6 +232,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.pacing = pacing;
     config.connections = args.connections;
     config.clones = args.clones;
+    if args.max_open_connections == Some(0) {
+        return Err(usage("--max-open-connections must be at least 1"));
+    }
+    config.max_open_connections = args.max_open_connections;
     config.duration = args
         .duration
         .map(|d| positive_secs(d, "--duration"))

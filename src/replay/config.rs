@@ -42,6 +42,8 @@ pub struct ReplayConfig {
     pub unordered: bool,
     /// `--start-at`: the replay's clock starts then (every shard at the same moment).
     pub start_at: Option<SystemTime>,
+    /// `--max-open-connections`; `None`: from the file limit ([`crate::replay::route::slots`]).
+    pub max_open_connections: Option<usize>,
 }
 
 impl ReplayConfig {
@@ -68,6 +70,7 @@ impl ReplayConfig {
             shard: None,
             unordered: false,
             start_at: None,
+            max_open_connections: None,
         }
     }
 }
@@ -85,6 +88,25 @@ pub enum ReplayError {
     Runtime(std::io::Error),
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+}
+
+impl ReplayConfig {
+    /// How many replay connections may be open at once, and where that comes from.
+    pub fn connection_limit(&self) -> (usize, String) {
+        match self.max_open_connections {
+            Some(n) => (n.max(1), "--max-open-connections".into()),
+            None => match super::route::slots::default_limit() {
+                (n, Some(soft)) => (
+                    n,
+                    format!(
+                        "the file limit, ulimit -n {soft}, less {}",
+                        super::route::slots::RESERVED_FDS
+                    ),
+                ),
+                (n, None) => (n, "no file limit; the default ceiling".into()),
+            },
+        }
+    }
 }
 
 pub(crate) fn options_report(c: &ReplayConfig) -> OptionsReport {

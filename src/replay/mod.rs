@@ -86,7 +86,36 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .transpose()?;
     let (file_len, runtime) = open_inputs(&config)?;
     let target = runtime.block_on(Target::parse(&config.target))?;
-    Ok(runtime.block_on(replay(config, target, file_len, metrics)))
+    let limit = connection_limit(&config)?;
+    Ok(runtime.block_on(replay(config, target, file_len, metrics, limit)))
+}
+
+/// The connection limit, and how many connections the replay would open at once without it (the
+/// capture read once for that, with one lane per recorded connection); said before starting
+/// when some connections will wait.
+fn connection_limit(config: &ReplayConfig) -> Result<report::ConnectionLimitReport, ReplayError> {
+    let (limit, from) = config.connection_limit();
+    let clones = u64::from(config.clones.max(1));
+    let wanted = match config.connections {
+        Some(n) => n as u64 * clones,
+        None => source::peak::peak_open(&config.inputs, &config.filters.connections)? * clones,
+    };
+    if wanted > limit as u64 {
+        let why = match config.max_open_connections {
+            Some(_) => "--max-open-connections".to_owned(),
+            None => format!("--max-open-connections; now {from}"),
+        };
+        tracing::info!(
+            "the capture has {wanted} connections open at once at most; replaying at most {limit} \
+             at a time ({why})"
+        );
+    }
+    Ok(report::ConnectionLimitReport {
+        limit,
+        from,
+        wanted,
+        ..report::ConnectionLimitReport::default()
+    })
 }
 
 /// Checks that the inputs are captures (failing early on a file that is not one at all), sums their
@@ -111,11 +140,13 @@ async fn replay(
     target: Target,
     file_len: u64,
     metrics: Option<crate::metrics::MetricsServer>,
+    limit: report::ConnectionLimitReport,
 ) -> ReplayReport {
-    let ready = match prepare(&config, target).await {
+    let mut ready = match prepare(&config, target).await {
         Ok(r) => r,
         Err(report) => return report,
     };
+    ready.report.connection_limit = Some(limit);
     wait_for_start(config.start_at).await;
 
     let start = Instant::now();
@@ -229,6 +260,7 @@ pub(crate) fn shared_state(
         cursors: Cursors::default(),
         metrics: Mutex::new(Metrics::new(start.into_std())),
         budget: Budget::new(config.read_ahead_bytes.max(1)),
+        slots: route::slots::ConnSlots::new(config.connection_limit().0),
         abort: Abort::default(),
         counters: Counters::default(),
         op_timeout: config.op_timeout,
@@ -475,6 +507,12 @@ fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult)
         o.followed = Counters::get(&c.ordered);
         o.waited = Counters::get(&c.order_waits);
         o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+    }
+    if let Some(l) = &mut report.connection_limit {
+        let s = &shared.slots;
+        l.peak_open = s.peak.load(std::sync::atomic::Ordering::Relaxed) as u64;
+        l.waited = Counters::get(&s.waited);
+        l.given_up = Counters::get(&s.given_up);
     }
     report.requests_read = source.requests_read;
     report.iterations = source.iterations;

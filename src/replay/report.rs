@@ -148,6 +148,26 @@ pub struct SessionOrderReport {
     pub wait_s: f64,
 }
 
+/// How many replay connections were open at once (`--max-open-connections`,
+/// [`crate::replay::route::slots`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnectionLimitReport {
+    /// At most this many open at once.
+    pub limit: usize,
+    /// Where the limit comes from: `--max-open-connections`, or the process's file limit.
+    pub from: String,
+    /// The most the replay would open at once without a limit: the recorded connections open at
+    /// once at most (times `--clones`), or `--connections` x clones.
+    pub wanted: u64,
+    /// The most replay connections open at once.
+    pub peak_open: u64,
+    /// Times a connection waited for a slot.
+    pub waited: u64,
+    /// Times a connection with nothing to send was closed to give its slot to a waiting one.
+    pub given_up: u64,
+}
+
 /// Which part of the capture a shard replayed (`--shard I/N`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {
@@ -227,6 +247,8 @@ pub struct ReplayReport {
     pub ordering: Option<OrderingReport>,
     /// One lane per recorded connection: each session's requests kept one at a time.
     pub session_order: Option<SessionOrderReport>,
+    /// How many replay connections were open at once, and how many waited for a slot.
+    pub connection_limit: Option<ConnectionLimitReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
     pub server: ServerReport,
@@ -302,6 +324,16 @@ impl ReplayReport {
             .collect();
         if !skipped.is_empty() {
             out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
+        }
+        if let Some(l) = self
+            .connection_limit
+            .as_ref()
+            .filter(|l| l.wanted > l.limit as u64)
+        {
+            out.push_str(&format!(
+                "connections: at most {} open at once ({}) of the {} the capture holds open at once; {} waited for a slot, {} closed while idle to free one\n",
+                l.limit, l.from, l.wanted, l.waited, l.given_up
+            ));
         }
         if self.retried_not_primary > 0 {
             out.push_str(&format!(

@@ -40,6 +40,27 @@ pub enum ConnError {
         secs: f64,
         during: &'static str,
     },
+    #[error(
+        "the target {addr} answered request {request_id} with a reply to {response_to}, a request \
+         this connection ({local}) never sent: its replies cannot be matched to requests any more"
+    )]
+    WrongReply {
+        addr: String,
+        local: String,
+        request_id: i32,
+        response_to: i32,
+    },
+    #[error(
+        "the target {addr} answered request {request_id} with a reply to {response_to} (an earlier \
+         request on connection {local}) and sent no reply to {request_id} within {secs:.1} s"
+    )]
+    AnsweredAnother {
+        addr: String,
+        local: String,
+        request_id: i32,
+        response_to: i32,
+        secs: f64,
+    },
     #[error("TLS handshake with the target {addr} failed: {detail}")]
     Tls { addr: String, detail: String },
     #[error("handshake with the target {addr} failed: {detail}")]
@@ -68,7 +89,11 @@ pub struct Conn {
     stream: Stream,
     splitter: FrameSplitter,
     next_id: i32,
+    /// `next_id` went past `i32::MAX` and started again at 1.
+    wrapped: bool,
     addr: String,
+    /// This end's address, which names the connection in errors (and in the target's logs).
+    local: String,
     timeout: Duration,
     /// One timer for the connection's replies, moved only when it would fire too early (arming a
     /// timer for every reply would lock the runtime's timer wheel twice per request).
@@ -76,20 +101,25 @@ pub struct Conn {
     compressor: Option<Compressor>,
     /// Replies that answered no request we were waiting for (exhaust pushes, late replies).
     pub stray_replies: u64,
+    /// The request the last stray reply answered, while waiting for the current one.
+    stray_to: Option<i32>,
 }
 
 impl Conn {
     /// A connection over `stream` that has not said `hello` yet ([`Conn::connect`] does).
     pub(super) fn new(stream: Stream, addr: String, timeout: Duration) -> Conn {
         Conn {
+            local: stream.local_addr(),
             stream,
             splitter: FrameSplitter::new(),
             next_id: 1,
+            wrapped: false,
             addr,
             timeout,
             watchdog: None,
             compressor: None,
             stray_replies: 0,
+            stray_to: None,
         }
     }
 
@@ -123,6 +153,7 @@ impl Conn {
     pub async fn send(&mut self, message: &mut [u8]) -> Result<i32, ConnError> {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.wrapped |= self.next_id == 1;
         MsgHeader::write_request_id(message, id);
         let addr = &self.addr;
         let io = |source| ConnError::Io {
@@ -148,6 +179,7 @@ impl Conn {
             .watchdog
             .take()
             .unwrap_or_else(|| Box::pin(tokio::time::sleep_until(limit)));
+        self.stray_to = None;
         let result = loop {
             tokio::select! {
                 biased;
@@ -155,11 +187,7 @@ impl Conn {
                 r = self.recv_inner(request_id) => break r,
                 _ = watchdog.as_mut() => {
                     if Instant::now() >= limit {
-                        break Err(ConnError::Timeout {
-                            addr: self.addr.clone(),
-                            secs: self.timeout.as_secs_f64(),
-                            during: "waiting for a reply",
-                        });
+                        break Err(self.timed_out(request_id));
                     }
                     watchdog.as_mut().reset(limit);
                 }
@@ -188,7 +216,7 @@ impl Conn {
                 if header.response_to == request_id {
                     return Ok(frame);
                 }
-                self.stray_replies += 1;
+                self.stray(&frame, request_id, header.response_to)?;
                 continue;
             }
             let n = self
@@ -202,6 +230,46 @@ impl Conn {
                     during: "waiting for a reply",
                 });
             }
+        }
+    }
+
+    /// A reply to another request than `request_id`. An exhaust push (moreToCome) or a late reply
+    /// to an earlier request is counted and skipped (the reply awaited may still come); a reply to
+    /// a request never sent means the replies no longer match the requests: an error.
+    fn stray(&mut self, frame: &[u8], request_id: i32, response_to: i32) -> Result<(), ConnError> {
+        let push = OpMsgView::new(frame).is_ok_and(|v| v.more_to_come());
+        let sent_before = response_to >= 1 && (response_to < request_id || self.wrapped);
+        if !(push || sent_before) {
+            return Err(ConnError::WrongReply {
+                addr: self.addr.clone(),
+                local: self.local.clone(),
+                request_id,
+                response_to,
+            });
+        }
+        self.stray_replies += 1;
+        if !push {
+            self.stray_to = Some(response_to);
+        }
+        Ok(())
+    }
+
+    /// No reply to `request_id` in time: said as a reply to another request when one came instead.
+    fn timed_out(&self, request_id: i32) -> ConnError {
+        let secs = self.timeout.as_secs_f64();
+        match self.stray_to {
+            Some(response_to) => ConnError::AnsweredAnother {
+                addr: self.addr.clone(),
+                local: self.local.clone(),
+                request_id,
+                response_to,
+                secs,
+            },
+            None => ConnError::Timeout {
+                addr: self.addr.clone(),
+                secs,
+                during: "waiting for a reply",
+            },
         }
     }
 

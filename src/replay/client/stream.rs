@@ -47,6 +47,16 @@ impl Stream {
     pub fn is_tls(&self) -> bool {
         matches!(self, Stream::Tls(_))
     }
+
+    /// This end's address (`?` when the socket cannot say).
+    pub fn local_addr(&self) -> String {
+        let tcp = match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        };
+        tcp.local_addr()
+            .map_or_else(|_| "?".into(), |a| a.to_string())
+    }
 }
 
 impl AsyncRead for Stream {

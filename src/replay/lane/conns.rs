@@ -1,13 +1,18 @@
 //! A lane's connections: one to the primary (or the server, or its mongos), opened with the first
 //! request, and one to a secondary, opened with the first request whose read preference allows a
-//! secondary when the replica set has one.
+//! secondary when the replica set has one. Each holds a connection slot, given up when the lane
+//! has nothing to send and another lane waits for one.
 
 use crate::replay::client::{Conn, ConnError, ReadMode};
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
+use crate::replay::route::slots::Slot;
 use crate::wire::bson_raw;
 use crate::wire::compressed::Compressor;
 use crate::wire::OpMsgView;
+use bson::rawdoc;
+use std::future::Future;
+use std::sync::atomic::Ordering;
 use tokio::sync::watch;
 
 /// Which of the lane's connections a request went on.
@@ -23,9 +28,27 @@ pub(super) struct Conns {
     /// The topology's generation when `primary` was opened.
     pub generation: usize,
     pub secondary: Option<Conn>,
+    /// Each open connection's slot ([`crate::replay::route::slots`]).
+    primary_slot: Option<Slot>,
+    secondary_slot: Option<Slot>,
+    /// The last request on the primary was unacknowledged (moreToCome): a ping confirms it
+    /// before that connection is closed to give its slot up.
+    pub unconfirmed: bool,
+    /// Opens connections without slots: an A/B replay's paired lanes, which wait for every target
+    /// together and so cannot give one target's slot up alone; `--max-open-connections` does
+    /// not apply to them.
+    pub uncapped: bool,
 }
 
 impl Conns {
+    /// Connections that take no slot ([`Conns::uncapped`]).
+    pub fn uncapped() -> Conns {
+        Conns {
+            uncapped: true,
+            ..Conns::default()
+        }
+    }
+
     /// The connection for `op` (opened now if needed), and which one it is.
     pub async fn pick(
         &mut self,
@@ -40,11 +63,7 @@ impl Conns {
             } else {
                 Side::Primary
             };
-        let slot = match side {
-            Side::Primary => &mut self.primary,
-            Side::Secondary => &mut self.secondary,
-        };
-        if slot.is_none() {
+        if self.side(side).0.is_none() {
             let generation = shared.servers.generation();
             let host = match side {
                 Side::Primary => shared.servers.lane_host(),
@@ -53,12 +72,88 @@ impl Conns {
                     .secondary_host()
                     .unwrap_or_else(|| shared.servers.lane_host()),
             };
-            *slot = Some(connect(shared, &host, op.compressor, abort).await?);
+            if self.side(side).1.is_none() && !self.uncapped {
+                let slot = self.take_slot(shared, side, &host, abort).await?;
+                *self.side(side).1 = Some(slot);
+            }
+            let conn = connect(shared, &host, op.compressor, abort).await?;
+            *self.side(side).0 = Some(conn);
             if side == Side::Primary {
                 self.generation = generation;
             }
         }
-        Ok((slot.as_mut().expect("opened above"), side))
+        Ok((self.side(side).0.as_mut().expect("opened above"), side))
+    }
+
+    fn side(&mut self, side: Side) -> (&mut Option<Conn>, &mut Option<Slot>) {
+        match side {
+            Side::Primary => (&mut self.primary, &mut self.primary_slot),
+            Side::Secondary => (&mut self.secondary, &mut self.secondary_slot),
+        }
+    }
+
+    /// A slot for a new connection on `side`. A lane never waits for one while holding another
+    /// (that could deadlock): with none free, its other connection is closed first.
+    async fn take_slot(
+        &mut self,
+        shared: &Shared,
+        side: Side,
+        host: &crate::net::HostPort,
+        abort: &mut watch::Receiver<bool>,
+    ) -> Result<Slot, ConnError> {
+        if let Some(slot) = shared.slots.try_take() {
+            return Ok(slot);
+        }
+        let other = match side {
+            Side::Primary => Side::Secondary,
+            Side::Secondary => Side::Primary,
+        };
+        self.close(shared, other).await;
+        tokio::select! {
+            slot = shared.slots.take() => Ok(slot),
+            _ = abort.wait_for(|a| *a) => Err(ConnError::Closed {
+                addr: host.to_string(),
+                during: "aborting",
+            }),
+        }
+    }
+
+    /// Runs `wait`, during which the lane has nothing to send. When another lane waits for a slot
+    /// meanwhile, this one's connections close and give theirs up (reopened when it sends again).
+    pub async fn idle<T>(&mut self, shared: &Shared, wait: impl Future<Output = T>) -> T {
+        if self.primary_slot.is_none() && self.secondary_slot.is_none() {
+            return wait.await;
+        }
+        tokio::pin!(wait);
+        tokio::select! {
+            biased;
+            out = &mut wait => return out,
+            () = shared.slots.claim() => {}
+        }
+        self.close(shared, Side::Primary).await;
+        self.close(shared, Side::Secondary).await;
+        wait.await
+    }
+
+    /// Closes one connection (an unacknowledged write on it confirmed first) and frees its slot.
+    pub async fn close(&mut self, shared: &Shared, side: Side) {
+        if let Some(mut conn) = self.side(side).0.take() {
+            if side == Side::Primary && self.unconfirmed && !shared.abort.is_set() {
+                let ping = rawdoc! { "ping": 1, "$db": "admin" };
+                if let Err(e) = conn
+                    .command(&ping, "confirming unacknowledged writes")
+                    .await
+                {
+                    shared.abort.trigger(e.to_string());
+                }
+                self.unconfirmed = false;
+            }
+            shared
+                .counters
+                .stray_replies
+                .fetch_add(conn.stray_replies, Ordering::Relaxed);
+        }
+        *self.side(side).1 = None;
     }
 
     /// Both connections, for their counters at the end.

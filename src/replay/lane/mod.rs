@@ -23,7 +23,7 @@ const NOT_PRIMARY_RETRIES: u32 = 3;
 /// Runs one lane until its queue closes or the replay is aborted. Its connections are opened with
 /// the first request that needs each (step markers need none), so the handshake can offer that
 /// request's compressor.
-pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
     if shared.targets.is_empty() {
         run_one(shared, rx).await
     } else {
@@ -32,7 +32,7 @@ pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Op>) {
 }
 
 /// One lane on one target.
-async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = shared.abort.subscribe();
     let mut conns = Conns::default();
     let mut last_unacknowledged = false;
@@ -40,19 +40,28 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         // The reader usually runs ahead: take the next request without registering a waiter on the
         // abort signal (shared by every connection) unless the queue is empty.
         let op = match rx.try_recv() {
-            Ok(op) if !shared.abort.is_set() => op,
+            Ok(op) if !shared.abort.is_set() => *op,
             Ok(op) => {
-                shared.budget.release(op.bytes.len());
+                shared.budget.release(op.charge);
                 break;
             }
             Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => tokio::select! {
-                biased;
-                _ = abort.wait_for(|a| *a) => break,
-                op = rx.recv() => match op { Some(op) => op, None => break },
-            },
+            Err(TryRecvError::Empty) => {
+                // Nothing to send: the connection slot goes to another lane that asks for one.
+                let next = async {
+                    tokio::select! {
+                        biased;
+                        _ = abort.wait_for(|a| *a) => None,
+                        op = rx.recv() => op,
+                    }
+                };
+                match conns.idle(&shared, next).await {
+                    Some(op) => *op,
+                    None => break,
+                }
+            }
         };
-        let len = op.bytes.len();
+        let len = op.charge;
         let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
         shared.budget.release(len);
         match result {
@@ -144,9 +153,9 @@ async fn send_following_primary(
 }
 
 /// Releases the read-ahead budget of requests that will not be sent.
-fn drain(shared: &Shared, rx: &mut UnboundedReceiver<Op>) {
+fn drain(shared: &Shared, rx: &mut UnboundedReceiver<Box<Op>>) {
     rx.close();
     while let Ok(op) = rx.try_recv() {
-        shared.budget.release(op.bytes.len());
+        shared.budget.release(op.charge);
     }
 }

@@ -44,7 +44,7 @@ impl Drop for Pair {
 type Copy = (Op, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
-pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
     if hub.pacing.open_loop() {
         open_loop(hub, rx).await
     } else {
@@ -53,22 +53,25 @@ pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Op>) {
 }
 
 /// The next request, or `None` when the queue closed or the run was aborted.
-async fn next(rx: &mut UnboundedReceiver<Op>, abort: &mut watch::Receiver<bool>) -> Option<Op> {
+async fn next(
+    rx: &mut UnboundedReceiver<Box<Op>>,
+    abort: &mut watch::Receiver<bool>,
+) -> Option<Op> {
     tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => None,
-        op = rx.recv() => op,
+        op = rx.recv() => op.map(|op| *op),
     }
 }
 
 /// Every request to every target, in one task: the copies are sent together and the next request
 /// waits for all of their replies (no task hand-off per request).
-async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = hub.abort.subscribe();
     let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.bytes.len());
+            hub.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, sides.len());
@@ -115,7 +118,7 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
 }
 
 /// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
-async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
+async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = hub.abort.subscribe();
     let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = hub
         .targets
@@ -128,7 +131,7 @@ async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Op>) {
         .unzip();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.bytes.len());
+            hub.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, copies.len());
@@ -182,7 +185,7 @@ impl Side {
         Side {
             abort: shared.abort.subscribe(),
             shared,
-            conns: Conns::default(),
+            conns: Conns::uncapped(),
             last_unacknowledged: false,
         }
     }
@@ -217,7 +220,7 @@ impl Pair {
         let (op, completes) = take_completes(op);
         let pair = Arc::new(Pair {
             hub: hub.clone(),
-            len: op.bytes.len(),
+            len: op.charge,
             command: op.command.clone(),
             namespace: op.namespace.clone(),
             marker: op.marker.is_some(),
@@ -255,13 +258,15 @@ fn copy_of(op: &Op) -> Op {
         after: None,
         completes: None,
         connect_lead_ns: op.connect_lead_ns,
+        // The original's charge is released once, by its pair.
+        charge: 0,
     }
 }
 
 /// One target's side of a paired lane: the single-target loop over the copies it is given.
 async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceiver<Copy>) {
     let mut abort = shared.abort.subscribe();
-    let mut conns = Conns::default();
+    let mut conns = Conns::uncapped();
     let mut last_unacknowledged = false;
     while let Some((op, pair)) = rx.recv().await {
         if shared.abort.is_set() {

@@ -86,6 +86,7 @@ mod tests {
             after: None,
             completes: None,
             connect_lead_ns: 0,
+            charge: 0,
         }
     }
 

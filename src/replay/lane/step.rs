@@ -38,7 +38,9 @@ pub(super) async fn one(
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
     if let Some(marker) = &op.marker {
-        let reached = reach_marker(shared, marker, intended, abort).await;
+        let reached = conns
+            .idle(shared, reach_marker(shared, marker, intended, abort))
+            .await;
         return Ok(if reached { Step::Skipped } else { Step::Stop });
     }
     if conns.primary.is_none() && op.connect_lead_ns > 0 {
@@ -46,13 +48,18 @@ pub(super) async fn one(
             return Ok(stop);
         }
     }
-    if let Some(step) = wait_until_due(shared, intended, abort).await {
+    // Waiting, the lane has nothing to send: its connection slot goes to another lane that asks.
+    if let Some(step) = conns
+        .idle(shared, wait_until_due(shared, intended, abort))
+        .await
+    {
         return Ok(step);
     }
-    if !crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort).await {
+    let turn = crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort);
+    if !conns.idle(shared, turn).await {
         return Ok(Step::Stop);
     }
-    let Some(live_cursors) = patch_cursors(shared, &mut op).await else {
+    let Some(live_cursors) = conns.idle(shared, patch_cursors(shared, &mut op)).await else {
         Counters::bump(&shared.counters.cursor_not_found);
         return Ok(Step::Skipped);
     };
@@ -66,6 +73,9 @@ pub(super) async fn one(
         Err(e) => return dropped(shared, op, side, e),
     };
     if !op.expects_reply {
+        if side == Side::Primary {
+            conns.unconfirmed = true;
+        }
         shared.metrics.lock().expect("metrics lock").record(Sample {
             command: &op.command,
             namespace: &op.namespace,
@@ -113,6 +123,9 @@ pub(super) async fn one(
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
+    if side == Side::Primary {
+        conns.unconfirmed = false;
+    }
     Ok(Step::Sent {
         acknowledged: true,
         observed,
@@ -151,7 +164,7 @@ async fn connect_ahead(
     }
     let lead = shared.pacing.connect_lead(op.connect_lead_ns);
     if let Some(at) = due.checked_sub(lead) {
-        if !sleep_until(at, abort).await {
+        if !conns.idle(shared, sleep_until(at, abort)).await {
             return Ok(Some(Step::Stop));
         }
     }

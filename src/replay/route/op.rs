@@ -39,4 +39,84 @@ pub struct Op {
     /// connection. The lane connects that much before the request is due, as the client did, so
     /// the handshake is not charged to the request (0: connect when it is due).
     pub connect_lead_ns: u64,
+    /// What the op was charged against the read-ahead budget ([`Op::cost`]), released when it is
+    /// sent or dropped; 0 for step markers, which are not charged.
+    pub charge: usize,
+}
+
+impl Op {
+    /// What the op holds in memory while it waits in a lane's queue, for the read-ahead budget:
+    /// its box and the queue's slot pointing to it, and each heap block it owns, as the allocator
+    /// rounds them. A 311-byte insert costs 776 bytes this way; charging its message bytes
+    /// alone let the read-ahead take about twice its bound with small messages.
+    pub fn cost(&self) -> usize {
+        let patches = self.cursor_patches.capacity() * std::mem::size_of::<(usize, i64)>();
+        let errmsg = self
+            .recorded
+            .as_ref()
+            .and_then(|r| r.errmsg.as_ref())
+            .map_or(0, |e| heap_block(e.capacity()));
+        std::mem::size_of::<Box<Op>>()
+            + heap_block(std::mem::size_of::<Op>())
+            + heap_block(self.bytes.capacity())
+            + heap_block(patches)
+            + errmsg
+            + self.after.as_ref().map_or(0, After::heap_bytes)
+            + self.completes.as_ref().map_or(0, |_| Completes::HEAP_BYTES)
+    }
+}
+
+/// The memory a heap allocation of `n` bytes takes with glibc's malloc: an 8-byte header, rounded
+/// up to 16 bytes, 32 at least.
+pub fn heap_block(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        ((n + 8).div_ceil(16) * 16).max(32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::route::order::pair;
+
+    fn insert(len: usize) -> Op {
+        let (after, completes) = pair();
+        Op {
+            bytes: vec![0; len],
+            cursor_patches: Vec::new(),
+            expects_reply: true,
+            command: Arc::from("insert"),
+            namespace: Arc::from("db.c"),
+            offset_ns: 0,
+            seq: 0,
+            scope: 0,
+            produces_cursor: None,
+            recorded: Some(Outcome::default()),
+            origin_conn: 1,
+            origin_request: 1,
+            marker: None,
+            compressor: None,
+            after: Some(after),
+            completes: Some(completes),
+            connect_lead_ns: 0,
+            charge: 0,
+        }
+    }
+
+    #[test]
+    fn an_op_costs_its_struct_and_its_heap_blocks_not_just_its_bytes() {
+        let op = insert(311);
+        let cost = op.cost();
+        eprintln!(
+            "size_of::<Op>() {} B; a 311-byte insert costs {cost} B",
+            std::mem::size_of::<Op>()
+        );
+        assert!(cost >= std::mem::size_of::<Op>() + 311 + Completes::HEAP_BYTES);
+        assert_eq!(heap_block(0), 0);
+        assert_eq!(heap_block(1), 32);
+        assert_eq!(heap_block(311), 320);
+        assert_eq!(insert(0).cost() + 320, cost);
+    }
 }

@@ -34,11 +34,21 @@ impl After {
     pub(super) fn done(&self) -> bool {
         self.0.iter().all(|s| s.is_closed())
     }
+
+    /// Its own heap block (the completions it points to are counted with their requests).
+    pub fn heap_bytes(&self) -> usize {
+        super::op::heap_block(self.0.capacity() * std::mem::size_of::<Arc<Semaphore>>())
+    }
 }
 
 /// Held by the request itself; completes its [`After`] when dropped, whatever became of it.
 #[derive(Debug)]
 pub struct Completes(Arc<Semaphore>);
+
+impl Completes {
+    /// The completion's heap block: the semaphore and the `Arc`'s two counts.
+    pub const HEAP_BYTES: usize = 16 * (std::mem::size_of::<Semaphore>() + 16 + 8).div_ceil(16);
+}
 
 impl Drop for Completes {
     fn drop(&mut self) {

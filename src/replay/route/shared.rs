@@ -1,9 +1,10 @@
 //! What every lane shares: the target, the pacing and the replay's clock, the live cursors, the
-//! metrics, the read-ahead budget, the abort signal and the counters.
+//! metrics, the read-ahead budget, the connection slots, the abort signal and the counters.
 
 use super::abort::Abort;
 use super::budget::Budget;
 use super::cursors::Cursors;
+use super::slots::ConnSlots;
 use crate::replay::client::{Target, Topology};
 use crate::replay::measure::metrics::Metrics;
 use crate::replay::measure::observed::PairSink;
@@ -24,6 +25,8 @@ pub struct Shared {
     pub cursors: Cursors,
     pub metrics: Mutex<Metrics>,
     pub budget: Budget,
+    /// The replay connections open at once (`--max-open-connections`).
+    pub slots: std::sync::Arc<ConnSlots>,
     pub abort: Abort,
     pub counters: Counters,
     pub op_timeout: Duration,

@@ -157,7 +157,7 @@ impl Feed<'_> {
         if let Some(c) = produces_cursor {
             self.shared.expect_cursor(scope, c);
         }
-        let op = Op {
+        let mut op = Op {
             cursor_patches: out.cursor_patches,
             expects_reply: req.expects_reply,
             command: intern(&mut self.commands, &req.command),
@@ -175,13 +175,11 @@ impl Feed<'_> {
             after,
             completes,
             connect_lead_ns,
+            charge: 0,
         };
+        op.charge = op.cost();
         self.seq += 1;
-        if !self
-            .shared
-            .budget
-            .acquire(op.bytes.len(), &self.shared.abort)
-        {
+        if !self.shared.budget.acquire(op.charge, &self.shared.abort) {
             return false;
         }
         self.router.send(lane, op);

@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 mod copies;
 pub mod filters;
 pub mod markers;
+pub mod peak;
 pub mod shard;
 
 /// Requests held per recorded connection while their recorded replies are read.
