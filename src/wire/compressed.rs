@@ -160,7 +160,8 @@ fn inflate(
 const SCAN_CHUNK: usize = 64 * 1024;
 
 /// Whether the inner message of an OP_COMPRESSED `message` holds any of `needles`, found by
-/// inflating it piece by piece: memory stays at one chunk whatever the declared size, and the
+/// inflating it piece by piece (each needle is a BSON key with its NUL, `b"pwd\0"`: the scan
+/// anchors on NULs): memory stays at one chunk whatever the declared size, and the
 /// work stops at the first needle (`Ok(true)`). `Ok(false)` means every byte of the payload was
 /// inflated and looked at: it inflates to exactly its declared size and holds none of them. A
 /// payload that does not inflate, inflates past or short of its declared size, or has bytes after
@@ -236,29 +237,32 @@ pub fn inflated_contains(message: &[u8], needles: &[&[u8]]) -> Result<bool, Wire
     Ok(false)
 }
 
-/// Looks for needles in a stream seen one piece at a time: the last `needle - 1` bytes of each
-/// piece are kept in front of the next, so a needle cut in two is still found.
+/// Looks for needles, each ending in a NUL (BSON keys: `name\0`), in a stream seen one piece at a
+/// time: one `memchr` pass for the NULs, then a comparison at each, so the cost does not grow with
+/// the number of needles. The last `needle - 1` bytes of each piece are kept in front of the
+/// next, so a needle cut in two is still found.
 struct NeedleScan<'n> {
-    finders: Vec<memchr::memmem::Finder<'n>>,
+    needles: &'n [&'n [u8]],
     keep: usize,
     buf: Vec<u8>,
 }
 
 impl<'n> NeedleScan<'n> {
-    fn new(needles: &[&'n [u8]]) -> NeedleScan<'n> {
+    fn new(needles: &'n [&'n [u8]]) -> NeedleScan<'n> {
+        debug_assert!(needles.iter().all(|n| n.last() == Some(&0)));
         let longest = needles.iter().map(|n| n.len()).max().unwrap_or(0);
         NeedleScan {
-            finders: needles
-                .iter()
-                .map(|n| memchr::memmem::Finder::new(*n))
-                .collect(),
+            needles,
             keep: longest.saturating_sub(1),
             buf: Vec::new(),
         }
     }
 
     fn slice(&self, haystack: &[u8]) -> bool {
-        self.finders.iter().any(|f| f.find(haystack).is_some())
+        memchr::memchr_iter(0, haystack).any(|at| {
+            let before = &haystack[..=at];
+            self.needles.iter().any(|n| before.ends_with(n))
+        })
     }
 
     /// Reads `reader` to its end, or one byte past `declared`: the bytes read, or `None` as soon
@@ -418,9 +422,9 @@ mod tests {
             // The string starts 30 bytes into the inflated body: across the first and the third
             // 64 KiB boundary when the decoder hands out whole chunks.
             for at in [0, SCAN_CHUNK - 33, 3 * SCAN_CHUNK - 32, 299_990] {
-                let packed = with_needle_at(c, 300_000, at, "needle");
+                let packed = with_needle_at(c, 300_000, at, "needle\0");
                 assert_eq!(
-                    inflated_contains(&packed, &[b"pwd\0", b"needle"]),
+                    inflated_contains(&packed, &[b"pwd\0", b"needle\0"]),
                     Ok(true),
                     "{} at {at}",
                     c.name()
@@ -444,16 +448,16 @@ mod tests {
     #[test]
     fn a_needle_cut_between_reads_is_found() {
         let mut stream = vec![b'x'; 64];
-        for at in 0..=stream.len() - 6 {
+        for at in 0..=stream.len() - 7 {
             stream.fill(b'x');
-            stream[at..at + 6].copy_from_slice(b"needle");
-            for step in 1..8 {
-                let mut scan = NeedleScan::new(&[b"pwd\0", b"needle"]);
+            stream[at..at + 7].copy_from_slice(b"needle\0");
+            for step in 1..9 {
+                let mut scan = NeedleScan::new(&[b"pwd\0", b"needle\0"]);
                 let found = scan.stream(&mut Trickle(&stream, step), 64).unwrap();
                 assert_eq!(found, None, "at {at}, {step} bytes a read");
             }
         }
-        let mut scan = NeedleScan::new(&[b"needle"]);
+        let mut scan = NeedleScan::new(&[b"needle\0"]);
         stream.fill(b'x');
         assert_eq!(scan.stream(&mut Trickle(&stream, 5), 64).unwrap(), Some(64));
         assert_eq!(scan.stream(&mut Trickle(&stream, 5), 10).unwrap(), Some(11));
@@ -464,13 +468,13 @@ mod tests {
         let msg = inner();
         for c in [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd] {
             let packed = compress(&msg, c).unwrap();
-            assert_eq!(inflated_contains(&packed, &[b"nothing"]), Ok(false));
+            assert_eq!(inflated_contains(&packed, &[b"nothing\0"]), Ok(false));
             for delta in [-1, 1, 100] {
                 let mut lying = packed.clone();
                 let size = (msg.len() - HEADER_LEN) as i32 + delta;
                 lying[20..24].copy_from_slice(&size.to_le_bytes());
                 assert!(
-                    inflated_contains(&lying, &[b"nothing"]).is_err(),
+                    inflated_contains(&lying, &[b"nothing\0"]).is_err(),
                     "{} {delta:+}",
                     c.name()
                 );
@@ -480,7 +484,7 @@ mod tests {
             let len = cut.len() as i32;
             cut[..4].copy_from_slice(&len.to_le_bytes());
             assert!(
-                inflated_contains(&cut, &[b"nothing"]).is_err(),
+                inflated_contains(&cut, &[b"nothing\0"]).is_err(),
                 "{}",
                 c.name()
             );
@@ -491,7 +495,7 @@ mod tests {
         let len = trailing.len() as i32;
         trailing[..4].copy_from_slice(&len.to_le_bytes());
         assert!(matches!(
-            inflated_contains(&trailing, &[b"nothing"]),
+            inflated_contains(&trailing, &[b"nothing\0"]),
             Err(WireError::Invalid { .. })
         ));
     }
@@ -509,7 +513,7 @@ mod tests {
             let mut bomb = compress(&big, c).unwrap();
             bomb[20..24].copy_from_slice(&100i32.to_le_bytes());
             assert_eq!(
-                inflated_contains(&bomb, &[b"nothing"]),
+                inflated_contains(&bomb, &[b"nothing\0"]),
                 Err(WireError::UncompressedSizeMismatch {
                     declared: 100,
                     actual: 101
