@@ -1,17 +1,20 @@
-//! Corrupt OP_COMPRESSED and a decompression bomb sent through the proxy to the real server: the
-//! proxy forwards them as they came, never inflates past the declared size, keeps serving other
-//! clients, and the capture holds them for `cat` to report.
+//! Hostile OP_COMPRESSED sent through the proxy to the real server: corrupt payloads, a
+//! decompression bomb, a `createUser` whose `uncompressedSize` lies, and hundreds of small frames
+//! that each inflate to 48 MB. The proxy forwards them as they came, never inflates past the
+//! declared size nor past a connection's budget, leaves out of the capture (as counted gaps)
+//! what it cannot check for credentials, and keeps recording every other client.
 
 mod common;
 
 use bson::rawdoc;
 use common::*;
-use mongotape::capture::{CaptureReader, RecordKind};
+use mongotape::capture::{GapEvent, Record, RecordKind};
 use mongotape::wire::compressed::{compress, decompress};
-use mongotape::wire::{Compressor, Message, MsgFlags, OpMsg, Section};
+use mongotape::wire::{Body, Compressor, Message, MsgFlags, OpMsg, Section};
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn op_msg(body: bson::RawDocumentBuf) -> Vec<u8> {
     OpMsg {
@@ -32,7 +35,7 @@ fn send(addr: &str, frame: &[u8]) {
 }
 
 #[test]
-fn corrupt_compression_and_a_bomb_are_forwarded_recorded_and_never_inflated() {
+fn corrupt_compression_and_a_bomb_are_forwarded_never_inflated_and_left_out() {
     let server = Server::start();
     let dir = tempdir();
     let out = dir.path().join("compressed.mtape");
@@ -64,33 +67,225 @@ fn corrupt_compression_and_a_bomb_are_forwarded_recorded_and_never_inflated() {
     ping_through(&proxy.uri());
     let rss_kb = rss_kb(proxy.pid());
     assert!(rss_kb < 100_000, "proxy RSS {rss_kb} KB after a 40 MB bomb");
-    assert!(proxy.stop().status.success());
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
 
-    // Both are in the capture as they were sent, and the readers say what is wrong with them.
-    let mut reader = CaptureReader::open(&out).unwrap();
-    let mut sent_back = Vec::new();
-    while let Some(r) = reader.next_record() {
-        let r = r.unwrap();
-        if r.kind == RecordKind::Request
-            && (r.payload[..] == corrupt[..] || r.payload[..] == bomb[..])
-        {
-            assert!(Message::parse(&r.payload).is_err());
-            sent_back.push(r.payload.len());
+    // Neither can be checked for a credential: each is a counted gap, not a record.
+    let records = capture_records(&out);
+    assert!(!records
+        .iter()
+        .any(|r| r.payload[..] == corrupt[..] || r.payload[..] == bomb[..]));
+    let left_out = gap_reasons(&records);
+    assert_eq!(
+        left_out,
+        vec![DOES_NOT_INFLATE.to_string(), DOES_NOT_INFLATE.to_string()]
+    );
+    assert!(
+        exit.stderr.contains("2 unredactable msgs not recorded"),
+        "{}",
+        exit.stderr
+    );
+}
+
+const DOES_NOT_INFLATE: &str = "unredactable: compressed, does not inflate to its declared size";
+const OVER_BUDGET: &str = "unredactable: compressed past its connection's inflation budget";
+
+/// The reasons of a capture's gap records, in order.
+fn gap_reasons(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Gap)
+        .map(|r| r.event::<GapEvent>().unwrap().reason)
+        .collect()
+}
+
+const LYING_PASSWORD: &str = "Lying-Size-Pa55word";
+
+/// `createUser` with a password, compressed, its `uncompressedSize` then changed by `delta`.
+fn lying_create_user(compressor: Compressor, delta: i32, user: &str) -> Vec<u8> {
+    let create = op_msg(rawdoc! {
+        "createUser": user, "pwd": LYING_PASSWORD, "roles": [], "$db": "admin",
+    });
+    let mut packed = compress(&create, compressor).unwrap();
+    let declared = i32::from_le_bytes(packed[20..24].try_into().unwrap());
+    packed[20..24].copy_from_slice(&(declared + delta).to_le_bytes());
+    packed
+}
+
+/// Inflates a compressed payload with no regard for the size it declares, as a careless reader
+/// of the capture would.
+fn inflate_ignoring_size(message: &[u8]) -> Vec<u8> {
+    let payload = &message[25.min(message.len())..];
+    let mut out = Vec::new();
+    match message.get(24) {
+        Some(1) => {
+            out = snap::raw::Decoder::new()
+                .decompress_vec(payload)
+                .unwrap_or_default()
+        }
+        Some(2) => {
+            let _ = flate2::read::ZlibDecoder::new(payload).read_to_end(&mut out);
+        }
+        Some(3) => {
+            if let Ok(mut d) = zstd::stream::read::Decoder::new(payload) {
+                let _ = d.read_to_end(&mut out);
+            }
+        }
+        _ => out = payload.to_vec(),
+    }
+    out
+}
+
+#[test]
+fn a_compressed_create_user_whose_size_lies_is_left_out() {
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("lying.mtape");
+    let proxy = Proxy::start(server.addr(), &out);
+    let mut sent = 0;
+    for (i, compressor) in [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, delta) in [-1, 1, 4096].into_iter().enumerate() {
+            let frame = lying_create_user(compressor, delta, &format!("mallory{i}{j}"));
+            let mut inflated = inflate_ignoring_size(&frame);
+            assert!(
+                memchr::memmem::find(&inflated, LYING_PASSWORD.as_bytes()).is_some(),
+                "the password is recoverable from the frame"
+            );
+            inflated.clear();
+            send(proxy.addr(), &frame);
+            sent += 1;
         }
     }
-    assert_eq!(sent_back.len(), 2, "both frames recorded unchanged");
-    let cat = mongotape(&["cat".to_string(), out.display().to_string()]);
-    assert!(cat.success(), "{}", cat.stderr);
-    let errors = cat
-        .stdout
-        .lines()
-        .filter(|l| l.contains("\"error\":\"OP_COMPRESSED"))
-        .count();
+    ping_through(&proxy.uri());
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+
+    let records = capture_records(&out);
+    for r in &records {
+        for bytes in [r.payload.to_vec(), inflate_ignoring_size(&r.payload)] {
+            assert!(
+                memchr::memmem::find(&bytes, LYING_PASSWORD.as_bytes()).is_none(),
+                "the password in a {:?} record",
+                r.kind
+            );
+        }
+    }
+    // Nor anywhere in the capture file, decompressed whole.
+    let file = zstd::stream::decode_all(std::fs::File::open(&out).unwrap()).unwrap();
+    assert!(memchr::memmem::find(&file, LYING_PASSWORD.as_bytes()).is_none());
+    assert!(memchr::memmem::find(&file, b"mallory").is_none());
     assert_eq!(
-        errors, 2,
-        "cat names both undecodable frames:\n{}",
-        cat.stdout
+        gap_reasons(&records),
+        vec![DOES_NOT_INFLATE.to_string(); sent]
     );
+}
+
+/// A zstd frame of about 1.5 KB that really inflates to the largest size a message may declare.
+fn amplifier() -> Vec<u8> {
+    let declared = 47_999_984usize;
+    let mut doc = rawdoc! { "insert": "amp", "$db": "hostile", "s": "" };
+    let overhead = op_msg(doc.clone()).len() - 16;
+    doc = rawdoc! { "insert": "amp", "$db": "hostile", "s": "a".repeat(declared - overhead) };
+    let msg = op_msg(doc);
+    assert_eq!(msg.len() - 16, declared);
+    let packed = zstd::bulk::compress(&msg[16..], 19).unwrap();
+    let mut frame = Vec::with_capacity(25 + packed.len());
+    frame.extend_from_slice(&((25 + packed.len()) as i32).to_le_bytes());
+    frame.extend_from_slice(&9i32.to_le_bytes());
+    frame.extend_from_slice(&0i32.to_le_bytes());
+    frame.extend_from_slice(&2012i32.to_le_bytes());
+    frame.extend_from_slice(&2013i32.to_le_bytes());
+    frame.extend_from_slice(&(declared as i32).to_le_bytes());
+    frame.push(3);
+    frame.extend_from_slice(&packed);
+    frame
+}
+
+/// Inserts `_id` 0..N one at a time (acknowledged), touching FILE after the first 50; prints how
+/// many were acknowledged. Arguments: URI N FILE.
+const INSERTER: &str = r#"
+import sys, pathlib
+from pymongo import MongoClient
+uri, n, started = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
+t = MongoClient(uri, serverSelectionTimeoutMS=10000).hostile.t
+t.drop()
+acked = 0
+for i in range(n):
+    t.insert_one({"_id": i, "s": "x" * 200})
+    acked += 1
+    if i == 50:
+        started.touch()
+print(acked)
+"#;
+
+#[test]
+fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let out = dir.path().join("amplified.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "4"]);
+    let frame = amplifier();
+    assert!(frame.len() < 2_000, "{} bytes", frame.len());
+    let started = dir.path().join("started");
+    let inserter = {
+        let (uri, started) = (proxy.uri(), started.display().to_string());
+        std::thread::spawn(move || python(INSERTER, &[uri, "2000".into(), started]))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the inserter never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // 300 frames on one connection (0.5 MB on the wire, 14.4 GB inflated), answers unread.
+    let attack_started = Instant::now();
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    for _ in 0..300 {
+        s.write_all(&frame).unwrap();
+    }
+    let acked: usize = inserter.join().unwrap().trim().parse().unwrap();
+    assert_eq!(acked, 2000);
+    drop(s);
+    let exit = proxy.stop();
+    eprintln!(
+        "300 amplifying frames: the proxy had recorded everything and exited {:.2} s after they were sent",
+        attack_started.elapsed().as_secs_f64()
+    );
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert!(!exit.stderr.contains("DROPPED"), "{}", exit.stderr);
+
+    let records = capture_records(&out);
+    let mut ids = BTreeSet::new();
+    for r in records.iter().filter(|r| r.kind == RecordKind::Request) {
+        if let Ok(Message {
+            body: Body::Msg(msg),
+            ..
+        }) = Message::parse(&r.payload)
+        {
+            for section in &msg.sections {
+                if let Section::Sequence { documents, .. } = section {
+                    ids.extend(documents.iter().filter_map(|d| d.get_i32("_id").ok()));
+                }
+            }
+        }
+    }
+    assert_eq!(
+        ids,
+        (0..2000).collect(),
+        "every acknowledged insert recorded"
+    );
+    // Only what the connection earned (1,024 inflated bytes per byte sent) was inflated; the
+    // rest is counted, not written unchecked.
+    let reasons = gap_reasons(&records);
+    assert!(reasons.iter().all(|r| r == OVER_BUDGET), "{reasons:?}");
+    let inflated = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Request && r.payload[..] == frame[..])
+        .count();
+    assert_eq!(inflated + reasons.len(), 300);
+    assert!(inflated <= 12, "{inflated} of the 48 MB frames inflated");
 }
 
 fn ping_through(uri: &str) {

@@ -7,8 +7,8 @@ use crate::capture::{
     CaptureError, EndEvent, GapEvent, Metadata, Record, RecordKind, SegmentPlan, SegmentWriter,
     Written,
 };
-use crate::redact::{Direction, Redaction, Redactor};
-use crate::wire::{info, Message};
+use crate::redact::{Direction, InflateBudget, Redaction, Redactor};
+use crate::wire::{info, Message, MsgHeader, OpCode};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
@@ -120,6 +120,7 @@ impl Recorder {
             writer,
             redactor: Redactor::new(opts.redaction),
             handshakes: HashMap::new(),
+            redacting: HashMap::new(),
             stats,
             recording,
             abort: abort.clone(),
@@ -171,6 +172,9 @@ struct LoopState {
     writer: SegmentWriter,
     redactor: Redactor,
     handshakes: HashMap<u64, u32>,
+    /// Per open connection: what the redactor may still inflate, and whether a message of it was
+    /// already left out (logged once per connection).
+    redacting: HashMap<u64, (InflateBudget, bool)>,
     stats: Arc<Stats>,
     recording: Arc<AtomicBool>,
     abort: Arc<AtomicBool>,
@@ -282,17 +286,16 @@ impl LoopState {
 
     fn write_one(&mut self, record: Record) -> Result<Written, CaptureError> {
         let metadata = self.client_metadata(&record);
-        let record = match self.redact(record) {
-            Some(record) => record,
-            None => return Ok(Written::Recorded),
-        };
+        let record = self.redact(record);
         let mut written = self.writer.write(&record)?;
         Stats::add(&self.stats.records_written, 1);
         Stats::add(&self.stats.capture_bytes, record.encoded_len() as u64);
         match record.kind {
             RecordKind::Request | RecordKind::Reply => Stats::add(&self.stats.recorded_messages, 1),
+            RecordKind::Gap => Stats::add(&self.stats.gap_records, 1),
             RecordKind::Close => {
                 self.handshakes.remove(&record.conn_id);
+                self.redacting.remove(&record.conn_id);
             }
             _ => {}
         }
@@ -313,6 +316,12 @@ impl LoopState {
             return None;
         }
         *seen += 1;
+        // A handshake is never compressed (the spec forbids it for hello): not inflating here
+        // keeps the connection's first messages out of reach of a compression bomb.
+        let header = MsgHeader::parse_whole(&record.payload, "message header").ok()?;
+        if header.op_code == OpCode::Compressed {
+            return None;
+        }
         let meta = Message::parse(&record.payload)
             .ok()
             .as_ref()
@@ -326,35 +335,43 @@ impl LoopState {
         ))
     }
 
-    /// The record as the capture may keep it; `None` when a message that may hold a credential
-    /// cannot be decoded to remove it: it is left out and counted, never written in clear.
-    fn redact(&mut self, record: Record) -> Option<Record> {
+    /// The record as the capture may keep it. A message that cannot be checked for what must be
+    /// redacted (it may hold a credential and does not decode, nests too deep, or is compressed
+    /// past what its connection may have inflated) is never written in clear: a `gap` record
+    /// takes its place, it is counted, and the first one of a connection is logged.
+    fn redact(&mut self, record: Record) -> Record {
         let direction = match record.kind {
             RecordKind::Request => Direction::Request,
             RecordKind::Reply => Direction::Reply,
-            _ => return Some(record),
+            _ => return record,
         };
-        match self.redactor.message(&record.payload, direction) {
-            Ok(None) => Some(record),
+        let (budget, warned) = self.redacting.entry(record.conn_id).or_default();
+        let e = match self
+            .redactor
+            .message_within(&record.payload, direction, budget)
+        {
+            Ok(None) => return record,
             Ok(Some(payload)) => {
                 Stats::add(&self.stats.redacted_messages, 1);
-                Some(Record::new(
-                    record.kind,
-                    record.conn_id,
-                    record.ts_ns,
-                    payload,
-                ))
+                return Record::new(record.kind, record.conn_id, record.ts_ns, payload);
             }
-            Err(e) => {
-                Stats::add(&self.stats.unredactable_messages, 1);
-                tracing::warn!(
-                    "connection {}: a {} was not recorded: it could not be decoded to redact it ({e})",
-                    record.conn_id,
-                    record.kind.name()
-                );
-                None
-            }
+            Err(e) => e,
+        };
+        Stats::add(&self.stats.unredactable_messages, 1);
+        if !std::mem::replace(warned, true) {
+            tracing::warn!(
+                "connection {}: a {} was left out of the capture: it cannot be checked for what \
+                 must be redacted ({e}); further ones of this connection are counted, not logged",
+                record.conn_id,
+                record.kind.name()
+            );
         }
+        let gap = GapEvent {
+            dropped_messages: 1,
+            dropped_bytes: record.payload.len() as u64,
+            reason: e.reason().into(),
+        };
+        Record::json(RecordKind::Gap, record.conn_id, record.ts_ns, &gap)
     }
 }
 

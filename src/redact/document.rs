@@ -8,10 +8,15 @@
 //! pipelines, where they are expressions, but not in inserted or returned documents.
 
 use super::hash::ValueKey;
-use bson::raw::{CStr, RawArray, RawArrayBuf, RawBinaryRef, RawBson, RawBsonRef, RawDocument};
+use super::RedactError;
+use crate::wire::depth;
+use bson::raw::{
+    CStr, RawArray, RawArrayBuf, RawBinaryRef, RawBson, RawBsonRef, RawDocument,
+    RawJavaScriptCodeWithScope,
+};
 use bson::{Binary, RawDocumentBuf, Regex};
 
-type Result<T> = std::result::Result<T, bson::error::Error>;
+type Result<T> = std::result::Result<T, RedactError>;
 
 /// Top-level request fields a replay needs as they are.
 const KEEP_IN_COMMAND: &[&str] = &[
@@ -85,7 +90,9 @@ fn is_hello(command: &str) -> bool {
     matches!(command, "hello" | "ismaster")
 }
 
-/// Walks documents and builds their redacted copies, counting what it replaced.
+/// Walks documents and builds their redacted copies, counting what it replaced. Each public entry
+/// takes a whole document from a message and first checks its depth ([`depth::check`]), so the
+/// recursion below never goes deeper than [`depth::MAX_DEPTH`] levels.
 pub(crate) struct Walker<'k> {
     /// `Some` when values are redacted, not only credentials.
     values: Option<&'k ValueKey>,
@@ -102,6 +109,43 @@ impl<'k> Walker<'k> {
 
     /// A command as a client sends it (OP_MSG body, or OP_QUERY on `$cmd`).
     pub fn command(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
+        self.whole(doc, Self::command_fields)
+    }
+
+    /// A server reply (OP_MSG body or an OP_REPLY document).
+    pub fn reply(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
+        self.whole(doc, Self::reply_fields)
+    }
+
+    /// A document whose every value is data: an inserted or returned document (`expressions`
+    /// false) or a query, update or projection (`expressions` true).
+    pub fn data(&mut self, doc: &RawDocument, expressions: bool) -> Result<RawDocumentBuf> {
+        self.whole(doc, |w, d| w.fields(d, expressions))
+    }
+
+    /// An element of `updates` or `deletes`.
+    pub fn statement(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
+        self.whole(doc, Self::statement_fields)
+    }
+
+    /// A whole document of a message: refused past the depth limit, walked by `walk`, then rid of
+    /// stored credentials wherever they stand.
+    fn whole(
+        &mut self,
+        doc: &RawDocument,
+        walk: impl FnOnce(&mut Self, &RawDocument) -> Result<RawDocumentBuf>,
+    ) -> Result<RawDocumentBuf> {
+        depth::check(doc.as_bytes())?;
+        let out = walk(self, doc)?;
+        if !super::stored::present(out.as_bytes()) {
+            return Ok(out);
+        }
+        let (out, emptied) = super::stored::remove(&out)?;
+        self.replaced += emptied;
+        Ok(out)
+    }
+
+    fn command_fields(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
         let mut command = String::new();
         let mut out = RawDocumentBuf::new();
         for (i, element) in doc.iter().enumerate() {
@@ -132,7 +176,7 @@ impl<'k> Walker<'k> {
                         let mut list = RawArrayBuf::new();
                         for statement in statements {
                             match statement? {
-                                RawBsonRef::Document(d) => list.push(self.statement(d)?),
+                                RawBsonRef::Document(d) => list.push(self.statement_fields(d)?),
                                 other => self.push_value(&mut list, other, true)?,
                             }
                         }
@@ -146,8 +190,7 @@ impl<'k> Walker<'k> {
         Ok(out)
     }
 
-    /// A server reply (OP_MSG body or an OP_REPLY document).
-    pub fn reply(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
+    fn reply_fields(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
         let auth_reply = doc.get("conversationId")?.is_some();
         let hello_reply = doc.get("isWritablePrimary")?.is_some() || doc.get("ismaster")?.is_some();
         let mut out = RawDocumentBuf::new();
@@ -170,9 +213,7 @@ impl<'k> Walker<'k> {
         Ok(out)
     }
 
-    /// A document whose every value is data: an inserted or returned document (`expressions`
-    /// false) or a query, update or projection (`expressions` true).
-    pub fn data(&mut self, doc: &RawDocument, expressions: bool) -> Result<RawDocumentBuf> {
+    fn fields(&mut self, doc: &RawDocument, expressions: bool) -> Result<RawDocumentBuf> {
         let mut out = RawDocumentBuf::new();
         for element in doc.iter() {
             let (key, value) = element?;
@@ -181,8 +222,7 @@ impl<'k> Walker<'k> {
         Ok(out)
     }
 
-    /// An element of `updates` or `deletes`.
-    pub fn statement(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
+    fn statement_fields(&mut self, doc: &RawDocument) -> Result<RawDocumentBuf> {
         let mut out = RawDocumentBuf::new();
         for element in doc.iter() {
             let (key, value) = element?;
@@ -347,7 +387,13 @@ impl<'k> Walker<'k> {
                     options: re.options.into(),
                 })
             }
-            RawBsonRef::Document(d) => RawBson::Document(self.data(d, expressions)?),
+            RawBsonRef::JavaScriptCodeWithScope(code) => {
+                RawBson::JavaScriptCodeWithScope(RawJavaScriptCodeWithScope {
+                    code: hash.string(code.code),
+                    scope: self.fields(code.scope, expressions)?,
+                })
+            }
+            RawBsonRef::Document(d) => RawBson::Document(self.fields(d, expressions)?),
             RawBsonRef::Array(a) => {
                 let mut out = RawArrayBuf::new();
                 for item in a {

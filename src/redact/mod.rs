@@ -2,22 +2,67 @@
 //! forwarding path, on the whole message as it was on the wire.
 //!
 //! - Credentials are always removed: SCRAM and PLAIN payloads of `saslStart`/`saslContinue` and
-//!   their replies, `speculativeAuthenticate` in hello and its reply, `authenticate`'s key, and
-//!   the `pwd` of `createUser`/`updateUser`. A replay authenticates by itself and needs none of it.
+//!   their replies, `speculativeAuthenticate` in hello and its reply, `authenticate`'s key, the
+//!   `pwd` of `createUser`/`updateUser`, and stored SCRAM credentials wherever they stand
+//!   (`usersInfo` with `showCredentials`, reads of `admin.system.users`: [`stored`]). A replay
+//!   authenticates by itself and needs none of it.
 //! - With [`Redaction::Values`], every string and binary value of the application's data is also
 //!   replaced by a keyed hash of the same length and type ([`hash`]), so equal values stay equal:
 //!   index selectivity, cardinality and document sizes survive. `document` says what is kept.
 //!
 //! A message is re-encoded only when something was replaced (and compressed again with its own
-//! compressor); otherwise its bytes are kept exactly.
+//! compressor); otherwise its bytes are kept exactly. A message that cannot be checked is an
+//! error, and the recorder leaves it out: a document nested past
+//! [`MAX_DEPTH`](crate::wire::depth::MAX_DEPTH) levels, a compressed message that does not
+//! inflate to exactly its declared size, or one past its connection's [`InflateBudget`].
 
+pub mod budget;
 mod document;
 pub mod hash;
+mod stored;
 
-use crate::wire::{compressed, Body, Message, WireError};
+use crate::wire::depth::TooDeep;
+use crate::wire::{compressed, Body, Message, MsgHeader, OpCode, WireError};
 use bson::RawDocument;
+pub use budget::InflateBudget;
 use document::Walker;
 pub use hash::ValueKey;
+
+/// Why a message cannot be redacted. The recorder leaves such a message out of the capture.
+#[derive(Debug, thiserror::Error)]
+pub enum RedactError {
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    #[error("a BSON document does not decode: {0}")]
+    Bson(#[from] bson::error::Error),
+    #[error(transparent)]
+    TooDeep(#[from] TooDeep),
+    #[error(
+        "OP_COMPRESSED declares {declared} uncompressed bytes, more than the {left} this \
+         connection may still have inflated ({} per compressed byte it sent)",
+        budget::INFLATE_PER_BYTE
+    )]
+    InflateBudget { declared: usize, left: u64 },
+}
+
+impl RedactError {
+    /// Why, in words that quote nothing of the message: the reason a capture's `gap` record gives.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            RedactError::Wire(
+                WireError::Decompress { .. }
+                | WireError::UncompressedSizeMismatch { .. }
+                | WireError::UnknownCompressor { .. }
+                | WireError::NestedCompression,
+            ) => "unredactable: compressed, does not inflate to its declared size",
+            RedactError::Wire(_) | RedactError::Bson(_) => "unredactable: does not decode",
+            RedactError::TooDeep(_) => "unredactable: nested deeper than the depth limit",
+            RedactError::InflateBudget { .. } => {
+                "unredactable: compressed past its connection's inflation budget"
+            }
+        }
+    }
+}
 
 /// How much a capture keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,12 +90,15 @@ pub enum Direction {
     Reply,
 }
 
-/// Field names whose presence makes a message worth decoding when only credentials are removed.
+/// Field names whose presence makes a message worth decoding when only credentials are removed
+/// (the last two are [`stored::NEEDLES`]).
 const CREDENTIAL_NEEDLES: &[&[u8]] = &[
     b"payload\0",
     b"pwd\0",
     b"key\0",
     b"speculativeAuthenticate\0",
+    b"\x03SCRAM-SHA-1\0",
+    b"\x03SCRAM-SHA-256\0",
 ];
 
 #[derive(Debug)]
@@ -76,45 +124,70 @@ impl Redactor {
         self.mode
     }
 
-    /// The redacted message, or `None` when nothing in it needed to change.
+    /// The redacted message, or `None` when nothing in it needed to change. Inflates a compressed
+    /// message without bound but its declared size: for a message looked at alone.
     pub fn message(
         &self,
         bytes: &[u8],
         direction: Direction,
-    ) -> Result<Option<Vec<u8>>, WireError> {
+    ) -> Result<Option<Vec<u8>>, RedactError> {
+        self.message_within(bytes, direction, &mut InflateBudget::unlimited())
+    }
+
+    /// The same for a message of a connection whose inflation is bounded by `budget`.
+    pub fn message_within(
+        &self,
+        bytes: &[u8],
+        direction: Direction,
+        budget: &mut InflateBudget,
+    ) -> Result<Option<Vec<u8>>, RedactError> {
+        if let Some(declared) = declared_size(bytes) {
+            budget.charge(bytes.len(), declared?)?;
+        }
         if self.key.is_none() && !might_hold_credentials(bytes)? {
             return Ok(None);
         }
         let message = Message::parse(bytes)?;
         let mut walker = Walker::new(self.key.as_ref());
-        let Some(plain) = redact_body(&message, direction, &mut walker).map_err(bson_error)? else {
+        let Some(plain) = redact_body(&message, direction, &mut walker)? else {
             return Ok(None);
         };
         if walker.replaced == 0 {
             return Ok(None);
         }
         match message.compressor {
-            Some(compressor) => compressed::compress(&plain, compressor).map(Some),
+            Some(compressor) => Ok(Some(compressed::compress(&plain, compressor)?)),
             None => Ok(Some(plain)),
         }
     }
 }
 
-/// Cheap test before decoding: a credential needs one of a few field names in the message.
+/// The declared inflated size of an OP_COMPRESSED message, `None` for any other.
+fn declared_size(bytes: &[u8]) -> Option<Result<usize, WireError>> {
+    match MsgHeader::parse_whole(bytes, "message header") {
+        Ok(h) if h.op_code == OpCode::Compressed => {
+            Some(compressed::wrapped(bytes).map(|(w, _)| w.declared))
+        }
+        _ => None,
+    }
+}
+
+/// Cheap test before decoding: a credential needs one of a few field names in the message. A
+/// compressed message is inflated piece by piece up to the first of them; one that cannot be
+/// inflated whole to its declared size is an error, since what a reader could inflate of it has
+/// not been checked.
 fn might_hold_credentials(bytes: &[u8]) -> Result<bool, WireError> {
-    let found = |haystack: &[u8]| {
-        CREDENTIAL_NEEDLES
-            .iter()
-            .any(|needle| memchr::memmem::find(haystack, needle).is_some())
-    };
-    if found(bytes) {
+    let found = CREDENTIAL_NEEDLES
+        .iter()
+        .any(|needle| memchr::memmem::find(bytes, needle).is_some());
+    if found {
         return Ok(true);
     }
-    // A message whose header or compression does not decode holds nothing a server would take as
-    // a credential: it is kept as it came (for `cat` and `inspect` to report).
-    match crate::wire::MsgHeader::parse_whole(bytes, "message header").map(|h| h.op_code) {
-        Ok(crate::wire::OpCode::Compressed) => {
-            Ok(compressed::decompress(bytes).is_ok_and(|(_, inner)| found(&inner)))
+    // A message whose header does not decode is no message a server would read: it is kept as
+    // it came (for `cat` and `inspect` to report).
+    match MsgHeader::parse_whole(bytes, "message header") {
+        Ok(h) if h.op_code == OpCode::Compressed => {
+            compressed::inflated_contains(bytes, CREDENTIAL_NEEDLES)
         }
         _ => Ok(false),
     }
@@ -125,7 +198,7 @@ fn redact_body(
     message: &Message,
     direction: Direction,
     walker: &mut Walker<'_>,
-) -> Result<Option<Vec<u8>>, bson::error::Error> {
+) -> Result<Option<Vec<u8>>, RedactError> {
     let h = &message.header;
     let bytes = match &message.body {
         Body::Msg(msg) => {
@@ -200,7 +273,7 @@ fn redact_body(
 fn wrapped_command(
     doc: &RawDocument,
     walker: &mut Walker<'_>,
-) -> Result<bson::RawDocumentBuf, bson::error::Error> {
+) -> Result<bson::RawDocumentBuf, RedactError> {
     let mut first = doc.iter();
     let wrapped = match first.next() {
         Some(Ok((key, bson::RawBsonRef::Document(_)))) => {
@@ -222,14 +295,6 @@ fn wrapped_command(
         }
     }
     Ok(out)
-}
-
-fn bson_error(e: bson::error::Error) -> WireError {
-    WireError::Invalid {
-        what: "BSON document",
-        offset: 0,
-        detail: e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,9 @@ use super::header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_LEN};
 use super::read::ByteCursor;
 use std::io::Read;
 
+mod scan;
+pub use scan::inflated_contains;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Compressor {
     Noop,
@@ -54,9 +57,18 @@ impl Compressor {
     }
 }
 
-/// Undoes OP_COMPRESSED: returns the compressor and the inner message, header included, with the
-/// wrapper's request id and response-to and the original opcode.
-pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
+/// What the OP_COMPRESSED prefix says, before anything is inflated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wrapped {
+    pub header: MsgHeader,
+    pub original: OpCode,
+    /// `uncompressedSize`: the inner message's length without its header, within 48 MB.
+    pub declared: usize,
+    pub compressor: Compressor,
+}
+
+/// Reads the OP_COMPRESSED prefix of `message`; returns it and the compressed payload.
+pub fn wrapped(message: &[u8]) -> Result<(Wrapped, &[u8]), WireError> {
     let header = MsgHeader::parse_whole(message, "OP_COMPRESSED header")?;
     let mut r = ByteCursor::new(&message[HEADER_LEN..], HEADER_LEN);
     let original = OpCode::from_i32(r.i32("OP_COMPRESSED originalOpcode")?);
@@ -72,23 +84,35 @@ pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
             detail: format!("{declared} is outside 0..={}", MAX_MESSAGE_LEN - HEADER_LEN),
         });
     }
-    let declared = declared as usize;
     let compressor = Compressor::from_id(r.u8("OP_COMPRESSED compressorId")?)?;
-    let payload = r.rest();
+    let wrapped = Wrapped {
+        header,
+        original,
+        declared: declared as usize,
+        compressor,
+    };
+    Ok((wrapped, r.rest()))
+}
+
+/// Undoes OP_COMPRESSED: returns the compressor and the inner message, header included, with the
+/// wrapper's request id and response-to and the original opcode.
+pub fn decompress(message: &[u8]) -> Result<(Compressor, Vec<u8>), WireError> {
+    let (w, payload) = wrapped(message)?;
+    let declared = w.declared;
     let mut out = Vec::with_capacity(HEADER_LEN + declared);
     MsgHeader {
         message_length: HEADER_LEN + declared,
-        request_id: header.request_id,
-        response_to: header.response_to,
-        op_code: original,
+        request_id: w.header.request_id,
+        response_to: w.header.response_to,
+        op_code: w.original,
     }
     .write_to(&mut out);
-    inflate(compressor, payload, declared, &mut out)?;
+    inflate(w.compressor, payload, declared, &mut out)?;
     let actual = out.len() - HEADER_LEN;
     if actual != declared {
         return Err(WireError::UncompressedSizeMismatch { declared, actual });
     }
-    Ok((compressor, out))
+    Ok((w.compressor, out))
 }
 
 fn inflate(

@@ -25,6 +25,8 @@ import read_capture as rc  # noqa: E402
 
 MAX_PER_TARGET = 200
 MAX_SIZE = 16 * 1024
+# redact_deep takes large inputs (tools/fuzz runs it with -max_len 393216).
+MAX_SIZE_BY_TARGET = {"redact_deep": 384 * 1024}
 OP_REPLY, OP_QUERY, OP_COMPRESSED, OP_MSG = 1, 2004, 2012, 2013
 KIND_REQUEST, KIND_REPLY = 3, 4
 
@@ -75,7 +77,7 @@ class Corpus:
         self.by_target = {}
 
     def add(self, target, kind, data):
-        if len(data) > MAX_SIZE:
+        if len(data) > MAX_SIZE_BY_TARGET.get(target, MAX_SIZE):
             return
         self.by_target.setdefault(target, {}).setdefault(kind, {})[hashlib.sha1(data).hexdigest()] = data
 
@@ -122,6 +124,41 @@ def credential_docs():
         bson.encode({"insert": "c", "documents": [{"name": "bob", "blob": bson.Binary(b"\x01\x02")}],
                      "$db": "bench"}),
     ]
+
+
+def nested(levels):
+    """`{a: {a: ... {}}}`, `levels` deep, built by hand as `wire::depth::nested` builds it."""
+    levels = max(levels, 1)
+    out = bytearray()
+    for k in range(levels, 1, -1):
+        out += struct.pack("<i", 8 * k - 3) + b"\x03a\x00"
+    out += b"\x05\x00\x00\x00\x00" + b"\x00" * (levels - 1)
+    return bytes(out)
+
+
+def deep_seeds(corpus):
+    """redact_deep: documents at and past the depth limit (200), more levels from the mode byte,
+    stored credentials, code with scope, and a 300 KB document."""
+    import bson
+
+    scram = {"iterationCount": 15000, "salt": "c2FsdA==", "storedKey": "a2V5", "serverKey": "c2s="}
+    user = {"_id": "admin.alice", "user": "alice", "db": "admin",
+            "credentials": {"SCRAM-SHA-1": scram, "SCRAM-SHA-256": scram}, "roles": []}
+    scope = bson.decode(nested(2))
+    code = bson.Code("function() { return x; }", {"x": "s", "deep": scope})
+    seeds = [
+        (0x00, nested(200)),
+        (0x00, nested(201)),
+        (0x00, nested(7000)),
+        (31 << 3, bson.encode({"insert": "c", "documents": [{"s": "x"}], "$db": "d"})),
+        (1 << 3, bson.encode({"createUser": "alice", "pwd": "secret", "$db": "admin"})),
+        (0x04 | 0x02, bson.encode({"users": [user], "ok": 1.0})),
+        (0x04, bson.encode({"cursor": {"firstBatch": [user], "id": 0, "ns": "admin.system.users"}, "ok": 1.0})),
+        (0x01, bson.encode({"find": "c", "filter": {"f": code}, "$db": "d"})),
+        (0x00, bson.encode({"insert": "c", "documents": [{"s": "v" * 300_000, "n": list(range(2000))}]})),
+    ]
+    for mode, doc in seeds:
+        corpus.add("redact_deep", "synthetic", bytes([mode]) + doc)
 
 
 def seed(paths, out):
@@ -171,6 +208,7 @@ def seed(paths, out):
         corpus.add("redact", "synthetic", b"\x02" + doc)
         corpus.add("replay_rewrite", "synthetic", b"\x01" + doc)
         corpus.add("bson_inspect", "synthetic", b"\x00" + doc)
+    deep_seeds(corpus)
     corpus.write(out)
 
 

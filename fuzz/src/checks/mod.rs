@@ -12,7 +12,7 @@ mod rewrite;
 mod wire;
 
 pub use capture::capture_reader;
-pub use rewrite::{hello_rewrite, redact, replay_rewrite};
+pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
 
 /// A target's check: returns, or panics on a fault.
@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("capture_reader", capture_reader),
     ("hello_rewrite", hello_rewrite),
     ("redact", redact),
+    ("redact_deep", redact_deep),
     ("replay_rewrite", replay_rewrite),
 ];
 

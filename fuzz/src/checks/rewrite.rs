@@ -9,10 +9,10 @@ use mongotape::replay::request::ids::IdRemap;
 use mongotape::replay::request::kill_cursors::understand_kill_cursors;
 use mongotape::replay::request::rewrite::rewrite;
 use mongotape::replay::request::understand;
-use mongotape::wire::bson_raw;
 use mongotape::wire::hello::{
     is_hello_request, reply_more_to_come, rewrite_hello_reply, AddressMap,
 };
+use mongotape::wire::{bson_raw, depth};
 use mongotape::wire::{Body, Message, MsgFlags, OpMsgView, Section, SectionView};
 
 /// The first byte's low bits: the rest as a whole message, or wrapped as the body of an OP_MSG, of
@@ -91,6 +91,50 @@ pub fn redact(data: &[u8]) {
             assert_eq!(out.len(), message.len(), "values mode changed the length");
         }
     }
+}
+
+/// The redactor on large and deeply nested input: bits 0-2 of the first byte as in [`redact`]
+/// (the rest wrapped as an OP_MSG body, an OP_QUERY or an OP_REPLY, never taken as a whole
+/// message), bits 3-7 put it under 0 to 31 x 256 more levels of `{a: ...}`. Besides the
+/// invariants of [`redact`]: a valid document deeper than `wire::depth::MAX_DEPTH` is refused
+/// by values mode, never walked (a recursive walk would overflow the stack first).
+pub fn redact_deep(data: &[u8]) {
+    let (m, rest) = mode(data);
+    let levels = usize::from(m >> 3) * 256;
+    let doc = under_levels(rest, levels);
+    let wrap = 1 + (m & 3) % 3;
+    let mut input = vec![(m & 4) | wrap];
+    input.extend_from_slice(&doc);
+    redact(&input);
+    let valid = bson::RawDocument::from_bytes(&doc).is_ok_and(|d| d.iter().all(|e| e.is_ok()));
+    if valid && !depth::within_limit(&doc) {
+        let message = message_of(wrap, &doc, "admin.$cmd");
+        let direction = if m & 4 == 0 {
+            Direction::Request
+        } else {
+            Direction::Reply
+        };
+        let values = Redactor::with_key(Redaction::Values, ValueKey::from_bytes([7; 32]))
+            .message(&message, direction);
+        assert!(
+            values.is_err(),
+            "a document past the depth limit was walked"
+        );
+    }
+}
+
+/// `doc` as the innermost value of `levels` documents `{a: {a: ... doc}}`, built without
+/// recursion (as `wire::depth::nested` builds its own).
+fn under_levels(doc: &[u8], levels: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(doc.len() + levels * 8);
+    for k in (1..=levels).rev() {
+        let len = i32::try_from(doc.len() + 8 * k).unwrap_or(i32::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&[3, b'a', 0]);
+    }
+    out.extend_from_slice(doc);
+    out.resize(out.len() + levels, 0);
+    out
 }
 
 /// Every document a message carries.
