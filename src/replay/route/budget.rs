@@ -94,6 +94,16 @@ impl Budget {
     }
 }
 
+/// The memory a heap allocation of `n` bytes takes with glibc's malloc: an 8-byte header, rounded
+/// up to 16 bytes, 32 at least.
+pub fn heap_block(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        ((n + 8).div_ceil(16) * 16).max(32)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

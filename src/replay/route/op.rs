@@ -1,6 +1,7 @@
 //! What a lane is handed: one copy of a recorded request, written out and ready to send (or a step
 //! marker, which is not sent).
 
+use super::budget::heap_block;
 use super::order::{After, Completes};
 use crate::replay::measure::outcome::Outcome;
 use crate::replay::measure::step_phases::Marker;
@@ -63,16 +64,6 @@ impl Op {
             + errmsg
             + self.after.as_ref().map_or(0, After::heap_bytes)
             + self.completes.as_ref().map_or(0, |_| Completes::HEAP_BYTES)
-    }
-}
-
-/// The memory a heap allocation of `n` bytes takes with glibc's malloc: an 8-byte header, rounded
-/// up to 16 bytes, 32 at least.
-pub fn heap_block(n: usize) -> usize {
-    if n == 0 {
-        0
-    } else {
-        ((n + 8).div_ceil(16) * 16).max(32)
     }
 }
 

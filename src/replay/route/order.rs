@@ -37,7 +37,7 @@ impl After {
 
     /// Its own heap block (the completions it points to are counted with their requests).
     pub fn heap_bytes(&self) -> usize {
-        super::op::heap_block(self.0.capacity() * std::mem::size_of::<Arc<Semaphore>>())
+        super::budget::heap_block(self.0.capacity() * std::mem::size_of::<Arc<Semaphore>>())
     }
 }
 
