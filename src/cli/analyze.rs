@@ -1,6 +1,5 @@
 //! `mongotape analyze`: is it the server or the client, from a capture alone.
 
-use super::exit::Exit;
 use super::output;
 use anyhow::Context;
 use clap::Args;
@@ -39,9 +38,6 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("mongotape: HTML report written to {}", path.display());
     }
-    // A capture that could not be read to its end still reports what was readable, then fails.
-    Ok(match report.capture.error {
-        Some(_) => Exit::DamagedCapture.into(),
-        None => Exit::Ok.into(),
-    })
+    let c = &report.capture;
+    Ok(super::view::damage_status(&c.read_errors, c.complete).into())
 }

@@ -122,8 +122,11 @@ pub struct Inspection {
     pub wire_bytes: u64,
     pub compression_ratio: f64,
     pub complete: bool,
-    /// Set when reading stopped early: what and where.
+    /// Set when reading stopped early: what and where (the first of `read_errors`).
     pub error: Option<String>,
+    /// Every reading error, in order: in a set of segments each names its file, and reading went
+    /// on with the next segment.
+    pub read_errors: Vec<String>,
     pub dropped_messages: u64,
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,
@@ -155,8 +158,9 @@ impl Inspection {
             let record = match record {
                 Ok(r) => r,
                 Err(e) => {
-                    out.error = Some(e.to_string());
-                    break;
+                    out.error.get_or_insert_with(|| e.to_string());
+                    out.read_errors.push(e.to_string());
+                    continue;
                 }
             };
             out.records += 1;
@@ -333,6 +337,9 @@ impl Inspection {
             units::ratio(self.compression_ratio)
         ));
         let state = match (&self.error, self.complete) {
+            (Some(_), _) if self.read_errors.len() > 1 => {
+                format!("read stopped early: {}", self.read_errors.join("; "))
+            }
             (Some(e), _) => format!("read stopped early: {e}"),
             (None, true) => "complete (clean end record)".into(),
             (None, false) => "no end record: the recorder did not shut down cleanly".into(),

@@ -12,7 +12,7 @@
 //!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
 //! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them;
 //!   [`depth`]: how deeply a document nests, measured without recursion, and the one limit every
-//!   walk over BSON follows.
+//!   walk over BSON follows; [`extjson`]: a document as extended JSON, without recursing.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
 //!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
@@ -21,6 +21,7 @@ pub mod bson_raw;
 pub mod compressed;
 pub mod depth;
 pub mod error;
+pub mod extjson;
 pub mod frame;
 pub mod header;
 pub mod hello;

@@ -256,8 +256,12 @@ pub struct CaptureFacts {
     pub duration_s: f64,
     /// The capture ends with a clean `end` record.
     pub complete: bool,
-    /// Set when reading stopped early: what and where.
+    /// Set when reading stopped early: what and where (the first of `read_errors`).
     pub error: Option<String>,
+    /// Every reading error, in order: in a set of segments each names its file, and reading went
+    /// on with the next segment.
+    #[serde(default)]
+    pub read_errors: Vec<String>,
     pub dropped_messages: u64,
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,

@@ -56,6 +56,9 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         r.summary.source, c.start_time, c.upstream
     ));
     let state = match (&c.error, c.complete) {
+        (Some(_), _) if c.read_errors.len() > 1 => {
+            format!("read stopped early: {}", c.read_errors.join("; "))
+        }
         (Some(e), _) => format!("read stopped early: {e}"),
         (None, true) => "complete".into(),
         (None, false) => "no end record (the recorder did not shut down cleanly)".into(),
