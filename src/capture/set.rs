@@ -289,3 +289,114 @@ impl Iterator for CaptureSet {
         self.next_record()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{CaptureWriter, EndEvent};
+    use std::time::Duration;
+
+    /// A capture of `n` requests on connection `conn`, closed with an end record.
+    fn capture(path: &Path, conn: u64, n: u64) {
+        let mut w = CaptureWriter::create(path, &Metadata::default(), 1).unwrap();
+        for i in 0..n {
+            let payload = format!("request {i} of {conn}").into_bytes();
+            w.write(&Record::new(RecordKind::Request, conn, i, payload))
+                .unwrap();
+        }
+        w.write(&Record::json(RecordKind::End, 0, n, &EndEvent::default()))
+            .unwrap();
+        w.finish().unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// Runs `f` on a thread and waits for it a bounded time: without the file type check, opening
+    /// a FIFO blocks for ever.
+    fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("reading hung (a FIFO opened?)")
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_named_mtape_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.mtape");
+        mkfifo(&fifo);
+        let f = fifo.clone();
+        let err = bounded(move || CaptureReader::open(&f).err().unwrap().to_string());
+        assert_eq!(
+            err,
+            format!(
+                "capture {} is a FIFO (named pipe), not a capture file",
+                fifo.display()
+            )
+        );
+        let folder = dir.path().join("x.mtape");
+        std::fs::create_dir(&folder).unwrap();
+        let err = CaptureReader::open(&folder).err().unwrap().to_string();
+        assert!(err.contains("x.mtape is a directory"), "{err}");
+        // Given alone, the FIFO is the set's error; a folder holding only these, each named.
+        let f = fifo.clone();
+        let err = bounded(move || CaptureSet::open(&[f]).err().unwrap().to_string());
+        assert!(err.contains("FIFO"), "{err}");
+        let d = dir.path().to_owned();
+        let err = bounded(move || CaptureSet::open(&[d]).err().unwrap().to_string());
+        assert!(err.contains("pipe.mtape is a FIFO"), "{err}");
+        assert!(err.contains("x.mtape is a directory"), "{err}");
+    }
+
+    #[test]
+    fn each_damaged_segment_is_named_and_the_ones_after_it_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |n: u32| dir.path().join(format!("rec-{n:06}.mtape"));
+        for n in 1..=4 {
+            capture(&path(n), u64::from(n), 50);
+        }
+        // Segment 2 cut in the middle, segment 3 a FIFO in its place, then a directory.
+        let two = std::fs::read(path(2)).unwrap();
+        std::fs::write(path(2), &two[..two.len() / 2]).unwrap();
+        std::fs::remove_file(path(3)).unwrap();
+        mkfifo(&path(3));
+        std::fs::create_dir(path(5)).unwrap();
+        let d = dir.path().to_owned();
+        let (records, errors, saw_end) = bounded(move || {
+            let mut set = CaptureSet::open(&[d]).unwrap();
+            let (mut records, mut errors) = (Vec::new(), Vec::new());
+            for r in set.by_ref() {
+                match r {
+                    Ok(r) => records.push(r),
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            (records, errors, set.saw_end())
+        });
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        let named = |n: u32, what: &str| {
+            let name = path(n).display().to_string();
+            errors
+                .iter()
+                .any(|e| e.starts_with(&format!("segment {name}: ")) && e.contains(what))
+        };
+        assert!(named(2, "truncated at offset"), "{errors:?}");
+        assert!(named(3, "is a FIFO"), "{errors:?}");
+        assert!(named(5, "is a directory"), "{errors:?}");
+        let per_conn = |c: u64| {
+            records
+                .iter()
+                .filter(|r| r.kind == RecordKind::Request && r.conn_id == c)
+                .count()
+        };
+        assert_eq!((per_conn(1), per_conn(4)), (50, 50), "whole segments read");
+        assert!(per_conn(2) < 50, "segment 2 read up to the cut");
+        assert!(!saw_end, "the last file of the set is not a capture");
+    }
+}
