@@ -117,6 +117,13 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
             report::cat::too_deep_json()
         ));
     }
+    if end.unanswered_untracked > 0 {
+        note(&format!(
+            "mongotape: {} requests were not kept for pairing (over the bound on unanswered \
+             requests): replies to them are printed without their command",
+            end.unanswered_untracked
+        ));
+    }
     // With --limit the listing may stop before the end record.
     let complete = end.complete || args.limit.is_some_and(|l| end.lines >= l);
     Ok(damage_status(&end.capture_errors, complete).into())

@@ -68,6 +68,12 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         c.records,
         units::duration_s(c.duration_s)
     ));
+    if c.unanswered_untracked > 0 {
+        s.push_str(&format!(
+            "WARNING       {} requests not kept for pairing (over the bound on unanswered requests): their replies count as unsolicited\n",
+            c.unanswered_untracked
+        ));
+    }
     if c.dropped_messages > 0 || c.undecodable_messages > 0 {
         s.push_str(&format!(
             "WARNING       {} messages dropped by the recorder, {} undecodable: time around them is unattributed\n",

@@ -46,6 +46,9 @@ pub struct CatEnd {
     pub capture_errors: Vec<CaptureError>,
     pub complete: bool,
     pub too_deep_documents: u64,
+    /// Requests not kept for pairing (over `report::pair`'s bound on unanswered requests): a
+    /// reply to one is printed without its command.
+    pub unanswered_untracked: u64,
 }
 
 /// Writes the records of `reader` that `options` select to `out`, one JSON object per line. Only
@@ -62,6 +65,7 @@ pub fn cat(
         capture_errors: Vec::new(),
         complete: false,
         too_deep_documents: 0,
+        unanswered_untracked: 0,
     };
     while let Some(record) = reader.next_record() {
         let record = match record {
@@ -87,6 +91,7 @@ pub fn cat(
     }
     end.complete = reader.saw_end();
     end.too_deep_documents = selector.json.too_deep;
+    end.unanswered_untracked = selector.pairer.untracked;
     Ok(end)
 }
 
