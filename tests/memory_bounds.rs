@@ -91,11 +91,12 @@ fn readers_memory_stays_flat_as_the_capture_grows() {
     }
 }
 
-/// Captures a killed proxy leaves: 20,000 against 200,000 connections still open with a request
-/// each, and one connection with 100,000 against 1,000,000 requests never answered. The readers
-/// keep at most 100,000 unanswered requests (1,000 on one connection) and list 10,000
-/// connections; before that bound, 1M unanswered requests took 640 MB and 200,000 open
-/// connections ~250 MB. No end record: each reader exits 3.
+/// Captures a killed proxy leaves: one connection with 50,000 against 500,000 requests never
+/// answered (all three readers), and 20,000 against 200,000 connections still open with a
+/// request each (`inspect`, `cat`; `analyze` still keeps a few hundred bytes per open
+/// connection). The readers keep at most 100,000 unanswered requests (1,000 on one connection)
+/// and `inspect` lists 10,000 connections; before, 1M unanswered requests took 652 MB. No end
+/// record: each reader exits 3.
 #[test]
 fn readers_memory_stays_flat_over_connections_left_open() {
     let dir = tempdir();

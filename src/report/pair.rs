@@ -4,7 +4,7 @@
 //! one not kept is counted in [`Pairer::untracked`], and a reply to it counts as unsolicited.
 
 use crate::wire::{Message, RequestInfo};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// Requests kept waiting on one connection by default. A driver has one request in flight per
 /// connection (a few with moreToCome writes in between); thousands is a client that never reads.
@@ -49,7 +49,7 @@ pub enum Answer {
 /// answers. Both hold zero or one entry on nearly every connection: sized exactly.
 #[derive(Debug, Default)]
 struct Waiting {
-    requests: Vec<(i32, Pending)>,
+    requests: VecDeque<(i32, Pending)>,
     exhaust: Vec<(i32, RequestInfo)>,
 }
 
@@ -63,13 +63,21 @@ pub struct Pairer {
     pub untracked: u64,
 }
 
-/// Pushes onto a vector that grows one slot at a time from empty (one allocation of one entry
-/// for the common case, instead of the four `Vec` starts with).
+/// Pushes onto a vector that grows from one slot when empty (one allocation of one entry for
+/// the common case, instead of the four a `Vec` starts with), doubling after.
 fn push_exact<T>(v: &mut Vec<T>, item: T) {
     if v.capacity() == v.len() {
         v.reserve_exact(v.len().max(1));
     }
     v.push(item);
+}
+
+/// [`push_exact`] at the back of a queue.
+fn push_back_exact<T>(v: &mut VecDeque<T>, item: T) {
+    if v.capacity() == v.len() {
+        v.reserve_exact(v.len().max(1));
+    }
+    v.push_back(item);
 }
 
 impl Pairer {
@@ -99,17 +107,14 @@ impl Pairer {
         info.lsid = None;
         let w = self.conns.entry(conn).or_default();
         if w.requests.len() >= self.limits.per_connection.max(1) {
-            w.requests.remove(0);
+            w.requests.pop_front();
             self.total -= 1;
             self.untracked += 1;
         }
+        // Not searched for a request id used again: a reply takes the oldest one waiting, and the
+        // per-connection bound forgets the others.
         let id = msg.header.request_id;
-        // A request id used again on a connection replaces the one that never got its reply.
-        if let Some(at) = w.requests.iter().position(|(r, _)| *r == id) {
-            w.requests.remove(at);
-            self.total -= 1;
-        }
-        push_exact(&mut w.requests, (id, Pending { info, ts_ns, bytes }));
+        push_back_exact(&mut w.requests, (id, Pending { info, ts_ns, bytes }));
         self.total += 1;
     }
 
@@ -123,7 +128,8 @@ impl Pairer {
         let answer = match w.requests.iter().position(|(r, _)| *r == to) {
             Some(at) => {
                 self.total -= 1;
-                Answer::Request(w.requests.remove(at).1)
+                let (_, p) = w.requests.remove(at).expect("found at that position");
+                Answer::Request(p)
             }
             None => {
                 if let Some(at) = w.exhaust.iter().position(|(r, _)| *r == to) {
