@@ -28,9 +28,12 @@ pub fn write_big_capture(from: &Path, to: &Path, want: u64) -> anyhow::Result<(u
     let mut reader = CaptureReader::open(from)?;
     let meta = reader.metadata().clone();
     let mut records = Vec::new();
+    let mut end = None;
     while let Some(r) = reader.next_record() {
         let r = r?;
-        if !matches!(r.kind, RecordKind::End) {
+        if matches!(r.kind, RecordKind::End) {
+            end = Some(r);
+        } else {
             records.push(r);
         }
     }
@@ -59,6 +62,11 @@ pub fn write_big_capture(from: &Path, to: &Path, want: u64) -> anyhow::Result<(u
         }
         written += messages_per_copy;
         copy += 1;
+    }
+    // Closed as the recorder closes a capture, so the readers see a clean end.
+    if let Some(end) = end {
+        let ts = copy * span;
+        w.write(&Record::new(end.kind, end.conn_id, ts, end.payload))?;
     }
     w.finish()?;
     Ok((written, copy))

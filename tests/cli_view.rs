@@ -210,3 +210,184 @@ fn cat_canonical_keeps_every_bson_type_as_bsondump_does() {
     let out = mongotape(&["cat", "captures/pymongo.mtape", "-n", "1", "--pretty"]);
     assert!(stdout(&out).lines().count() > 5 && stdout(&out).starts_with("{\n  \""));
 }
+
+/// The pymongo sample with, before its end record, an insert whose document nests 10,000 levels
+/// and a hello's client metadata nested 20,000 levels, each between two of its messages.
+fn with_nested_messages(dir: &std::path::Path) -> (PathBuf, usize) {
+    use mongotape::capture::{Record, RecordKind};
+    use mongotape::wire::{depth, MsgFlags, OpMsg, Section};
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/pymongo.mtape");
+    let mut reader = CaptureReader::open(&fixture).unwrap();
+    let meta = reader.metadata().clone();
+    let records: Vec<Record> = (&mut reader).map(Result::unwrap).collect();
+    let messages = records
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
+        .count();
+    let deep = bson::RawDocumentBuf::from_bytes(depth::nested(10_000)).unwrap();
+    let insert = OpMsg {
+        flags: MsgFlags::empty(),
+        sections: vec![Section::Body(
+            bson::rawdoc! {"insert": "deep", "documents": [deep], "$db": "t"},
+        )],
+        checksum: None,
+    }
+    .encode(999_999, 0);
+    let (conn, ts) = (records[2].conn_id, records[2].ts_ns);
+    let mut writer = CaptureWriter::new(Vec::new(), &meta, 1).unwrap();
+    for (i, r) in records.iter().enumerate() {
+        if i == 3 {
+            let metadata = depth::nested(20_000);
+            writer
+                .write(&Record::new(RecordKind::ClientMetadata, conn, ts, metadata))
+                .unwrap();
+            writer
+                .write(&Record::new(RecordKind::Request, conn, ts, insert.clone()))
+                .unwrap();
+        }
+        writer.write(r).unwrap();
+    }
+    let path = dir.join("nested.mtape");
+    std::fs::write(&path, writer.finish().unwrap()).unwrap();
+    (path, messages + 1)
+}
+
+#[test]
+fn cat_inspect_and_analyze_print_a_deeply_nested_message_as_an_error_between_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, messages) = with_nested_messages(dir.path());
+    let path = path.to_str().unwrap();
+    let error = serde_json::json!({"$error": "BSON document nests deeper than 200 levels"});
+    for mode in [&[][..], &["--pretty"], &["--canonical"], &["--events"]] {
+        let mut args = vec!["cat", path];
+        args.extend(mode);
+        let out = mongotape(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "cat {mode:?}: {stderr}");
+        let text = stdout(&out);
+        let lines: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&text)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let printed = lines.iter().filter(|l| l.get("dir").is_some()).count();
+        assert_eq!(printed, messages, "cat {mode:?}: every message printed");
+        let deep: Vec<_> = lines.iter().filter(|l| l["body"] == error).collect();
+        assert_eq!(deep.len(), 1, "cat {mode:?}");
+        assert_eq!(deep[0]["op"], "OP_MSG");
+        let with_events = mode == ["--events"];
+        if with_events {
+            assert!(lines
+                .iter()
+                .any(|l| l["event"] == "client_metadata" && l["data"] == error));
+        }
+        let counted = if with_events { 2 } else { 1 };
+        assert!(
+            stderr.contains(&format!(
+                "{counted} document(s) nest deeper than 200 levels: printed as"
+            )),
+            "cat {mode:?}: {stderr}"
+        );
+    }
+    let out = mongotape(&["inspect", "--json", path]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["by_command"]["insert"]["requests"].as_u64().unwrap() >= 1);
+    assert_eq!(v["complete"], true);
+    let out = mongotape(&["analyze", "--json", path]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(v["capture"]["records"].as_u64().unwrap() as usize > messages);
+}
+
+#[test]
+fn a_folder_with_damaged_segments_names_each_reads_the_rest_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/pymongo.mtape");
+    let seg = |n: u32| dir.path().join(format!("rec-{n:06}.mtape"));
+    let bytes = std::fs::read(&fixture).unwrap();
+    std::fs::write(seg(1), &bytes).unwrap();
+    std::fs::write(seg(2), &bytes[..bytes.len() / 2]).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(seg(3))
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(seg(4), &bytes).unwrap();
+    std::fs::create_dir(seg(5)).unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let whole = mongotape(&["inspect", "--json", fixture.to_str().unwrap()]);
+    let whole: serde_json::Value = serde_json::from_str(&stdout(&whole)).unwrap();
+    let out = mongotape(&["inspect", "--json", folder]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    for (n, what) in [
+        (2, "truncated at offset"),
+        (3, "is a FIFO"),
+        (5, "is a directory"),
+    ] {
+        let name = seg(n).display().to_string();
+        assert!(
+            stderr.contains(&format!("segment {name}: ")) && stderr.contains(what),
+            "segment {n} ({what}) not named: {stderr}"
+        );
+    }
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v["read_errors"].as_array().unwrap().len(),
+        3,
+        "{}",
+        v["read_errors"]
+    );
+    let inserts = |v: &serde_json::Value| v["by_command"]["insert"]["requests"].as_u64().unwrap();
+    assert!(
+        inserts(&v) >= 2 * inserts(&whole),
+        "segments 1 and 4 read whole"
+    );
+    for reader in [&["cat", "--no-body"][..], &["analyze"]] {
+        let mut args = reader.to_vec();
+        args.push(folder);
+        let out = mongotape(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{reader:?}: {stderr}");
+        assert!(stderr.contains("is a FIFO"), "{reader:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_capture_without_its_end_record_exits_3_in_every_reader() {
+    use mongotape::capture::RecordKind;
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/pymongo.mtape");
+    let mut reader = CaptureReader::open(&fixture).unwrap();
+    let mut writer = CaptureWriter::new(Vec::new(), &reader.metadata().clone(), 1).unwrap();
+    for r in &mut reader {
+        let r = r.unwrap();
+        if r.kind != RecordKind::End {
+            writer.write(&r).unwrap();
+        }
+    }
+    let path = dir.path().join("killed.mtape");
+    std::fs::write(&path, writer.finish().unwrap()).unwrap();
+    let path = path.to_str().unwrap();
+    for args in [&["inspect", path][..], &["cat", path], &["analyze", path]] {
+        let out = mongotape(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(stderr.contains("has no end record"), "{args:?}: {stderr}");
+        assert!(!stdout(&out).is_empty(), "{args:?} printed what it read");
+    }
+    // `cat -n` stops before the end on purpose: not a damaged capture.
+    assert_eq!(mongotape(&["cat", "-n", "3", path]).status.code(), Some(0));
+    let text = stdout(&mongotape(&["inspect", path]));
+    assert!(text.contains("no end record"), "{text}");
+}

@@ -10,6 +10,14 @@ pub enum CaptureError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("capture {path} is {kind}, not a capture file")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// An error in one file of a set of several: the file is named, then the error.
+    #[error("segment {path}: {source}")]
+    InSegment {
+        path: PathBuf,
+        source: Box<CaptureError>,
+    },
     #[error("capture {path} exists: choose another --out, or --force to replace it")]
     Exists { path: PathBuf },
     #[error("writing the capture failed: {0}")]
@@ -51,6 +59,9 @@ impl CaptureError {
 
     /// True when the capture ended part-way (a killed proxy): everything before was readable.
     pub fn is_truncation(&self) -> bool {
-        matches!(self, CaptureError::Truncated { .. })
+        match self {
+            CaptureError::InSegment { source, .. } => source.is_truncation(),
+            other => matches!(other, CaptureError::Truncated { .. }),
+        }
     }
 }

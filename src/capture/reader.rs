@@ -78,14 +78,43 @@ pub struct CaptureReader<R: Read> {
 }
 
 impl CaptureReader<File> {
+    /// Opens a capture file. Only a regular file (or a link to one) is opened: a FIFO would block
+    /// in open(2) until something writes to it, a directory reads as nothing.
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
-        let file = File::open(path).map_err(|source| CaptureError::Io {
+        let io = |source| CaptureError::Io {
             action: "open",
             path: path.to_owned(),
             source,
-        })?;
+        };
+        regular_file(path, &std::fs::metadata(path).map_err(io)?)?;
+        let file = File::open(path).map_err(io)?;
+        // Checked again on what was opened, in case the name changed in between.
+        regular_file(path, &file.metadata().map_err(io)?)?;
         CaptureReader::new(file)
     }
+}
+
+/// Refuses what is not a regular file, saying what it is.
+pub(super) fn regular_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), CaptureError> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    };
+    Err(CaptureError::NotAFile {
+        path: path.to_owned(),
+        kind,
+    })
 }
 
 /// What stopped a read: the stream ended inside `what`, or the decompressor failed.

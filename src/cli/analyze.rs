@@ -1,6 +1,5 @@
 //! `mongotape analyze`: is it the server or the client, from a capture alone.
 
-use super::exit::Exit;
 use super::output;
 use clap::Args;
 use mongotape::report::analyze::analyze_files;
@@ -37,9 +36,6 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         output::report_file(path, render_html(&report).as_bytes(), "HTML report")?;
         output::note!("mongotape: HTML report written to {}", path.display());
     }
-    // A capture that could not be read to its end still reports what was readable, then fails.
-    Ok(match report.capture.error {
-        Some(_) => Exit::DamagedCapture.into(),
-        None => Exit::Ok.into(),
-    })
+    let c = &report.capture;
+    Ok(super::view::damage_status(&c.read_errors, c.complete).into())
 }

@@ -26,11 +26,32 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     } else {
         output::text(&report.render_text())?;
     }
-    // A capture that could not be read to its end still prints what was readable, then fails.
-    Ok(match report.error {
-        Some(_) => Exit::DamagedCapture.into(),
-        None => Exit::Ok.into(),
-    })
+    Ok(damage_status(&report.read_errors, report.complete).into())
+}
+
+/// A line on stderr; a closed stderr is not a reason to fail.
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The status of a reader (`inspect`, `cat`, `analyze`) once it printed what it could read: 3
+/// when a file was damaged or the capture has no end record (a killed recorder, or one still
+/// writing), each said on stderr; else 0.
+pub fn damage_status(read_errors: &[impl std::fmt::Display], complete: bool) -> Exit {
+    for e in read_errors {
+        note(&format!("mongotape: {e}"));
+    }
+    if !read_errors.is_empty() {
+        return Exit::DamagedCapture;
+    }
+    if !complete {
+        note(
+            "mongotape: the capture has no end record: the recorder did not shut down cleanly \
+             (killed, or still recording); everything in it was read",
+        );
+        return Exit::DamagedCapture;
+    }
+    Exit::Ok
 }
 
 #[derive(Args)]
@@ -88,9 +109,22 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
             return Err(e.into());
         }
     }
-    if let Some(e) = end.capture_error {
-        eprintln!("mongotape: {e}");
-        return Ok(Exit::DamagedCapture.into());
+    if end.too_deep_documents > 0 {
+        note(&format!(
+            "mongotape: {} document(s) nest deeper than {} levels: printed as {}",
+            end.too_deep_documents,
+            mongotape::wire::depth::MAX_DEPTH,
+            report::cat::too_deep_json()
+        ));
     }
-    Ok(Exit::Ok.into())
+    if end.unanswered_untracked > 0 {
+        note(&format!(
+            "mongotape: {} requests were not kept for pairing (over the bound on unanswered \
+             requests): replies to them are printed without their command",
+            end.unanswered_untracked
+        ));
+    }
+    // With --limit the listing may stop before the end record.
+    let complete = end.complete || args.limit.is_some_and(|l| end.lines >= l);
+    Ok(damage_status(&end.capture_errors, complete).into())
 }

@@ -12,7 +12,7 @@
 //!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
 //! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them;
 //!   [`depth`]: how deeply a document nests, measured without recursion, and the one limit every
-//!   walk over BSON follows.
+//!   walk over BSON follows; [`extjson`]: a document as extended JSON, without recursing.
 //! - [`reply`]: the one reader of replies (body of any reply opcode, `ok`, `code`, `codeName`,
 //!   `errmsg`, write errors, cursor), and OP_REPLY's flags; [`codes`]: the server error codes
 //!   mongotape acts on.
@@ -25,6 +25,7 @@ pub mod codes;
 pub mod compressed;
 pub mod depth;
 pub mod error;
+pub mod extjson;
 pub mod frame;
 pub mod header;
 pub mod hello;

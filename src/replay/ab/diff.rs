@@ -7,13 +7,15 @@
 //! Memory is bounded: counters per field (at most [`MAX_FIELDS`]) and a few examples each.
 
 use crate::wire::bson_raw::{self, Element};
+use crate::wire::extjson;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Fields tracked; others are counted under `(other fields)`.
 pub const MAX_FIELDS: usize = 500;
 const OTHER: &str = "(other fields)";
-const MAX_DEPTH: usize = 8;
+/// Levels flattened into fields; a document deeper than that is one leaf, compared by its bytes.
+const FLATTEN_DEPTH: usize = 8;
 
 /// Fields that differ between any two servers by construction (not compared).
 pub const DEFAULT_IGNORED: &[&str] = &["cursor.id", "$clusterTime.signature.keyId"];
@@ -87,7 +89,7 @@ fn walk<'a>(
             (format!("{path}.{}", e.key), format!("{name}.{}", e.key))
         };
         match e.kind {
-            bson_raw::DOCUMENT | bson_raw::ARRAY if depth < MAX_DEPTH => {
+            bson_raw::DOCUMENT | bson_raw::ARRAY if depth < FLATTEN_DEPTH => {
                 walk(e.value, &p, &n, e.kind == bson_raw::ARRAY, depth + 1, out);
             }
             _ => {
@@ -164,19 +166,22 @@ pub fn value_json(flat: &Flat<'_>, path: &str) -> serde_json::Value {
 }
 
 fn raw_json(kind: u8, value: &[u8]) -> serde_json::Value {
-    // A one-element document around the value, read back by the bson crate.
+    // A one-element document around the value, converted without recursing; one nested past
+    // the limit is the error value `cat` prints for it.
     let mut doc = Vec::with_capacity(value.len() + 8);
-    let len = (value.len() + 7) as i32;
+    let len = (value.len() + 8) as i32;
     doc.extend_from_slice(&len.to_le_bytes());
     doc.push(kind);
     doc.extend_from_slice(b"v\0");
     doc.extend_from_slice(value);
     doc.push(0);
-    bson::RawDocument::from_bytes(&doc)
-        .ok()
-        .and_then(|d| bson::Document::try_from(d).ok())
-        .and_then(|d| d.get("v").cloned())
-        .map_or(serde_json::Value::Null, bson::Bson::into_relaxed_extjson)
+    let Ok(doc) = bson::RawDocument::from_bytes(&doc) else {
+        return serde_json::Value::Null;
+    };
+    match extjson::to_json(doc, extjson::ExtJson::Relaxed) {
+        Ok(mut v) => v["v"].take(),
+        Err(e) => serde_json::json!({ "$error": e.to_string() }),
+    }
 }
 
 /// Per field: how often compared, how often the control and the candidate differed, how often
@@ -314,6 +319,7 @@ impl Differences {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::depth;
     use bson::{oid::ObjectId, rawdoc};
 
     fn batch(docs: &[(ObjectId, i32)]) -> Vec<u8> {
@@ -354,6 +360,40 @@ mod tests {
         assert!(!id.real && id.noise_rate == 1.0, "{id:?}");
         assert!(d.fields["cursor.firstBatch[].x"].real);
         assert!(!d.fields["ok"].real && d.fields["ok"].differed == 0);
+    }
+
+    #[test]
+    fn a_leaf_nested_past_the_limit_is_an_error_value_not_a_crash() {
+        let deep = bson::RawDocumentBuf::from_bytes(depth::nested(10_000)).unwrap();
+        let shallow = bson::RawDocumentBuf::from_bytes(depth::nested(3)).unwrap();
+        let control = rawdoc! { "ok": 1.0, "v": deep }.into_bytes();
+        let candidate = rawdoc! { "ok": 1.0, "v": shallow }.into_bytes();
+        let opts = DiffOptions::default();
+        let mut d = Differences::default();
+        d.add(
+            &opts,
+            &Replies {
+                command: "find",
+                namespace: "t.c",
+                control: &control,
+                candidate: &candidate,
+                baseline: None,
+            },
+        );
+        let examples: Vec<_> = d.fields.values().flat_map(|f| &f.examples).collect();
+        assert!(!examples.is_empty(), "{:?}", d.fields);
+        let control = &examples[0]["control"];
+        assert_eq!(
+            control["$error"], "BSON document nests deeper than 200 levels",
+            "{control}"
+        );
+        // Within the limit the value is converted, on a test thread's 2 MiB stack; a string
+        // example too (a length off by one made every non-number example null).
+        let at_limit = depth::nested(depth::MAX_DEPTH - 1);
+        let v = raw_json(bson_raw::DOCUMENT, &at_limit);
+        assert!(v.is_object(), "{v}");
+        let s = rawdoc! { "s": "abc" }.into_bytes();
+        assert_eq!(value_json(&flatten(&s), "s"), serde_json::json!("abc"));
     }
 
     #[test]

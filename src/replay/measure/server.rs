@@ -3,7 +3,8 @@
 //! `--server-pid` or found as the owner of the socket listening on the target's port.
 
 use crate::replay::client::{command_ok, error_text, Conn};
-use bson::{rawdoc, Bson, Document};
+use crate::wire::extjson::{self, ExtJson};
+use bson::{rawdoc, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 use std::path::Path;
 
@@ -88,11 +89,13 @@ pub struct StatusSnapshot {
     pub uptime_s: Option<f64>,
 }
 
-fn json(doc: &Document, key: &str) -> serde_json::Value {
-    doc.get(key)
-        .cloned()
-        .map(Bson::into_relaxed_extjson)
-        .unwrap_or(serde_json::Value::Null)
+/// A sub-document of the reply as relaxed extended JSON, converted without recursing.
+fn json(doc: &RawDocument, key: &str) -> Result<serde_json::Value, String> {
+    match doc.get_document(key) {
+        Ok(d) => extjson::to_json(d, ExtJson::Relaxed)
+            .map_err(|e| format!("the serverStatus reply's {key}: {e}")),
+        Err(_) => Ok(serde_json::Value::Null),
+    }
 }
 
 pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
@@ -106,14 +109,17 @@ pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
     if !command_ok(&reply) {
         return Err(format!("serverStatus failed: {}", error_text(&reply)));
     }
-    let doc: Document = reply
-        .try_into()
-        .map_err(|e: bson::error::Error| e.to_string())?;
+    status_of(reply)
+}
+
+/// The snapshot in a `serverStatus` reply; a part nested past the limit is an error, not a walk.
+fn status_of(reply: RawDocumentBuf) -> Result<StatusSnapshot, String> {
+    let uptime = reply.get("uptime").ok().flatten();
     Ok(StatusSnapshot {
-        opcounters: json(&doc, "opcounters"),
-        network: json(&doc, "network"),
-        connections: json(&doc, "connections"),
-        uptime_s: doc.get("uptime").and_then(|v| {
+        opcounters: json(&reply, "opcounters")?,
+        network: json(&reply, "network")?,
+        connections: json(&reply, "connections")?,
+        uptime_s: uptime.and_then(|v| {
             v.as_f64()
                 .or_else(|| v.as_i64().map(|i| i as f64))
                 .or_else(|| v.as_i32().map(f64::from))
@@ -156,6 +162,18 @@ mod tests {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 8 0 1000 0 0";
         assert_eq!(cpu_from_stat(stat, 0.01), Some(3.0));
         assert!(own_cpu_seconds(0.01).is_some());
+    }
+
+    #[test]
+    fn a_status_reply_nested_past_the_limit_is_an_error() {
+        let deep = bson::RawDocument::from_bytes(&crate::wire::depth::nested(10_000))
+            .unwrap()
+            .to_owned();
+        let reply = rawdoc! { "ok": 1.0, "uptime": 3, "network": deep };
+        let e = status_of(reply).unwrap_err();
+        assert!(e.contains("nests deeper than 200 levels"), "{e}");
+        let fine = status_of(rawdoc! { "ok": 1.0, "uptime": 3, "network": { "a": 1 } }).unwrap();
+        assert_eq!(fine.uptime_s, Some(3.0));
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub enum Skip {
     Unsupported,
     /// The recorded bytes do not decode.
     Malformed,
+    /// A document nests deeper than `wire::depth::MAX_DEPTH` levels: a server refuses it (and
+    /// the rewrites do not walk it).
+    TooDeep,
 }
 
 impl Skip {
@@ -27,6 +30,7 @@ impl Skip {
             Skip::Handshake => "handshake",
             Skip::Unsupported => "unsupported_opcode",
             Skip::Malformed => "malformed",
+            Skip::TooDeep => "nests_too_deep",
         }
     }
 }

@@ -10,9 +10,20 @@ use crate::wire::bson_raw;
 use crate::wire::compressed::{self, Compressor};
 use crate::wire::header::{MsgHeader, OpCode};
 use crate::wire::info::is_handshake_command;
-use crate::wire::OpMsgView;
+use crate::wire::op_msg_view::SectionView;
+use crate::wire::{depth, OpMsgView};
 use bytes::Bytes;
 use std::sync::Arc;
+
+/// Whether a document of the message nests past `wire::depth::MAX_DEPTH` levels.
+fn too_deep(view: &OpMsgView<'_>) -> bool {
+    view.sections().flatten().any(|s| match s {
+        SectionView::Body { document, .. } => !depth::within_limit(document),
+        SectionView::Sequence { documents, .. } => {
+            documents.flatten().any(|d| !depth::within_limit(d))
+        }
+    })
+}
 
 /// Decides whether a recorded request is replayed and, if so, turns it into a plain OP_MSG.
 pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Skip> {
@@ -36,6 +47,9 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         _ => return Err(Skip::Unsupported),
     };
     let view = OpMsgView::new(&msg).map_err(|_| Skip::Malformed)?;
+    if too_deep(&view) {
+        return Err(Skip::TooDeep);
+    }
     let body = view.body().map_err(|_| Skip::Malformed)?;
     let mut els = bson_raw::iter(body).map_err(|_| Skip::Malformed)?;
     let first = els
@@ -123,6 +137,31 @@ pub(super) mod tests {
             }
             .encode(9, 0),
         )
+    }
+
+    #[test]
+    fn a_request_nested_past_the_limit_is_skipped_with_its_reason() {
+        let deep = RawDocumentBuf::from_bytes(depth::nested(10_000)).unwrap();
+        let body = rawdoc! {"insert": "c", "$db": "t", "documents": [deep.clone()]};
+        let wire = msg(MsgFlags::empty(), body, false);
+        assert_eq!(understand(1, 1, &wire).unwrap_err(), Skip::TooDeep);
+        let in_sequence = Bytes::from(
+            OpMsg {
+                flags: MsgFlags::empty(),
+                sections: vec![
+                    Section::Body(rawdoc! {"insert": "c", "$db": "t"}),
+                    Section::Sequence {
+                        identifier: "documents".into(),
+                        documents: vec![deep],
+                    },
+                ],
+                checksum: None,
+            }
+            .encode(9, 0),
+        );
+        assert_eq!(understand(1, 1, &in_sequence).unwrap_err(), Skip::TooDeep);
+        let fine = rawdoc! {"insert": "c", "$db": "t", "documents": [{"a": {"b": 1}}]};
+        assert!(understand(1, 1, &msg(MsgFlags::empty(), fine, false)).is_ok());
     }
 
     #[test]

@@ -82,6 +82,7 @@ impl Tally {
             self.close(id, end, false);
         }
         self.facts.unanswered_requests += self.pairer.drain().len() as u64;
+        self.facts.unanswered_untracked = self.pairer.untracked;
         self.done.sort_by_key(|c| c.id);
         self.facts.start_time = meta.start_time;
         self.facts.upstream = meta.upstream;

@@ -257,11 +257,19 @@ pub struct CaptureFacts {
     pub duration_s: f64,
     /// The capture ends with a clean `end` record.
     pub complete: bool,
-    /// Set when reading stopped early: what and where.
+    /// Set when reading stopped early: what and where (the first of `read_errors`).
     pub error: Option<String>,
+    /// Every reading error, in order: in a set of segments each names its file, and reading went
+    /// on with the next segment.
+    #[serde(default)]
+    pub read_errors: Vec<String>,
     pub dropped_messages: u64,
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,
+    /// Requests not kept for pairing once the bound on unanswered requests was reached
+    /// (`report::pair`: 1,000 per connection, 100,000 in all); a reply to one is unsolicited.
+    #[serde(default)]
+    pub unanswered_untracked: u64,
     pub unsolicited_replies: u64,
 }
 

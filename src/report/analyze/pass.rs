@@ -21,8 +21,9 @@ pub fn analyze(mut reader: impl RecordSource, source: &str, label: Option<&str>)
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                tally.facts.error = Some(e.to_string());
-                break;
+                tally.facts.error.get_or_insert_with(|| e.to_string());
+                tally.facts.read_errors.push(e.to_string());
+                continue;
             }
         };
         tally.facts.records += 1;

@@ -37,6 +37,9 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         r.summary.source, c.start_time, c.upstream
     ));
     let state = match (&c.error, c.complete) {
+        (Some(_), _) if c.read_errors.len() > 1 => {
+            format!("read stopped early: {}", c.read_errors.join("; "))
+        }
         (Some(e), _) => format!("read stopped early: {e}"),
         (None, true) => "complete".into(),
         (None, false) => "no end record (the recorder did not shut down cleanly)".into(),
@@ -46,6 +49,12 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         c.records,
         units::duration_s(c.duration_s)
     ));
+    if c.unanswered_untracked > 0 {
+        s.push_str(&format!(
+            "WARNING       {} requests not kept for pairing (over the bound on unanswered requests): their replies count as unsolicited\n",
+            c.unanswered_untracked
+        ));
+    }
     if c.dropped_messages > 0 || c.undecodable_messages > 0 {
         s.push_str(&format!(
             "WARNING       {} messages dropped by the recorder, {} undecodable: time around them is unattributed\n",

@@ -2,33 +2,21 @@
 //! extended JSON (relaxed, or canonical as bsondump writes it); a connection event with its data.
 
 use crate::capture::{Record, RecordKind};
-use crate::wire::WireError;
+pub use crate::wire::extjson::ExtJson;
+use crate::wire::{depth, extjson, WireError};
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo, Section};
-use bson::{Bson, Document, RawDocument};
+use bson::RawDocument;
 use serde_json::{json, Map, Value};
-
-/// Which extended JSON documents are written in.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ExtJson {
-    /// Numbers as JSON numbers, dates as ISO-8601: for reading.
-    #[default]
-    Relaxed,
-    /// Every type kept (`$numberLong`, `$numberDouble`, `$date.$numberLong`): for round trips.
-    Canonical,
-}
 
 /// Relaxed extended JSON of a raw document; an undecodable one becomes an error note.
 pub fn doc_json(doc: &RawDocument) -> Value {
     doc_json_in(doc, ExtJson::Relaxed)
 }
 
-/// A raw document as extended JSON of the given kind; an undecodable one becomes an error note.
+/// A raw document as extended JSON of the given kind; an undecodable one becomes an error note,
+/// and one nested deeper than [`depth::MAX_DEPTH`] the error value [`too_deep_json`].
 pub fn doc_json_in(doc: &RawDocument, mode: ExtJson) -> Value {
-    match (Document::try_from(doc), mode) {
-        (Ok(d), ExtJson::Relaxed) => Bson::Document(d).into_relaxed_extjson(),
-        (Ok(d), ExtJson::Canonical) => Bson::Document(d).into_canonical_extjson(),
-        (Err(e), _) => json!({ "$undecodable": e.to_string() }),
-    }
+    JsonWriter::new(mode).doc(doc)
 }
 
 /// The body of a decoded message as relaxed extended JSON.
@@ -38,51 +26,90 @@ pub fn body_json(msg: &Message) -> Value {
 
 /// The body of a decoded message as JSON: OP_MSG document sequences appear as fields of the body.
 pub fn body_json_in(msg: &Message, mode: ExtJson) -> Value {
-    let doc_json = |d: &RawDocument| doc_json_in(d, mode);
-    let docs_json = |docs: &[bson::RawDocumentBuf]| {
-        Value::Array(docs.iter().map(|d| doc_json_in(d, mode)).collect())
-    };
-    match &msg.body {
-        Body::Msg(m) => {
-            let mut body = doc_json(m.body());
-            for s in &m.sections {
-                if let (
-                    Section::Sequence {
+    JsonWriter::new(mode).body(msg)
+}
+
+/// What a document nested past [`depth::MAX_DEPTH`] is printed as, in place of its fields:
+/// `{"$error": "BSON document nests deeper than 200 levels"}` (`wire::extjson` refuses it: what
+/// it would build is a JSON value whose printing and freeing recurse once per level).
+pub fn too_deep_json() -> Value {
+    json!({ "$error": depth::TooDeep { limit: depth::MAX_DEPTH }.to_string() })
+}
+
+/// Writes documents as extended JSON of one kind and counts those refused for their depth.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonWriter {
+    pub mode: ExtJson,
+    /// Documents written as [`too_deep_json`] so far.
+    pub too_deep: u64,
+}
+
+impl JsonWriter {
+    pub fn new(mode: ExtJson) -> JsonWriter {
+        JsonWriter { mode, too_deep: 0 }
+    }
+
+    /// One document; undecodable and too deep ones become error values.
+    pub fn doc(&mut self, doc: &RawDocument) -> Value {
+        match extjson::to_json(doc, self.mode) {
+            Ok(v) => v,
+            Err(extjson::ExtJsonError::TooDeep(_)) => {
+                self.too_deep += 1;
+                too_deep_json()
+            }
+            Err(e) => json!({ "$undecodable": e.to_string() }),
+        }
+    }
+
+    fn docs(&mut self, docs: &[bson::RawDocumentBuf]) -> Value {
+        Value::Array(docs.iter().map(|d| self.doc(d)).collect())
+    }
+
+    /// The body of a decoded message: OP_MSG document sequences appear as fields of the body.
+    pub fn body(&mut self, msg: &Message) -> Value {
+        match &msg.body {
+            Body::Msg(m) => {
+                let mut body = self.doc(m.body());
+                for s in &m.sections {
+                    if let Section::Sequence {
                         identifier,
                         documents,
-                    },
-                    Value::Object(obj),
-                ) = (s, &mut body)
-                {
-                    obj.insert(identifier.clone(), docs_json(documents));
+                    } = s
+                    {
+                        let docs = self.docs(documents);
+                        if let Value::Object(obj) = &mut body {
+                            obj.insert(identifier.clone(), docs);
+                        }
+                    }
                 }
+                body
             }
-            body
+            Body::Query(q) => json!({
+                "ns": q.full_collection_name, "flags": q.flags, "skip": q.number_to_skip,
+                "limit": q.number_to_return, "query": self.doc(&q.query),
+                "fields": q.return_fields_selector.as_deref().map(|d| self.doc(d)),
+            }),
+            Body::Reply(r) => json!({
+                "responseFlags": r.response_flags, "cursorId": r.cursor_id,
+                "startingFrom": r.starting_from, "documents": self.docs(&r.documents),
+            }),
+            Body::Insert(i) => json!({
+                "ns": i.full_collection_name, "flags": i.flags, "documents": self.docs(&i.documents),
+            }),
+            Body::Update(u) => json!({
+                "ns": u.full_collection_name, "flags": u.flags,
+                "selector": self.doc(&u.selector), "update": self.doc(&u.update),
+            }),
+            Body::Delete(d) => json!({
+                "ns": d.full_collection_name, "flags": d.flags, "selector": self.doc(&d.selector),
+            }),
+            Body::GetMore(g) => json!({
+                "ns": g.full_collection_name, "numberToReturn": g.number_to_return,
+                "cursorId": g.cursor_id,
+            }),
+            Body::KillCursors(k) => json!({ "cursorIds": k.cursor_ids }),
+            Body::Unknown(bytes) => json!({ "rawLength": bytes.len() }),
         }
-        Body::Query(q) => json!({
-            "ns": q.full_collection_name, "flags": q.flags, "skip": q.number_to_skip,
-            "limit": q.number_to_return, "query": doc_json(&q.query),
-            "fields": q.return_fields_selector.as_deref().map(doc_json),
-        }),
-        Body::Reply(r) => json!({
-            "responseFlags": r.response_flags, "cursorId": r.cursor_id,
-            "startingFrom": r.starting_from, "documents": docs_json(&r.documents),
-        }),
-        Body::Insert(i) => json!({
-            "ns": i.full_collection_name, "flags": i.flags, "documents": docs_json(&i.documents),
-        }),
-        Body::Update(u) => json!({
-            "ns": u.full_collection_name, "flags": u.flags,
-            "selector": doc_json(&u.selector), "update": doc_json(&u.update),
-        }),
-        Body::Delete(d) => json!({
-            "ns": d.full_collection_name, "flags": d.flags, "selector": doc_json(&d.selector),
-        }),
-        Body::GetMore(g) => json!({
-            "ns": g.full_collection_name, "numberToReturn": g.number_to_return, "cursorId": g.cursor_id,
-        }),
-        Body::KillCursors(k) => json!({ "cursorIds": k.cursor_ids }),
-        Body::Unknown(bytes) => json!({ "rawLength": bytes.len() }),
     }
 }
 
@@ -101,13 +128,13 @@ fn flag_names(flags: MsgFlags) -> Vec<&'static str> {
 }
 
 /// One message record as a JSON object. `command` and `ns` are those of the request (for a reply,
-/// of the request it answers, when known). `body`: the body in that kind of extended JSON, or none.
+/// of the request it answers, when known). `body`: the writer of the body's extended JSON, or none.
 pub fn message_json(
     record: &Record,
     start_ns: u64,
     msg: &Result<Message, WireError>,
     request: Option<&RequestInfo>,
-    body: Option<ExtJson>,
+    body: Option<&mut JsonWriter>,
 ) -> Value {
     let mut obj = Map::new();
     obj.insert("conn".into(), json!(record.conn_id));
@@ -148,8 +175,8 @@ pub fn message_json(
                     obj.insert("code".into(), json!(code));
                 }
             }
-            if let Some(mode) = body {
-                obj.insert("body".into(), body_json_in(m, mode));
+            if let Some(writer) = body {
+                obj.insert("body".into(), writer.body(m));
             }
         }
         Err(e) => {
@@ -161,10 +188,10 @@ pub fn message_json(
 
 /// A connection event (open, close, client metadata, gap, end) as a JSON object; client metadata is
 /// a BSON document, the other events' data is JSON already.
-pub fn event_json(record: &Record, mode: ExtJson) -> Value {
+pub fn event_json(record: &Record, writer: &mut JsonWriter) -> Value {
     let data = if record.kind == RecordKind::ClientMetadata {
         bson::RawDocumentBuf::from_bytes(record.payload.to_vec())
-            .map(|d| doc_json_in(&d, mode))
+            .map(|d| writer.doc(&d))
             .unwrap_or(Value::Null)
     } else {
         serde_json::from_slice(&record.payload).unwrap_or(Value::Null)

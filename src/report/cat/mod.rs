@@ -4,7 +4,10 @@
 
 mod json;
 
-pub use json::{body_json, body_json_in, doc_json, doc_json_in, event_json, message_json, ExtJson};
+pub use json::{
+    body_json, body_json_in, doc_json, doc_json_in, event_json, message_json, too_deep_json,
+    ExtJson, JsonWriter,
+};
 
 use super::pair::{Answer, Pairer};
 use crate::capture::{CaptureError, Record, RecordKind, RecordSource};
@@ -34,16 +37,22 @@ pub struct CatOptions {
     pub pretty: bool,
 }
 
-/// How a `cat` ended: the lines written, and the reading error that cut the capture short, if any
-/// (what came before it was written).
+/// How a `cat` ended: the lines written, the reading errors (each cut one file short: what came
+/// before it was written, and the next segment was read), whether the capture's end record was
+/// there, and the documents printed as [`too_deep_json`].
 #[derive(Debug)]
 pub struct CatEnd {
     pub lines: u64,
-    pub capture_error: Option<CaptureError>,
+    pub capture_errors: Vec<CaptureError>,
+    pub complete: bool,
+    pub too_deep_documents: u64,
+    /// Requests not kept for pairing (over `report::pair`'s bound on unanswered requests): a
+    /// reply to one is printed without its command.
+    pub unanswered_untracked: u64,
 }
 
 /// Writes the records of `reader` that `options` select to `out`, one JSON object per line. Only
-/// writing can fail; a reading error ends the listing and is returned in [`CatEnd`].
+/// writing can fail; reading errors are returned in [`CatEnd`].
 pub fn cat(
     reader: &mut impl RecordSource,
     options: &CatOptions,
@@ -53,14 +62,17 @@ pub fn cat(
     let mut selector = Selector::new(options);
     let mut end = CatEnd {
         lines: 0,
-        capture_error: None,
+        capture_errors: Vec::new(),
+        complete: false,
+        too_deep_documents: 0,
+        unanswered_untracked: 0,
     };
     while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                end.capture_error = Some(e);
-                break;
+                end.capture_errors.push(e);
+                continue;
             }
         };
         let Some(line) = selector.line(&record, start) else {
@@ -77,6 +89,9 @@ pub fn cat(
             break;
         }
     }
+    end.complete = reader.saw_end();
+    end.too_deep_documents = selector.json.too_deep;
+    end.unanswered_untracked = selector.pairer.untracked;
     Ok(end)
 }
 
@@ -85,6 +100,7 @@ struct Selector<'a> {
     options: &'a CatOptions,
     conns: HashSet<u64>,
     pairer: Pairer,
+    json: JsonWriter,
 }
 
 impl<'a> Selector<'a> {
@@ -93,6 +109,10 @@ impl<'a> Selector<'a> {
             options,
             conns: options.conns.iter().copied().collect(),
             pairer: Pairer::default(),
+            json: JsonWriter::new(match options.canonical {
+                true => ExtJson::Canonical,
+                false => ExtJson::Relaxed,
+            }),
         }
     }
 
@@ -119,20 +139,13 @@ impl<'a> Selector<'a> {
                     start_ns,
                     &msg,
                     info.as_ref(),
-                    (!o.no_body).then_some(self.mode()),
+                    (!o.no_body).then_some(&mut self.json),
                 ))
             }
             _ if o.events && o.commands.is_empty() && o.namespaces.is_empty() => {
-                Some(event_json(record, self.mode()))
+                Some(event_json(record, &mut self.json))
             }
             _ => None,
-        }
-    }
-
-    fn mode(&self) -> ExtJson {
-        match self.options.canonical {
-            true => ExtJson::Canonical,
-            false => ExtJson::Relaxed,
         }
     }
 
@@ -176,6 +189,7 @@ impl<'a> Selector<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Body;
     use std::path::Path;
 
     fn cat_lines(path: &str, options: &CatOptions) -> (Vec<Value>, CatEnd) {
@@ -191,11 +205,118 @@ mod tests {
         (lines, end)
     }
 
+    /// Requests: a ping, an insert whose document nests `levels` deep, a ping; with the client
+    /// metadata of a hello nested as deep too.
+    fn nested_capture(levels: usize) -> Vec<u8> {
+        use crate::capture::{CaptureWriter, Metadata};
+        use crate::wire::{MsgFlags, OpMsg, Section};
+        let deep = bson::RawDocumentBuf::from_bytes(crate::wire::depth::nested(levels)).unwrap();
+        let op = |body: bson::RawDocumentBuf, id: i32| {
+            OpMsg {
+                flags: MsgFlags::empty(),
+                sections: vec![Section::Body(body)],
+                checksum: None,
+            }
+            .encode(id, 0)
+        };
+        let mut w = CaptureWriter::new(Vec::new(), &Metadata::default(), 1).unwrap();
+        let records = [
+            (RecordKind::Open, b"{}".to_vec()),
+            (RecordKind::ClientMetadata, deep.as_bytes().to_vec()),
+            (
+                RecordKind::Request,
+                op(bson::rawdoc! {"ping": 1, "$db": "a"}, 1),
+            ),
+            (
+                RecordKind::Request,
+                op(
+                    bson::rawdoc! {"insert": "c", "documents": [deep], "$db": "a"},
+                    2,
+                ),
+            ),
+            (
+                RecordKind::Request,
+                op(bson::rawdoc! {"ping": 2, "$db": "a"}, 3),
+            ),
+        ];
+        for (i, (kind, payload)) in records.into_iter().enumerate() {
+            w.write(&Record::new(kind, 1, i as u64, payload)).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_document_nested_past_the_limit_is_an_error_value_between_the_others() {
+        for (canonical, pretty) in [(false, false), (true, false), (false, true), (true, true)] {
+            let options = CatOptions {
+                events: true,
+                canonical,
+                pretty,
+                ..Default::default()
+            };
+            let bytes = nested_capture(10_000);
+            let mut reader = crate::capture::CaptureReader::new(&bytes[..]).unwrap();
+            let mut out = Vec::new();
+            let end = cat(&mut reader, &options, &mut out).unwrap();
+            assert_eq!(
+                end.too_deep_documents, 2,
+                "the metadata and the insert's document"
+            );
+            assert_eq!(end.lines, 5);
+            let text = String::from_utf8(out).unwrap();
+            let lines: Vec<Value> = serde_json::Deserializer::from_str(&text)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+            let error = serde_json::json!({"$error": "BSON document nests deeper than 200 levels"});
+            assert_eq!(lines[1]["data"], error, "client metadata");
+            assert_eq!(
+                lines[3]["body"], error,
+                "the insert's body holds the deep document"
+            );
+            assert_eq!(
+                (&lines[3]["op"], &lines[3]["dir"]),
+                (&"OP_MSG".into(), &"request".into())
+            );
+            let ping = |l: &Value| l["body"]["ping"].to_string();
+            assert!(ping(&lines[2]).contains('1'), "{}", lines[2]);
+            assert!(ping(&lines[4]).contains('2'), "{}", lines[4]);
+        }
+        // At the limit, the document is printed whole.
+        let bytes = nested_capture(crate::wire::depth::MAX_DEPTH - 2);
+        let mut reader = crate::capture::CaptureReader::new(&bytes[..]).unwrap();
+        let end = cat(&mut reader, &CatOptions::default(), &mut Vec::new()).unwrap();
+        assert_eq!(end.too_deep_documents, 0);
+    }
+
+    #[test]
+    fn the_iterative_conversion_writes_what_the_bson_crate_writes() {
+        use bson::{Bson, Document};
+        let mut compared = 0;
+        for name in ["pymongo", "mongosh-zlib", "php"] {
+            let path = format!("{}/captures/{name}.mtape", env!("CARGO_MANIFEST_DIR"));
+            let reader = crate::capture::CaptureReader::open(Path::new(&path)).unwrap();
+            for record in reader {
+                let Ok(m) = Message::parse(&record.unwrap().payload) else {
+                    continue;
+                };
+                let Body::Msg(op) = &m.body else { continue };
+                let doc = Document::try_from(op.body()).unwrap();
+                let relaxed = Bson::Document(doc.clone()).into_relaxed_extjson();
+                let canonical = Bson::Document(doc).into_canonical_extjson();
+                assert_eq!(doc_json_in(op.body(), ExtJson::Relaxed), relaxed);
+                assert_eq!(doc_json_in(op.body(), ExtJson::Canonical), canonical);
+                compared += 1;
+            }
+        }
+        assert!(compared > 100, "{compared}");
+    }
+
     #[test]
     fn a_real_capture_lists_every_message_and_the_filters_select() {
         let all = CatOptions::default();
         let (lines, end) = cat_lines("captures/pymongo.mtape", &all);
-        assert!(end.capture_error.is_none());
+        assert!(end.capture_errors.is_empty() && end.complete);
         assert_eq!(end.lines, lines.len() as u64);
         assert!(lines
             .iter()

@@ -1,16 +1,16 @@
-//! `mongotape inspect`: one streaming pass over a capture, summarised.
+//! `mongotape inspect`: one streaming pass over a capture, summarised; `text` renders it.
 
-use super::pair::{Answer, Pairer};
+mod text;
+
+use super::pair::{Answer, PairLimits, Pairer};
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
     RecordSource,
 };
-use crate::figures::table::Table;
-use crate::figures::units;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 #[derive(Debug, Default, Serialize, Clone)]
 pub struct Count {
@@ -75,9 +75,48 @@ pub struct Connection {
     pub bytes: u64,
 }
 
-/// Closed connections listed one by one; those closed after are summed in `other_connections`, so
-/// memory follows the connections open at once, not the capture's size.
+/// Connections listed one by one (the first seen, open or closed); the others are summed in
+/// `other_connections`, so memory and the report stay bounded however many there are.
 pub const MAX_LISTED_CONNECTIONS: usize = 10_000;
+
+/// The first [`MAX_LISTED_CONNECTIONS`] connections seen, one row each; the others are only
+/// summed in [`OtherConnections`], with their ids kept while open (8 bytes each) so each counts
+/// once. Memory follows the listed rows, not the connections open at once.
+#[derive(Default)]
+struct Listing {
+    listed: BTreeMap<u64, Connection>,
+    unlisted: HashSet<u64>,
+}
+
+impl Listing {
+    /// The connection's row, or `None` when it is only summed (counted on first sight).
+    fn row<'a>(&'a mut self, id: u64, other: &mut OtherConnections) -> Option<&'a mut Connection> {
+        if self.unlisted.contains(&id) {
+            return None;
+        }
+        if !self.listed.contains_key(&id) && self.listed.len() >= MAX_LISTED_CONNECTIONS {
+            self.unlisted.insert(id);
+            other.connections += 1;
+            return None;
+        }
+        Some(self.listed.entry(id).or_insert_with(|| Connection {
+            id,
+            ..Default::default()
+        }))
+    }
+}
+
+impl Connection {
+    fn closed(&mut self, record: &Record) {
+        self.closed_ns = Some(record.ts_ns);
+        if let Ok(ev) = record.event::<CloseEvent>() {
+            self.closed_by = serde_json::to_value(ev.side)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned));
+            self.close_reason = Some(ev.reason);
+        }
+    }
+}
 
 /// The connections past [`MAX_LISTED_CONNECTIONS`], summed.
 #[derive(Debug, Default, Serialize, Clone)]
@@ -86,15 +125,6 @@ pub struct OtherConnections {
     pub requests: u64,
     pub replies: u64,
     pub bytes: u64,
-}
-
-impl OtherConnections {
-    fn add(&mut self, c: &Connection) {
-        self.connections += 1;
-        self.requests += c.requests;
-        self.replies += c.replies;
-        self.bytes += c.bytes;
-    }
 }
 
 #[derive(Debug, Default, Serialize, Clone)]
@@ -122,11 +152,18 @@ pub struct Inspection {
     pub wire_bytes: u64,
     pub compression_ratio: f64,
     pub complete: bool,
-    /// Set when reading stopped early: what and where.
+    /// Set when reading stopped early: what and where (the first of `read_errors`).
     pub error: Option<String>,
+    /// Every reading error, in order: in a set of segments each names its file, and reading went
+    /// on with the next segment.
+    pub read_errors: Vec<String>,
     pub dropped_messages: u64,
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,
+    /// Requests not kept for pairing once the bound on unanswered requests was reached
+    /// (`report::pair`: 1,000 per connection, 100,000 in all); a reply to one counts as
+    /// unsolicited, and one never answered is not in `unanswered_requests`.
+    pub unanswered_untracked: u64,
     pub unanswered_by_command: BTreeMap<String, u64>,
     pub unsolicited_replies: u64,
     pub connections: Vec<Connection>,
@@ -141,22 +178,31 @@ pub struct Inspection {
 }
 
 impl Inspection {
-    pub fn of(mut reader: impl RecordSource, file_bytes: u64) -> Inspection {
+    pub fn of(reader: impl RecordSource, file_bytes: u64) -> Inspection {
+        Inspection::with_limits(reader, file_bytes, PairLimits::default())
+    }
+
+    /// [`Inspection::of`] keeping at most `limits` unanswered requests for pairing.
+    pub fn with_limits(
+        mut reader: impl RecordSource,
+        file_bytes: u64,
+        limits: PairLimits,
+    ) -> Inspection {
         let mut out = Inspection {
             schema_version: crate::figures::SCHEMA_VERSION,
             metadata: reader.metadata().clone(),
             compressed_file_bytes: file_bytes,
             ..Default::default()
         };
-        let mut conns: BTreeMap<u64, Connection> = BTreeMap::new();
-        let mut listed_closed = 0usize;
-        let mut pairer = Pairer::default();
+        let mut conns = Listing::default();
+        let mut pairer = Pairer::new(limits);
         while let Some(record) = reader.next_record() {
             let record = match record {
                 Ok(r) => r,
                 Err(e) => {
-                    out.error = Some(e.to_string());
-                    break;
+                    out.error.get_or_insert_with(|| e.to_string());
+                    out.read_errors.push(e.to_string());
+                    continue;
                 }
             };
             out.records += 1;
@@ -164,40 +210,30 @@ impl Inspection {
                 out.first_ns.get_or_insert(record.ts_ns);
                 out.last_ns = Some(out.last_ns.unwrap_or(0).max(record.ts_ns));
             }
-            let conn = || Connection {
-                id: record.conn_id,
-                ..Default::default()
-            };
+            let row = conns.row(record.conn_id, &mut out.other_connections);
             match record.kind {
                 RecordKind::Open => {
-                    let c = conns.entry(record.conn_id).or_insert_with(conn);
-                    c.opened_ns = record.ts_ns;
-                    if let Ok(ev) = record.event::<OpenEvent>() {
-                        c.client = ev.client;
+                    if let Some(c) = row {
+                        c.opened_ns = record.ts_ns;
+                        if let Ok(ev) = record.event::<OpenEvent>() {
+                            c.client = ev.client;
+                        }
                     }
                 }
                 RecordKind::Close => {
-                    let c = conns.entry(record.conn_id).or_insert_with(conn);
-                    c.closed_ns = Some(record.ts_ns);
-                    if let Ok(ev) = record.event::<CloseEvent>() {
-                        c.closed_by = serde_json::to_value(ev.side)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned));
-                        c.close_reason = Some(ev.reason);
+                    if let Some(c) = row {
+                        c.closed(&record);
                     }
+                    conns.unlisted.remove(&record.conn_id);
                     for p in pairer.close(record.conn_id) {
                         out.unanswered(&p.info.command);
                     }
-                    if listed_closed < MAX_LISTED_CONNECTIONS {
-                        listed_closed += 1;
-                    } else if let Some(c) = conns.remove(&record.conn_id) {
-                        out.other_connections.add(&c);
-                    }
                 }
                 RecordKind::ClientMetadata => {
-                    if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
-                        conns.entry(record.conn_id).or_insert_with(conn).driver =
-                            Some(Driver::from_client_doc(&doc));
+                    if let (Some(c), Ok(doc)) =
+                        (row, RawDocumentBuf::from_bytes(record.payload.to_vec()))
+                    {
+                        c.driver = Some(Driver::from_client_doc(&doc));
                     }
                 }
                 RecordKind::Gap => {
@@ -206,17 +242,15 @@ impl Inspection {
                     }
                 }
                 RecordKind::End => out.complete = true,
-                RecordKind::Request | RecordKind::Reply => {
-                    let c = conns.entry(record.conn_id).or_insert_with(conn);
-                    out.message(&record, c, &mut pairer);
-                }
+                RecordKind::Request | RecordKind::Reply => out.message(&record, row, &mut pairer),
                 RecordKind::Unknown(_) => {}
             }
         }
         for p in pairer.drain() {
             out.unanswered(&p.info.command);
         }
-        out.connections = conns.into_values().collect();
+        out.unanswered_untracked = pairer.untracked;
+        out.connections = conns.listed.into_values().collect();
         out.connections_total = out.connections.len() as u64 + out.other_connections.connections;
         if let (Some(a), Some(b)) = (out.first_ns, out.last_ns) {
             out.duration_s = b.saturating_sub(a) as f64 / 1e9;
@@ -228,10 +262,23 @@ impl Inspection {
     }
 
     /// Books one request or reply: bytes per opcode and compressor, per command and namespace.
-    fn message(&mut self, record: &Record, c: &mut Connection, pairer: &mut Pairer) {
+    fn message(&mut self, record: &Record, c: Option<&mut Connection>, pairer: &mut Pairer) {
         let bytes = record.payload.len();
         self.wire_bytes += bytes as u64;
-        c.bytes += bytes as u64;
+        let request = record.kind == RecordKind::Request;
+        match c {
+            Some(c) => {
+                c.bytes += bytes as u64;
+                c.requests += u64::from(request);
+                c.replies += u64::from(!request);
+            }
+            None => {
+                let o = &mut self.other_connections;
+                o.bytes += bytes as u64;
+                o.requests += u64::from(request);
+                o.replies += u64::from(!request);
+            }
+        }
         let msg = match Message::parse(&record.payload) {
             Ok(m) => m,
             Err(_) => {
@@ -249,15 +296,13 @@ impl Inspection {
             }
             None => msg.op_code().name(),
         };
-        if record.kind == RecordKind::Request {
-            c.requests += 1;
+        if request {
             self.requests_by_opcode
                 .entry(opcode)
                 .or_default()
                 .add(bytes);
             self.request(record, &msg, pairer);
         } else {
-            c.replies += 1;
             self.replies_by_opcode.entry(opcode).or_default().add(bytes);
             self.reply(record, &msg, pairer);
         }
@@ -301,164 +346,6 @@ impl Inspection {
             .unanswered_by_command
             .entry(command.to_owned())
             .or_default() += 1;
-    }
-
-    pub fn render_text(&self) -> String {
-        let mut s = String::new();
-        self.overview(&mut s);
-        self.connection_table(&mut s);
-        self.opcode_table(&mut s);
-        self.command_table(&mut s);
-        self.namespace_tables(&mut s);
-        s
-    }
-
-    /// Where the capture comes from, its size and state.
-    fn overview(&self, s: &mut String) {
-        let m = &self.metadata;
-        s.push_str(&format!(
-            "capture     recorded {} by mongotape {} from upstream {}\n",
-            m.start_time, m.mongotape_version, m.upstream
-        ));
-        s.push_str(&format!(
-            "duration    {}, {} records, {} connections\n",
-            units::duration_s(self.duration_s),
-            self.records,
-            self.connections_total
-        ));
-        s.push_str(&format!(
-            "size        {} on the wire, {} on disk ({})\n",
-            units::bytes(self.wire_bytes),
-            units::bytes(self.compressed_file_bytes),
-            units::ratio(self.compression_ratio)
-        ));
-        let state = match (&self.error, self.complete) {
-            (Some(e), _) => format!("read stopped early: {e}"),
-            (None, true) => "complete (clean end record)".into(),
-            (None, false) => "no end record: the recorder did not shut down cleanly".into(),
-        };
-        s.push_str(&format!("state       {state}\n"));
-        if self.dropped_messages > 0 {
-            s.push_str(&format!(
-                "GAPS        {} messages forwarded but not recorded\n",
-                self.dropped_messages
-            ));
-        }
-        s.push_str(&format!(
-            "unanswered  {} requests without a reply; {} server-pushed replies; {} undecodable\n",
-            self.unanswered_requests, self.unsolicited_replies, self.undecodable_messages
-        ));
-    }
-
-    /// One row per connection.
-    fn connection_table(&self, s: &mut String) {
-        let mut t = Table::new([
-            "conn",
-            "client",
-            "driver",
-            "app",
-            "reqs",
-            "replies",
-            "bytes",
-            "closed by",
-        ]);
-        for c in &self.connections {
-            let d = c.driver.as_ref();
-            t.row([
-                c.id.to_string(),
-                c.client.clone(),
-                d.map(Driver::label).unwrap_or_else(|| "-".into()),
-                d.and_then(|d| d.application.clone())
-                    .unwrap_or_else(|| "-".into()),
-                c.requests.to_string(),
-                c.replies.to_string(),
-                units::bytes(c.bytes),
-                c.closed_by.clone().unwrap_or_else(|| "-".into()),
-            ]);
-        }
-        s.push_str("\nConnections\n");
-        s.push_str(&t.render());
-        let o = &self.other_connections;
-        if o.connections > 0 {
-            s.push_str(&format!(
-                "... and {} more connections closed after the first {MAX_LISTED_CONNECTIONS}: {} requests, {} replies, {}\n",
-                o.connections,
-                o.requests,
-                o.replies,
-                units::bytes(o.bytes)
-            ));
-        }
-    }
-
-    /// Messages and bytes per opcode, each direction.
-    fn opcode_table(&self, s: &mut String) {
-        let mut t = Table::new(["direction", "opcode", "messages", "bytes"]);
-        for (dir, map) in [
-            ("request", &self.requests_by_opcode),
-            ("reply", &self.replies_by_opcode),
-        ] {
-            for (op, c) in map {
-                t.row([
-                    dir.to_string(),
-                    op.clone(),
-                    c.messages.to_string(),
-                    units::bytes(c.bytes),
-                ]);
-            }
-        }
-        s.push_str("\nBy opcode\n");
-        s.push_str(&t.render());
-    }
-
-    /// Per command, the busiest first.
-    fn command_table(&self, s: &mut String) {
-        let mut t = Table::new([
-            "command",
-            "requests",
-            "replies",
-            "no reply",
-            "errors",
-            "bytes",
-            "mean latency",
-        ]);
-        let mut cmds: Vec<_> = self.by_command.iter().collect();
-        cmds.sort_by(|a, b| b.1.requests.cmp(&a.1.requests).then(a.0.cmp(b.0)));
-        for (name, c) in cmds {
-            let mean = if c.replies > 0 {
-                units::duration_ns(c.total_latency_ns as f64 / c.replies as f64)
-            } else {
-                "-".into()
-            };
-            t.row([
-                name.clone(),
-                c.requests.to_string(),
-                c.replies.to_string(),
-                c.no_reply_expected.to_string(),
-                c.errors.to_string(),
-                units::bytes(c.request_bytes + c.reply_bytes),
-                mean,
-            ]);
-        }
-        s.push_str("\nBy command\n");
-        s.push_str(&t.render());
-    }
-
-    /// Per namespace, and per wire compressor when there was compression.
-    fn namespace_tables(&self, s: &mut String) {
-        let mut t = Table::new(["namespace", "requests", "bytes"]);
-        for (ns, c) in &self.by_namespace {
-            t.row([ns.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
-        }
-        s.push_str("\nBy namespace\n");
-        s.push_str(&t.render());
-        if !self.compressed_by_compressor.is_empty() {
-            let mut t = Table::new(["compressor", "messages", "bytes"]);
-            for (name, c) in &self.compressed_by_compressor {
-                t.row([name.clone(), c.messages.to_string(), units::bytes(c.bytes)]);
-            }
-            s.push_str("\nWire compression (OP_COMPRESSED)\n");
-            s.push_str(&t.render());
-        }
     }
 }
 
@@ -519,6 +406,6 @@ mod tests {
         assert_eq!(report.connections_total, total);
         assert!(report
             .render_text()
-            .contains("... and 25 more connections closed after the first 10000"));
+            .contains("... and 25 more connections after the first 10000"));
     }
 }
