@@ -9,8 +9,8 @@ use std::collections::{HashMap, VecDeque};
 /// Requests kept waiting on one connection by default. A driver has one request in flight per
 /// connection (a few with moreToCome writes in between); thousands is a client that never reads.
 pub const DEFAULT_MAX_PENDING_PER_CONNECTION: usize = 1_000;
-/// Requests kept waiting over all connections by default: ~20 MB of them.
-pub const DEFAULT_MAX_PENDING: usize = 100_000;
+/// Requests kept waiting over all connections by default: ~5 MB of them (~480 bytes each).
+pub const DEFAULT_MAX_PENDING: usize = 10_000;
 
 /// How many unanswered requests a reader keeps for pairing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

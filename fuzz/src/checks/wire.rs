@@ -102,6 +102,8 @@ fn inspect(msg: &Message) {
     let _ = reply.is_ok();
     let _ = step_marker(msg);
     let _ = client_metadata(msg);
+    // `cat`'s JSON of the body: deep documents are an error value, never a deep walk.
+    let _ = mongotape::report::cat::body_json(msg);
 }
 
 /// The message's encoders, by opcode (request id kept; OP_QUERY and the legacy writes have no

@@ -267,7 +267,7 @@ pub struct CaptureFacts {
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,
     /// Requests not kept for pairing once the bound on unanswered requests was reached
-    /// (`report::pair`: 1,000 per connection, 100,000 in all); a reply to one is unsolicited.
+    /// (`report::pair`: 1,000 per connection, 10,000 in all); a reply to one is unsolicited.
     #[serde(default)]
     pub unanswered_untracked: u64,
     pub unsolicited_replies: u64,

@@ -161,7 +161,7 @@ pub struct Inspection {
     pub undecodable_messages: u64,
     pub unanswered_requests: u64,
     /// Requests not kept for pairing once the bound on unanswered requests was reached
-    /// (`report::pair`: 1,000 per connection, 100,000 in all); a reply to one counts as
+    /// (`report::pair`: 1,000 per connection, 10,000 in all); a reply to one counts as
     /// unsolicited, and one never answered is not in `unanswered_requests`.
     pub unanswered_untracked: u64,
     pub unanswered_by_command: BTreeMap<String, u64>,
