@@ -210,7 +210,16 @@ impl Inspection {
                 out.first_ns.get_or_insert(record.ts_ns);
                 out.last_ns = Some(out.last_ns.unwrap_or(0).max(record.ts_ns));
             }
-            let row = conns.row(record.conn_id, &mut out.other_connections);
+            // Only a connection's own records make it a row: the capture's metadata, gaps and
+            // end carry no connection (id 0).
+            let row = match record.kind {
+                RecordKind::Open
+                | RecordKind::Close
+                | RecordKind::ClientMetadata
+                | RecordKind::Request
+                | RecordKind::Reply => conns.row(record.conn_id, &mut out.other_connections),
+                _ => None,
+            };
             match record.kind {
                 RecordKind::Open => {
                     if let Some(c) = row {
