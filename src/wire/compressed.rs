@@ -67,6 +67,17 @@ pub struct Wrapped {
     pub compressor: Compressor,
 }
 
+/// Where `uncompressedSize` stands in an OP_COMPRESSED message.
+const DECLARED_SIZE_AT: usize = HEADER_LEN + 4;
+
+/// Overwrites the `uncompressedSize` an OP_COMPRESSED message declares (a message too short to
+/// hold one is left as it is): how hostile-input tests forge a message whose size lies.
+pub fn set_declared_size(message: &mut [u8], size: i32) {
+    if let Some(field) = message.get_mut(DECLARED_SIZE_AT..DECLARED_SIZE_AT + 4) {
+        field.copy_from_slice(&size.to_le_bytes());
+    }
+}
+
 /// Reads the OP_COMPRESSED prefix of `message`; returns it and the compressed payload.
 pub fn wrapped(message: &[u8]) -> Result<(Wrapped, &[u8]), WireError> {
     let header = MsgHeader::parse_whole(message, "OP_COMPRESSED header")?;

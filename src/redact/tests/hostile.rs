@@ -183,8 +183,8 @@ fn lying_create_user(compressor: Compressor, delta: i32) -> Vec<u8> {
         "createUser": "mallory", "pwd": "lying-size-password", "roles": [], "$db": "admin",
     });
     let mut packed = compressed::compress(&create, compressor).unwrap();
-    let declared = i32::from_le_bytes(packed[20..24].try_into().unwrap());
-    packed[20..24].copy_from_slice(&(declared + delta).to_le_bytes());
+    let (wrapped, _) = compressed::wrapped(&packed).unwrap();
+    compressed::set_declared_size(&mut packed, wrapped.declared as i32 + delta);
     packed
 }
 
