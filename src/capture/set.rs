@@ -6,7 +6,7 @@
 use super::error::CaptureError;
 use super::reader::CaptureReader;
 use super::record::{Metadata, OpenEvent, Record, RecordKind};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -63,7 +63,8 @@ pub struct CaptureSet {
     reader: CaptureReader<File>,
     /// Errors of segments that did not open, passed on before the next record.
     errors: VecDeque<CaptureError>,
-    open: HashSet<u64>,
+    /// Open connections, each with a hash of the client metadata it recorded (none yet: 0).
+    open: HashMap<u64, u64>,
     /// Offsets of the segments already read, so positions stay increasing across the set.
     offset_base: u64,
     compressed_base: u64,
@@ -94,7 +95,7 @@ impl CaptureSet {
                         index,
                         reader,
                         errors,
-                        open: HashSet::new(),
+                        open: HashMap::new(),
                         offset_base: 0,
                         compressed_base: 0,
                         records: 0,
@@ -198,7 +199,8 @@ impl CaptureSet {
                     .event::<OpenEvent>()
                     .map(|e| e.continued)
                     .unwrap_or(false);
-                let new = self.open.insert(record.conn_id);
+                let new = !self.open.contains_key(&record.conn_id);
+                self.open.entry(record.conn_id).or_insert(0);
                 // A carried connection's client metadata follows its open: skip that too.
                 if continued && !new {
                     self.skip_metadata = Some(record.conn_id);
@@ -206,9 +208,19 @@ impl CaptureSet {
                 }
                 Some(record)
             }
-            RecordKind::ClientMetadata if self.skip_metadata == Some(record.conn_id) => {
-                self.skip_metadata = None;
-                None
+            RecordKind::ClientMetadata => {
+                // Skipped only when it repeats what the connection already recorded: a connection
+                // carried into a segment before its metadata came records its real one there.
+                let seen = fingerprint(&record.payload);
+                let carried = self.skip_metadata.take() == Some(record.conn_id)
+                    && self.open.get(&record.conn_id) == Some(&seen);
+                if let Some(h) = self.open.get_mut(&record.conn_id) {
+                    *h = seen;
+                }
+                if carried {
+                    return None;
+                }
+                self.passed(record)
             }
             RecordKind::Close => {
                 self.open.remove(&record.conn_id);
@@ -221,20 +233,24 @@ impl CaptureSet {
             }
             _ => {
                 self.skip_metadata = None;
-                match self.pending_end.take() {
-                    // An end in the middle of a segment: passed on where it stood.
-                    Some(end) => {
-                        self.queued = Some(record);
-                        Some(end)
-                    }
-                    None => Some(record),
-                }
+                self.passed(record)
             }
         }
     }
 
     /// Moves to the next segment that opens; those that do not are queued as errors. Past the
     /// last one, reading is done.
+    /// A record passed on; an end met in the middle of a segment goes out first, where it stood.
+    fn passed(&mut self, record: Record) -> Option<Record> {
+        match self.pending_end.take() {
+            Some(end) => {
+                self.queued = Some(record);
+                Some(end)
+            }
+            None => Some(record),
+        }
+    }
+
     fn next_segment(&mut self) {
         self.pending_end = None;
         let mut index = self.index + 1;
@@ -253,6 +269,14 @@ impl CaptureSet {
         }
         self.done = true;
     }
+}
+
+/// A hash of a client metadata payload, never 0 (0 stands for "none recorded yet").
+fn fingerprint(payload: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    payload.hash(&mut h);
+    h.finish() | 1
 }
 
 /// An error of one file of a set, named when the set has several files (a single file's errors
