@@ -18,6 +18,36 @@ for i in range(3000):
     db.c.insert_one({"_id": i, "pad": "".join(rnd.choice("abcdefghij") for _ in range(300))})
 "#;
 
+/// A folder of segments with a cut one in the middle: the cut one is named, the segments after it
+/// are replayed too (before, the replay stopped at the damage and left them out).
+#[test]
+fn a_damaged_segment_is_named_and_the_segments_after_it_replay() {
+    let dir = tempdir();
+    let a = Server::start_with(&["--standalone"]);
+    let (capture, _) = record_python(&a, dir.path(), "bulky", BULKY);
+    drop(a);
+    let bytes = std::fs::read(&capture).unwrap();
+    let folder = dir.path().join("segments");
+    std::fs::create_dir(&folder).unwrap();
+    let seg = |n: u32| folder.join(format!("rec-{n:06}.mtape"));
+    std::fs::write(seg(1), &bytes).unwrap();
+    std::fs::write(seg(2), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(seg(3), &bytes).unwrap();
+    let b = Server::start_with(&["--standalone"]);
+    let r = try_replay(&folder, &b.uri(), &["--fast"]);
+    assert_eq!(r.output.status.code(), Some(3), "{}", r.describe());
+    let err = r.report["capture_error"].as_str().unwrap_or_default();
+    let name = seg(2).display().to_string();
+    assert!(
+        err.contains(&format!("segment {name}: ")) && err.contains("truncated"),
+        "{}",
+        r.describe()
+    );
+    // Segments 1 and 3 whole (3,000 inserts each), and what segment 2 holds before its cut.
+    let inserts = r.count("insert");
+    assert!(inserts > 6000 && inserts < 9000, "{}", r.describe());
+}
+
 #[test]
 fn a_truncated_capture_replays_what_is_readable() {
     let dir = tempdir();

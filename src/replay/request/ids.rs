@@ -21,8 +21,9 @@ pub type ObjectId = [u8; 12];
 /// Ids remembered for references from other requests. Beyond it, inserted documents still get new
 /// ids, but a later request that mentions one of the others keeps the recorded id.
 pub const MAX_KNOWN: usize = 1 << 20;
-/// Nesting followed when looking for references; deeper documents are left as they are.
-const MAX_DEPTH: usize = 100;
+/// Nesting followed when looking for references: the limit every walk over BSON keeps (requests
+/// nested deeper are never replayed, `skipped.nests_too_deep`).
+use crate::wire::depth::MAX_DEPTH;
 
 #[derive(Default)]
 pub struct IdRemap {

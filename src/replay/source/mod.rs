@@ -72,6 +72,20 @@ pub struct SourceResult {
     pub recorded_latency: BTreeMap<String, Histogram<u64>>,
     pub lanes: Vec<JoinHandle<()>>,
 }
+impl SourceResult {
+    /// Keeps every reading error of the capture, in order, the first one first.
+    fn capture_damage(&mut self, what: String) {
+        match &mut self.capture_error {
+            Some(e) if e.len() < 4096 => {
+                e.push_str("; ");
+                e.push_str(&what);
+            }
+            Some(_) => {}
+            None => self.capture_error = Some(what),
+        }
+    }
+}
+
 /// The feed's state over all passes.
 struct Feed<'a> {
     cfg: &'a SourceConfig,
@@ -186,6 +200,7 @@ impl Feed<'_> {
         }
         let mut n = 0u64;
         let mut go_on = true;
+        let mut ended = false;
         while let Some(record) = reader.next_record() {
             n += 1;
             if n.is_multiple_of(256) {
@@ -199,13 +214,16 @@ impl Feed<'_> {
             let record = match record {
                 Ok(r) => r,
                 Err(e) => {
-                    if self.result.capture_error.is_none() {
-                        self.result.capture_error = Some(e.to_string());
-                    }
-                    break;
+                    // A damaged segment is named and read past: the segments after it replay.
+                    self.result.capture_damage(e.to_string());
+                    continue;
                 }
             };
             go_on = match record.kind {
+                RecordKind::End => {
+                    ended = true;
+                    true
+                }
                 RecordKind::Open => {
                     self.opened.insert(record.conn_id, Some(record.ts_ns));
                     true
@@ -223,6 +241,14 @@ impl Feed<'_> {
             if !go_on {
                 break;
             }
+        }
+        if go_on && !ended && self.iteration == 0 {
+            // Read to its last byte without an end record: a recorder that did not shut down
+            // cleanly, whose last messages may be missing. Replayed all the same.
+            tracing::warn!(
+                "the capture has no end record (the recorder did not shut down cleanly): its last \
+                 messages may be missing; replayed what it holds"
+            );
         }
         if go_on {
             go_on = self.flush_all(&mut held);

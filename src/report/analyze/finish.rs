@@ -2,7 +2,7 @@
 //! gets its role (workload, monitoring, handshake only, idle) and is added to the totals and to its
 //! driver's; at the end the connections still open are closed and the report is assembled.
 
-use super::tally::Tally;
+use super::tally::{Tally, FOLDED};
 use super::{AnalyzeReport, Category, CommandReport, DriverReport, Role};
 use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::wire::info::is_handshake_command;
@@ -15,11 +15,17 @@ pub(super) const MAX_CONN_REPORTS: usize = 10_000;
 
 impl Tally {
     pub(super) fn close(&mut self, conn_id: u64, ts: u64, closed: bool) {
+        let folded = self.unfold(conn_id);
+        if folded || conn_id != FOLDED {
+            self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
+            self.markers.retain(|k, _| k.0 != conn_id);
+        }
+        if folded {
+            return;
+        }
         let Some(mut c) = self.conns.remove(&conn_id) else {
             return;
         };
-        self.facts.unanswered_requests += self.pairer.close(conn_id).len() as u64;
-        self.markers.retain(|k, _| k.0 != conn_id);
         let role = if c.workload {
             Role::Workload
         } else if c.report.requests == 0 {
@@ -63,6 +69,13 @@ impl Tally {
             self.other.add(&c.report);
             d.other.add(&c.report);
         }
+        if conn_id == FOLDED {
+            // One entry stands for every folded connection; none is listed.
+            let more = self.facts.connections_folded.saturating_sub(1);
+            self.workload.connections += more;
+            d.workload.connections += more;
+            return;
+        }
         if self.done.len() < MAX_CONN_REPORTS {
             self.done.push(c.report);
         } else {
@@ -76,7 +89,8 @@ impl Tally {
         source: &str,
         label: Option<&str>,
     ) -> AnalyzeReport {
-        let open: Vec<u64> = self.conns.keys().copied().collect();
+        let mut open: Vec<u64> = self.conns.keys().copied().collect();
+        open.sort_unstable();
         let end = self.last_ns;
         for id in open {
             self.close(id, end, false);

@@ -270,6 +270,10 @@ pub struct CaptureFacts {
     /// (`report::pair`: 1,000 per connection, 10,000 in all); a reply to one is unsolicited.
     #[serde(default)]
     pub unanswered_untracked: u64,
+    /// Connections that opened while 10,000 others were open: counted in every total and per
+    /// command, their time unattributed, none listed or told apart by driver.
+    #[serde(default)]
+    pub connections_folded: u64,
     pub unsolicited_replies: u64,
 }
 

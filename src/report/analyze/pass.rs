@@ -91,6 +91,7 @@ pub fn analyze_files(
 mod tests {
     use super::super::commands::{MAX_COMMANDS, OTHER_COMMAND};
     use super::super::finish::MAX_CONN_REPORTS;
+    use super::super::tally::MAX_OPEN_CONNS;
     use super::*;
     use crate::capture::{CaptureReader, CaptureWriter, Metadata, Record};
     use crate::wire::op_msg::OpMsg;
@@ -150,6 +151,46 @@ mod tests {
         assert_eq!(r.summary.ops, MAX_COMMANDS as u64 + 20);
         assert!(r.workload.times.adds_up());
         assert_eq!(r.workload.times.server_ns, 10 * (MAX_COMMANDS as u64 + 20));
+    }
+
+    /// Connections past [`MAX_OPEN_CONNS`] open at once share one entry: every request, reply and
+    /// connection is still counted, the folded ones' time is unattributed, a folded connection
+    /// stays folded after a slot frees up, and the followed ones keep their own clocks.
+    #[test]
+    fn connections_past_the_open_bound_are_folded_and_still_counted() {
+        let followed = MAX_OPEN_CONNS as u64;
+        let conns = followed + 300;
+        let mut recs = Vec::new();
+        for id in 1..=conns {
+            recs.push(Record::new(RecordKind::Open, id, id, &b"{}"[..]));
+        }
+        // One followed connection closes: a folded one's next messages stay folded.
+        recs.push(Record::new(RecordKind::Close, 1, conns + 1, &b"{}"[..]));
+        let mut ts = conns * 10;
+        for id in 2..=conns {
+            let body = rawdoc! { "insert": "c", "documents": [{ "a": 1 }], "$db": "x" };
+            recs.push(Record::new(RecordKind::Request, id, ts, op_msg(7, 0, body)));
+            let reply = op_msg(8, 7, rawdoc! { "ok": 1.0, "n": 1 });
+            recs.push(Record::new(RecordKind::Reply, id, ts + 40, reply));
+            ts += 100;
+        }
+        let r = analyze(capture(&recs), "synthetic", None);
+        assert_eq!(r.capture.connections_folded, 300);
+        assert_eq!(r.workload.connections + r.other.connections, conns);
+        assert_eq!(r.workload.requests, conns - 1);
+        assert_eq!(r.workload.replies, conns - 1);
+        assert_eq!(r.summary.ops, conns - 1);
+        assert!(r.workload.times.adds_up());
+        // 9,999 followed inserts of 40 ns each are server time; the folded ones' is not.
+        assert_eq!(r.workload.times.server_ns, 40 * (followed - 1));
+        assert!(r.workload.times.gaps.unattributed_ns > 0);
+        assert_eq!(r.connections.len() as u64, followed);
+        assert!(r.connections.iter().all(|c| c.id <= followed));
+        let text = super::super::text::render_text(&r);
+        assert!(
+            text.contains("300 connections opened while 10,000 were open"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -14,10 +14,24 @@ use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Latencies of a not-yet-classified connection's hello traffic kept for its histogram.
 const MAX_DEFERRED_LATENCIES: usize = 4096;
+/// The same, summed over every connection still unclassified: 10,000 open monitors cannot keep
+/// 4,096 latencies each.
+const MAX_DEFERRED_LATENCIES_IN_ALL: usize = 200_000;
+/// Connections followed one by one at once (a clock, a role, a driver each). A connection that
+/// opens while this many are open is folded: its messages count in every total and per command,
+/// its time as unattributed, under one shared entry.
+pub(super) const MAX_OPEN_CONNS: usize = 10_000;
+/// The shared entry of the folded connections, never a real connection id in `conns`.
+pub(super) const FOLDED: u64 = u64::MAX;
+/// Folded connection ids remembered, so that one stays folded until it closes even when a slot
+/// frees up (8 MB at most); past it a folded connection may be followed from its next message.
+const MAX_FOLDED_IDS: usize = 1_000_000;
+/// Step markers awaiting their reply.
+const MAX_MARKERS: usize = 10_000;
 /// Per-driver, per-command latency histograms kept in all (each is a few hundred KiB).
 const MAX_DRIVER_HISTOGRAMS: usize = 200;
 
@@ -58,10 +72,20 @@ impl ConnState {
         count_request(acc, bytes, info.expects_reply);
     }
 
-    fn defer_reply(&mut self, command: String, bytes: u64, latency: u64, error: bool) {
+    fn defer_reply(
+        &mut self,
+        command: String,
+        bytes: u64,
+        latency: u64,
+        error: bool,
+        kept: &mut usize,
+    ) {
         let acc = self.deferred.commands.entry(command.clone()).or_default();
         count_reply(acc, bytes, error);
-        if self.deferred.latencies.len() < MAX_DEFERRED_LATENCIES {
+        if self.deferred.latencies.len() < MAX_DEFERRED_LATENCIES
+            && *kept < MAX_DEFERRED_LATENCIES_IN_ALL
+        {
+            *kept += 1;
             self.deferred.latencies.push((command, latency));
         }
     }
@@ -72,6 +96,10 @@ pub(super) struct Tally {
     pub(super) first_ns: Option<u64>,
     pub(super) last_ns: u64,
     pub(super) conns: HashMap<u64, ConnState>,
+    /// Connections folded into [`FOLDED`] and not yet closed.
+    folded_ids: HashSet<u64>,
+    /// Deferred latencies kept, over every connection.
+    deferred_kept: usize,
     pub(super) done: Vec<ConnReport>,
     pub(super) conns_not_listed: u64,
     pub(super) workload: Totals,
@@ -98,21 +126,62 @@ pub(super) struct Tally {
 }
 
 impl Tally {
+    /// The entry that books connection `id`: its own, or the folded connections' one.
+    fn key(&mut self, id: u64) -> u64 {
+        if self.conns.contains_key(&id) && id != FOLDED {
+            return id;
+        }
+        let open = self.conns.len() - usize::from(self.conns.contains_key(&FOLDED));
+        if id != FOLDED && !self.folded_ids.contains(&id) && open < MAX_OPEN_CONNS {
+            return id;
+        }
+        if id != FOLDED && self.folded_ids.len() < MAX_FOLDED_IDS && self.folded_ids.insert(id) {
+            self.facts.connections_folded += 1;
+        }
+        FOLDED
+    }
+
+    /// The state of connection `id` (the folded entry's, once [`MAX_OPEN_CONNS`] are open).
     pub(super) fn conn(&mut self, id: u64, ts: u64) -> &mut ConnState {
+        let key = self.key(id);
+        self.state(key, ts)
+    }
+
+    fn state(&mut self, key: u64, ts: u64) -> &mut ConnState {
         let first = self.first_ns.unwrap_or(ts);
-        self.conns.entry(id).or_insert_with(|| ConnState {
+        self.conns.entry(key).or_insert_with(|| ConnState {
             report: ConnReport {
-                id,
-                driver: "unknown".into(),
+                id: key,
+                driver: if key == FOLDED {
+                    "(folded connections)".into()
+                } else {
+                    "unknown".into()
+                },
                 opened_s: ts.saturating_sub(first) as f64 / 1e9,
                 ..Default::default()
             },
             clock: ConnClock::new(ts),
-            workload: false,
+            // Folded connections are not told apart: all of their traffic is the workload's.
+            workload: key == FOLDED,
             hellos: 0,
             awaitable: false,
             deferred: Deferred::default(),
         })
+    }
+
+    /// Whether `id` is a folded connection, which stops being one when it closes.
+    pub(super) fn unfold(&mut self, id: u64) -> bool {
+        self.folded_ids.remove(&id)
+    }
+
+    /// After an event of the folded entry: its intervals mix many connections, so none is
+    /// anybody's time.
+    fn blur(&mut self, key: u64) {
+        if key == FOLDED {
+            if let Some(c) = self.conns.get_mut(&key) {
+                c.clock.gap();
+            }
+        }
     }
 
     fn bucket(&mut self, ts: u64) -> Option<&mut Bucket> {
@@ -121,8 +190,14 @@ impl Tally {
     }
 
     pub(super) fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+        let key = self.key(conn_id);
+        self.request_on(key, conn_id, ts, payload);
+        self.blur(key);
+    }
+
+    fn request_on(&mut self, key: u64, conn_id: u64, ts: u64, payload: &[u8]) {
         let bytes = payload.len() as u64;
-        let c = self.conn(conn_id, ts);
+        let c = self.state(key, ts);
         c.report.requests += 1;
         c.report.bytes += bytes;
         let msg = match Message::parse(payload) {
@@ -152,10 +227,10 @@ impl Tally {
                 .or_default() += deferred.requests;
             self.flush(deferred, true);
         }
-        let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        let c = self.conns.get_mut(&key).expect("inserted above");
         if c.workload {
             book(&mut self.phases, booked, c.clock.booked());
-            self.workload_request(conn_id, ts, &msg, &info, bytes);
+            self.workload_request(key, conn_id, ts, &msg, &info, bytes);
         } else {
             c.defer_request(&msg, &info, bytes);
         }
@@ -166,6 +241,7 @@ impl Tally {
     /// the per-command figures.
     fn workload_request(
         &mut self,
+        key: u64,
         conn_id: u64,
         ts: u64,
         msg: &Message,
@@ -174,7 +250,7 @@ impl Tally {
     ) {
         if info.command == "ping" {
             if let Some(step) = step_marker(msg) {
-                if info.expects_reply {
+                if info.expects_reply && self.markers.len() < MAX_MARKERS {
                     self.markers
                         .insert((conn_id, msg.header.request_id), step.to_owned());
                 } else {
@@ -189,7 +265,7 @@ impl Tally {
                 p.op(ts);
             }
         }
-        let c = self.conns.get_mut(&conn_id).expect("booked by request");
+        let c = self.conns.get_mut(&key).expect("booked by request");
         let category = Category::of(&info.command);
         if category == Category::Operation {
             c.report.ops += 1;
@@ -207,8 +283,14 @@ impl Tally {
     }
 
     pub(super) fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+        let key = self.key(conn_id);
+        self.reply_on(key, conn_id, ts, payload);
+        self.blur(key);
+    }
+
+    fn reply_on(&mut self, key: u64, conn_id: u64, ts: u64, payload: &[u8]) {
         let bytes = payload.len() as u64;
-        let c = self.conn(conn_id, ts);
+        let c = self.state(key, ts);
         c.report.replies += 1;
         c.report.bytes += bytes;
         let msg = match Message::parse(payload) {
@@ -229,7 +311,7 @@ impl Tally {
                 }
             }
         }
-        let c = self.conns.get_mut(&conn_id).expect("inserted above");
+        let c = self.conns.get_mut(&key).expect("inserted above");
         let booked = c.clock.booked();
         c.clock
             .reply(ts, matches!(answer, Answer::Request(_)), reply.more_to_come);
@@ -247,7 +329,7 @@ impl Tally {
         let error = !reply.is_ok() || reply.write_errors > 0;
         let command = p.info.command;
         if !c.workload {
-            c.defer_reply(command, bytes, latency, error);
+            c.defer_reply(command, bytes, latency, error, &mut self.deferred_kept);
             return;
         }
         let driver = c.report.driver_key();
@@ -303,6 +385,7 @@ impl Tally {
         for (name, acc) in deferred.commands {
             target.entry(&name).merge(acc);
         }
+        self.deferred_kept = self.deferred_kept.saturating_sub(deferred.latencies.len());
         for (name, latency) in deferred.latencies {
             target.entry(&name).record(latency);
         }

@@ -55,6 +55,12 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
             c.unanswered_untracked
         ));
     }
+    if c.connections_folded > 0 {
+        s.push_str(&format!(
+            "WARNING       {} connections opened while 10,000 were open: counted in the totals as workload, their time unattributed, not listed\n",
+            c.connections_folded
+        ));
+    }
     if c.dropped_messages > 0 || c.undecodable_messages > 0 {
         s.push_str(&format!(
             "WARNING       {} messages dropped by the recorder, {} undecodable: time around them is unattributed\n",
