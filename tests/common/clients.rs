@@ -108,6 +108,16 @@ pub fn rust_workload_bin() -> PathBuf {
             command
                 .args(["build", "--quiet", "--example", "workload"])
                 .current_dir(workspace_root());
+            // Cargo gives the test process the package's own variables (CARGO_MANIFEST_DIR,
+            // CARGO_PKG_NAME, OUT_DIR ...). Build scripts watch some of them (ring's
+            // `rerun-if-env-changed`): inherited, they made this build recompile ring, rustls
+            // and the driver, 5 minutes on a loaded 2-core machine, where it should be a link.
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                if is_package_variable(&name) {
+                    command.env_remove(name.as_ref());
+                }
+            }
             if profile_dir
                 .file_name()
                 .is_some_and(|name| name == "release")
@@ -125,6 +135,16 @@ pub fn rust_workload_bin() -> PathBuf {
             path
         })
         .clone()
+}
+
+/// A variable cargo sets for the package whose test runs, never for a build it starts.
+fn is_package_variable(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || matches!(
+            name,
+            "CARGO_CRATE_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "OUT_DIR"
+        )
 }
 
 /// Panics unless every client is installed.
