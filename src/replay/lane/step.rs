@@ -7,6 +7,7 @@ use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
 use crate::replay::measure::sample::Sample;
 use crate::replay::measure::step_phases::Marker;
+use crate::replay::pacing::timer;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
 use crate::wire::bson_raw;
@@ -203,7 +204,7 @@ async fn sleep_until(at: Instant, abort: &mut watch::Receiver<bool>) -> bool {
         return true;
     }
     tokio::select! {
-        _ = tokio::time::sleep_until(at) => true,
+        _ = timer::sleep_until(at) => true,
         _ = abort.wait_for(|a| *a) => false,
     }
 }
@@ -354,7 +355,7 @@ async fn reach_marker(
         }
         if due > Instant::now() {
             tokio::select! {
-                _ = tokio::time::sleep_until(due) => {}
+                _ = timer::sleep_until(due) => {}
                 _ = abort.wait_for(|a| *a) => return false,
             }
         }

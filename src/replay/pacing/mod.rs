@@ -1,4 +1,7 @@
-//! Pacing: when each request goes out (`--speed`, `--fast`, `--rate`, `--rate A..B --ramp T`).
+//! Pacing: when each request goes out (`--speed`, `--fast`, `--rate`, `--rate A..B --ramp T`),
+//! and the clock that wakes a lane at that time ([`timer`]).
+
+pub mod timer;
 
 use std::time::Duration;
 use tokio::time::Instant;
