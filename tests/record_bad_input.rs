@@ -232,17 +232,30 @@ fn proxy_killed_with_sigkill_leaves_a_readable_capture() {
     let out = dir.path().join("sigkill.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--quiet"]);
     let uri = proxy.uri();
+    // The kill comes once 200 inserts are acknowledged (the client says so in a file), not after
+    // a fixed time: on a loaded machine the interpreter alone can take seconds to start.
+    let started = dir.path().join("started");
+    let flag = started.to_str().unwrap().to_owned();
     let writer = std::thread::spawn(move || {
         try_python(
             "import sys, time\nfrom pymongo import MongoClient\n\
              c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=3000)\n\
              i = 0\n\
-             try:\n    while True:\n        c.bench.k.insert_one({'_id': i, 'pad': 'x' * 200}); i += 1\n\
+             try:\n    while True:\n        c.bench.k.insert_one({'_id': i, 'pad': 'x' * 200}); i += 1\n        \
+             if i == 200: open(sys.argv[2], 'w').close()\n\
              except Exception:\n    print(i)\n",
-            &[uri],
+            &[uri, flag],
         )
     });
-    std::thread::sleep(Duration::from_millis(2500));
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pymongo acknowledged no 200 inserts in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let exit = proxy.kill9();
     assert!(killed_by(&exit.status, libc::SIGKILL));
     let inserted: u64 = writer.join().unwrap().stdout.trim().parse().unwrap();
