@@ -287,37 +287,6 @@ fn pairs_report(c: PairCounts, compared: u64) -> PairsReport {
     }
 }
 
-impl TargetReport {
-    /// The columns of the targets table, in text and HTML alike.
-    pub const HEADERS: [&'static str; 8] = [
-        "target",
-        "role",
-        "uri",
-        "ops",
-        "ops/s",
-        "errors",
-        "server CPU/op",
-        "complete",
-    ];
-
-    /// This target's row of the targets table; `complete` is the last cell.
-    pub fn cells(&self, complete: String) -> Vec<String> {
-        use crate::figures::units;
-        let s = &self.replay.summary;
-        vec![
-            self.label.clone(),
-            self.role.clone(),
-            self.replay.target.clone(),
-            units::count(s.ops as f64),
-            units::count(s.ops_per_s),
-            units::count(s.overall.errors as f64),
-            self.server_cpu_us_per_op
-                .map_or("-".into(), units::duration_us),
-            complete,
-        ]
-    }
-}
-
 fn failures(targets: &[TargetReport]) -> Option<String> {
     let failed: Vec<String> = targets
         .iter()
