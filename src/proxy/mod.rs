@@ -9,7 +9,8 @@
 //!
 //! Memory and time are bounded (`limits`): a budget for bytes held in unfinished messages over
 //! all connections (`budget`), reply and idle timeouts, and a drain at shutdown that lets requests
-//! already sent be answered (`supervise`). See docs/reliability.md.
+//! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
+//! docs/reliability.md.
 
 pub mod budget;
 pub mod clock;
@@ -20,6 +21,7 @@ pub mod listen;
 pub mod metrics;
 pub mod monitor;
 pub mod recorder;
+pub mod shutdown;
 pub mod stats;
 pub mod streams;
 pub mod supervise;
