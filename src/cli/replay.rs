@@ -247,11 +247,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.shard = shard_arg(&args)?;
     config.unordered = args.order == OrderArg::None;
     config.start_at = args.start_at.as_deref().map(start_at_arg).transpose()?;
-    config.repeat = match (args.repeat, config.duration) {
-        (Some(r), _) => Some(r),
-        (None, Some(_)) => None,
-        (None, None) => Some(1),
-    };
+    config.repeat = args.repeat;
     config.filters = Filters {
         commands: args.commands,
         exclude_commands: args.exclude_commands,

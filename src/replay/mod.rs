@@ -288,11 +288,7 @@ pub(crate) async fn feed_lanes(
 ) -> SourceResult {
     let source_cfg = source::SourceConfig {
         inputs: config.inputs.clone(),
-        repeat: match (config.repeat, config.duration) {
-            (Some(r), _) => Some(r),
-            (None, Some(_)) => None,
-            (None, None) => Some(1),
-        },
+        repeat: config.passes(),
         clones: config.clones,
         lanes: config.connections.map_or(Lanes::PerRecorded, Lanes::Fixed),
         filters: config.filters.clone(),
@@ -318,7 +314,7 @@ pub(crate) async fn feed_lanes(
         progress_bar(
             shared.clone(),
             progress_pos.clone(),
-            file_len.saturating_mul(config.repeat.unwrap_or(1).max(1)),
+            file_len.saturating_mul(config.passes().unwrap_or(1).max(1)),
             config.duration,
         )
     });
@@ -372,10 +368,10 @@ fn serve_metrics(
 ) -> Result<tokio::task::JoinHandle<()>, crate::metrics::MetricsError> {
     let live = Arc::new(measure::live::LiveMetrics::default());
     shared.metrics.lock().expect("metrics lock").live = Some(live.clone());
-    let progress = match (config.repeat, config.duration) {
+    let progress = match (config.passes(), config.duration) {
         (None, Some(duration)) => endpoint::Progress::Time { duration },
-        (repeat, _) => endpoint::Progress::Bytes {
-            total: file_len.saturating_mul(repeat.unwrap_or(1).max(1)),
+        (passes, _) => endpoint::Progress::Bytes {
+            total: file_len.saturating_mul(passes.unwrap_or(1).max(1)),
         },
     };
     let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
