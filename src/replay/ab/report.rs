@@ -5,7 +5,7 @@
 //! (`report::html::ab`).
 
 use super::collect::{Collected, PairCounts};
-use super::diff::FieldDiff;
+use super::diff::{Differences, FieldDiff};
 use super::stats::{PairSample, RatioEstimate};
 use super::AbConfig;
 use crate::figures::summary::CommandSummary;
@@ -242,7 +242,18 @@ impl AbReport {
             .iter()
             .map(|n| (n.clone(), row(Some(n), true, per_namespace.get(n))))
             .collect();
-        r.differences = DifferencesReport {
+        r.differences = DifferencesReport::of(ab, &differences);
+        r.replayer_cpu_us_per_op = replayer_cpu_us_per_op(&r.targets);
+        r.error = failures(&r.targets);
+        r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
+        r.findings = findings(&r);
+        r
+    }
+}
+
+impl DifferencesReport {
+    fn of(ab: &AbConfig, differences: &Differences) -> DifferencesReport {
+        DifferencesReport {
             baseline: ab.roles().baseline.is_some(),
             compared: differences.compared,
             relative_threshold: ab.diff.relative,
@@ -261,21 +272,20 @@ impl AbReport {
                 .filter(|(_, f)| f.differed > 0 || f.noise > 0)
                 .map(|(k, f)| (k.clone(), f.into()))
                 .collect(),
-        };
-        r.replayer_cpu_us_per_op = r.targets[0].replay.replayer.cpu_s.and_then(|cpu| {
-            let ops = r
-                .targets
-                .iter()
-                .map(|t| t.replay.summary.ops)
-                .max()
-                .unwrap_or(0);
-            (ops > 0).then(|| cpu / ops as f64 * 1e6)
-        });
-        r.error = failures(&r.targets);
-        r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
-        r.findings = findings(&r);
-        r
+        }
     }
+}
+
+/// This process's CPU over the requests of the target that was sent the most.
+fn replayer_cpu_us_per_op(targets: &[TargetReport]) -> Option<f64> {
+    targets[0].replay.replayer.cpu_s.and_then(|cpu| {
+        let ops = targets
+            .iter()
+            .map(|t| t.replay.summary.ops)
+            .max()
+            .unwrap_or(0);
+        (ops > 0).then(|| cpu / ops as f64 * 1e6)
+    })
 }
 
 fn pairs_report(c: PairCounts, compared: u64) -> PairsReport {
