@@ -10,8 +10,7 @@ use bson::rawdoc;
 use common::*;
 use mongotape::capture::{GapEvent, Record, RecordKind};
 use mongotape::wire::compressed::{compress, decompress};
-use mongotape::wire::{Body, Compressor, Message, MsgFlags, OpMsg, Section};
-use std::collections::BTreeSet;
+use mongotape::wire::{Compressor, MsgFlags, OpMsg, Section};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -204,23 +203,6 @@ fn amplifier() -> Vec<u8> {
     frame
 }
 
-/// Inserts `_id` 0..N one at a time (acknowledged), touching FILE after the first 50; prints how
-/// many were acknowledged. Arguments: URI N FILE.
-const INSERTER: &str = r#"
-import sys, pathlib
-from pymongo import MongoClient
-uri, n, started = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
-t = MongoClient(uri, serverSelectionTimeoutMS=10000).hostile.t
-t.drop()
-acked = 0
-for i in range(n):
-    t.insert_one({"_id": i, "s": "x" * 200})
-    acked += 1
-    if i == 50:
-        started.touch()
-print(acked)
-"#;
-
 #[test]
 fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
     let server = Server::start_with(&["--standalone"]);
@@ -229,24 +211,25 @@ fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
     let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "4"]);
     let frame = amplifier();
     assert!(frame.len() < 2_000, "{} bytes", frame.len());
-    let started = dir.path().join("started");
-    let inserter = {
-        let (uri, started) = (proxy.uri(), started.display().to_string());
-        std::thread::spawn(move || python(INSERTER, &[uri, "2000".into(), started]))
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "the inserter never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let inserter = Load::start(
+        proxy.uri(),
+        LoadSpec {
+            db: "hostile",
+            threads: 1,
+            inserts: Some(2000),
+            flowing_after: 50,
+            pad: 200,
+        },
+    );
+    inserter.wait_flowing();
     // 300 frames on one connection (0.5 MB on the wire, 14.4 GB inflated), answers unread.
     let attack_started = Instant::now();
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
     for _ in 0..300 {
         s.write_all(&frame).unwrap();
     }
-    let acked: usize = inserter.join().unwrap().trim().parse().unwrap();
-    assert_eq!(acked, 2000);
+    let acked = inserter.finish().acked;
+    assert_eq!(acked.len(), 2000);
     drop(s);
     let exit = proxy.stop();
     eprintln!(
@@ -257,23 +240,9 @@ fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
     assert!(!exit.stderr.contains("DROPPED"), "{}", exit.stderr);
 
     let records = capture_records(&out);
-    let mut ids = BTreeSet::new();
-    for r in records.iter().filter(|r| r.kind == RecordKind::Request) {
-        if let Ok(Message {
-            body: Body::Msg(msg),
-            ..
-        }) = Message::parse(&r.payload)
-        {
-            for section in &msg.sections {
-                if let Section::Sequence { documents, .. } = section {
-                    ids.extend(documents.iter().filter_map(|d| d.get_i32("_id").ok()));
-                }
-            }
-        }
-    }
     assert_eq!(
-        ids,
-        (0..2000).collect(),
+        inserted_ids(&records),
+        acked.into_iter().collect(),
         "every acknowledged insert recorded"
     );
     // Only what the connection earned (1,024 inflated bytes per byte sent) was inflated; the

@@ -354,37 +354,24 @@ fn sigterm_under_load_answers_every_request_already_sent() {
         "{}&retryWrites=false&serverSelectionTimeoutMS=1000",
         proxy.uri()
     );
-    // The load signals once 200 inserts are acknowledged; SIGTERM comes then, under load, however
-    // slowly Python starts on a busy machine.
-    let flowing = dir.path().join("flowing");
-    let flag = flowing.display().to_string();
-    let load = std::thread::spawn(move || {
-        python_json(
-            "import sys, json, threading\n\
-             from pymongo import MongoClient\n\
-             c = MongoClient(sys.argv[1])\n\
-             acked, errors = [], []\n\
-             def work(t):\n    i = 0\n    while True:\n        try:\n            c.drain.k.insert_one({'_id': f'{t}-{i}'})\n            acked.append(f'{t}-{i}'); i += 1\n            if len(acked) == 200: open(sys.argv[2], 'w').close()\n        except Exception as e:\n            errors.append(type(e).__name__); return\n\
-             ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]\n\
-             [t.start() for t in ts]; [t.join() for t in ts]\n\
-             print(json.dumps({'acked': acked, 'errors': errors}))\n",
-            &[uri, flag],
-        )
-    });
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !flowing.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load acknowledged no 200 inserts through the proxy in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The load is flowing once 200 inserts are acknowledged; SIGTERM comes then, under load,
+    // however slowly Python starts on a busy machine.
+    let load = Load::start(
+        uri,
+        LoadSpec {
+            db: "drain",
+            threads: 8,
+            inserts: None,
+            flowing_after: 200,
+            pad: 0,
+        },
+    );
+    load.wait_flowing();
     std::thread::sleep(Duration::from_millis(300));
     let exit = proxy.stop();
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
-    let result = load.join().unwrap();
-    let acked: Vec<String> = serde_json::from_value(result["acked"].clone()).unwrap();
-    let errors = result["errors"].as_array().unwrap().len();
+    let LoadResult { acked, errors } = load.finish();
+    let errors = errors.len();
     let records = capture_records(&out);
     let (asked, lost) = unanswered(&records);
     eprintln!("FIGURE drain under load: {} acked inserts, {asked} requests recorded, {lost} unanswered, {errors} client errors after SIGTERM", acked.len());
@@ -397,11 +384,7 @@ fn sigterm_under_load_answers_every_request_already_sent() {
         .collect();
     assert!(cut.is_empty(), "{cut:?}");
     // Every acknowledged write reached the server.
-    let count = python(
-        "import sys\nfrom pymongo import MongoClient\nprint(MongoClient(sys.argv[1]).drain.k.count_documents({}))",
-        &[server.uri()],
-    );
-    assert!(count.trim().parse::<usize>().unwrap() >= acked.len());
+    assert!(count_documents(&server.uri(), "drain", "k") >= acked.len());
 }
 
 #[test]

@@ -9,43 +9,10 @@ use bson::RawDocumentBuf;
 use common::*;
 use mongotape::capture::{GapEvent, Record, RecordKind};
 use mongotape::wire::depth::nested;
-use mongotape::wire::{Body, FrameSplitter, Message, MsgFlags, OpMsg, ReplyInfo, Section};
-use std::collections::BTreeSet;
+use mongotape::wire::{FrameSplitter, Message, MsgFlags, OpMsg, ReplyInfo, Section};
 use std::io::Write;
 use std::net::TcpStream;
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-/// Inserts `_id` 0..N one at a time (acknowledged), touching FILE after the first 100; prints how
-/// many were acknowledged. Arguments: URI N FILE.
-const INSERTER: &str = r#"
-import sys, pathlib
-from pymongo import MongoClient
-uri, n, started = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
-c = MongoClient(uri, serverSelectionTimeoutMS=10000)
-t = c.hostile.t
-t.drop()
-acked = 0
-for i in range(n):
-    t.insert_one({"_id": i, "s": "value-%d" % i})
-    acked += 1
-    if i == 100:
-        started.touch()
-print(acked)
-"#;
-
-/// Waits up to 60 s for `path` to exist.
-fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::time::Duration;
 
 /// An insert of one document `{d: <levels deep>}` on `hostile.deep`, as a document sequence.
 fn nested_insert(levels: usize) -> Vec<u8> {
@@ -66,30 +33,6 @@ fn nested_insert(levels: usize) -> Vec<u8> {
     .encode(77, 0)
 }
 
-/// The `_id`s of every document inserted by a request recorded in `records`.
-fn inserted_ids(records: &[Record]) -> BTreeSet<i64> {
-    let mut ids = BTreeSet::new();
-    for r in records.iter().filter(|r| r.kind == RecordKind::Request) {
-        let Ok(Message {
-            body: Body::Msg(msg),
-            ..
-        }) = Message::parse(&r.payload)
-        else {
-            continue;
-        };
-        for section in &msg.sections {
-            if let Section::Sequence { documents, .. } = section {
-                for d in documents {
-                    if let Ok(id) = d.get_i32("_id") {
-                        ids.insert(i64::from(id));
-                    }
-                }
-            }
-        }
-    }
-    ids
-}
-
 /// The gap records whose reason is `reason`.
 fn gaps(records: &[Record], reason: &str) -> Vec<GapEvent> {
     records
@@ -107,18 +50,17 @@ fn a_nested_insert_is_left_out_and_the_proxy_goes_on_recording_the_others() {
     let dir = tempdir();
     let out = dir.path().join("nested.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--redact", "values"]);
-    let started = dir.path().join("started");
-    let uri = proxy.uri();
-    let inserter = {
-        let started = started.clone();
-        std::thread::spawn(move || {
-            python(
-                INSERTER,
-                &[uri, "1500".into(), started.display().to_string()],
-            )
-        })
-    };
-    wait_for_file(&started);
+    let inserter = Load::start(
+        proxy.uri(),
+        LoadSpec {
+            db: "hostile",
+            threads: 1,
+            inserts: Some(1500),
+            flowing_after: 100,
+            pad: 12,
+        },
+    );
+    inserter.wait_flowing();
     let deep = nested_insert(7_000);
     assert!(deep.len() > 56_000, "{} bytes", deep.len());
     for _ in 0..3 {
@@ -130,8 +72,8 @@ fn a_nested_insert_is_left_out_and_the_proxy_goes_on_recording_the_others() {
         assert_eq!(info.ok, Some(1.0), "the server answers with a write error");
         assert_eq!(info.write_errors, 1);
     }
-    let acked: usize = inserter.join().unwrap().trim().parse().unwrap();
-    assert_eq!(acked, 1500);
+    let acked = inserter.finish().acked;
+    assert_eq!(acked.len(), 1500);
     raw_ping(proxy.addr());
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
@@ -150,10 +92,9 @@ fn a_nested_insert_is_left_out_and_the_proxy_goes_on_recording_the_others() {
 
     let records = capture_records(&out);
     assert_eq!(records.last().unwrap().kind, RecordKind::End);
-    let ids = inserted_ids(&records);
     assert_eq!(
-        ids,
-        (0..1500).collect(),
+        inserted_ids(&records),
+        acked.into_iter().collect(),
         "every acknowledged insert recorded"
     );
     let left_out = gaps(&records, "unredactable: nested deeper than the depth limit");

@@ -174,17 +174,6 @@ fn with_id_and_session(body: &bson::RawDocumentBuf, i: u64) -> bson::RawDocument
     bson::RawDocumentBuf::try_from(&d).unwrap()
 }
 
-fn count_items(uri: &str) -> u64 {
-    python(
-        "import sys\nfrom pymongo import MongoClient\n\
-         print(MongoClient(sys.argv[1]).fixtures.items.count_documents({}))\n",
-        &[uri],
-    )
-    .trim()
-    .parse()
-    .unwrap()
-}
-
 /// `mongotape replay --fast` over `capture`, started through `wrapper` (e.g. prlimit), with its
 /// report and peak RSS.
 fn replay_peak(wrapper: &[&str], capture: &Path, target: &str, args: &[&str]) -> (Replay, u64) {
@@ -241,7 +230,7 @@ fn connections_that_never_close_replay_within_the_connection_limit() {
     assert!(limit["peak_open"].as_u64().unwrap() <= 64, "{limit}");
     assert!(limit["waited"].as_u64().unwrap() > 0, "{limit}");
     assert_eq!(r.count("insert"), 5_000, "{}", r.describe());
-    assert_eq!(count_items(&server.uri()), 5_000);
+    assert_eq!(count_documents(&server.uri(), "fixtures", "items"), 5_000);
     assert!(peak < 150 * 1024 * 1024, "peak RSS {peak} B");
     assert_schema("replay", &r.report);
 }
@@ -273,7 +262,7 @@ fn the_default_connection_limit_follows_the_file_limit() {
         r.describe()
     );
     assert_eq!(r.report["connection_limit"]["limit"], 192);
-    assert_eq!(count_items(&server.uri()), 5_000);
+    assert_eq!(count_documents(&server.uri(), "fixtures", "items"), 5_000);
 }
 
 /// How the relay in [`misanswering_relay`] answers the first insert.

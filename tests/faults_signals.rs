@@ -6,63 +6,12 @@
 mod common;
 
 use common::*;
-use mongotape::capture::{Record, RecordKind};
-use mongotape::wire::{Body, Message, Section};
-use std::collections::HashSet;
+use mongotape::capture::RecordKind;
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The `_id`s of every document a recorded `insert` request carries.
-fn inserted_ids(records: &[Record]) -> HashSet<String> {
-    let mut ids = HashSet::new();
-    for r in records.iter().filter(|r| r.kind == RecordKind::Request) {
-        let Ok(Message {
-            body: Body::Msg(msg),
-            ..
-        }) = Message::parse(&r.payload)
-        else {
-            continue;
-        };
-        for section in &msg.sections {
-            if let Section::Sequence {
-                identifier,
-                documents,
-            } = section
-            {
-                if identifier == "documents" {
-                    ids.extend(
-                        documents
-                            .iter()
-                            .filter_map(|d| d.get_str("_id").ok().map(str::to_owned)),
-                    );
-                }
-            }
-        }
-    }
-    ids
-}
-
-/// Eight pymongo threads inserting `{_id: "T-I"}` until the proxy goes away; `flag` is created
-/// once 200 are acknowledged. Prints `{"acked": [...], "errors": [...]}`.
-const LOAD: &str = "import sys, json, threading\n\
-from pymongo import MongoClient\n\
-c = MongoClient(sys.argv[1])\n\
-acked, errors = [], []\n\
-def work(t):\n    i = 0\n    while True:\n        try:\n            c.signals.k.insert_one({'_id': f'{t}-{i}'})\n            acked.append(f'{t}-{i}'); i += 1\n            if len(acked) == 200: open(sys.argv[2], 'w').close()\n        except Exception as e:\n            errors.append(type(e).__name__); return\n\
-ts = [threading.Thread(target=work, args=(t,)) for t in range(8)]\n\
-[t.start() for t in ts]; [t.join() for t in ts]\n\
-print(json.dumps({'acked': acked, 'errors': errors}))\n";
-
-fn wait_for_file(flag: &Path, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !flag.exists() {
-        assert!(Instant::now() < deadline, "{what} within 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn sighup_under_load_drains_and_keeps_every_acknowledged_write() {
@@ -74,13 +23,17 @@ fn sighup_under_load_drains_and_keeps_every_acknowledged_write() {
         "{}&retryWrites=false&serverSelectionTimeoutMS=1000",
         proxy.uri()
     );
-    let flowing = dir.path().join("flowing");
-    let flag = flowing.display().to_string();
-    let load = std::thread::spawn(move || python_json(LOAD, &[uri, flag]));
-    wait_for_file(
-        &flowing,
-        "the load acknowledged 200 inserts through the proxy",
+    let load = Load::start(
+        uri,
+        LoadSpec {
+            db: "signals",
+            threads: 8,
+            inserts: None,
+            flowing_after: 200,
+            pad: 0,
+        },
     );
+    load.wait_flowing();
     std::thread::sleep(Duration::from_millis(300));
     let exit = proxy.stop_with(libc::SIGHUP);
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
@@ -89,8 +42,7 @@ fn sighup_under_load_drains_and_keeps_every_acknowledged_write() {
         "{}",
         exit.stderr
     );
-    let result = load.join().unwrap();
-    let acked: Vec<String> = serde_json::from_value(result["acked"].clone()).unwrap();
+    let acked = load.finish().acked;
     let records = capture_records(&out);
     assert_eq!(
         records.last().unwrap().kind,
@@ -98,7 +50,7 @@ fn sighup_under_load_drains_and_keeps_every_acknowledged_write() {
         "no end record"
     );
     let recorded = inserted_ids(&records);
-    let missing: Vec<&String> = acked.iter().filter(|id| !recorded.contains(*id)).collect();
+    let missing: Vec<&i64> = acked.iter().filter(|id| !recorded.contains(*id)).collect();
     eprintln!(
         "FIGURE SIGHUP under load: {} acknowledged inserts, {} in the capture, {} missing",
         acked.len(),
@@ -154,17 +106,20 @@ fn wait_listening(child: &mut Child, addr: &str) {
     }
 }
 
-const INSERTS: &str = "import sys\nfrom pymongo import MongoClient\n\
-c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)\n\
-for i in range(int(sys.argv[2])):\n    c.pipes.k.insert_one({'_id': f'{sys.argv[3]}-{i}'})\n\
-print(c.pipes.k.count_documents({'_id': {'$regex': '^' + sys.argv[3]}}))\n";
-
 /// Inserts through the proxy at `addr`, stops it with SIGTERM, and checks that it forwarded,
 /// exited 0 (not 101 from a panic) and wrote a whole capture holding every insert.
-fn forwards_and_stops_cleanly(mut child: Child, addr: &str, out: &Path, tag: &str) {
+fn forwards_and_stops_cleanly(mut child: Child, addr: &str, out: &Path) {
     let uri = format!("mongodb://{addr}/?directConnection=true");
-    let count = python(INSERTS, &[uri.as_str(), "100", tag]);
-    assert_eq!(count.trim(), "100", "the proxy did not forward");
+    let spec = LoadSpec {
+        db: "pipes",
+        threads: 1,
+        inserts: Some(100),
+        flowing_after: 100,
+        pad: 0,
+    };
+    let acked = Load::start(uri.clone(), spec).finish().acked;
+    assert_eq!(acked.len(), 100, "the proxy did not forward");
+    assert_eq!(count_documents(&uri, "pipes", "k"), 100);
     assert!(child.try_wait().unwrap().is_none(), "the proxy died");
     // SAFETY: kill(2) on the child this test started and has not reaped.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
@@ -186,8 +141,7 @@ fn forwards_and_stops_cleanly(mut child: Child, addr: &str, out: &Path, tag: &st
         RecordKind::End,
         "no end record"
     );
-    let ids = inserted_ids(&records);
-    assert_eq!(ids.iter().filter(|id| id.starts_with(tag)).count(), 100);
+    assert_eq!(inserted_ids(&records), acked.into_iter().collect());
 }
 
 #[test]
@@ -200,7 +154,7 @@ fn a_stderr_pipe_whose_reader_is_gone_at_start_does_not_stop_the_proxy() {
     let listen = free_addr();
     let mut child = record_with_stderr(server.addr(), &listen, &out, writer.into());
     wait_listening(&mut child, &listen);
-    forwards_and_stops_cleanly(child, &listen, &out, "start");
+    forwards_and_stops_cleanly(child, &listen, &out);
 }
 
 #[test]
@@ -224,7 +178,7 @@ fn a_stderr_reader_that_exits_mid_run_does_not_stop_the_proxy() {
     // from now on, down to its last line at stop, goes nowhere.
     drop(lines);
     wait_listening(&mut child, &addr);
-    forwards_and_stops_cleanly(child, &addr, &out, "midrun");
+    forwards_and_stops_cleanly(child, &addr, &out);
 }
 
 /// Until the target holds `n` documents in `analyze_test.c` (a bounded wait in one process).

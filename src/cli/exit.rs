@@ -23,7 +23,7 @@ pub enum Exit {
 }
 
 impl Exit {
-    const ALL: [Exit; 7] = [
+    pub const ALL: [Exit; 7] = [
         Exit::Ok,
         Exit::Failure,
         Exit::Usage,
@@ -49,27 +49,8 @@ impl Exit {
         }
     }
 
-    /// The statuses `subcommand` can end with.
-    fn of(subcommand: &str) -> &'static [Exit] {
-        use Exit::*;
-        match subcommand {
-            "inspect" | "cat" | "analyze" => &[Ok, Failure, Usage, DamagedCapture],
-            "replay" => &[
-                Ok,
-                Failure,
-                Usage,
-                DamagedCapture,
-                Threshold,
-                NothingReplayed,
-            ],
-            "merge" => &[Ok, Failure, Usage, IncompleteMerge],
-            _ => &[Ok, Failure, Usage],
-        }
-    }
-
-    /// The `Exit status:` paragraph of a subcommand's `--help`; every status for `None`.
-    pub fn help(subcommand: Option<&str>) -> String {
-        let codes = subcommand.map_or(&Exit::ALL[..], Exit::of);
+    /// The `Exit status:` paragraph of a `--help`, listing `codes`.
+    pub fn help(codes: &[Exit]) -> String {
         let mut out = String::from("Exit status:\n");
         for e in codes {
             out.push_str(&format!("  {}  {}\n", e.code(), e.meaning()));
@@ -141,7 +122,7 @@ mod tests {
 
     #[test]
     fn every_code_is_distinct_and_listed() {
-        let help = Exit::help(None);
+        let help = Exit::help(&Exit::ALL);
         for (i, e) in Exit::ALL.iter().enumerate() {
             assert_eq!(e.code() as usize, i);
             assert!(help.contains(&format!("  {i}  ")), "{help}");

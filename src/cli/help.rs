@@ -1,24 +1,50 @@
-//! The end of every `--help`: examples, then the exit statuses the subcommand can end with.
+//! The end of every `--help`: examples, then the exit statuses the subcommand can end with. Each
+//! subcommand is described once, by one [`About`] here that its variant of `cli::Command` names
+//! (`#[command(after_help = help::RECORD.after_help())]`); a test fails on a subcommand without.
 
-use super::exit::Exit;
+use super::exit::Exit::{self, *};
 
-fn examples(subcommand: &str) -> &'static str {
-    match subcommand {
-        "record" => RECORD,
-        "inspect" => {
-            "Examples:
+/// A subcommand's examples and the exit statuses it can end with.
+pub struct About {
+    examples: &'static str,
+    exits: &'static [Exit],
+}
+
+impl About {
+    /// What its `--help` says after the options.
+    pub fn after_help(&self) -> String {
+        format!("{}\n\n{}", self.examples, Exit::help(self.exits))
+    }
+}
+
+/// Every subcommand's statuses but `replay`'s and `merge`'s own.
+const USUAL: &[Exit] = &[Ok, Failure, Usage];
+/// The readers of a capture, which may be damaged.
+const READS: &[Exit] = &[Ok, Failure, Usage, DamagedCapture];
+
+pub const RECORD: About = About {
+    examples: RECORD_EXAMPLES,
+    exits: USUAL,
+};
+
+pub const INSPECT: About = About {
+    examples: "Examples:
   mongotape inspect run.mtape                # connections, drivers, commands, namespaces
-  mongotape inspect /var/lib/mongotape -j    # every segment of a rotated recording, as JSON"
-        }
-        "cat" => {
-            "Examples:
+  mongotape inspect /var/lib/mongotape -j    # every segment of a rotated recording, as JSON",
+    exits: READS,
+};
+
+pub const CAT: About = About {
+    examples: "Examples:
   mongotape cat run.mtape -n 20                          # the first 20 messages, one JSON line each
   mongotape cat run.mtape --command insert --ns shop.orders --pretty
   mongotape cat run.mtape --canonical | jq -c .body      # bodies as bsondump writes them
-  mongotape cat run.mtape --conn 3 --events --no-body    # one connection's story"
-        }
-        "replay" => {
-            "Examples:
+  mongotape cat run.mtape --conn 3 --events --no-body    # one connection's story",
+    exits: READS,
+};
+
+pub const REPLAY: About = About {
+    examples: "Examples:
   # As recorded, against a test server, with the JSON and HTML reports
   mongotape replay run.mtape -t mongodb://127.0.0.1:27017 -o report.json --html report.html
 
@@ -33,41 +59,56 @@ fn examples(subcommand: &str) -> &'static str {
   # Only the orders collection, into a scratch database
   mongotape replay run.mtape -t 127.0.0.1:27017 --namespace shop.orders --db-map shop:scratch
 
-See docs/replay.md."
-        }
-        "analyze" => {
-            "Examples:
+See docs/replay.md.",
+    exits: &[
+        Ok,
+        Failure,
+        Usage,
+        DamagedCapture,
+        Threshold,
+        NothingReplayed,
+    ],
+};
+
+pub const ANALYZE: About = About {
+    examples: "Examples:
   mongotape analyze run.mtape                      # is it the server or the client?
   mongotape analyze run.mtape --html analyze.html  # with charts
-  mongotape analyze run.mtape -j > before.json     # for `mongotape compare`"
-        }
-        "compare" => {
-            "Examples:
+  mongotape analyze run.mtape -j > before.json     # for `mongotape compare`",
+    exits: READS,
+};
+
+pub const COMPARE: About = About {
+    examples: "Examples:
   mongotape compare before.json after.json                # ratios against before.json
-  mongotape compare php.json pymongo.json --html cmp.html"
-        }
-        "merge" => {
-            "Examples:
+  mongotape compare php.json pymongo.json --html cmp.html",
+    exits: USUAL,
+};
+
+pub const MERGE: About = About {
+    examples: "Examples:
   mongotape merge s0.json s1.json s2.json s3.json -o merged.json --html merged.html
 
-See docs/scale.md."
-        }
-        "completions" => {
-            "Examples:
+See docs/scale.md.",
+    exits: &[Ok, Failure, Usage, IncompleteMerge],
+};
+
+pub const COMPLETIONS: About = About {
+    examples: "Examples:
   mongotape completions bash > /etc/bash_completion.d/mongotape
   mongotape completions zsh > \"${fpath[1]}/_mongotape\"
-  mongotape completions fish > ~/.config/fish/completions/mongotape.fish"
-        }
-        "man" => {
-            "Examples:
-  mongotape man > mongotape.1 && man ./mongotape.1
-  mongotape man --dir /usr/local/share/man/man1   # also a page per subcommand"
-        }
-        _ => "",
-    }
-}
+  mongotape completions fish > ~/.config/fish/completions/mongotape.fish",
+    exits: USUAL,
+};
 
-const RECORD: &str = "Examples:
+pub const MAN: About = About {
+    examples: "Examples:
+  mongotape man > mongotape.1 && man ./mongotape.1
+  mongotape man --dir /usr/local/share/man/man1   # also a page per subcommand",
+    exits: USUAL,
+};
+
+const RECORD_EXAMPLES: &str = "Examples:
   # One server: applications connect to mongodb://127.0.0.1:27018/?directConnection=true
   mongotape record -u 127.0.0.1:27017 -l 127.0.0.1:27018 -o run.mtape
 
@@ -90,19 +131,12 @@ const RECORD: &str = "Examples:
 
 See docs/production.md.";
 
-/// The command line with each subcommand's examples and exit statuses after its options.
-pub fn with_after_help(mut cmd: clap::Command) -> clap::Command {
-    let names: Vec<String> = cmd
-        .get_subcommands()
-        .map(|s| s.get_name().to_owned())
-        .collect();
-    for name in names {
-        let after = format!("{}\n\n{}", examples(&name), Exit::help(Some(&name)));
-        cmd = cmd.mut_subcommand(&name, |s| s.after_help(after.trim_start().to_owned()));
-    }
+/// The command line with the exit statuses and the log's settings after its options (each
+/// subcommand's own come from its [`About`]).
+pub fn with_after_help(cmd: clap::Command) -> clap::Command {
     cmd.after_help(format!(
         "{}\nLog: MONGOTAPE_LOG=debug (a tracing filter) or -v / -vv; -q, -qq, -qqq for less.\n\
          Colour and live status lines only on a terminal, never with NO_COLOR set.",
-        Exit::help(None)
+        Exit::help(&Exit::ALL)
     ))
 }

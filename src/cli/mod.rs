@@ -1,5 +1,6 @@
 //! Command-line definitions, one file per subcommand; `exit` (statuses), `output` (log, colour,
-//! stdout), `help` (examples) and `thresholds` (replay's gates) are shared.
+//! stdout), `help` (each subcommand's examples and exit statuses) and `thresholds` (replay's
+//! gates) are shared.
 
 mod analyze;
 mod compare;
@@ -39,29 +40,39 @@ struct Cli {
     command: Command,
 }
 
+/// Each subcommand: its one-line help, its examples and exit statuses (`help`), its arguments.
 #[derive(Subcommand)]
 enum Command {
     /// Run the recording proxy between clients and a MongoDB server.
+    #[command(after_help = help::RECORD.after_help())]
     Record(record::RecordArgs),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
+    #[command(after_help = help::INSPECT.after_help())]
     Inspect(view::InspectArgs),
     /// Print a capture's messages as JSON lines.
+    #[command(after_help = help::CAT.after_help())]
     Cat(view::CatArgs),
     /// Replay a capture against a server and measure what the server spends.
+    #[command(after_help = help::REPLAY.after_help())]
     Replay(Box<replay::ReplayArgs>),
     /// Server time against client time, per connection and per driver, from a capture alone.
+    #[command(after_help = help::ANALYZE.after_help())]
     Analyze(analyze::AnalyzeArgs),
     /// Analyze or replay reports side by side, with ratios against the first.
+    #[command(after_help = help::COMPARE.after_help())]
     Compare(compare::CompareArgs),
     /// Add the reports of a sharded replay (`replay --shard I/N`) into one, percentiles exact.
+    #[command(after_help = help::MERGE.after_help())]
     Merge(merge::MergeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETIONS.after_help())]
     Completions(generate::CompletionsArgs),
     /// Print the manual page (roff), made from these same definitions.
+    #[command(after_help = help::MAN.after_help())]
     Man(generate::ManArgs),
 }
 
-/// The whole command line, with examples and exit statuses after each subcommand's options.
+/// The whole command line, with every exit status and the log's settings after its options.
 fn command() -> clap::Command {
     help::with_after_help(Cli::command())
 }
@@ -101,5 +112,38 @@ pub fn main() -> ExitCode {
             output::note!("mongotape: error: {}", exit::message(&e));
             exit::of_error(&e).into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command;
+
+    /// A subcommand added without its `help::About` would print no examples and no exit statuses.
+    #[test]
+    fn every_subcommand_has_help_examples_and_exit_statuses() {
+        let cmd = command();
+        let mut missing = Vec::new();
+        for sub in cmd.get_subcommands() {
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let about = sub.get_about().is_some_and(|a| !a.to_string().is_empty());
+            for (what, there) in [
+                ("a one-line help", about),
+                ("examples", after.starts_with("Examples:\n")),
+                (
+                    "exit statuses",
+                    after.contains("\n\nExit status:\n  0  success\n"),
+                ),
+            ] {
+                if !there {
+                    missing.push(format!("{} has no {what}", sub.get_name()));
+                }
+            }
+        }
+        assert!(cmd.get_subcommands().count() >= 9);
+        assert!(missing.is_empty(), "{}", missing.join("; "));
     }
 }

@@ -5,7 +5,7 @@ use mongotape::capture::{CaptureError, SegmentPlan};
 use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
-use mongotape::proxy::supervise::Shutdown;
+use mongotape::proxy::shutdown::Signals;
 use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode, CLIENT_ONLY_OPTIONS};
 use mongotape::redact::Redaction;
 use std::path::PathBuf;
@@ -189,58 +189,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         if let Some(timeout) = args.limits.connect_timeout {
             upstream.connect_timeout = Some(timeout);
         }
-        let unused = upstream.options_among(CLIENT_ONLY_OPTIONS);
-        if !unused.is_empty() || upstream.credential.is_some() {
-            let mut what = unused;
-            if upstream
-                .credential
-                .as_ref()
-                .is_some_and(|c| c.username.is_some())
-            {
-                what.insert(0, "credentials".into());
-            }
-            note!(
-                "mongotape: --upstream {} are for the application's driver; the proxy does not \
-                 use them (clients authenticate and choose through it)",
-                what.join(", ")
-            );
-        }
-        let client_tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(ServerTls {
-                cert_file: cert.clone(),
-                key_file: key.clone(),
-                client_ca_file: args.tls_ca.clone(),
-            }),
-            _ => None,
-        };
+        note_unused_options(&upstream);
         let display = upstream.display.clone();
-        let config = ProxyConfig {
-            listen: args.listen,
-            advertise_host: args.advertise_host,
-            upstream,
-            client_tls,
-            out: plan,
-            redaction: match args.redact {
-                RedactArg::Credentials => Redaction::Credentials,
-                RedactArg::Values => Redaction::Values,
-            },
-            status: match (args.quiet, super::output::styled(&std::io::stderr())) {
-                (true, _) => StatusMode::Never,
-                (false, true) => StatusMode::Live,
-                (false, false) => StatusMode::Lines,
-            },
-            zstd_level: args.zstd_level,
-            max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
-            topology_interval: Duration::from_secs(args.topology_interval_secs.max(1)),
-        };
-        let limits = Limits {
-            max_buffer_bytes: args.limits.max_buffer_mb.max(1).saturating_mul(1024 * 1024),
-            buffer_wait: args.limits.buffer_wait,
-            reply_timeout: args.limits.reply_timeout,
-            idle_timeout: args.limits.idle_timeout,
-            drain_timeout: args.limits.drain_timeout,
-        };
-        let mut proxy = Proxy::bind(config).await?.with_limits(limits);
+        let limits = limits(&args.limits);
+        let out = args.out.clone();
+        let mut proxy = Proxy::bind(proxy_config(args, upstream, plan))
+            .await?
+            .with_limits(limits);
         if let Some(server) = metrics {
             note!(
                 "mongotape: metrics on http://{}/metrics",
@@ -248,47 +203,98 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             );
             proxy.serve_metrics(server);
         }
-        // Installed before the listeners are announced: a signal from then on drains, never kills.
-        let mut signals = Signals::new();
-        for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
-            if *local == member.advertised {
-                note!("mongotape: listening on {local} for {}", member.upstream);
-            } else {
-                note!(
-                    "mongotape: listening on {local} for {} (advertised as {})",
-                    member.upstream,
-                    member.advertised
-                );
-            }
-        }
-        match &args.out {
-            Some(out) => note!(
-                "mongotape: forwarding to {display}, recording to {}",
-                out.display()
-            ),
-            None => note!("mongotape: forwarding to {display}, not recording"),
-        }
-        let (drain_tx, drain) = tokio::sync::watch::channel(false);
-        let (now_tx, now) = tokio::sync::watch::channel(false);
-        let drain_timeout = args.limits.drain_timeout;
-        tokio::spawn(async move {
-            let first = signals.next().await;
-            note!(
-                "\nmongotape: stopping ({first}): draining for up to {drain_timeout:?} (a second \
-                 signal stops at once)"
-            );
-            let _ = drain_tx.send(true);
-            let second = signals.next().await;
-            note!("mongotape: stopping at once ({second})");
-            let _ = now_tx.send(true);
-        });
+        let signals = Signals::new().context("installing the signal handlers")?;
+        announce(&proxy, &display, out.as_deref());
         let snap = proxy
-            .run_until(Shutdown { drain, now })
+            .run_until(signals.shutdown(limits.drain_timeout))
             .await
-            .map_err(|e| capture_named(e, args.out.as_deref()))?;
+            .map_err(|e| capture_named(e, out.as_deref()))?;
         note!("mongotape: {}", snap.status_line());
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Connection-string options and credentials are the application's: the proxy says it ignores them.
+fn note_unused_options(upstream: &ConnString) {
+    let unused = upstream.options_among(CLIENT_ONLY_OPTIONS);
+    if unused.is_empty() && upstream.credential.is_none() {
+        return;
+    }
+    let mut what = unused;
+    if upstream
+        .credential
+        .as_ref()
+        .is_some_and(|c| c.username.is_some())
+    {
+        what.insert(0, "credentials".into());
+    }
+    note!(
+        "mongotape: --upstream {} are for the application's driver; the proxy does not \
+         use them (clients authenticate and choose through it)",
+        what.join(", ")
+    );
+}
+
+fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan>) -> ProxyConfig {
+    let client_tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls {
+            cert_file: cert.clone(),
+            key_file: key.clone(),
+            client_ca_file: args.tls_ca.clone(),
+        }),
+        _ => None,
+    };
+    ProxyConfig {
+        listen: args.listen,
+        advertise_host: args.advertise_host,
+        upstream,
+        client_tls,
+        out: plan,
+        redaction: match args.redact {
+            RedactArg::Credentials => Redaction::Credentials,
+            RedactArg::Values => Redaction::Values,
+        },
+        status: match (args.quiet, super::output::styled(&std::io::stderr())) {
+            (true, _) => StatusMode::Never,
+            (false, true) => StatusMode::Live,
+            (false, false) => StatusMode::Lines,
+        },
+        zstd_level: args.zstd_level,
+        max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
+        topology_interval: Duration::from_secs(args.topology_interval_secs.max(1)),
+    }
+}
+
+fn limits(args: &LimitArgs) -> Limits {
+    Limits {
+        max_buffer_bytes: args.max_buffer_mb.max(1).saturating_mul(1024 * 1024),
+        buffer_wait: args.buffer_wait,
+        reply_timeout: args.reply_timeout,
+        idle_timeout: args.idle_timeout,
+        drain_timeout: args.drain_timeout,
+    }
+}
+
+/// Each listener and the member it serves, then where the traffic goes.
+fn announce(proxy: &Proxy, display: &str, out: Option<&std::path::Path>) {
+    for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
+        if *local == member.advertised {
+            note!("mongotape: listening on {local} for {}", member.upstream);
+        } else {
+            note!(
+                "mongotape: listening on {local} for {} (advertised as {})",
+                member.upstream,
+                member.advertised
+            );
+        }
+    }
+    match out {
+        Some(out) => note!(
+            "mongotape: forwarding to {display}, recording to {}",
+            out.display()
+        ),
+        None => note!("mongotape: forwarding to {display}, not recording"),
+    }
 }
 
 /// A failure writing the capture names the file (the writer itself only sees a stream).
@@ -298,32 +304,5 @@ fn capture_named(e: ProxyError, out: Option<&std::path::Path>) -> anyhow::Error 
             anyhow::Error::new(e).context(format!("capture {}", path.display()))
         }
         _ => e.into(),
-    }
-}
-
-/// SIGTERM, SIGINT and SIGHUP, as one stream: an ssh session that drops (SIGHUP) stops the proxy
-/// the way SIGTERM does, with the drain and the capture's `end` record.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Signals {
-        use tokio::signal::unix::{signal, SignalKind};
-        Signals {
-            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
-            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
-            hup: signal(SignalKind::hangup()).expect("SIGHUP handler"),
-        }
-    }
-
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.int.recv() => "SIGINT",
-            _ = self.hup.recv() => "SIGHUP",
-        }
     }
 }

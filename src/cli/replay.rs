@@ -217,8 +217,9 @@ enum OrderArg {
     None,
 }
 
-pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let pacing = pacing(&args)?;
+/// The replay's configuration from the options (the lists moved out of `args`).
+fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
+    let pacing = pacing(args)?;
     let mut db_map = Vec::new();
     for m in &args.db_map {
         let (from, to) = m
@@ -244,20 +245,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         // A ramp runs to its end by default.
         config.duration = Some(Duration::from_secs_f64(over_s));
     }
-    config.shard = shard_arg(&args)?;
+    config.shard = shard_arg(args)?;
     config.unordered = args.order == OrderArg::None;
     config.start_at = args.start_at.as_deref().map(start_at_arg).transpose()?;
-    config.repeat = match (args.repeat, config.duration) {
-        (Some(r), _) => Some(r),
-        (None, Some(_)) => None,
-        (None, None) => Some(1),
-    };
+    config.repeat = args.repeat;
     config.filters = Filters {
-        commands: args.commands,
-        exclude_commands: args.exclude_commands,
-        namespaces: args.namespaces,
-        exclude_namespaces: args.exclude_namespaces,
-        connections: args.connection_ids,
+        commands: std::mem::take(&mut args.commands),
+        exclude_commands: std::mem::take(&mut args.exclude_commands),
+        namespaces: std::mem::take(&mut args.namespaces),
+        exclude_namespaces: std::mem::take(&mut args.exclude_namespaces),
+        connections: std::mem::take(&mut args.connection_ids),
     };
     config.db_map = db_map;
     config.server_pid = args.server_pid.first().copied();
@@ -266,8 +263,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());
     config.label = args.label.first().cloned();
-    config.metrics = args.metrics;
+    config.metrics = args.metrics.take();
+    Ok(config)
+}
 
+pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let config = replay_config(&mut args)?;
     let target = Target::parse_blocking(&args.target[0])?;
     if !target.unused.is_empty() {
         super::output::note!(

@@ -42,14 +42,13 @@ pub struct Outputs<'a> {
 
 const DEFAULT_LABELS: [&str; 3] = ["A", "B", "A2"];
 
-pub fn run(
-    config: ReplayConfig,
+/// The targets, their labels and pids, and the comparison's options, checked.
+fn ab_config(
     uris: &[String],
     labels: &[String],
     pids: &[u32],
     args: &AbArgs,
-    out: Outputs<'_>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<AbConfig> {
     anyhow::ensure!(
         uris.len() <= 3,
         "--target: at most three (A, B and A2), {} given",
@@ -90,7 +89,7 @@ pub fn run(
         ..DiffOptions::default()
     };
     diff.ignored.extend(args.ignore_fields.iter().cloned());
-    let ab_config = AbConfig {
+    Ok(AbConfig {
         targets,
         diff,
         bootstrap: Bootstrap {
@@ -98,7 +97,18 @@ pub fn run(
             seed: args.seed,
             ..Bootstrap::default()
         },
-    };
+    })
+}
+
+pub fn run(
+    config: ReplayConfig,
+    uris: &[String],
+    labels: &[String],
+    pids: &[u32],
+    args: &AbArgs,
+    out: Outputs<'_>,
+) -> anyhow::Result<ExitCode> {
+    let ab_config = ab_config(uris, labels, pids, args)?;
     let report = ab::run(config, ab_config)?;
     if let Some(path) = out.report {
         let json = serde_json::to_vec_pretty(&report)?;

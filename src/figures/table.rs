@@ -1,31 +1,49 @@
 //! The one table model of every report: a report builds its rows once, and the same [`Table`] is
 //! rendered as plain text for the terminal ([`Table::render`]: right-aligned numbers,
-//! left-aligned text) and as HTML by `report::html::Page::table`. A column can be kept out of the
-//! text ([`Table::html_only`]) where it would make the terminal table too wide.
+//! left-aligned text) and as HTML by `report::html::Page::table` ([`Table::for_html`]). A column
+//! can be kept out of the text ([`Table::html_only`]) where it would make the terminal table too
+//! wide, or out of the page ([`Table::text_only`]) where the page shows the same figure in a
+//! fuller form (p50 and p99 as two sortable columns, every example rather than the first).
 
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
-    /// Columns left out of the text rendering.
-    html_only: Vec<bool>,
+    /// Where each column is shown.
+    shown: Vec<Shown>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    Both,
+    Html,
+    Text,
 }
 
 impl Table {
     pub fn new<S: Into<String>>(headers: impl IntoIterator<Item = S>) -> Table {
         let headers: Vec<String> = headers.into_iter().map(Into::into).collect();
         Table {
-            html_only: vec![false; headers.len()],
+            shown: vec![Shown::Both; headers.len()],
             headers,
             rows: Vec::new(),
         }
     }
 
     /// Keeps the named columns out of the text rendering (the HTML page shows them).
-    pub fn html_only(mut self, columns: &[&str]) -> Table {
+    pub fn html_only<S: AsRef<str>>(self, columns: &[S]) -> Table {
+        self.shown_only(columns, Shown::Html)
+    }
+
+    /// Keeps the named columns out of the HTML page (the text shows them).
+    pub fn text_only<S: AsRef<str>>(self, columns: &[S]) -> Table {
+        self.shown_only(columns, Shown::Text)
+    }
+
+    fn shown_only<S: AsRef<str>>(mut self, columns: &[S], only: Shown) -> Table {
         for (i, h) in self.headers.iter().enumerate() {
-            if columns.contains(&h.as_str()) {
-                self.html_only[i] = true;
+            if columns.iter().any(|c| c.as_ref() == h) {
+                self.shown[i] = only;
             }
         }
         self
@@ -55,8 +73,8 @@ impl Table {
 
     /// The table as plain text, without its HTML-only columns.
     pub fn render(&self) -> String {
-        if self.html_only.iter().any(|&h| h) {
-            return self.text_columns().render();
+        if self.shown.iter().any(|&s| s != Shown::Both) {
+            return self.columns(Shown::Text).render();
         }
         let cols = self.headers.len();
         let mut width = vec![0; cols];
@@ -105,17 +123,26 @@ impl Table {
         out
     }
 
-    fn text_columns(&self) -> Table {
+    /// The columns the HTML page shows (all but the text-only ones).
+    pub fn for_html(&self) -> Table {
+        self.columns(Shown::Html)
+    }
+
+    /// The columns shown in `medium`, all shown in both.
+    fn columns(&self, medium: Shown) -> Table {
         let keep = |row: &[String]| -> Vec<String> {
             row.iter()
                 .enumerate()
-                .filter(|(i, _)| !self.html_only.get(*i).copied().unwrap_or(false))
+                .filter(|(i, _)| {
+                    let shown = self.shown.get(*i).copied().unwrap_or(Shown::Both);
+                    shown == Shown::Both || shown == medium
+                })
                 .map(|(_, c)| c.clone())
                 .collect()
         };
         let headers = keep(&self.headers);
         Table {
-            html_only: vec![false; headers.len()],
+            shown: vec![Shown::Both; headers.len()],
             headers,
             rows: self.rows.iter().map(|r| keep(r)).collect(),
         }
@@ -137,5 +164,21 @@ mod tests {
         );
         assert_eq!(t.headers().len(), 3);
         assert_eq!(t.rows()[1][1], "127.0.0.1:5001");
+        assert_eq!(t.for_html().headers().len(), 3);
+    }
+
+    #[test]
+    fn text_only_columns_are_left_off_the_page() {
+        let mut t = Table::new(["field", "example", "examples"])
+            .text_only(&["example"])
+            .html_only(&["examples"]);
+        t.row(["n", "find: 1 vs 2", "[1, 2, 3]"]);
+        assert_eq!(
+            t.render(),
+            "field  example\n-----  ------------\nn      find: 1 vs 2\n"
+        );
+        let page = t.for_html();
+        assert_eq!(page.headers(), ["field", "examples"]);
+        assert_eq!(page.rows()[0], ["n", "[1, 2, 3]"]);
     }
 }

@@ -101,6 +101,46 @@ impl fmt::Debug for ConnString {
     }
 }
 
+/// Options a TXT record added (`mongodb+srv://`) count as written options.
+fn add_txt_options(options: &mut Vec<String>, resolved: &ClientOptions) {
+    for (key, set) in [
+        ("replicaSet", resolved.repl_set_name.is_some()),
+        ("loadBalanced", resolved.load_balanced.is_some()),
+        (
+            "authSource",
+            resolved
+                .credential
+                .as_ref()
+                .is_some_and(|c| c.source.is_some()),
+        ),
+    ] {
+        if set && !options.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+            options.push(key.to_owned());
+        }
+    }
+}
+
+/// The hosts, resolved; only TCP addresses are supported.
+fn tcp_hosts(resolved: &ClientOptions) -> Result<Vec<HostPort>, NetError> {
+    let mut hosts = Vec::with_capacity(resolved.hosts.len());
+    for address in &resolved.hosts {
+        match address {
+            ServerAddress::Tcp { host, port } => hosts.push(HostPort {
+                host: host.clone(),
+                port: port.unwrap_or(DEFAULT_PORT),
+            }),
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(NetError::Unsupported {
+                    option: format!("host {other}"),
+                    why: "only TCP addresses are supported (no Unix domain sockets)".into(),
+                })
+            }
+        }
+    }
+    Ok(hosts)
+}
+
 impl ConnString {
     /// Parses `mongodb://...`, `mongodb+srv://...` (SRV and TXT records are looked up) or a plain
     /// `host:port` / `host1:port,host2:port`.
@@ -130,39 +170,9 @@ impl ConnString {
                 detail: e.kind.to_string(),
             })?;
         if srv.is_some() {
-            // Options a TXT record added count as written options.
-            for (key, set) in [
-                ("replicaSet", resolved.repl_set_name.is_some()),
-                ("loadBalanced", resolved.load_balanced.is_some()),
-                (
-                    "authSource",
-                    resolved
-                        .credential
-                        .as_ref()
-                        .is_some_and(|c| c.source.is_some()),
-                ),
-            ] {
-                if set && !options.iter().any(|k| k.eq_ignore_ascii_case(key)) {
-                    options.push(key.to_owned());
-                }
-            }
+            add_txt_options(&mut options, &resolved);
         }
-        let mut hosts = Vec::with_capacity(resolved.hosts.len());
-        for address in &resolved.hosts {
-            match address {
-                ServerAddress::Tcp { host, port } => hosts.push(HostPort {
-                    host: host.clone(),
-                    port: port.unwrap_or(DEFAULT_PORT),
-                }),
-                #[allow(unreachable_patterns)]
-                other => {
-                    return Err(NetError::Unsupported {
-                        option: format!("host {other}"),
-                        why: "only TCP addresses are supported (no Unix domain sockets)".into(),
-                    })
-                }
-            }
-        }
+        let hosts = tcp_hosts(&resolved)?;
         let insecure = raw_bool(&uri, "tlsinsecure");
         let tls = match &resolved.tls {
             Some(Tls::Enabled(t)) => Some(ClientTls {

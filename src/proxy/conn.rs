@@ -16,10 +16,9 @@ use super::stats::Stats;
 use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
 use super::supervise::{self, supervise, Activity, Shutdown};
 use super::topology::{Member, Topology};
-use crate::capture::record::HELLO_REWRITE;
-use crate::capture::{CloseEvent, HelloRewriteEvent, OpenEvent, Record, RecordKind, Side};
+use crate::capture::{CloseEvent, OpenEvent, Record, RecordKind, Side};
 use crate::figures::units;
-use crate::wire::hello::{is_hello_request, request_expects_reply, rewrite_hello_reply};
+use crate::wire::hello::{is_hello_request, request_expects_reply};
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -420,7 +419,14 @@ impl Pumps<'_> {
                 } else {
                     let already = std::mem::take(&mut sent);
                     let replacement = if already == 0 {
-                        hello_reply(&frame, conn_id, now, ctx, watch)
+                        watch.rewrite(
+                            &frame,
+                            conn_id,
+                            now,
+                            &ctx.topology,
+                            &ctx.stats,
+                            &ctx.topology_changed,
+                        )
                     } else {
                         None
                     };
@@ -445,65 +451,4 @@ impl Pumps<'_> {
             held.set(splitter.pending());
         }
     }
-}
-
-/// When `frame` answers an awaited hello and something mapped: the rewritten reply to forward
-/// instead, and the capture record that marks it. Warns about addresses the proxy does not serve.
-fn hello_reply(
-    frame: &[u8],
-    conn_id: u64,
-    now: u64,
-    ctx: &ConnContext,
-    watch: &HelloWatch,
-) -> Option<(Vec<u8>, Record)> {
-    let header = MsgHeader::parse(frame).ok()??;
-    if !watch.is_awaited(header.response_to) {
-        return None;
-    }
-    watch.answered(
-        header.response_to,
-        header.request_id,
-        crate::wire::hello::reply_more_to_come(frame),
-    );
-    let map = ctx.topology.map();
-    let outcome = match rewrite_hello_reply(frame, &map) {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            tracing::warn!(conn = conn_id, "upstream hello reply not rewritten: {e}");
-            return None;
-        }
-    };
-    if !outcome.unserved.is_empty() {
-        Stats::add(&ctx.stats.unserved_addresses, 1);
-        tracing::warn!(
-            conn = conn_id,
-            "UNSERVED ADDRESS: the upstream's hello names {} which the proxy does not serve; \
-             a client may connect there directly and bypass the recording",
-            first_few(&outcome.unserved)
-        );
-        ctx.topology_changed.notify_one();
-    }
-    let message = outcome.message?;
-    Stats::add(&ctx.stats.hello_rewrites, 1);
-    let mark = Record::json(
-        HELLO_REWRITE,
-        conn_id,
-        now,
-        &HelloRewriteEvent {
-            request_id: header.request_id,
-            replaced: outcome.replaced as u64,
-            unserved: outcome.unserved,
-        },
-    );
-    Some((message, mark))
-}
-
-/// The first addresses of a list and how many more, for a log line of bounded length.
-fn first_few(addresses: &[String]) -> String {
-    const SHOWN: usize = 5;
-    let mut text = addresses[..addresses.len().min(SHOWN)].join(", ");
-    if addresses.len() > SHOWN {
-        text.push_str(&format!(" and {} more", addresses.len() - SHOWN));
-    }
-    text
 }

@@ -185,12 +185,23 @@ pub fn registry(
     registry
 }
 
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
 impl Collector for ProxyCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let e = &mut enc;
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let s = &self.stats;
-        let m = &self.metrics;
+        self.traffic(&mut enc)?;
+        self.replies(&mut enc)?;
+        self.capture(&mut enc)
+    }
+}
+
+/// The exposition in the order it has always had: connections and messages, replies, the capture.
+impl ProxyCollector {
+    /// Connections, and the messages and requests forwarded.
+    fn traffic(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let (s, m) = (&self.stats, &self.metrics);
         expose::gauge(
             e,
             "connections_open",
@@ -239,6 +250,12 @@ impl Collector for ProxyCollector {
             "Requests by wire opcode.",
             (0..OPCODE_SLOTS).map(|i| (label("opcode", opcode_label(i)), get(&m.opcodes[i]))),
         )?;
+        Ok(())
+    }
+
+    /// Latency and errors of the replies, and what the hello rewrite did.
+    fn replies(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let (s, m) = (&self.stats, &self.metrics);
         expose::histograms(
             e,
             "request_duration_seconds",
@@ -274,6 +291,12 @@ impl Collector for ProxyCollector {
             "Hello replies naming an address the proxy does not serve (a client could bypass it).",
             get(&s.unserved_addresses),
         )?;
+        Ok(())
+    }
+
+    /// The recorder's queue and what it wrote or could not.
+    fn capture(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.stats;
         if let Some(queued) = &self.queued_bytes {
             expose::gauge(
                 e,

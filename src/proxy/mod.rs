@@ -9,7 +9,8 @@
 //!
 //! Memory and time are bounded (`limits`): a budget for bytes held in unfinished messages over
 //! all connections (`budget`), reply and idle timeouts, and a drain at shutdown that lets requests
-//! already sent be answered (`supervise`). See docs/reliability.md.
+//! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
+//! docs/reliability.md.
 
 pub mod budget;
 pub mod clock;
@@ -20,6 +21,7 @@ pub mod listen;
 pub mod metrics;
 pub mod monitor;
 pub mod recorder;
+pub mod shutdown;
 pub mod stats;
 pub mod streams;
 pub mod supervise;
@@ -322,35 +324,7 @@ impl Proxy {
         // Stops accepting: the listeners close with the monitor.
         monitor.abort();
         drop(accepted);
-        let open = conns.len();
-        if open > 0 {
-            tracing::info!(
-                "draining {open} connections for up to {:?} (--drain-timeout; a second signal \
-                 stops at once)",
-                self.limits.drain_timeout
-            );
-        }
-        // Connections see the same signal and close themselves, writing their close records;
-        // the margin lets the last ones write theirs.
-        let cut = Arc::new(AtomicU64::new(0));
-        let ending = async {
-            while let Some(joined) = conns.join_next().await {
-                if let Ok(true) = joined {
-                    cut.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        };
-        let margin = self.limits.drain_timeout + Duration::from_secs(2);
-        if tokio::time::timeout(margin, ending).await.is_err() {
-            conns.abort_all();
-        }
-        let cut = cut.load(Ordering::Relaxed);
-        if cut > 0 {
-            tracing::warn!(
-                "{cut} of {open} connections were cut with requests unanswered (see their close \
-                 records)"
-            );
-        }
+        drain_connections(conns, self.limits.drain_timeout).await;
         drop(ctx);
         status.abort();
         if let Some(endpoint) = endpoint {
@@ -360,6 +334,41 @@ impl Proxy {
             finish_capture(recorder, shutdown.now.clone()).await?;
         }
         Ok(self.stats.snapshot())
+    }
+}
+
+/// Waits for the connections to close themselves after the drain signal (each writes its close
+/// record), for up to the drain timeout and a margin; says how many were cut with requests
+/// unanswered.
+async fn drain_connections(mut conns: JoinSet<bool>, drain_timeout: Duration) {
+    let open = conns.len();
+    if open > 0 {
+        tracing::info!(
+            "draining {open} connections for up to {:?} (--drain-timeout; a second signal \
+             stops at once)",
+            drain_timeout
+        );
+    }
+    // Connections see the same signal and close themselves, writing their close records;
+    // the margin lets the last ones write theirs.
+    let cut = Arc::new(AtomicU64::new(0));
+    let ending = async {
+        while let Some(joined) = conns.join_next().await {
+            if let Ok(true) = joined {
+                cut.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    };
+    let margin = drain_timeout + Duration::from_secs(2);
+    if tokio::time::timeout(margin, ending).await.is_err() {
+        conns.abort_all();
+    }
+    let cut = cut.load(Ordering::Relaxed);
+    if cut > 0 {
+        tracing::warn!(
+            "{cut} of {open} connections were cut with requests unanswered (see their close \
+             records)"
+        );
     }
 }
 

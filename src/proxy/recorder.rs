@@ -238,42 +238,54 @@ fn write_loop(
         }
         st.publish(&file_bytes);
     }
-    st.recording.store(false, Ordering::Relaxed);
-    match result {
-        Err(e) => {
-            // Keep the file readable up to here; the proxy goes on forwarding without recording.
-            tracing::error!(
-                "recorder stopped: {e}; traffic is still forwarded but no longer recorded"
-            );
-            st.writer.abandon();
-            drop(rx);
-            Err(e)
-        }
-        Ok(written) => {
-            report_drops(&mut st.writer, &st.stats, &mut reported_drops, st.last_ts)?;
-            let snap = st.stats.snapshot();
-            let end = EndEvent {
-                connections: snap.connections_total,
-                messages: snap.messages,
-                wire_bytes: snap.wire_bytes,
-                dropped_messages: snap.dropped_messages,
-            };
-            let segments = st.writer.segments();
-            st.writer.finish(Some(end))?;
-            st.publish(&file_bytes);
-            if let Written::Ended(reason) = written {
-                tracing::warn!(
-                    "recording ended ({}): capture closed after {segments} segment(s); \
-                     traffic is still forwarded, no longer recorded",
-                    reason.as_str()
-                );
-            }
-            Ok(())
-        }
-    }
+    st.conclude(rx, result, &mut reported_drops, &file_bytes)
 }
 
 impl LoopState {
+    /// The recording is over: with the capture's `end` record when it ended well, the file left
+    /// readable up to here when writing failed.
+    fn conclude(
+        mut self,
+        rx: Receiver<Record>,
+        result: Result<Written, CaptureError>,
+        reported_drops: &mut (u64, u64),
+        file_bytes: &std::sync::atomic::AtomicU64,
+    ) -> Result<(), CaptureError> {
+        self.recording.store(false, Ordering::Relaxed);
+        match result {
+            Err(e) => {
+                // The file stays readable up to here; the proxy goes on forwarding, unrecorded.
+                tracing::error!(
+                    "recorder stopped: {e}; traffic is still forwarded but no longer recorded"
+                );
+                self.writer.abandon();
+                drop(rx);
+                Err(e)
+            }
+            Ok(written) => {
+                report_drops(&mut self.writer, &self.stats, reported_drops, self.last_ts)?;
+                let snap = self.stats.snapshot();
+                let end = EndEvent {
+                    connections: snap.connections_total,
+                    messages: snap.messages,
+                    wire_bytes: snap.wire_bytes,
+                    dropped_messages: snap.dropped_messages,
+                };
+                let segments = self.writer.segments();
+                self.writer.finish(Some(end))?;
+                self.publish(file_bytes);
+                if let Written::Ended(reason) = written {
+                    tracing::warn!(
+                        "recording ended ({}): capture closed after {segments} segment(s); \
+                         traffic is still forwarded, no longer recorded",
+                        reason.as_str()
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn publish(&self, file_bytes: &std::sync::atomic::AtomicU64) {
         let stats = &self.stats;
         stats

@@ -22,7 +22,7 @@ pub struct ReplayConfig {
     /// `None`: one replay connection per recorded connection.
     pub connections: Option<usize>,
     pub clones: u32,
-    /// `None` with a duration: repeat until it is over.
+    /// `--repeat K`; `None`: not asked, [`ReplayConfig::passes`] decides.
     pub repeat: Option<u64>,
     pub duration: Option<Duration>,
     pub filters: Filters,
@@ -56,7 +56,7 @@ impl ReplayConfig {
             pacing: Pacing::Recorded { speed: 1.0 },
             connections: None,
             clones: 1,
-            repeat: Some(1),
+            repeat: None,
             duration: None,
             filters: Filters::default(),
             db_map: Vec::new(),
@@ -91,6 +91,16 @@ pub enum ReplayError {
 }
 
 impl ReplayConfig {
+    /// Passes over the capture: as asked, else once, or without end until the duration is over
+    /// when one is set (`None`).
+    pub fn passes(&self) -> Option<u64> {
+        match (self.repeat, self.duration) {
+            (Some(r), _) => Some(r),
+            (None, Some(_)) => None,
+            (None, None) => Some(1),
+        }
+    }
+
     /// How many replay connections may be open at once, and where that comes from.
     pub fn connection_limit(&self) -> (usize, String) {
         match self.max_open_connections {
@@ -125,7 +135,7 @@ pub(crate) fn options_report(c: &ReplayConfig) -> OptionsReport {
         pacing: c.pacing.describe(),
         connections: c.connections,
         clones: c.clones,
-        repeat: c.repeat,
+        repeat: c.passes(),
         duration_s: c.duration.map(|d| d.as_secs_f64()),
         db_map: c.db_map.iter().map(|(a, b)| format!("{a}:{b}")).collect(),
         filters,

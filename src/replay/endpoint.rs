@@ -58,16 +58,6 @@ impl Collector for ReplayCollector {
         let elapsed = self.shared.start.elapsed();
         let read = self.read_bytes.load(Ordering::Relaxed);
         let routed = Counters::get(&c.routed);
-        let done =
-            self.live.ops() + Counters::get(&c.cursor_not_found) + Counters::get(&c.after_deadline);
-        // The reader runs ahead of the lanes: what is read counts as done once its requests are.
-        let fraction = match self.progress {
-            Progress::Bytes { total } if total > 0 && routed > 0 => {
-                (read as f64 / total as f64).min(1.0) * (done as f64 / routed as f64).min(1.0)
-            }
-            Progress::Bytes { .. } => 0.0,
-            Progress::Time { duration } => elapsed.as_secs_f64() / duration.as_secs_f64().max(1e-9),
-        };
         self.live.encode(e)?;
         expose::counter(
             e,
@@ -108,6 +98,36 @@ impl Collector for ReplayCollector {
             "Capture bytes read so far (compressed, every pass).",
             read,
         )?;
+        self.progress(e, read, routed, elapsed)?;
+        expose::gauge(
+            e,
+            "replay_aborted",
+            "1 once the replay has failed or been interrupted.",
+            if self.shared.abort.is_set() { 1.0 } else { 0.0 },
+        )
+    }
+}
+
+impl ReplayCollector {
+    /// How far the replay is: the bytes it reads in all, the fraction done, the time it has run.
+    fn progress(
+        &self,
+        e: &mut DescriptorEncoder,
+        read: u64,
+        routed: u64,
+        elapsed: std::time::Duration,
+    ) -> std::fmt::Result {
+        let c = &self.shared.counters;
+        let done =
+            self.live.ops() + Counters::get(&c.cursor_not_found) + Counters::get(&c.after_deadline);
+        // The reader runs ahead of the lanes: what is read counts as done once its requests are.
+        let fraction = match self.progress {
+            Progress::Bytes { total } if total > 0 && routed > 0 => {
+                (read as f64 / total as f64).min(1.0) * (done as f64 / routed as f64).min(1.0)
+            }
+            Progress::Bytes { .. } => 0.0,
+            Progress::Time { duration } => elapsed.as_secs_f64() / duration.as_secs_f64().max(1e-9),
+        };
         if let Progress::Bytes { total } = self.progress {
             expose::gauge(
                 e,
@@ -128,11 +148,6 @@ impl Collector for ReplayCollector {
             "Time since the replay started.",
             elapsed.as_secs_f64(),
         )?;
-        expose::gauge(
-            e,
-            "replay_aborted",
-            "1 once the replay has failed or been interrupted.",
-            if self.shared.abort.is_set() { 1.0 } else { 0.0 },
-        )
+        Ok(())
     }
 }

@@ -24,11 +24,11 @@
 //! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the
 //! run's report, JSON and text; its `--html` page is [`crate::report::html::replay`]), [`merge`]
 //! (`mongotape merge`: the reports of a sharded replay added up exactly). This file starts the
-//! run and puts the report together.
+//! run and puts the report together, with `tally` filling it in from what was measured.
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client < measure < request report < route merge < lane endpoint progress < source < config < probe ab
+//! Layers, bottom up: pacing client < measure < request report < route merge < lane endpoint progress < source < config < tally probe ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
@@ -48,9 +48,9 @@ pub mod report;
 pub mod request;
 pub mod route;
 pub mod source;
+mod tally;
 
 use crate::capture::CaptureSet;
-use crate::figures::summary::ReportSummary;
 use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
@@ -58,7 +58,7 @@ use measure::metrics::Metrics;
 pub use pacing::Pacing;
 use probe::ServerProbe;
 use progress::progress_bar;
-use report::{ReplayReport, ReplayerReport, ServerReport};
+use report::ReplayReport;
 use route::abort::Abort;
 use route::budget::Budget;
 use route::cursors::Cursors;
@@ -236,9 +236,9 @@ pub(crate) async fn conclude(
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
     let (server, replayer) = probe.report(metrics.ops());
-    add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
+    tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
-    add_counts(&mut report, shared, source);
+    tally::add_counts(&mut report, shared, source);
     report.server = server;
     report.replayer = replayer;
     report
@@ -288,11 +288,7 @@ pub(crate) async fn feed_lanes(
 ) -> SourceResult {
     let source_cfg = source::SourceConfig {
         inputs: config.inputs.clone(),
-        repeat: match (config.repeat, config.duration) {
-            (Some(r), _) => Some(r),
-            (None, Some(_)) => None,
-            (None, None) => Some(1),
-        },
+        repeat: config.passes(),
         clones: config.clones,
         lanes: config.connections.map_or(Lanes::PerRecorded, Lanes::Fixed),
         filters: config.filters.clone(),
@@ -318,7 +314,7 @@ pub(crate) async fn feed_lanes(
         progress_bar(
             shared.clone(),
             progress_pos.clone(),
-            file_len.saturating_mul(config.repeat.unwrap_or(1).max(1)),
+            file_len.saturating_mul(config.passes().unwrap_or(1).max(1)),
             config.duration,
         )
     });
@@ -372,10 +368,10 @@ fn serve_metrics(
 ) -> Result<tokio::task::JoinHandle<()>, crate::metrics::MetricsError> {
     let live = Arc::new(measure::live::LiveMetrics::default());
     shared.metrics.lock().expect("metrics lock").live = Some(live.clone());
-    let progress = match (config.repeat, config.duration) {
+    let progress = match (config.passes(), config.duration) {
         (None, Some(duration)) => endpoint::Progress::Time { duration },
-        (repeat, _) => endpoint::Progress::Bytes {
-            total: file_len.saturating_mul(repeat.unwrap_or(1).max(1)),
+        (passes, _) => endpoint::Progress::Bytes {
+            total: file_len.saturating_mul(passes.unwrap_or(1).max(1)),
         },
     };
     let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
@@ -405,120 +401,4 @@ fn describe(kind: &Kind) -> String {
                 .join(", ")
         ),
     }
-}
-
-/// The summary and the other figures measured per operation.
-fn add_measurements(
-    report: &mut ReplayReport,
-    config: &ReplayConfig,
-    metrics: &Metrics,
-    wall_s: f64,
-    server: &ServerReport,
-    replayer: &ReplayerReport,
-) {
-    let ops = metrics.ops();
-    let label = config.label.clone().unwrap_or_else(|| {
-        config
-            .capture
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    report.summary = ReportSummary {
-        kind: "replay".into(),
-        label,
-        source: report.capture.clone(),
-        wall_s,
-        ops,
-        ops_per_s: if wall_s > 0.0 {
-            ops as f64 / wall_s
-        } else {
-            0.0
-        },
-        overall: metrics.overall(wall_s),
-        per_command: metrics.per_command(wall_s),
-        server_cpu_s_per_1k_ops: server.cpu_s_per_1k_ops,
-        client_cpu_us_per_op: replayer.cpu_us_per_op,
-        client_bound_share: None,
-    };
-    report.per_namespace = metrics.per_namespace(wall_s);
-    report.lag = metrics.lag();
-    report.divergences = metrics.divergences();
-    report.timeline = metrics.timeline();
-    report.timeline_buckets = metrics.bucket_timeline();
-    report.started_at_unix_s = metrics.started_at_unix_s();
-    report.histograms = metrics.histograms();
-    if let Some(schedule) = &report.options.open_loop {
-        let duration_s = config.duration.map_or(wall_s, |d| d.as_secs_f64());
-        report.knee = measure::knee::find(
-            &schedule.pacing(),
-            report.started_at_unix_s,
-            duration_s,
-            &metrics.buckets(),
-        );
-    }
-    report.phases = metrics.phases.reports();
-    report.unacknowledged = metrics.unacknowledged;
-    if let Some(n) = config.connections {
-        let l = &report.summary.overall.latency;
-        report.ordering = Some(report::OrderingReport {
-            connections: n,
-            mean_in_flight: if wall_s > 0.0 {
-                l.mean_us * l.count as f64 / 1e6 / wall_s
-            } else {
-                0.0
-            },
-            ..report::OrderingReport::default()
-        });
-    } else {
-        report.session_order = Some(report::SessionOrderReport::default());
-    }
-}
-
-/// What was sent, skipped and read, and whether the run completed.
-fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult) {
-    let c = &shared.counters;
-    report.sent = Counters::get(&c.sent);
-    report.compressed = Counters::get(&c.compressed);
-    report.connections_opened = Counters::get(&c.connections_opened);
-    report.stray_replies = Counters::get(&c.stray_replies);
-    report.retried_not_primary = Counters::get(&shared.servers.retried);
-    report.retried_dropped_connection = Counters::get(&shared.servers.retried_dropped);
-    report.skipped = source
-        .skipped
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    report.skipped.insert("filtered".into(), source.filtered);
-    report.skipped.insert(
-        "cursor_not_found".into(),
-        Counters::get(&c.cursor_not_found),
-    );
-    report
-        .skipped
-        .insert("after_deadline".into(), Counters::get(&c.after_deadline));
-    if let Some(o) = &mut report.ordering {
-        o.followed_a_write = Counters::get(&c.ordered);
-        o.waited = Counters::get(&c.order_waits);
-        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
-    }
-    // The same counters: with one lane per recorded connection, only sessions make requests wait.
-    if let Some(o) = &mut report.session_order {
-        o.followed = Counters::get(&c.ordered);
-        o.waited = Counters::get(&c.order_waits);
-        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
-    }
-    if let Some(l) = &mut report.connection_limit {
-        let s = &shared.slots;
-        l.peak_open = s.peak.load(std::sync::atomic::Ordering::Relaxed) as u64;
-        l.waited = Counters::get(&s.waited);
-        l.given_up = Counters::get(&s.given_up);
-    }
-    report.requests_read = source.requests_read;
-    report.iterations = source.iterations;
-    report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;
-    report.recorded = report::RecordedReport::of(&source.recorded_latency);
-    report.capture_error = source.capture_error.clone();
-    report.error = shared.abort.reason();
-    report.complete = report.error.is_none() && report.capture_error.is_none();
 }

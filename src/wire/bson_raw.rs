@@ -285,8 +285,13 @@ impl<'o> DocWriter<'o> {
 
     /// An embedded document or array given as its bytes.
     pub fn doc(&mut self, kind: u8, key: &str, bytes: &[u8]) {
+        self.value(kind, key, bytes);
+    }
+
+    /// An element of any type given as its value bytes, as [`Element::value`] holds them.
+    pub fn value(&mut self, kind: u8, key: &str, value: &[u8]) {
         self.key(kind, key);
-        self.out.extend_from_slice(bytes);
+        self.out.extend_from_slice(value);
     }
 
     pub fn finish(self) {

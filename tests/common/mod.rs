@@ -6,6 +6,8 @@
 //! - [`proxy`]: [`Proxy`], the `mongotape record` binary in front of a server.
 //! - [`clients`]: one workload through a real client (pymongo, mongosh, PHP) via
 //!   `tools/workloads/run` ([`run_client`]).
+//! - [`load`]: a pymongo insert load in the background and the wait for it to flow ([`Load`]),
+//!   what the capture holds of it ([`inserted_ids`]), [`count_documents`].
 //! - [`pymongo`]: inline pymongo snippets ([`python`]), [`admin_command`], and a whole-database
 //!   dump to compare two servers ([`dump_db`], [`assert_same_db`]).
 //! - [`record`]: recording through the proxy ([`record_through`], [`record_workload`],
@@ -27,6 +29,7 @@
 mod cli;
 mod clients;
 mod html;
+mod load;
 mod pki;
 mod process;
 mod proxy;
@@ -40,6 +43,7 @@ mod server;
 pub use cli::*;
 pub use clients::*;
 pub use html::*;
+pub use load::*;
 pub use pki::*;
 pub use process::*;
 pub use proxy::*;

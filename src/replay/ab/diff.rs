@@ -6,7 +6,7 @@
 //! reported; a field noisier than the threshold is left out of the real differences altogether.
 //! Memory is bounded: counters per field (at most [`MAX_FIELDS`]) and a few examples each.
 
-use crate::wire::bson_raw::{self, Element};
+use crate::wire::bson_raw::{self, DocWriter, Element};
 use crate::wire::extjson;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -169,12 +169,9 @@ fn raw_json(kind: u8, value: &[u8]) -> serde_json::Value {
     // A one-element document around the value, converted without recursing; one nested past
     // the limit is the error value `cat` prints for it.
     let mut doc = Vec::with_capacity(value.len() + 8);
-    let len = (value.len() + 8) as i32;
-    doc.extend_from_slice(&len.to_le_bytes());
-    doc.push(kind);
-    doc.extend_from_slice(b"v\0");
-    doc.extend_from_slice(value);
-    doc.push(0);
+    let mut w = DocWriter::new(&mut doc);
+    w.value(kind, "v", value);
+    w.finish();
     let Ok(doc) = bson::RawDocument::from_bytes(&doc) else {
         return serde_json::Value::Null;
     };

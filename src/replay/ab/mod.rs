@@ -11,6 +11,7 @@ pub mod collect;
 pub mod diff;
 pub mod report;
 pub mod stats;
+pub mod tables;
 mod text;
 
 use super::client::{Target, Topology};

@@ -5,7 +5,7 @@
 //! (`report::html::ab`).
 
 use super::collect::{Collected, PairCounts};
-use super::diff::FieldDiff;
+use super::diff::{Differences, FieldDiff};
 use super::stats::{PairSample, RatioEstimate};
 use super::AbConfig;
 use crate::figures::summary::CommandSummary;
@@ -242,7 +242,18 @@ impl AbReport {
             .iter()
             .map(|n| (n.clone(), row(Some(n), true, per_namespace.get(n))))
             .collect();
-        r.differences = DifferencesReport {
+        r.differences = DifferencesReport::of(ab, &differences);
+        r.replayer_cpu_us_per_op = replayer_cpu_us_per_op(&r.targets);
+        r.error = failures(&r.targets);
+        r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
+        r.findings = findings(&r);
+        r
+    }
+}
+
+impl DifferencesReport {
+    fn of(ab: &AbConfig, differences: &Differences) -> DifferencesReport {
+        DifferencesReport {
             baseline: ab.roles().baseline.is_some(),
             compared: differences.compared,
             relative_threshold: ab.diff.relative,
@@ -261,21 +272,20 @@ impl AbReport {
                 .filter(|(_, f)| f.differed > 0 || f.noise > 0)
                 .map(|(k, f)| (k.clone(), f.into()))
                 .collect(),
-        };
-        r.replayer_cpu_us_per_op = r.targets[0].replay.replayer.cpu_s.and_then(|cpu| {
-            let ops = r
-                .targets
-                .iter()
-                .map(|t| t.replay.summary.ops)
-                .max()
-                .unwrap_or(0);
-            (ops > 0).then(|| cpu / ops as f64 * 1e6)
-        });
-        r.error = failures(&r.targets);
-        r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
-        r.findings = findings(&r);
-        r
+        }
     }
+}
+
+/// This process's CPU over the requests of the target that was sent the most.
+fn replayer_cpu_us_per_op(targets: &[TargetReport]) -> Option<f64> {
+    targets[0].replay.replayer.cpu_s.and_then(|cpu| {
+        let ops = targets
+            .iter()
+            .map(|t| t.replay.summary.ops)
+            .max()
+            .unwrap_or(0);
+        (ops > 0).then(|| cpu / ops as f64 * 1e6)
+    })
 }
 
 fn pairs_report(c: PairCounts, compared: u64) -> PairsReport {
@@ -284,37 +294,6 @@ fn pairs_report(c: PairCounts, compared: u64) -> PairsReport {
         unpaired: c.unpaired,
         unacknowledged: c.unacknowledged,
         replies_compared: compared,
-    }
-}
-
-impl TargetReport {
-    /// The columns of the targets table, in text and HTML alike.
-    pub const HEADERS: [&'static str; 8] = [
-        "target",
-        "role",
-        "uri",
-        "ops",
-        "ops/s",
-        "errors",
-        "server CPU/op",
-        "complete",
-    ];
-
-    /// This target's row of the targets table; `complete` is the last cell.
-    pub fn cells(&self, complete: String) -> Vec<String> {
-        use crate::figures::units;
-        let s = &self.replay.summary;
-        vec![
-            self.label.clone(),
-            self.role.clone(),
-            self.replay.target.clone(),
-            units::count(s.ops as f64),
-            units::count(s.ops_per_s),
-            units::count(s.overall.errors as f64),
-            self.server_cpu_us_per_op
-                .map_or("-".into(), units::duration_us),
-            complete,
-        ]
     }
 }
 

@@ -38,31 +38,9 @@ pub(super) async fn one(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
-    if let Some(marker) = &op.marker {
-        let reached = conns
-            .idle(shared, reach_marker(shared, marker, intended, abort))
-            .await;
-        return Ok(if reached { Step::Skipped } else { Step::Stop });
-    }
-    if conns.primary.is_none() && op.connect_lead_ns > 0 {
-        if let Some(stop) = connect_ahead(shared, conns, &op, intended, abort).await? {
-            return Ok(stop);
-        }
-    }
-    // Waiting, the lane has nothing to send: its connection slot goes to another lane that asks.
-    if let Some(step) = conns
-        .idle(shared, wait_until_due(shared, intended, abort))
-        .await
-    {
-        return Ok(step);
-    }
-    let turn = crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort);
-    if !conns.idle(shared, turn).await {
-        return Ok(Step::Stop);
-    }
-    let Some(live_cursors) = conns.idle(shared, patch_cursors(shared, &mut op)).await else {
-        Counters::bump(&shared.counters.cursor_not_found);
-        return Ok(Step::Skipped);
+    let live_cursors = match ready(shared, conns, &mut op, intended, abort).await? {
+        Ok(live_cursors) => live_cursors,
+        Err(step) => return Ok(step),
     };
     let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
     let sent_at = Instant::now();
@@ -77,19 +55,7 @@ pub(super) async fn one(
         if side == Side::Primary {
             conns.unconfirmed = true;
         }
-        shared.metrics.lock().expect("metrics lock").record(Sample {
-            command: &op.command,
-            namespace: &op.namespace,
-            latency_ns: None,
-            error: false,
-            code: None,
-            lag_ns,
-            done: StdInstant::now(),
-        });
-        return Ok(Step::Sent {
-            acknowledged: false,
-            observed: shared.observe.then(Box::default),
-        });
+        return Ok(unacknowledged(shared, &op, lag_ns));
     }
     let frame = match conn.recv(id).await {
         Ok(frame) => frame,
@@ -131,6 +97,62 @@ pub(super) async fn one(
         acknowledged: true,
         observed,
     })
+}
+
+/// Everything before the op is sent: a step marker reached, the connection opened ahead of time,
+/// the due time, the order's turn, the cursor ids patched. The live cursor ids, or the step the op
+/// ends with.
+async fn ready(
+    shared: &Shared,
+    conns: &mut Conns,
+    op: &mut Op,
+    intended: Option<Instant>,
+    abort: &mut watch::Receiver<bool>,
+) -> Result<Result<Vec<i64>, Step>, ConnError> {
+    if let Some(marker) = &op.marker {
+        let reached = conns
+            .idle(shared, reach_marker(shared, marker, intended, abort))
+            .await;
+        return Ok(Err(if reached { Step::Skipped } else { Step::Stop }));
+    }
+    if conns.primary.is_none() && op.connect_lead_ns > 0 {
+        if let Some(stop) = connect_ahead(shared, conns, op, intended, abort).await? {
+            return Ok(Err(stop));
+        }
+    }
+    // Waiting, the lane has nothing to send: its connection slot goes to another lane that asks.
+    if let Some(step) = conns
+        .idle(shared, wait_until_due(shared, intended, abort))
+        .await
+    {
+        return Ok(Err(step));
+    }
+    let turn = crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort);
+    if !conns.idle(shared, turn).await {
+        return Ok(Err(Step::Stop));
+    }
+    let Some(live_cursors) = conns.idle(shared, patch_cursors(shared, op)).await else {
+        Counters::bump(&shared.counters.cursor_not_found);
+        return Ok(Err(Step::Skipped));
+    };
+    Ok(Ok(live_cursors))
+}
+
+/// A request sent that expects no reply (moreToCome): counted, with no latency.
+fn unacknowledged(shared: &Shared, op: &Op, lag_ns: u64) -> Step {
+    shared.metrics.lock().expect("metrics lock").record(Sample {
+        command: &op.command,
+        namespace: &op.namespace,
+        latency_ns: None,
+        error: false,
+        code: None,
+        lag_ns,
+        done: StdInstant::now(),
+    });
+    Step::Sent {
+        acknowledged: false,
+        observed: shared.observe.then(Box::default),
+    }
 }
 
 /// A connection error on `op`: [`Step::Dropped`] when a replica set's member dropped the

@@ -373,6 +373,44 @@ impl Feed<'_> {
     }
 }
 
+impl Feed<'_> {
+    /// Every pass over the capture, each starting on schedule after the one before, until the
+    /// last, the deadline, an abort, or a pass with nothing to replay.
+    fn passes(&mut self) {
+        loop {
+            if self.cfg.repeat.is_some_and(|r| self.iteration >= r) {
+                break;
+            }
+            if self.iteration > 0 {
+                // A pass starts where the previous one ended on schedule, or later if it ran late.
+                let scheduled = self.iteration * (self.result.recorded_span_ns + 1_000_000);
+                self.pass_base_ns = if self.cfg.pass_barrier {
+                    if !self.shared.budget.wait_empty(&self.shared.abort) {
+                        break;
+                    }
+                    scheduled.max(self.shared.start.elapsed().as_nanos() as u64)
+                } else {
+                    scheduled
+                };
+            }
+            if self.iteration > 0 && self.due_after_deadline(0) {
+                break;
+            }
+            let seq_before = self.seq;
+            let go_on = self.pass();
+            self.iteration += 1;
+            if !go_on || self.past_deadline || self.deadline_passed() || self.shared.abort.is_set()
+            {
+                break;
+            }
+            if self.first_ts.is_none() || self.seq == seq_before {
+                // Nothing replayable (here, on this shard): repeating would spin.
+                break;
+            }
+        }
+    }
+}
+
 /// Runs the feed to the end of the last pass; returns what it saw and the lanes to wait for.
 pub fn run(
     cfg: SourceConfig,
@@ -420,36 +458,7 @@ pub fn run(
         session_order: crate::replay::route::session_order::SessionOrder::default(),
         opened: HashMap::new(),
     };
-    loop {
-        if cfg.repeat.is_some_and(|r| feed.iteration >= r) {
-            break;
-        }
-        if feed.iteration > 0 {
-            // A pass starts where the previous one ended on schedule, or later if it ran late.
-            let scheduled = feed.iteration * (feed.result.recorded_span_ns + 1_000_000);
-            feed.pass_base_ns = if cfg.pass_barrier {
-                if !feed.shared.budget.wait_empty(&feed.shared.abort) {
-                    break;
-                }
-                scheduled.max(feed.shared.start.elapsed().as_nanos() as u64)
-            } else {
-                scheduled
-            };
-        }
-        if feed.iteration > 0 && feed.due_after_deadline(0) {
-            break;
-        }
-        let seq_before = feed.seq;
-        let go_on = feed.pass();
-        feed.iteration += 1;
-        if !go_on || feed.past_deadline || feed.deadline_passed() || feed.shared.abort.is_set() {
-            break;
-        }
-        if feed.first_ts.is_none() || feed.seq == seq_before {
-            // Nothing replayable (here, on this shard): repeating would spin.
-            break;
-        }
-    }
+    feed.passes();
     feed.router.close_all();
     let mut result = feed.result;
     result.iterations = feed.iteration;

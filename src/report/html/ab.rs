@@ -3,9 +3,8 @@
 //! distributions of the targets overlaid per command, and the real reply differences with examples.
 
 use super::{BarChart, LineChart, Page};
-use crate::figures::table::Table;
-use crate::figures::units;
-use crate::replay::ab::report::{AbReport, AbRow, TargetReport};
+use crate::replay::ab::report::{AbReport, AbRow};
+use crate::replay::ab::tables;
 
 /// Commands whose latency distributions are drawn (the busiest).
 const DISTRIBUTIONS: usize = 6;
@@ -29,20 +28,7 @@ pub fn render_html(r: &AbReport) -> String {
     for f in &r.findings {
         page = page.paragraph(f);
     }
-    page = page.section("Targets").table(
-        &Table::new(TargetReport::HEADERS).with_rows(
-            r.targets
-                .iter()
-                .map(|t| {
-                    t.cells(if t.complete {
-                        "yes".into()
-                    } else {
-                        format!("no: {}", t.error.clone().unwrap_or_default())
-                    })
-                })
-                .collect(),
-        ),
-    );
+    page = page.section("Targets").table(&tables::targets(r));
     page = comparison(page, r, &labels);
     page = distributions(page, r, &labels);
     differences(page, r).render()
@@ -69,33 +55,9 @@ fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
         }
         page = page.bar_chart(chart);
     }
-    let mut headers = vec!["command".to_string()];
-    for l in labels {
-        headers.push(format!("{l} ops"));
-        headers.push(format!("{l} p50"));
-        headers.push(format!("{l} p99"));
-    }
-    for l in labels.iter().skip(1) {
-        headers.push(format!("{l}/{} mean latency", labels[0]));
-    }
-    let rows: Vec<Vec<String>> = std::iter::once(("all", &r.overall))
-        .chain(r.per_command.iter().map(|(k, v)| (k.as_str(), v)))
-        .map(|(name, row)| row_cells(name, row))
-        .collect();
-    page.table(&Table::new(headers).with_rows(rows))
-}
-
-fn row_cells(name: &str, row: &AbRow) -> Vec<String> {
-    let mut cells = vec![name.to_string()];
-    for s in &row.targets {
-        cells.push(units::count(s.count as f64));
-        cells.push(units::duration_us(s.latency.p50_us));
-        cells.push(units::duration_us(s.latency.p99_us));
-    }
-    for ratio in &row.ratios {
-        cells.push(ratio.sentence.clone().unwrap_or_else(|| "-".into()));
-    }
-    cells
+    page.table(&tables::comparison(r, "command", &r.per_command))
+        .section("Per namespace")
+        .table(&tables::comparison(r, "namespace", &r.per_namespace))
 }
 
 /// Each target's latency distribution (share of requests at or under a latency), overlaid.
@@ -161,39 +123,5 @@ fn differences(mut page: Page, r: &AbReport) -> Page {
     if d.fields.is_empty() {
         return page.paragraph("No field differed.");
     }
-    let rows: Vec<Vec<String>> = d
-        .fields
-        .iter()
-        .map(|(name, f)| {
-            vec![
-                name.clone(),
-                if f.real {
-                    "real".into()
-                } else {
-                    "noise".into()
-                },
-                units::count(f.compared as f64),
-                units::count(f.differed as f64),
-                units::count(f.unexplained as f64),
-                units::percent(f.noise_rate * 100.0),
-                f.examples
-                    .iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ]
-        })
-        .collect();
-    page.table(
-        &Table::new([
-            "field",
-            "verdict",
-            "compared",
-            "differed",
-            "unexplained",
-            "noise rate",
-            "examples",
-        ])
-        .with_rows(rows),
-    )
+    page.table(&tables::differences(r))
 }

@@ -126,6 +126,7 @@ impl Page {
     /// A table (the same model the text reports render); columns whose cells all look numeric
     /// are right-aligned. Click a header to sort.
     pub fn table(mut self, table: &Table) -> Page {
+        let table = table.for_html();
         let (headers, rows) = (table.headers(), table.rows());
         let numeric: Vec<bool> = (0..headers.len())
             .map(|i| {

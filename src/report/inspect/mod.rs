@@ -205,55 +205,7 @@ impl Inspection {
                     continue;
                 }
             };
-            out.records += 1;
-            if record.kind != RecordKind::End {
-                out.first_ns.get_or_insert(record.ts_ns);
-                out.last_ns = Some(out.last_ns.unwrap_or(0).max(record.ts_ns));
-            }
-            // Only a connection's own records make it a row: the capture's metadata, gaps and
-            // end carry no connection (id 0).
-            let row = match record.kind {
-                RecordKind::Open
-                | RecordKind::Close
-                | RecordKind::ClientMetadata
-                | RecordKind::Request
-                | RecordKind::Reply => conns.row(record.conn_id, &mut out.other_connections),
-                _ => None,
-            };
-            match record.kind {
-                RecordKind::Open => {
-                    if let Some(c) = row {
-                        c.opened_ns = record.ts_ns;
-                        if let Ok(ev) = record.event::<OpenEvent>() {
-                            c.client = ev.client;
-                        }
-                    }
-                }
-                RecordKind::Close => {
-                    if let Some(c) = row {
-                        c.closed(&record);
-                    }
-                    conns.unlisted.remove(&record.conn_id);
-                    for p in pairer.close(record.conn_id) {
-                        out.unanswered(&p.info.command);
-                    }
-                }
-                RecordKind::ClientMetadata => {
-                    if let (Some(c), Ok(doc)) =
-                        (row, RawDocumentBuf::from_bytes(record.payload.to_vec()))
-                    {
-                        c.driver = Some(Driver::from_client_doc(&doc));
-                    }
-                }
-                RecordKind::Gap => {
-                    if let Ok(g) = record.event::<GapEvent>() {
-                        out.dropped_messages += g.dropped_messages;
-                    }
-                }
-                RecordKind::End => out.complete = true,
-                RecordKind::Request | RecordKind::Reply => out.message(&record, row, &mut pairer),
-                RecordKind::Unknown(_) => {}
-            }
+            out.record(&record, &mut conns, &mut pairer);
         }
         for p in pairer.drain() {
             out.unanswered(&p.info.command);
@@ -268,6 +220,59 @@ impl Inspection {
             out.compression_ratio = out.wire_bytes as f64 / file_bytes as f64;
         }
         out
+    }
+
+    /// Books one record: its connection's row, pairing, and the capture's totals.
+    fn record(&mut self, record: &Record, conns: &mut Listing, pairer: &mut Pairer) {
+        self.records += 1;
+        if record.kind != RecordKind::End {
+            self.first_ns.get_or_insert(record.ts_ns);
+            self.last_ns = Some(self.last_ns.unwrap_or(0).max(record.ts_ns));
+        }
+        // Only a connection's own records make it a row: the capture's metadata, gaps and
+        // end carry no connection (id 0).
+        let row = match record.kind {
+            RecordKind::Open
+            | RecordKind::Close
+            | RecordKind::ClientMetadata
+            | RecordKind::Request
+            | RecordKind::Reply => conns.row(record.conn_id, &mut self.other_connections),
+            _ => None,
+        };
+        match record.kind {
+            RecordKind::Open => {
+                if let Some(c) = row {
+                    c.opened_ns = record.ts_ns;
+                    if let Ok(ev) = record.event::<OpenEvent>() {
+                        c.client = ev.client;
+                    }
+                }
+            }
+            RecordKind::Close => {
+                if let Some(c) = row {
+                    c.closed(record);
+                }
+                conns.unlisted.remove(&record.conn_id);
+                for p in pairer.close(record.conn_id) {
+                    self.unanswered(&p.info.command);
+                }
+            }
+            RecordKind::ClientMetadata => {
+                if let (Some(c), Ok(doc)) =
+                    (row, RawDocumentBuf::from_bytes(record.payload.to_vec()))
+                {
+                    c.driver = Some(Driver::from_client_doc(&doc));
+                }
+            }
+            RecordKind::Gap => {
+                if let Ok(g) = record.event::<GapEvent>() {
+                    self.dropped_messages += g.dropped_messages;
+                }
+            }
+            RecordKind::End => self.complete = true,
+            RecordKind::Request | RecordKind::Reply => self.message(record, row, pairer),
+            RecordKind::Unknown(_) => {}
+        }
     }
 
     /// Books one request or reply: bytes per opcode and compressor, per command and namespace.

@@ -1,8 +1,7 @@
 //! The replay page's latency: per command, the distribution the replay measured over the one the
-//! capture recorded (small multiples, one chart per command), and their percentiles side by side.
+//! capture recorded (small multiples, one chart per command), and the replay's latency table
+//! (the text's, with the recorded p50 and p99 beside the replayed).
 
-use crate::figures::table::Table;
-use crate::figures::units;
 use crate::replay::measure::hdr;
 use crate::replay::report::ReplayReport;
 use crate::report::html::distribution::cdf_us;
@@ -59,26 +58,6 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
             chart.series("recorded", recorded).color(RECORDED)
         }
     });
-    let rows: Vec<Vec<String>> = cmds
-        .iter()
-        .map(|(name, c)| {
-            let rec = r.recorded.per_command.get(*name).filter(|l| l.count > 0);
-            let pair = |live: f64, recorded: Option<f64>| {
-                let ratio = recorded
-                    .filter(|v| *v > 0.0)
-                    .map_or("-".into(), |v| units::ratio(live / v));
-                [
-                    recorded.map_or("-".into(), units::duration_us),
-                    units::duration_us(live),
-                    ratio,
-                ]
-            };
-            let mut row = vec![name.to_string(), c.latency.count.to_string()];
-            row.extend(pair(c.latency.p50_us, rec.map(|l| l.p50_us)));
-            row.extend(pair(c.latency.p99_us, rec.map(|l| l.p99_us)));
-            row
-        })
-        .collect();
     page.section("Latency per command: replayed and recorded")
         .paragraph(
             "Each chart is one command: the share of its replies at or below each latency (log \
@@ -86,17 +65,5 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
              as analyze measures it). A curve to the right is slower.",
         )
         .grid(charts)
-        .table(
-            &Table::new([
-                "command",
-                "replies",
-                "recorded p50",
-                "replayed p50",
-                "replayed / recorded",
-                "recorded p99",
-                "replayed p99",
-                "replayed / recorded",
-            ])
-            .with_rows(rows),
-        )
+        .table(&r.command_table())
 }

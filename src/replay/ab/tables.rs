@@ -1,0 +1,193 @@
+//! The tables of an A/B report, built once: the text ([`super::text`]) and the HTML page
+//! (`report::html::ab`) render the same rows, the page with p50 and p99 apart and every example.
+
+use super::report::{AbReport, AbRow, FieldReport};
+use super::stats::RatioEstimate;
+use crate::figures::table::Table;
+use crate::figures::units;
+use std::collections::BTreeMap;
+
+/// Every target: its role, what it replayed and whether it finished.
+pub fn targets(r: &AbReport) -> Table {
+    let mut t = Table::new([
+        "target",
+        "role",
+        "uri",
+        "ops",
+        "ops/s",
+        "errors",
+        "server CPU/op",
+        "complete",
+        "error",
+    ])
+    .html_only(&["error"]);
+    for x in &r.targets {
+        let s = &x.replay.summary;
+        t.row([
+            x.label.clone(),
+            x.role.clone(),
+            x.replay.target.clone(),
+            units::count(s.ops as f64),
+            units::count(s.ops_per_s),
+            units::count(s.overall.errors as f64),
+            x.server_cpu_us_per_op
+                .map_or("-".into(), units::duration_us),
+            if x.complete { "yes" } else { "no (partial)" }.into(),
+            x.error.clone().unwrap_or_default(),
+        ]);
+    }
+    t
+}
+
+/// All requests, then one row per `key` (command or namespace): each target's figures, and each
+/// candidate's ratios against the control.
+pub fn comparison(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Table {
+    let control = r.targets.first().map_or("", |t| t.label.as_str());
+    let (mut headers, mut text, mut html) = (vec![key.to_string()], Vec::new(), Vec::new());
+    for x in &r.targets {
+        let l = &x.label;
+        let (both, p50, p99) = (
+            format!("{l} p50/p99"),
+            format!("{l} p50"),
+            format!("{l} p99"),
+        );
+        headers.extend([format!("{l} ops"), both.clone(), p50.clone(), p99.clone()]);
+        text.push(both);
+        html.extend([p50, p99]);
+    }
+    for x in r.targets.iter().skip(1) {
+        let l = &x.label;
+        headers.push(format!("{l}/{control} mean (interval)"));
+        headers.push(format!("{l}/{control} median (interval)"));
+        headers.push(format!("{l}/{control} p99"));
+    }
+    let mut t = Table::new(headers).text_only(&text).html_only(&html);
+    let all = std::iter::once(("all", &r.overall));
+    for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
+        t.row(comparison_cells(name, row));
+    }
+    t
+}
+
+fn comparison_cells(name: &str, row: &AbRow) -> Vec<String> {
+    let mut cells = vec![name.to_string()];
+    for s in &row.targets {
+        let (p50, p99) = (
+            units::duration_us(s.latency.p50_us),
+            units::duration_us(s.latency.p99_us),
+        );
+        cells.push(format!(
+            "{}{}",
+            units::count(s.count as f64),
+            errors(s.errors)
+        ));
+        cells.push(format!("{p50} / {p99}"));
+        cells.extend([p50, p99]);
+    }
+    let interval = |e: Option<RatioEstimate>| {
+        e.map_or("-".into(), |m| {
+            format!(
+                "{} ({}-{})",
+                units::ratio(m.ratio),
+                units::ratio(m.low),
+                units::ratio(m.high)
+            )
+        })
+    };
+    for r in &row.ratios {
+        cells.push(interval(r.mean));
+        cells.push(interval(r.median));
+        cells.push(r.p99.map_or("-".into(), units::ratio));
+    }
+    cells
+}
+
+fn errors(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} err)")
+    }
+}
+
+/// Every field that differed: how often, how noisy, the verdict, and examples (the text shows the
+/// first, cut to 80 bytes; the page shows them all).
+pub fn differences(r: &AbReport) -> Table {
+    let mut t = Table::new([
+        "field",
+        "compared",
+        "differed",
+        "unexplained",
+        "noise rate",
+        "verdict",
+        "example",
+        "examples",
+    ])
+    .html_only(&["unexplained", "examples"])
+    .text_only(&["example"]);
+    for (name, f) in &r.differences.fields {
+        t.row([
+            name.clone(),
+            units::count(f.compared as f64),
+            units::count(f.differed as f64),
+            units::count(f.unexplained as f64),
+            units::percent(f.noise_rate * 100.0),
+            verdict(f).into(),
+            first_example(f),
+            f.examples
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ]);
+    }
+    t
+}
+
+fn verdict(f: &FieldReport) -> &'static str {
+    if f.real {
+        "REAL"
+    } else if f.unexplained > 0 {
+        "noise (field too noisy)"
+    } else {
+        "noise"
+    }
+}
+
+/// The first example on one line of at most 80 bytes, cut on a character boundary.
+fn first_example(f: &FieldReport) -> String {
+    let Some(e) = f.examples.first() else {
+        return String::new();
+    };
+    let mut s = format!(
+        "{}: {} vs {}",
+        e["command"].as_str().unwrap_or(""),
+        e["control"],
+        e["candidate"]
+    );
+    let mut cut = s.len().min(80);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_example_is_cut_on_a_character_boundary() {
+        let f = FieldReport {
+            examples: vec![serde_json::json!({
+                "command": "find",
+                "control": "é".repeat(60),
+                "candidate": "x",
+            })],
+            ..FieldReport::default()
+        };
+        let s = first_example(&f);
+        assert!(s.len() <= 80 && s.starts_with("find: \"éé"), "{s}");
+    }
+}

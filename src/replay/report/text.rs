@@ -1,0 +1,240 @@
+//! The replay report as text: what was replayed, the latency per command (the table the HTML page
+//! shows too, [`ReplayReport::command_table`]), then a line per note worth reading.
+
+use super::ReplayReport;
+use crate::figures::summary::{CommandSummary, LatencySummary};
+use crate::figures::table::Table;
+use crate::figures::units;
+use crate::replay::measure::knee::KneeReport;
+
+fn knee_text(k: &KneeReport) -> String {
+    match (k.rate_ops_per_s, &k.reason) {
+        (Some(rate), Some(reason)) => format!(
+            "knee: at {rate:.0} ops/s intended ({}s in), {}: p99 {} vs baseline {}, {:.0} ops/s achieved; last rate that held {}\n",
+            k.at_s.unwrap_or_default(),
+            if reason == "p99" { "p99 more than doubled" } else { "throughput below 90% of the schedule" },
+            units::duration_us(k.p99_us.unwrap_or_default()),
+            units::duration_us(k.baseline_p99_us),
+            k.achieved_ops_per_s.unwrap_or_default(),
+            k.last_held_ops_per_s.map_or("none".into(), |r| format!("{r:.0} ops/s")),
+        ),
+        _ => format!(
+            "knee: none, the server kept up (p99 baseline {}, last rate {})\n",
+            units::duration_us(k.baseline_p99_us),
+            k.last_held_ops_per_s.map_or("n/a".into(), |r| format!("{r:.0} ops/s")),
+        ),
+    }
+}
+
+impl ReplayReport {
+    pub fn render_text(&self) -> String {
+        let s = &self.summary;
+        let mut out = String::new();
+        out.push_str(&format!(
+            "replayed {} against {} ({})\n",
+            self.capture, self.target, self.options.pacing
+        ));
+        if !self.topology.is_empty() && !self.topology.starts_with("single") {
+            out.push_str(&format!("target: {}\n", self.topology));
+        }
+        out.push_str(&format!(
+            "{} ops in {} ({} ops/s), recorded span {}, {} connection(s), {} pass(es)\n",
+            s.ops,
+            units::duration_s(s.wall_s),
+            units::count(s.ops_per_s),
+            units::duration_s(self.recorded_span_s),
+            self.connections_opened,
+            self.iterations
+        ));
+        if let Some(shard) = &self.shard {
+            out.push_str(&format!("shard {} of the capture\n", shard.label));
+        }
+        out.push_str(&self.command_table().render());
+        self.push_notes(&mut out);
+        self.push_spent(&mut out);
+        self.push_endings(&mut out);
+        out
+    }
+
+    /// Phases, and what was not replayed, was sent again, waited or diverged, a line each.
+    fn push_notes(&self, out: &mut String) {
+        if !self.phases.is_empty() {
+            out.push_str(
+                "phases, from the first connection reaching each step marker to the next:\n",
+            );
+            out.push_str(&crate::figures::phases::render_text(&self.phases));
+        }
+        if self.unacknowledged > 0 {
+            out.push_str(&format!(
+                "{} unacknowledged (moreToCome) requests: counted, no latency\n",
+                self.unacknowledged
+            ));
+        }
+        let skipped: Vec<String> = self
+            .skipped
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        if !skipped.is_empty() {
+            out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
+        }
+        if let Some(l) = self
+            .connection_limit
+            .as_ref()
+            .filter(|l| l.wanted > l.limit as u64)
+        {
+            out.push_str(&format!(
+                "connections: at most {} open at once ({}) of the {} the capture holds open at once; {} waited for a slot, {} closed while idle to free one\n",
+                l.limit, l.from, l.wanted, l.waited, l.given_up
+            ));
+        }
+        if self.retried_not_primary > 0 {
+            out.push_str(&format!(
+                "{} requests sent again on the new primary after a \"not primary\" reply\n",
+                self.retried_not_primary
+            ));
+        }
+        if self.retried_dropped_connection > 0 {
+            out.push_str(&format!(
+                "{} requests sent again after the target dropped their connection\n",
+                self.retried_dropped_connection
+            ));
+        }
+        out.push_str(&format!(
+            "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",
+            units::duration_us(self.lag.latency.p50_us),
+            units::duration_us(self.lag.latency.p99_us),
+            units::duration_us(self.lag.latency.max_us),
+            self.lag.behind_1ms
+        ));
+        let diverged: u64 = self.divergences.values().map(|d| d.count).sum();
+        if diverged > 0 {
+            let per: Vec<String> = self
+                .divergences
+                .iter()
+                .map(|(k, d)| format!("{k} {}", d.count))
+                .collect();
+            out.push_str(&format!(
+                "divergences from recorded replies: {diverged} ({})\n",
+                per.join(", ")
+            ));
+        }
+    }
+
+    /// What the server and the replayer spent, the knee, and what the order kept cost.
+    fn push_spent(&self, out: &mut String) {
+        match (self.server.cpu_s, self.server.cpu_s_per_1k_ops) {
+            (Some(cpu), Some(per)) => out.push_str(&format!(
+                "server CPU: {} ({} per 1,000 ops, pid {})\n",
+                units::duration_s(cpu),
+                units::duration_s(per),
+                self.server.pid.unwrap_or_default()
+            )),
+            _ => out.push_str("server CPU: not measured (no local server process found)\n"),
+        }
+        if let (Some(cpu), Some(per)) = (self.replayer.cpu_s, self.replayer.cpu_us_per_op) {
+            out.push_str(&format!(
+                "replayer CPU: {} ({} per op)\n",
+                units::duration_s(cpu),
+                units::duration_us(per)
+            ));
+        }
+        if let Some(k) = &self.knee {
+            out.push_str(&knee_text(k));
+        }
+        if let Some(o) = &self.ordering {
+            out.push_str(&format!(
+                "order: {} request(s) followed a write on another connection, {} waited ({}); {:.1} requests in flight on average over {} connection(s) per clone\n",
+                o.followed_a_write, o.waited, units::duration_s(o.wait_s), o.mean_in_flight, o.connections
+            ));
+        }
+        if let Some(o) = self.session_order.as_ref().filter(|o| o.waited > 0) {
+            out.push_str(&format!(
+                "session order: {} request(s) waited for their session's previous request on another connection ({})\n",
+                o.waited,
+                units::duration_s(o.wait_s)
+            ));
+        }
+    }
+
+    /// What a merged report adds up, and why the replay ended early.
+    fn push_endings(&self, out: &mut String) {
+        if let Some(m) = &self.merge {
+            out.push_str(&format!(
+                "merged {} of {} shard report(s): {}\n",
+                m.merged.len(),
+                m.shards_expected,
+                m.merged.join(", ")
+            ));
+            if !m.missing.is_empty() {
+                out.push_str(&format!("missing shards: {}\n", m.missing.join(", ")));
+            }
+            for (label, why) in &m.failed {
+                out.push_str(&format!("shard {label} failed: {why}\n"));
+            }
+        }
+        if let Some(e) = &self.capture_error {
+            out.push_str(&format!("capture stopped early: {e}\n"));
+        }
+        if let Some(e) = &self.error {
+            out.push_str(&format!("replay ended early: {e}\n"));
+        }
+    }
+
+    /// Latency and throughput per command, and over all; the page shows the recorded latency
+    /// beside the replayed p50 and p99.
+    pub fn command_table(&self) -> Table {
+        let recorded = [
+            "recorded p50",
+            "p50 / recorded",
+            "recorded p99",
+            "p99 / recorded",
+        ];
+        let mut t = Table::new([
+            "command",
+            "count",
+            "errors",
+            "ops/s",
+            "p50",
+            recorded[0],
+            recorded[1],
+            "p90",
+            "p99",
+            recorded[2],
+            recorded[3],
+            "p99.9",
+            "max",
+        ])
+        .html_only(&recorded);
+        let s = &self.summary;
+        for (name, c) in &s.per_command {
+            let rec = self.recorded.per_command.get(name).filter(|l| l.count > 0);
+            t.row(command_cells(name, c, rec));
+        }
+        t.row(command_cells("(all)", &s.overall, None));
+        t
+    }
+}
+
+fn command_cells(name: &str, c: &CommandSummary, recorded: Option<&LatencySummary>) -> Vec<String> {
+    let l = &c.latency;
+    let beside = |live: f64, recorded: Option<f64>| {
+        let ratio = recorded
+            .filter(|v| *v > 0.0)
+            .map_or("-".into(), |v| units::ratio(live / v));
+        [recorded.map_or("-".into(), units::duration_us), ratio]
+    };
+    let mut cells = vec![
+        name.to_owned(),
+        c.count.to_string(),
+        c.errors.to_string(),
+        units::count(c.ops_per_s),
+        units::duration_us(l.p50_us),
+    ];
+    cells.extend(beside(l.p50_us, recorded.map(|r| r.p50_us)));
+    cells.extend([units::duration_us(l.p90_us), units::duration_us(l.p99_us)]);
+    cells.extend(beside(l.p99_us, recorded.map(|r| r.p99_us)));
+    cells.extend([units::duration_us(l.p999_us), units::duration_us(l.max_us)]);
+    cells
+}

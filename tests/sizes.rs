@@ -1,0 +1,271 @@
+//! Files small enough to read in one sitting, functions short enough to see whole: fails, naming
+//! them all, on a file of `src/` over 500 lines or a function of `src/` over 80 (house style:
+//! "when one grows past that, it is two concepts"). Test code (`#[cfg(test)]` items, `tests.rs`
+//! files and `tests/` folders) is left out of the function check: a test is one scenario.
+//!
+//! Functions are found in the code with comments, strings and character literals blanked out: a
+//! line that declares a `fn` with a body, measured from that line to the one of its closing brace.
+
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const MAX_FILE_LINES: usize = 500;
+const MAX_FN_LINES: usize = 80;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let path = e.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn is_test_file(rel: &Path) -> bool {
+    rel.file_stem().is_some_and(|s| s == "tests")
+        || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// `text` with every comment, string and character literal replaced by spaces (newlines kept),
+/// so that braces and `fn` inside them are not code.
+fn blank(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let ident = |i: usize| i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let end = if rest.starts_with(b"//") {
+            Some(find(b, i, b"\n").unwrap_or(b.len()))
+        } else if rest.starts_with(b"/*") {
+            Some(find(b, i + 2, b"*/").map_or(b.len(), |j| j + 2))
+        } else if let Some(hashes) = raw_string_start(rest).filter(|_| !ident(i)) {
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            let open = rest.iter().position(|&c| c == b'"').unwrap() + 1;
+            Some(find(b, i + open, &close).map_or(b.len(), |j| j + close.len()))
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            Some((j + 1).min(b.len()))
+        } else if rest[0] == b'\'' {
+            char_literal_len(rest).map(|n| i + n)
+        } else {
+            None
+        };
+        match end {
+            Some(end) => {
+                blank(&mut out, i, end);
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn find(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    b.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| from + p)
+}
+
+/// `r"`, `r#"`, `br##"`...: the number of `#`.
+fn raw_string_start(s: &[u8]) -> Option<usize> {
+    let s = s.strip_prefix(b"b").unwrap_or(s);
+    let s = s.strip_prefix(b"r")?;
+    let hashes = s.iter().take_while(|&&c| c == b'#').count();
+    (s.get(hashes) == Some(&b'"')).then_some(hashes)
+}
+
+/// The length of a character literal at the start of `s` (`'a'`, `'\n'`, `'\u{1F600}'`, `'é'`);
+/// `None` for a lifetime.
+fn char_literal_len(s: &[u8]) -> Option<usize> {
+    if s.get(1) == Some(&b'\\') {
+        // The escaped character stands at 2 (`'\''`, `'\\'`); the quote that closes is after it.
+        return s.iter().skip(3).position(|&c| c == b'\'').map(|p| p + 4);
+    }
+    let ch = std::str::from_utf8(&s[1..s.len().min(5)])
+        .or_else(|e| std::str::from_utf8(&s[1..1 + e.valid_up_to()]))
+        .ok()?
+        .chars()
+        .next()?;
+    let n = 1 + ch.len_utf8();
+    (s.get(n) == Some(&b'\'')).then_some(n + 1)
+}
+
+/// The name of the function a line of code declares, if it does.
+fn declared_fn(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        match w {
+            "fn" => {
+                let name = words.next()?;
+                let end = name
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(name.len());
+                return Some(&name[..end]).filter(|n| !n.is_empty());
+            }
+            "const" | "async" | "unsafe" | "default" | "extern" | "pub" => {}
+            w if w.starts_with("pub(") || w.starts_with('"') => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The functions of `code` (blanked) with their first line and length in lines; `skip` says which
+/// lines are test code.
+fn functions(code: &str, skip: &[bool]) -> Vec<(String, usize, usize)> {
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(code.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |at: usize| starts.partition_point(|&s| s <= at) - 1;
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let Some(name) = declared_fn(line) else {
+            continue;
+        };
+        if skip.get(n).copied().unwrap_or(false) {
+            continue;
+        }
+        let rest = &code[starts[n]..];
+        let Some(open) = rest.find(['{', ';']) else {
+            continue;
+        };
+        if rest.as_bytes()[open] == b';' {
+            continue; // a declaration without a body
+        }
+        let mut depth = 0usize;
+        let mut close = None;
+        for (i, c) in rest[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(starts[n] + open + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(close) = close {
+            out.push((name.to_owned(), n + 1, line_of(close) - n + 1));
+        }
+    }
+    out
+}
+
+/// Which lines of `code` (blanked) belong to a `#[cfg(test)]` item.
+fn test_lines(code: &str) -> Vec<bool> {
+    let mut skip = vec![false; code.lines().count() + 1];
+    let line_of = |at: usize| code[..at].matches('\n').count();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("#[cfg(test)]").map(|p| from + p) {
+        let rest = &code[at..];
+        let end = match (rest.find(';'), rest.find('{')) {
+            (Some(semi), Some(brace)) if semi < brace => at + semi,
+            (_, Some(brace)) => {
+                let mut depth = 0usize;
+                let mut end = code.len() - 1;
+                for (i, c) in rest[brace..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = at + brace + i;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                end
+            }
+            (Some(semi), None) => at + semi,
+            (None, None) => code.len() - 1,
+        };
+        for s in &mut skip[line_of(at)..=line_of(end)] {
+            *s = true;
+        }
+        from = end + 1;
+    }
+    skip
+}
+
+#[test]
+fn no_file_over_500_lines_and_no_function_over_80() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(ROOT).join("src"), &mut files);
+    assert!(files.len() > 100, "{} files under src/", files.len());
+    let mut over = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(ROOT).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines = text.lines().count();
+        if lines > MAX_FILE_LINES {
+            over.push(format!("{}: {lines} lines", rel.display()));
+        }
+        if is_test_file(rel) {
+            continue;
+        }
+        let code = blank(&text);
+        for (name, at, len) in functions(&code, &test_lines(&code)) {
+            if len > MAX_FN_LINES {
+                over.push(format!("{}:{at}: fn {name}, {len} lines", rel.display()));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {MAX_FILE_LINES} lines a file or {MAX_FN_LINES} a function (split by concept):\n  {}",
+        over.join("\n  ")
+    );
+}
+
+#[test]
+fn the_reader_sees_through_strings_comments_and_lifetimes() {
+    let text = r##"
+pub(crate) async fn outer<'a>(x: &'a str) -> &'a str {
+    let s = "fn fake() { {{";
+    let c = '{';
+    let r = r#"}"#;
+    // fn commented() {
+    /* } */
+    x
+}
+
+fn declared();
+
+#[cfg(test)]
+mod tests {
+    fn long_test() {
+    }
+}
+"##;
+    let code = blank(text);
+    let found = functions(&code, &test_lines(&code));
+    assert_eq!(found, vec![("outer".to_string(), 2, 8)]);
+    assert_eq!(char_literal_len(b"'\\n'"), Some(4));
+    assert_eq!(char_literal_len(b"'\\''"), Some(4));
+    assert_eq!(char_literal_len("'é' ".as_bytes()), Some(4));
+    assert_eq!(char_literal_len(b"'a>"), None);
+}
