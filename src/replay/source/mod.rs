@@ -219,25 +219,8 @@ impl Feed<'_> {
                     continue;
                 }
             };
-            go_on = match record.kind {
-                RecordKind::End => {
-                    ended = true;
-                    true
-                }
-                RecordKind::Open => {
-                    self.opened.insert(record.conn_id, Some(record.ts_ns));
-                    true
-                }
-                RecordKind::Request => {
-                    self.opened
-                        .entry(record.conn_id)
-                        .or_insert(Some(record.ts_ns));
-                    self.on_request(&mut held, &record)
-                }
-                RecordKind::Reply => self.on_reply(&mut held, &record),
-                RecordKind::Close => self.on_close(&mut held, &record),
-                _ => true,
-            };
+            ended |= record.kind == RecordKind::End;
+            go_on = self.on_record(&mut held, &record);
             if !go_on {
                 break;
             }
@@ -267,6 +250,25 @@ impl Feed<'_> {
         self.session_order.clear();
         self.opened.clear();
         go_on && self.result.capture_error.is_none()
+    }
+
+    /// One record of the capture. False when the replay should stop.
+    fn on_record(&mut self, held: &mut Held, record: &Record) -> bool {
+        match record.kind {
+            RecordKind::Open => {
+                self.opened.insert(record.conn_id, Some(record.ts_ns));
+                true
+            }
+            RecordKind::Request => {
+                self.opened
+                    .entry(record.conn_id)
+                    .or_insert(Some(record.ts_ns));
+                self.on_request(held, record)
+            }
+            RecordKind::Reply => self.on_reply(held, record),
+            RecordKind::Close => self.on_close(held, record),
+            _ => true,
+        }
     }
 
     /// What a recorded request is, or `None` when it is not replayed (counted in the first pass).
