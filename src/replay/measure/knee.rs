@@ -12,7 +12,7 @@ use crate::replay::pacing::Pacing;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-pub const DEFINITION: &str = "first whole second after the first 10% of the schedule where p99 latency exceeds 2x the p99 of the first 10%, or where completed operations fall below 90% of those due";
+pub const DEFINITION: &str = "first whole second after the first 10% of the schedule where p99 latency exceeds 2x the p99 of the first 10% (ramps only), or where completed operations fall below 90% of those due";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct KneeReport {
@@ -72,7 +72,10 @@ pub fn find(
     for (t, b) in inside.iter().filter(|(t, _)| *t >= cut) {
         let due = pacing.sent_by(t + 1.0) - pacing.sent_by(*t);
         let p99 = b.latency.value_at_quantile(0.99);
-        let reason = if !b.latency.is_empty() && p99 > 2 * baseline_p99 {
+        // At a constant rate a later second's p99 is the capture's mix changing (inserts, then
+        // finds), not the rate: only falling behind the schedule counts.
+        let ramp = matches!(pacing, Pacing::Ramp { .. });
+        let reason = if ramp && !b.latency.is_empty() && p99 > 2 * baseline_p99 {
             Some("p99")
         } else if due >= 10.0 && (b.ops as f64) < 0.9 * due {
             Some("throughput")
@@ -150,5 +153,39 @@ mod tests {
         assert_eq!(k.rate_ops_per_s, None);
         assert_eq!(k.last_held_ops_per_s, Some(100.0));
         assert!(find(&Pacing::Fast, 49.5, 6.0, &buckets).is_none());
+    }
+
+    /// A constant rate whose capture moves from fast inserts to slower finds: p99 goes up 5x, the
+    /// rate never changed, every second completed what was due: no knee.
+    #[test]
+    fn a_constant_rate_has_no_knee_when_the_mix_changes() {
+        let pacing = Pacing::Rate { ops_per_s: 500.0 };
+        let hs: Vec<Histogram<u64>> = (0..8)
+            .map(|i| hist(if i < 4 { 100_000 } else { 500_000 }, 500))
+            .collect();
+        let buckets: Vec<Bucket<'_>> = hs
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Bucket {
+                unix_s: 10 + i as u64,
+                ops: 500,
+                latency: std::borrow::Cow::Borrowed(h),
+            })
+            .collect();
+        let k = find(&pacing, 10.0, 8.0, &buckets).unwrap();
+        assert_eq!(k.rate_ops_per_s, None, "{k:?}");
+        // Falling behind still counts.
+        let slow: Vec<Bucket<'_>> = hs
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Bucket {
+                unix_s: 10 + i as u64,
+                ops: if i < 5 { 500 } else { 300 },
+                latency: std::borrow::Cow::Borrowed(h),
+            })
+            .collect();
+        let k = find(&pacing, 10.0, 8.0, &slow).unwrap();
+        assert_eq!(k.reason.as_deref(), Some("throughput"));
+        assert_eq!(k.at_s, Some(5.0));
     }
 }

@@ -6,6 +6,7 @@ use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::Table;
 use crate::figures::units;
 use crate::replay::measure::knee::KneeReport;
+use crate::replay::pacing::Pacing;
 
 fn knee_text(k: &KneeReport) -> String {
     match (k.rate_ops_per_s, &k.reason) {
@@ -26,7 +27,41 @@ fn knee_text(k: &KneeReport) -> String {
     }
 }
 
+/// Lag below this share of the p50 latency is left unremarked.
+const LAG_SMALL: f64 = 0.2;
+
 impl ReplayReport {
+    /// The schedule lag, when requests had a schedule (not `--fast`, where nothing waits), and a
+    /// warning when it is not small against the latency it is part of.
+    fn lag_text(&self) -> String {
+        if self.options.pacing == Pacing::Fast.describe() || self.lag.latency.count == 0 {
+            return String::new();
+        }
+        let lag = &self.lag.latency;
+        let mut out = format!(
+            "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",
+            units::duration_us(lag.p50_us),
+            units::duration_us(lag.p99_us),
+            units::duration_us(lag.max_us),
+            self.lag.behind_1ms
+        );
+        let p50 = self.summary.overall.latency.p50_us;
+        if p50 > 0.0 && lag.p50_us > LAG_SMALL * p50 {
+            let part = if self.options.open_loop.is_some() {
+                "the latencies above count from the intended send time: that much of them is the replayer's"
+            } else {
+                "requests went out that much later than the schedule asked"
+            };
+            out.push_str(&format!(
+                "WARNING: lag p50 {} is {:.1}x the p50 latency ({}): {part}\n",
+                units::duration_us(lag.p50_us),
+                lag.p50_us / p50,
+                units::duration_us(p50),
+            ));
+        }
+        out
+    }
+
     pub fn render_text(&self) -> String {
         let s = &self.summary;
         let mut out = String::new();
@@ -101,13 +136,7 @@ impl ReplayReport {
                 self.retried_dropped_connection
             ));
         }
-        out.push_str(&format!(
-            "schedule lag: p50 {} p99 {} max {}; {} ops >1 ms late\n",
-            units::duration_us(self.lag.latency.p50_us),
-            units::duration_us(self.lag.latency.p99_us),
-            units::duration_us(self.lag.latency.max_us),
-            self.lag.behind_1ms
-        ));
+        out.push_str(&self.lag_text());
         let diverged: u64 = self.divergences.values().map(|d| d.count).sum();
         if diverged > 0 {
             let per: Vec<String> = self
@@ -237,4 +266,32 @@ fn command_cells(name: &str, c: &CommandSummary, recorded: Option<&LatencySummar
     cells.extend(beside(l.p99_us, recorded.map(|r| r.p99_us)));
     cells.extend([units::duration_us(l.p999_us), units::duration_us(l.max_us)]);
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(pacing: Pacing, lag_p50_us: f64, p50_us: f64) -> ReplayReport {
+        let mut r = ReplayReport::default();
+        r.options.pacing = pacing.describe();
+        r.lag.latency.count = 100;
+        r.lag.latency.p50_us = lag_p50_us;
+        r.summary.overall.latency.p50_us = p50_us;
+        r
+    }
+
+    #[test]
+    fn lag_is_left_out_of_a_fast_replay_and_flagged_when_it_dwarfs_the_latency() {
+        let fast = report(Pacing::Fast, 0.127, 50.0).render_text();
+        assert!(!fast.contains("schedule lag"), "{fast}");
+        let small = report(Pacing::Recorded { speed: 1.0 }, 5.0, 50.0).render_text();
+        assert!(small.contains("schedule lag: p50 5.0µs"), "{small}");
+        assert!(!small.contains("WARNING"), "{small}");
+        let big = report(Pacing::Recorded { speed: 1.0 }, 800.0, 53.0).render_text();
+        assert!(
+            big.contains("WARNING: lag p50 800.0µs is 15.1x the p50 latency (53.0µs)"),
+            "{big}"
+        );
+    }
 }
