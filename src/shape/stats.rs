@@ -30,6 +30,10 @@ pub struct ShapeStats {
     /// Latency summed over the replies to its own requests.
     pub own_ns: u64,
     own_replies: u64,
+    /// The fastest and slowest of those, exactly: a percentile read from the histogram (the top
+    /// of its bucket) is kept within them.
+    own_min_ns: u64,
+    own_max_ns: u64,
     /// Latency summed over every reply charged to it (own and getMores).
     pub total_ns: u64,
     /// Documents in `firstBatch` / `nextBatch` (or an OP_REPLY's documents).
@@ -68,6 +72,12 @@ impl ShapeStats {
         self.reply_bytes += r.bytes;
         if !r.continues {
             self.own_ns = self.own_ns.saturating_add(r.latency_ns);
+            self.own_min_ns = if self.own_replies == 0 {
+                r.latency_ns
+            } else {
+                self.own_min_ns.min(r.latency_ns)
+            };
+            self.own_max_ns = self.own_max_ns.max(r.latency_ns);
             self.own_replies += 1;
             // Growing, not clamping (saturating_record clamps to the bound it started with);
             // an hour is the most a latency counts for, as in every other histogram.
@@ -80,9 +90,10 @@ impl ShapeStats {
     pub fn report(&self, shape: &Shape, all_ns: u64) -> ShapeReport {
         let us = |ns: u64| ns as f64 / 1e3;
         let q = |at: f64| {
-            self.hist
-                .as_ref()
-                .map_or(0.0, |h| us(h.value_at_quantile(at)))
+            self.hist.as_ref().map_or(0.0, |h| {
+                us(h.value_at_quantile(at)
+                    .clamp(self.own_min_ns, self.own_max_ns))
+            })
         };
         ShapeReport {
             hash: shape.hash(),
