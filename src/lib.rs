@@ -21,13 +21,16 @@
 //!   pipeline order: source, request, route, lane, client, measure.
 //! - [`report`]: `inspect`, `cat`, `analyze/`, `compare/` and every HTML page (`html/`): what a
 //!   capture or a replay says, as text, JSON and HTML, with one number format (`units`).
+//! - [`shape`]: query shapes, one definition for every report: a request with its literals
+//!   replaced by type placeholders (`find shop.orders {status: ?string}`), its stable hash, the
+//!   bounded table of shapes and the map of open cursors that charges a getMore to its shape.
 //! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
 //!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
 //!
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics < proxy replay < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape < proxy replay < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -44,4 +47,5 @@ pub mod proxy;
 pub mod redact;
 pub mod replay;
 pub mod report;
+pub mod shape;
 pub mod wire;

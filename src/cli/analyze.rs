@@ -2,7 +2,7 @@
 
 use super::output;
 use clap::Args;
-use mongotape::report::analyze::analyze_files;
+use mongotape::report::analyze::analyze_files_with;
 use mongotape::report::analyze::text::render_text;
 use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
@@ -23,10 +23,14 @@ pub struct AnalyzeArgs {
     /// The name of this capture's column in `compare` (default: the file stem).
     #[arg(long)]
     label: Option<String>,
+    /// Distinct query shapes kept (docs/shapes.md); the requests of further ones are added up
+    /// under `shapes_other`.
+    #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
+    max_shapes: usize,
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let report = analyze_files(&args.files, args.label.as_deref())?;
+    let report = analyze_files_with(&args.files, args.label.as_deref(), args.max_shapes)?;
     if args.json {
         output::json(&report)?;
     } else {

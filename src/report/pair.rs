@@ -3,6 +3,7 @@
 //! oldest is forgotten) and [`PairLimits::total`] over all (past it a new one is not kept); each
 //! one not kept is counted in [`Pairer::untracked`], and a reply to it counts as unsolicited.
 
+use crate::shape::ShapeId;
 use crate::wire::{Message, RequestInfo};
 use std::collections::{HashMap, VecDeque};
 
@@ -34,6 +35,8 @@ pub struct Pending {
     pub info: RequestInfo,
     pub ts_ns: u64,
     pub bytes: usize,
+    /// The query shape the reader charged the request to, if it keeps shapes.
+    pub shape: Option<ShapeId>,
 }
 
 /// What a reply answered.
@@ -92,9 +95,22 @@ impl Pairer {
         &mut self,
         conn: u64,
         msg: &Message,
+        info: RequestInfo,
+        ts_ns: u64,
+        bytes: usize,
+    ) {
+        self.request_shaped(conn, msg, info, ts_ns, bytes, None);
+    }
+
+    /// [`Pairer::request`], remembering the query shape the request was charged to.
+    pub fn request_shaped(
+        &mut self,
+        conn: u64,
+        msg: &Message,
         mut info: RequestInfo,
         ts_ns: u64,
         bytes: usize,
+        shape: Option<ShapeId>,
     ) {
         if !info.expects_reply {
             return;
@@ -114,7 +130,13 @@ impl Pairer {
         // Not searched for a request id used again: a reply takes the oldest one waiting, and the
         // per-connection bound forgets the others.
         let id = msg.header.request_id;
-        push_back_exact(&mut w.requests, (id, Pending { info, ts_ns, bytes }));
+        let pending = Pending {
+            info,
+            ts_ns,
+            bytes,
+            shape,
+        };
+        push_back_exact(&mut w.requests, (id, pending));
         self.total += 1;
     }
 

@@ -161,6 +161,51 @@ def deep_seeds(corpus):
         corpus.add("redact_deep", "synthetic", bytes([mode]) + doc)
 
 
+def shape_seeds(corpus):
+    """shape: one command of each kind the shape definition reads part by part, as an OP_MSG body
+    (mode 1), a command over OP_QUERY (2) and a legacy find's query (3), and nesting past the
+    depth limit where a shape walks (sort, $and)."""
+    import bson
+
+    deep_and = {"a": 1}
+    for _ in range(250):
+        deep_and = {"$and": [deep_and]}
+    commands = [
+        {"find": "c", "filter": {"a": {"$in": [1, "x"]}, "$or": [{"b": None}, {"c": {"$gt": 1.5}}]},
+         "projection": {"a": 1, "s": {"$slice": 2}}, "sort": {"t": -1}, "hint": "i", "limit": 1,
+         "collation": {"locale": "fr"}, "let": {"v": 1}, "min": {"a": 1}, "$db": "d"},
+        {"aggregate": "c", "pipeline": [
+            {"$match": {"a": {"$elemMatch": {"k": 1}}}},
+            {"$lookup": {"from": "o", "as": "x", "pipeline": [{"$match": {"$expr": {"$eq": ["$a", 1]}}}]}},
+            {"$facet": {"f": [{"$group": {"_id": "$k", "n": {"$sum": 1}}}, {"$limit": 3}]}},
+            {"$unionWith": {"coll": "u", "pipeline": [{"$project": {"a": 0}}]}},
+            {"$graphLookup": {"from": "g", "startWith": "$s", "connectFromField": "a",
+                              "connectToField": "b", "as": "r", "restrictSearchWithMatch": {"z": 1}}},
+        ], "cursor": {}, "$db": "d"},
+        {"update": "c", "updates": [{"q": {"a": 1}, "u": {"$set": {"b": 2}, "$push": {"l": {"$each": [1]}}},
+                                     "upsert": True, "arrayFilters": [{"e.k": 1}]}], "$db": "d"},
+        {"update": "c", "updates": [{"q": {}, "u": [{"$set": {"n": {"$add": ["$n", 1]}}}]}], "$db": "d"},
+        {"delete": "c", "deletes": [{"q": {"a": "x"}, "limit": 1}], "$db": "d"},
+        {"findAndModify": "c", "query": {"a": 1}, "update": {"$inc": {"n": 1}}, "new": True, "$db": "d"},
+        {"distinct": "c", "key": "k", "query": {"a": 1}, "$db": "d"},
+        {"count": "c", "query": {"a": 1}, "skip": 1, "$db": "d"},
+        {"getMore": bson.Int64(42), "collection": "c", "$db": "d"},
+        {"killCursors": "c", "cursors": [bson.Int64(42)], "$db": "d"},
+        {"explain": {"find": "c", "filter": {"a": 1}}, "verbosity": "executionStats", "$db": "d"},
+        {"find": "c", "filter": deep_and, "$db": "d"},
+    ]
+    # Each seed a kind of its own, so every one is kept.
+    for i, command in enumerate(commands):
+        corpus.add("shape", "synthetic/%d" % i, b"\x01" + bson.encode(command))
+        corpus.add("shape", "synthetic/%d/query" % i, b"\x02" + bson.encode({"$query": command}))
+    legacy = bson.encode({"$query": {"a": 1}, "$orderby": {"t": 1}})
+    corpus.add("shape", "synthetic/legacy", b"\x03" + legacy)
+    head = bson.encode({"find": "c", "$db": "d"})[4:-1]
+    elements = head + b"\x03sort\x00" + nested(300)
+    deep_sort = struct.pack("<i", 4 + len(elements) + 1) + elements + b"\x00"
+    corpus.add("shape", "synthetic/deep-sort", b"\x01" + deep_sort)
+
+
 def seed(paths, out):
     corpus = Corpus()
     for path in paths:
@@ -180,6 +225,7 @@ def seed(paths, out):
             corpus.add("redact", kind, bytes([0 if request else 4]) + message)
             if request:
                 corpus.add("replay_rewrite", kind, b"\x00" + message)
+                corpus.add("shape", kind, b"\x00" + message)
             else:
                 corpus.add("hello_rewrite", kind, b"\x00" + message)
             if plain is not message:
@@ -209,6 +255,7 @@ def seed(paths, out):
         corpus.add("replay_rewrite", "synthetic", b"\x01" + doc)
         corpus.add("bson_inspect", "synthetic", b"\x00" + doc)
     deep_seeds(corpus)
+    shape_seeds(corpus)
     corpus.write(out)
 
 

@@ -9,10 +9,12 @@
 
 mod capture;
 mod rewrite;
+mod shape;
 mod wire;
 
 pub use capture::capture_reader;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
+pub use shape::shape;
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
 
 /// A target's check: returns, or panics on a fault.
@@ -30,6 +32,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("redact", redact),
     ("redact_deep", redact_deep),
     ("replay_rewrite", replay_rewrite),
+    ("shape", shape),
 ];
 
 /// The check of a target, by name.

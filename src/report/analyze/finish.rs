@@ -139,6 +139,7 @@ impl Tally {
             timeline_bucket_s: self.timeline.bucket_s(),
             timeline,
             phases,
+            shapes: self.shapes.report(),
         }
     }
 

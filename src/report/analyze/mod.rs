@@ -12,6 +12,7 @@ mod commands;
 mod conn;
 mod finish;
 mod pass;
+mod shapes;
 pub mod tables;
 mod tally;
 pub mod text;
@@ -19,11 +20,12 @@ mod timeline;
 
 use crate::figures::phases::PhaseReport;
 use crate::figures::summary::{LatencySummary, ReportSummary};
+use crate::shape::ShapesReport;
 pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use pass::{analyze, analyze_file, analyze_files};
+pub use pass::{analyze, analyze_file, analyze_files, analyze_files_with, analyze_with};
 
 /// What a request is for, seen from the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -305,4 +307,8 @@ pub struct AnalyzeReport {
     /// The capture cut at its step markers (`wire::marker`); empty without markers.
     #[serde(default)]
     pub phases: Vec<PhaseReport>,
+    /// Query shapes (`docs/shapes.md`): `shapes`, most total time first, `shapes_other` and
+    /// `shapes_cap`.
+    #[serde(flatten)]
+    pub shapes: ShapesReport,
 }

@@ -4,19 +4,33 @@
 //! This file reads the records and hands each to the [`Tally`]: it books requests and replies
 //! (per-command accumulators in `commands`); `finish` closes connections and assembles the report.
 
+use super::shapes::ShapeBook;
 use super::tally::Tally;
 use super::AnalyzeReport;
 use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource};
 use crate::report::inspect::Driver;
+use crate::shape::DEFAULT_MAX_SHAPES;
 use bson::RawDocumentBuf;
 use std::path::Path;
 
 /// Analyzes a capture read from `reader`; `source` names it and `label` names its column in
 /// `compare` (default: the file stem). Reading errors end the pass and are reported in
 /// `capture.error`; what came before still counts.
-pub fn analyze(mut reader: impl RecordSource, source: &str, label: Option<&str>) -> AnalyzeReport {
+pub fn analyze(reader: impl RecordSource, source: &str, label: Option<&str>) -> AnalyzeReport {
+    analyze_with(reader, source, label, DEFAULT_MAX_SHAPES)
+}
+
+/// [`analyze`] keeping at most `max_shapes` distinct query shapes (the rest under
+/// `shapes_other`).
+pub fn analyze_with(
+    mut reader: impl RecordSource,
+    source: &str,
+    label: Option<&str>,
+    max_shapes: usize,
+) -> AnalyzeReport {
     let meta = reader.metadata().clone();
     let mut tally = Tally::default();
+    tally.shapes = ShapeBook::with_cap(max_shapes);
     while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
@@ -77,6 +91,15 @@ pub fn analyze_files(
     inputs: &[std::path::PathBuf],
     label: Option<&str>,
 ) -> Result<AnalyzeReport, CaptureError> {
+    analyze_files_with(inputs, label, DEFAULT_MAX_SHAPES)
+}
+
+/// [`analyze_files`] keeping at most `max_shapes` distinct query shapes.
+pub fn analyze_files_with(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+    max_shapes: usize,
+) -> Result<AnalyzeReport, CaptureError> {
     let reader = CaptureSet::open(inputs)?;
     let path = inputs.first().map(|p| p.as_path()).unwrap_or(Path::new(""));
     let label = label.map(str::to_owned).unwrap_or_else(|| {
@@ -84,7 +107,12 @@ pub fn analyze_files(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    Ok(analyze(reader, &path.display().to_string(), Some(&label)))
+    Ok(analyze_with(
+        reader,
+        &path.display().to_string(),
+        Some(&label),
+        max_shapes,
+    ))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! book one message each; closing a connection and assembling the report are in `finish`.
 
 use super::commands::{count_reply, count_request, CmdAcc, Commands};
+use super::shapes::ShapeBook;
 use super::timeline::{Bucket, Timeline};
 use super::{
     is_monitoring_command, CaptureFacts, Category, ConnClock, ConnReport, DriverReport, Totals,
@@ -10,6 +11,7 @@ use super::{
 use crate::figures::phases::Phases;
 use crate::figures::summary::new_ns_histogram;
 use crate::report::pair::{Answer, Pairer};
+use crate::shape::ShapeId;
 use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
@@ -123,6 +125,8 @@ pub(super) struct Tally {
     pub(super) phases: Phases,
     /// Step markers sent and not yet answered: (connection, request id) -> step.
     pub(super) markers: HashMap<(u64, i32), String>,
+    /// Query shapes of the workload's requests.
+    pub(super) shapes: ShapeBook,
 }
 
 impl Tally {
@@ -228,17 +232,19 @@ impl Tally {
             self.flush(deferred, true);
         }
         let c = self.conns.get_mut(&key).expect("inserted above");
-        if c.workload {
+        let shape = if c.workload {
             book(&mut self.phases, booked, c.clock.booked());
-            self.workload_request(key, conn_id, ts, &msg, &info, bytes);
+            self.workload_request(key, conn_id, ts, &msg, &info, bytes)
         } else {
             c.defer_request(&msg, &info, bytes);
-        }
-        self.pairer.request(conn_id, &msg, info, ts, payload.len());
+            None
+        };
+        self.pairer
+            .request_shaped(conn_id, &msg, info, ts, payload.len(), shape);
     }
 
     /// A request on a workload connection: step markers, the replayable operations, the timeline,
-    /// the per-command figures.
+    /// the per-command figures; returns the query shape it was charged to.
     fn workload_request(
         &mut self,
         key: u64,
@@ -247,7 +253,7 @@ impl Tally {
         msg: &Message,
         info: &RequestInfo,
         bytes: u64,
-    ) {
+    ) -> Option<ShapeId> {
         if info.command == "ping" {
             if let Some(step) = step_marker(msg) {
                 if info.expects_reply && self.markers.len() < MAX_MARKERS {
@@ -258,12 +264,14 @@ impl Tally {
                 }
             }
         }
+        let mut shape = None;
         if !is_handshake_command(&info.command) {
             self.replayable += 1;
             stretch(&mut self.span, ts);
             if let Some(p) = self.phases.at(ts) {
                 p.op(ts);
             }
+            shape = self.shapes.request(msg, info.expects_reply);
         }
         let c = self.conns.get_mut(&key).expect("booked by request");
         let category = Category::of(&info.command);
@@ -280,6 +288,7 @@ impl Tally {
             bytes,
             info.expects_reply,
         );
+        shape
     }
 
     pub(super) fn reply(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
@@ -327,6 +336,10 @@ impl Tally {
         };
         let latency = ts.saturating_sub(p.ts_ns);
         let error = !reply.is_ok() || reply.write_errors > 0;
+        if let Some(shape) = p.shape {
+            self.shapes
+                .reply(shape, &p.info, &reply, latency, bytes, error);
+        }
         let command = p.info.command;
         if !c.workload {
             c.defer_reply(command, bytes, latency, error, &mut self.deferred_kept);

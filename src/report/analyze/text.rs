@@ -5,6 +5,8 @@ use crate::figures::units::{self, duration_ns};
 
 /// Connections listed in the text report; `--json` has them all.
 const MAX_CONN_ROWS: usize = 40;
+/// Query shapes listed in the text report, most total time first; `--json` has them all.
+const MAX_SHAPE_ROWS: usize = 10;
 
 /// The time-split cells every table shows: wall, server, client, gaps, client-bound share.
 pub fn render_text(r: &AnalyzeReport) -> String {
@@ -19,6 +21,7 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         s.push_str(&crate::figures::phases::render_text(&r.phases));
     }
 
+    shapes(&mut s, r);
     s.push_str("\nLatency per command (workload connections)\n");
     s.push_str(&tables::commands(&r.commands).render());
     if !r.other_commands.is_empty() {
@@ -112,6 +115,28 @@ fn connections(s: &mut String, r: &AnalyzeReport) {
     if more > 0 {
         s.push_str(&format!(
             "... {more} more connections (--json lists up to 10,000)\n"
+        ));
+    }
+}
+
+/// The query shapes that took the most time.
+fn shapes(s: &mut String, r: &AnalyzeReport) {
+    let all = &r.shapes.shapes;
+    if all.is_empty() {
+        return;
+    }
+    s.push_str(&format!(
+        "\nQuery shapes, the {} that took the most time (of {}; docs/shapes.md)\n",
+        all.len().min(MAX_SHAPE_ROWS),
+        all.len()
+    ));
+    s.push_str(&tables::shapes(r, MAX_SHAPE_ROWS, true).render());
+    let other = &r.shapes.shapes_other;
+    if other.count + other.getmores > 0 {
+        s.push_str(&format!(
+            "... {} requests of shapes past the first {} are counted under `other` (--max-shapes)\n",
+            other.count + other.getmores,
+            units::count(r.shapes.shapes_cap as f64)
         ));
     }
 }

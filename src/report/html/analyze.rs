@@ -36,6 +36,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
          server and client time are summed over the workload connections.",
     );
     let page = driver_table(page, r);
+    let page = shape_table(page, r);
     let page = command_tables(page, r);
     connection_table(page, r).render()
 }
@@ -261,6 +262,21 @@ fn driver_table(page: Page, r: &AnalyzeReport) -> Page {
     page.section("Per driver")
         .table(&tables::drivers(r))
         .table(&tables::per_operation(r))
+}
+
+/// Every query shape kept, with its whole text.
+fn shape_table(page: Page, r: &AnalyzeReport) -> Page {
+    if r.shapes.shapes.is_empty() {
+        return page;
+    }
+    page.section("Query shapes")
+        .paragraph(&format!(
+            "Requests with their values replaced by type placeholders (docs/shapes.md), most \
+             total time first; getMore and killCursors are charged to the shape of their \
+             cursor. At most {} distinct shapes are kept; the rest are counted as other.",
+            r.shapes.shapes_cap
+        ))
+        .table(&tables::shapes(r, usize::MAX, false))
 }
 
 /// The commands on workload connections and on the others.
