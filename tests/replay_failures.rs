@@ -62,6 +62,25 @@ fn a_truncated_capture_replays_what_is_readable() {
     assert_eq!(r.output.status.code(), Some(3), "{}", r.describe());
     let err = r.report["capture_error"].as_str().unwrap_or_default();
     assert!(err.contains("truncated"), "{}", r.describe());
+    // An A/B replay of it exits as a single replay does (it exited 2, a usage error).
+    let c = Server::start_with(&["--standalone"]);
+    let ab = try_replay(
+        &cut,
+        &c.uri(),
+        &["--fast", "--target", &b.uri(), "--db-map", "bad:bad_ab"],
+    );
+    assert_eq!(
+        ab.report["targets"].as_array().map(Vec::len),
+        Some(2),
+        "an A/B report: {}",
+        ab.describe()
+    );
+    assert_eq!(ab.output.status.code(), Some(3), "{}", ab.describe());
+    assert!(
+        ab.output.stderr.contains("capture read only in part"),
+        "{}",
+        ab.describe()
+    );
     let inserts = r.count("insert");
     assert!(inserts > 100 && inserts < 3000, "{}", r.describe());
     assert!(

@@ -1,6 +1,7 @@
 //! `mongotape replay --target A --target B [--target A2]`: the A/B options and outputs. Everything
 //! else is in `mongotape::replay::ab`.
 
+use super::exit::Exit;
 use clap::Args;
 use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
 use mongotape::replay::ReplayConfig;
@@ -123,15 +124,16 @@ pub fn run(
     }
     if let Some(e) = &report.error {
         super::output::note!("mongotape: A/B replay: {e}");
-        return Ok(ExitCode::FAILURE);
+        return Ok(Exit::Failure.into());
     }
     if report
         .targets
         .iter()
         .any(|t| t.replay.capture_error.is_some())
     {
+        // As a single replay of a damaged capture exits (2 is a usage error).
         super::output::note!("mongotape: capture read only in part");
-        return Ok(ExitCode::from(2));
+        return Ok(Exit::DamagedCapture.into());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }
