@@ -26,18 +26,9 @@ struct Reference {
     at: String,
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-    entries.sort_by_key(|e| e.path());
-    for e in entries {
-        let path = e.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
+#[path = "common/source_tree.rs"]
+mod source_tree;
+use source_tree::rust_files;
 
 /// The module path of a file: `src/replay/route/op.rs` is `replay::route::op`; `mod.rs`, `lib.rs`
 /// and `main.rs` are their folder's module.

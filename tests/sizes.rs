@@ -6,24 +6,15 @@
 //! Functions are found in the code with comments, strings and character literals blanked out: a
 //! line that declares a `fn` with a body, measured from that line to the one of its closing brace.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const MAX_FILE_LINES: usize = 500;
 const MAX_FN_LINES: usize = 80;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-    entries.sort_by_key(|e| e.path());
-    for e in entries {
-        let path = e.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
-}
+#[path = "common/source_tree.rs"]
+mod source_tree;
+use source_tree::rust_files;
 
 fn is_test_file(rel: &Path) -> bool {
     rel.file_stem().is_some_and(|s| s == "tests")
