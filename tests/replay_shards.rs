@@ -157,6 +157,29 @@ fn rate_with_duration_sends_rate_times_duration_over_one_pass_of_connections() {
     let lag_p50 = f64_of(&r.report["lag"]["latency"]["p50_us"]);
     let p50 = f64_of(&r.report["summary"]["overall"]["latency"]["p50_us"]);
     assert!(p50 >= lag_p50, "p50 {p50} < lag {lag_p50}");
+    // The server's idle rate was read before the run, and the net CPU is the gross less that
+    // rate over the run's wall time.
+    let s = &r.report["server"];
+    let idle = f64_of(&s["idle_cpu_cores"]);
+    assert!((0.0..2.0).contains(&idle), "idle {idle}: {s}");
+    assert_eq!(s["idle_sample_s"].as_f64(), Some(1.0), "{s}");
+    let (gross, net) = (f64_of(&s["cpu_s"]), f64_of(&s["cpu_net_s"]));
+    let wall = f64_of(&r.report["summary"]["wall_s"]);
+    let expected = (gross - idle * wall).max(0.0);
+    assert!(
+        (net - expected).abs() < 1e-6,
+        "net {net}, gross {gross}, idle {idle} x {wall} s"
+    );
+    let net_per_1k = f64_of(&r.report["summary"]["server_cpu_net_s_per_1k_ops"]);
+    assert!(
+        (net_per_1k - net / ops * 1000.0).abs() < 1e-9,
+        "{net_per_1k}"
+    );
+    assert!(
+        r.output.stdout.contains("server CPU net of idle:"),
+        "{}",
+        r.output.stdout
+    );
 
     // Server CPU per operation: --rate near what the server sustains against --fast.
     let fast = replay(

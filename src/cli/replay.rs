@@ -107,6 +107,11 @@ pub struct ReplayArgs {
     /// Do not read serverStatus before and after.
     #[arg(long)]
     no_server_status: bool,
+    /// Seconds to read the server's idle CPU rate before the run, nothing sent, so that the
+    /// report also gives its CPU per operation net of that rate (0: not read). Needs the
+    /// server's process (local, or --server-pid).
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    idle_sample: f64,
     /// Seconds to wait for any one reply (or connection) before giving up on the target.
     #[arg(long, default_value_t = 60.0)]
     op_timeout: f64,
@@ -138,6 +143,15 @@ fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
     if !(v > 0.0 && v.is_finite()) {
         return Err(usage(format!(
             "{name} {v}: must be a positive number of seconds"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn non_negative_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
+    if !(v >= 0.0 && v.is_finite() && v <= 3600.0) {
+        return Err(usage(format!(
+            "{name} {v}: must be a number of seconds from 0 to 3600"
         )));
     }
     Ok(Duration::from_secs_f64(v))
@@ -259,6 +273,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.db_map = db_map;
     config.server_pid = args.server_pid.first().copied();
     config.server_status = !args.no_server_status;
+    config.idle_sample = non_negative_secs(args.idle_sample, "--idle-sample")?;
     config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());

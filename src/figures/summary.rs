@@ -64,6 +64,9 @@ pub struct ReportSummary {
     pub per_command: BTreeMap<String, CommandSummary>,
     /// Server CPU seconds per 1,000 operations, when measured.
     pub server_cpu_s_per_1k_ops: Option<f64>,
+    /// The same net of the server's idle CPU rate (read before a replay): what comparisons use.
+    #[serde(default)]
+    pub server_cpu_net_s_per_1k_ops: Option<f64>,
     /// Client (or replayer) CPU microseconds per operation, when measured.
     pub client_cpu_us_per_op: Option<f64>,
     /// Share of wall time the client spent between a reply and its next request (analyze).

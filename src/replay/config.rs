@@ -30,6 +30,8 @@ pub struct ReplayConfig {
     pub server_pid: Option<u32>,
     /// Read serverStatus before and after.
     pub server_status: bool,
+    /// How long to read the server's idle CPU rate before the run (zero: not read).
+    pub idle_sample: Duration,
     pub op_timeout: Duration,
     pub read_ahead_bytes: usize,
     pub progress: bool,
@@ -62,6 +64,7 @@ impl ReplayConfig {
             db_map: Vec::new(),
             server_pid: None,
             server_status: true,
+            idle_sample: Duration::from_secs(1),
             op_timeout: Duration::from_secs(60),
             read_ahead_bytes: 64 * 1024 * 1024,
             progress: false,

@@ -212,7 +212,7 @@ pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Rea
         report.server = probe.into_server_report();
         return Err(report);
     }
-    probe.before(config.server_status).await;
+    probe.before(config.server_status, config.idle_sample).await;
     Ok(Ready {
         report,
         target,
@@ -235,7 +235,7 @@ pub(crate) async fn conclude(
         .await;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
-    let (server, replayer) = probe.report(metrics.ops());
+    let (server, replayer) = probe.report(metrics.ops(), wall_s);
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
     tally::add_counts(&mut report, shared, source);

@@ -18,6 +18,8 @@ pub struct ServerProbe {
     server_cpu_after: Option<f64>,
     own_cpu_before: Option<f64>,
     own_cpu_after: Option<f64>,
+    /// The server's CPU rate with nothing sent (cores), read just before the run.
+    idle_cores: Option<f64>,
 }
 
 impl ServerProbe {
@@ -41,6 +43,7 @@ impl ServerProbe {
             server_cpu_after: None,
             own_cpu_before: None,
             own_cpu_after: None,
+            idle_cores: None,
         }
     }
 
@@ -56,10 +59,16 @@ impl ServerProbe {
         Ok(())
     }
 
-    /// Reads `serverStatus` (when asked) and the CPU times at the start.
-    pub async fn before(&mut self, server_status: bool) {
+    /// Reads `serverStatus` (when asked), the server's idle CPU rate over `idle` with nothing
+    /// sent (when its process is known and `idle` is not zero), and the CPU times at the start.
+    pub async fn before(&mut self, server_status: bool, idle: std::time::Duration) {
         if server_status {
             self.server.status_before = self.status().await;
+        }
+        if let (Some(pid), false) = (self.server.pid, idle.is_zero()) {
+            self.idle_cores = idle_rate(pid, idle).await;
+            self.server.idle_sample_s = self.idle_cores.map(|_| idle.as_secs_f64());
+            self.server.idle_cpu_cores = self.idle_cores;
         }
         self.server_cpu_before = self.server_cpu();
         self.own_cpu_before = server::own_cpu_seconds(self.tick_s);
@@ -90,13 +99,19 @@ impl ServerProbe {
         self.server_cpu_after
     }
 
-    /// What the server and this process spent, in all and per operation.
-    pub fn report(self, ops: u64) -> (ServerReport, ReplayerReport) {
+    /// What the server and this process spent over a run of `wall_s`, in all and per
+    /// operation; the server's also net of its idle rate.
+    pub fn report(self, ops: u64, wall_s: f64) -> (ServerReport, ReplayerReport) {
         let per_1k = |cpu: f64| (ops > 0).then(|| cpu / ops as f64 * 1000.0);
         let mut server = self.server;
         if let (Some(b), Some(a)) = (self.server_cpu_before, self.server_cpu_after) {
             server.cpu_s = Some(a - b);
             server.cpu_s_per_1k_ops = per_1k(a - b);
+            if let Some(idle) = self.idle_cores {
+                let net = net_cpu(a - b, idle, wall_s);
+                server.cpu_net_s = Some(net);
+                server.cpu_net_s_per_1k_ops = per_1k(net);
+            }
         }
         let replayer = match (self.own_cpu_before, self.own_cpu_after) {
             (Some(b), Some(a)) => ReplayerReport {
@@ -131,9 +146,39 @@ impl ServerProbe {
     }
 }
 
+/// The server's CPU rate (cores) over `window` while nothing is sent, read from its threads'
+/// run times (nanoseconds: a tick of `/proc/PID/stat` is 10 ms, as much as an idle server spends
+/// in a second).
+async fn idle_rate(pid: u32, window: std::time::Duration) -> Option<f64> {
+    let start = std::time::Instant::now();
+    let before = server::cpu_seconds_fine(pid)?;
+    tokio::time::sleep(window).await;
+    let after = server::cpu_seconds_fine(pid)?;
+    let secs = start.elapsed().as_secs_f64();
+    (secs > 0.0).then(|| ((after - before) / secs).max(0.0))
+}
+
+/// The server's CPU over a run less what it spends idle over as long: never below zero.
+pub fn net_cpu(gross_s: f64, idle_cores: f64, wall_s: f64) -> f64 {
+    (gross_s - idle_cores * wall_s.max(0.0)).max(0.0)
+}
+
 fn is_local(host: &str) -> bool {
     matches!(
         host,
         "127.0.0.1" | "localhost" | "[::1]" | "::1" | "0.0.0.0"
     ) || host.starts_with("127.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_cpu_takes_the_idle_rate_out_and_stays_positive() {
+        // 5 s at 0.04 cores idle: 0.2 s of the 0.5 s was background.
+        assert!((net_cpu(0.5, 0.04, 5.0) - 0.3).abs() < 1e-9);
+        assert_eq!(net_cpu(0.1, 0.5, 5.0), 0.0);
+        assert_eq!(net_cpu(0.1, 0.0, 5.0), 0.1);
+    }
 }

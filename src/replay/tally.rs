@@ -39,6 +39,7 @@ pub(super) fn add_measurements(
         overall: metrics.overall(wall_s),
         per_command: metrics.per_command(wall_s),
         server_cpu_s_per_1k_ops: server.cpu_s_per_1k_ops,
+        server_cpu_net_s_per_1k_ops: server.cpu_net_s_per_1k_ops,
         client_cpu_us_per_op: replayer.cpu_us_per_op,
         client_bound_share: None,
     };

@@ -115,7 +115,10 @@ def totals(r):
 def replay_totals(p):
     """One replay's figures."""
     s = p["summary"]
-    server = s.get("server_cpu_s_per_1k_ops")
+    # Net of the server's idle rate when the replay read it (docs/replay.md), else gross.
+    server = s.get("server_cpu_net_s_per_1k_ops")
+    if server is None:
+        server = s.get("server_cpu_s_per_1k_ops")
     return {"server_cpu_us_per_op": server * 1000 if server is not None else None,
             "replay_ops_per_s": s["ops_per_s"], "replayer_cpu_us_per_op": s.get("client_cpu_us_per_op")}
 

@@ -55,6 +55,8 @@ pub struct TargetReport {
     pub complete: bool,
     pub error: Option<String>,
     pub server_cpu_us_per_op: Option<f64>,
+    /// The same net of the server's idle rate (`docs/replay.md`): the figure targets compare by.
+    pub server_cpu_net_us_per_op: Option<f64>,
     /// The target's whole replay report, as a single-target replay writes it.
     pub replay: ReplayReport,
 }
@@ -197,6 +199,10 @@ impl AbReport {
                 complete: rep.complete,
                 error: rep.error.clone(),
                 server_cpu_us_per_op: rep.summary.server_cpu_s_per_1k_ops.map(|s| s * 1000.0),
+                server_cpu_net_us_per_op: rep
+                    .summary
+                    .server_cpu_net_s_per_1k_ops
+                    .map(|s| s * 1000.0),
                 replay: rep,
             })
             .collect();

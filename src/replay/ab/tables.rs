@@ -17,6 +17,7 @@ pub fn targets(r: &AbReport) -> Table {
         "ops/s",
         "errors",
         "server CPU/op",
+        "net of idle",
         "complete",
         "error",
     ])
@@ -31,6 +32,8 @@ pub fn targets(r: &AbReport) -> Table {
             units::count(s.ops_per_s),
             units::count(s.overall.errors as f64),
             x.server_cpu_us_per_op
+                .map_or("-".into(), units::duration_us),
+            x.server_cpu_net_us_per_op
                 .map_or("-".into(), units::duration_us),
             if x.complete { "yes" } else { "no (partial)" }.into(),
             x.error.clone().unwrap_or_default(),

@@ -290,6 +290,7 @@ fn summary(inputs: &[ShardInput], sums: &Sums, wall_s: f64) -> ReportSummary {
             wall_s,
         ),
         server_cpu_s_per_1k_ops: None,
+        server_cpu_net_s_per_1k_ops: None,
         client_cpu_us_per_op: None,
         client_bound_share: None,
     }
@@ -350,10 +351,12 @@ fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
     {
         r.server = widest.report.server.clone();
         r.server.cpu_s_per_1k_ops = r.server.cpu_s.map(|c| c / ops * 1000.0);
+        r.server.cpu_net_s_per_1k_ops = r.server.cpu_net_s.map(|c| c / ops * 1000.0);
     } else if let Some(i) = inputs.first() {
         r.server = i.report.server.clone();
     }
     r.summary.server_cpu_s_per_1k_ops = r.server.cpu_s_per_1k_ops;
+    r.summary.server_cpu_net_s_per_1k_ops = r.server.cpu_net_s_per_1k_ops;
     let replayer: Vec<f64> = inputs
         .iter()
         .filter_map(|i| i.report.replayer.cpu_s)

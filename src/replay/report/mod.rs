@@ -21,6 +21,13 @@ pub struct ServerReport {
     pub pid_source: Option<String>,
     pub cpu_s: Option<f64>,
     pub cpu_s_per_1k_ops: Option<f64>,
+    /// The server's CPU rate with nothing sent, in cores, read for `idle_sample_s` just before
+    /// the run (`--idle-sample`).
+    pub idle_cpu_cores: Option<f64>,
+    pub idle_sample_s: Option<f64>,
+    /// `cpu_s` less `idle_cpu_cores` over the run's wall time: what the operations cost.
+    pub cpu_net_s: Option<f64>,
+    pub cpu_net_s_per_1k_ops: Option<f64>,
     pub status_before: Option<StatusSnapshot>,
     pub status_after: Option<StatusSnapshot>,
     /// after - before of opcounters, network and connections.

@@ -162,6 +162,18 @@ impl ReplayReport {
             )),
             _ => out.push_str("server CPU: not measured (no local server process found)\n"),
         }
+        if let (Some(net), Some(per), Some(idle)) = (
+            self.server.cpu_net_s,
+            self.server.cpu_net_s_per_1k_ops,
+            self.server.idle_cpu_cores,
+        ) {
+            out.push_str(&format!(
+                "server CPU net of idle: {} ({} per 1,000 ops; idle {:.1}% of a core before the run)\n",
+                units::duration_s(net),
+                units::duration_s(per),
+                idle * 100.0
+            ));
+        }
         if let (Some(cpu), Some(per)) = (self.replayer.cpu_s, self.replayer.cpu_us_per_op) {
             out.push_str(&format!(
                 "replayer CPU: {} ({} per op)\n",

@@ -188,6 +188,7 @@ impl Tally {
                 })
                 .collect(),
             server_cpu_s_per_1k_ops: None,
+            server_cpu_net_s_per_1k_ops: None,
             client_cpu_us_per_op: None,
             client_bound_share,
         }

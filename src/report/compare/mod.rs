@@ -229,6 +229,14 @@ fn overall(summaries: &[ReportSummary]) -> Vec<MetricRow> {
             .collect(),
     ));
     overall.push(row(
+        "server CPU per 1,000 ops, net of idle",
+        "s",
+        summaries
+            .iter()
+            .map(|s| s.server_cpu_net_s_per_1k_ops)
+            .collect(),
+    ));
+    overall.push(row(
         "client CPU per op",
         "µs",
         summaries.iter().map(|s| s.client_cpu_us_per_op).collect(),

@@ -22,6 +22,12 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     if let Some(cpu) = s.server_cpu_s_per_1k_ops {
         facts.push(("server CPU / 1,000 ops", units::duration_s(cpu)));
     }
+    if let Some(cpu) = s.server_cpu_net_s_per_1k_ops {
+        facts.push((
+            "server CPU / 1,000 ops, net of idle",
+            units::duration_s(cpu),
+        ));
+    }
     if let Some(cpu) = s.client_cpu_us_per_op {
         // A replay's client is the replayer: its CPU is mongotape's, not the application's.
         let name = if s.kind == "replay" {

@@ -79,6 +79,13 @@ fn cpu(page: Page, r: &ReplayReport) -> Page {
     page.section("CPU: the server's and the replayer's own")
         .facts(&[
             ("server CPU, total", total(r.server.cpu_s)),
+            ("server CPU net of its idle rate", total(r.server.cpu_net_s)),
+            (
+                "server idle rate (before the run)",
+                r.server
+                    .idle_cpu_cores
+                    .map_or("not measured".into(), |c| format!("{:.1}% of a core", c * 100.0)),
+            ),
             ("replayer (mongotape) CPU, total", total(r.replayer.cpu_s)),
         ])
         .bar_chart(
