@@ -132,6 +132,32 @@ fn readers_memory_stays_flat_over_connections_left_open() {
     }
 }
 
+/// Query shapes stay within their cap in memory: `analyze` over 50,000 distinct shapes and over
+/// 200,000 keeps 10,000 of them, counts the rest under `shapes_other`, and peaks the same.
+#[test]
+fn analyze_memory_stays_flat_past_the_shape_cap() {
+    let dir = tempdir();
+    let run = |n: u64| {
+        let path = dir.path().join(format!("shapes{n}.mtape"));
+        open_capture::write_shapes_capture(&path, n).unwrap();
+        let mut command = Command::new(mongotape_bin());
+        command.args(["analyze", "--json", path.to_str().unwrap()]);
+        let (out, peak) = run_command_peak_rss(command, Duration::from_secs(300));
+        assert!(out.status.success(), "analyze failed: {}", out.stderr);
+        let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("analyze JSON");
+        assert_eq!(report["shapes_cap"], 10_000, "n={n}");
+        assert_eq!(
+            report["shapes"].as_array().map(Vec::len),
+            Some(10_000),
+            "n={n}"
+        );
+        assert_eq!(report["shapes_other"]["count"], n - 10_000, "n={n}");
+        peak
+    };
+    let (small, large) = (run(50_000), run(200_000));
+    assert_flat("analyze, 50,000 and 200,000 shapes", small, large, MARGIN);
+}
+
 /// The replayer's own growth over 10x the messages: its timeline keeps up to 1,000 buckets of
 /// latency (4 MB at most), and a longer run touches more code and allocator arenas. Measured, debug
 /// build, 30k against 300k messages: peak RSS 38-43 against 49-51 MB, peak heap 10.9 against

@@ -24,7 +24,7 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     label: Option<String>,
     /// Distinct query shapes kept (docs/shapes.md); the requests of further ones are added up
-    /// under `shapes_other`.
+    /// under `shapes_other`. 0 turns shapes off.
     #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
     max_shapes: usize,
 }

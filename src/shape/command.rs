@@ -6,9 +6,11 @@
 use super::walk::{write, Kids, Mode};
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::RawDocumentBuf;
+use smallvec::SmallVec;
 
-/// The top-level fields of a command, looked up by name (a command has a dozen at most).
-pub(super) struct Fields<'a>(Vec<(&'a str, RawBsonRef<'a>)>);
+/// The top-level fields of a command, looked up by name (a command has a dozen at most: kept
+/// inline, no allocation per request).
+pub(super) struct Fields<'a>(SmallVec<[(&'a str, RawBsonRef<'a>); 16]>);
 
 impl<'a> Fields<'a> {
     pub(super) fn of(doc: &'a RawDocument) -> Fields<'a> {

@@ -26,6 +26,7 @@ use bson::raw::{RawBsonRef, RawDocument};
 use bson::RawDocumentBuf;
 use command::Fields;
 use sha2::{Digest, Sha256};
+use smallvec::SmallVec;
 
 /// A shape's text is cut past this many bytes; what was cut is kept in the hash written after
 /// it, so two long shapes that differ only at the end stay apart.
@@ -128,7 +129,7 @@ impl Shaper {
         }
         let cursors = match &msg.body {
             Body::Msg(m) => {
-                let sequences: Vec<(&str, &[RawDocumentBuf])> = m
+                let sequences: SmallVec<[(&str, &[RawDocumentBuf]); 2]> = m
                     .sections
                     .iter()
                     .filter_map(|s| match s {
@@ -242,6 +243,20 @@ impl Shaper {
         }
     }
 
+    /// `command db.collection`, written without an intermediate string.
+    fn head_in(&mut self, command: &str, db: &str, collection: &str) {
+        if self.text.is_empty() {
+            self.command_end = command.len();
+        }
+        self.text.push_str(command);
+        self.text.push(' ');
+        let start = self.text.len();
+        self.text.push_str(db);
+        self.text.push('.');
+        self.text.push_str(collection);
+        self.namespace = (start, self.text.len());
+    }
+
     /// A command document; returns the cursors a getMore or killCursors continues.
     fn command(
         &mut self,
@@ -280,13 +295,12 @@ impl Shaper {
             (_, RawBsonRef::String(c)) => Some(c),
             _ => None,
         };
-        let namespace = match (db, collection) {
-            (Some(db), Some(c)) => format!("{db}.{c}"),
-            (Some(db), None) => db.to_owned(),
-            (None, Some(c)) => c.to_owned(),
-            (None, None) => String::new(),
-        };
-        self.head(name, &namespace);
+        match (db, collection) {
+            (Some(db), Some(c)) => self.head_in(name, db, c),
+            (Some(db), None) => self.head(name, db),
+            (None, Some(c)) => self.head(name, c),
+            (None, None) => self.head(name, ""),
+        }
         let out = &mut self.text;
         match name {
             "find" => command::find(out, &f),

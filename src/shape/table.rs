@@ -3,9 +3,8 @@
 //! each with the shape that opened it, so a `getMore` on any connection is charged to it.
 
 use super::{Shape, ShapeView};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 
 /// Distinct shapes a table keeps by default; further ones are counted under `other`.
 pub const DEFAULT_MAX_SHAPES: usize = 10_000;
@@ -38,10 +37,10 @@ impl<T: Default> Default for ShapeTable<T> {
     }
 }
 
+/// The index's key of a shape's text: a fast hash with a fixed seed (the index lives in one
+/// process; the hash a report prints is [`super::hash`]).
 fn key(text: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+    foldhash::fast::FixedState::with_seed(0x6d6f_6e67_6f74_6170).hash_one(text)
 }
 
 impl<T: Default> ShapeTable<T> {

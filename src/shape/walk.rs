@@ -6,6 +6,7 @@
 
 use crate::wire::depth::MAX_DEPTH;
 use bson::raw::{RawBsonRef, RawDocument, RawIter};
+use smallvec::SmallVec;
 
 /// How a value is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +123,7 @@ fn stage(name: &str) -> Mode {
 
 /// Writes `value` read in `mode` at the end of `out`.
 pub fn write(out: &mut String, value: RawBsonRef<'_>, mode: Mode) {
-    let mut stack: Vec<Frame<'_>> = Vec::new();
+    let mut stack: Stack<'_> = Stack::new();
     value_or_open(out, &mut stack, value, mode);
     while let Some(top) = stack.last_mut() {
         let Some(next) = top.elements.next() else {
@@ -159,6 +160,10 @@ pub fn write(out: &mut String, value: RawBsonRef<'_>, mode: Mode) {
     }
 }
 
+/// The documents and arrays open during a walk: inline for the usual few levels, so shaping a
+/// request allocates nothing.
+type Stack<'a> = SmallVec<[Frame<'a>; 8]>;
+
 /// A document or array being written: its remaining elements and how to read them.
 struct Frame<'a> {
     elements: RawIter<'a>,
@@ -171,13 +176,8 @@ struct Frame<'a> {
 }
 
 /// Writes a value that needs no walk, or opens the document or array to walk.
-fn value_or_open<'a>(
-    out: &mut String,
-    stack: &mut Vec<Frame<'a>>,
-    value: RawBsonRef<'a>,
-    mode: Mode,
-) {
-    let open_doc = |out: &mut String, stack: &mut Vec<Frame<'a>>, d: &'a RawDocument, kids| {
+fn value_or_open<'a>(out: &mut String, stack: &mut Stack<'a>, value: RawBsonRef<'a>, mode: Mode) {
+    let open_doc = |out: &mut String, stack: &mut Stack<'a>, d: &'a RawDocument, kids| {
         open(out, stack, d.iter_elements(), false, Some(kids), Mode::Keep)
     };
     match (mode, value) {
@@ -240,7 +240,7 @@ fn value_or_open<'a>(
 
 fn open<'a>(
     out: &mut String,
-    stack: &mut Vec<Frame<'a>>,
+    stack: &mut Stack<'a>,
     elements: RawIter<'a>,
     array: bool,
     kids: Option<Kids>,

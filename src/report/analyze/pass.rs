@@ -246,4 +246,25 @@ mod tests {
         let _ = super::super::text::render_text(&r);
         let _ = crate::report::html::analyze::render_html(&r);
     }
+
+    /// A cap of 0 turns shapes off: the same requests, no shape and nothing under `other`.
+    #[test]
+    fn max_shapes_zero_turns_shapes_off() {
+        let recs = vec![
+            Record::new(
+                RecordKind::Request,
+                1,
+                10,
+                op_msg(1, 0, rawdoc! {"find": "c", "filter": {"a": 1}, "$db": "d"}),
+            ),
+            Record::new(RecordKind::Reply, 1, 20, op_msg(2, 1, rawdoc! {"ok": 1.0})),
+        ];
+        let on = analyze(capture(&recs), "on", None);
+        assert_eq!(on.shapes.shapes.len(), 1);
+        assert_eq!(on.shapes.shapes[0].shape, "find d.c {a: ?number}");
+        let off = analyze_with(capture(&recs), "off", None, 0);
+        assert!(off.shapes.shapes.is_empty());
+        assert_eq!(off.shapes.shapes_other.count, 0);
+        assert_eq!(off.summary.ops, on.summary.ops);
+    }
 }

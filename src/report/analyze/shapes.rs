@@ -21,8 +21,12 @@ impl ShapeBook {
         }
     }
 
-    /// Charges a request to its shape; `None` for a message with no shape.
+    /// Charges a request to its shape; `None` for a message with no shape, or for every
+    /// message when shapes are off (a cap of 0).
     pub(super) fn request(&mut self, msg: &Message, expects_reply: bool) -> Option<ShapeId> {
+        if self.table.cap() == 0 {
+            return None;
+        }
         let (id, continues) = match self.shaper.request(msg)? {
             Shaped::Own(view) => (self.table.id(&view), false),
             Shaped::Continues { cursors, fallback } => {
