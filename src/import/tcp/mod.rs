@@ -303,3 +303,6 @@ fn emit<E: Events>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
