@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use mongotape::capture::{GapEvent, Record, RecordKind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Commands and their request/reply counts, connections, and opcodes: what `inspect` says.
 fn inspect_digest(capture: &Path) -> serde_json::Value {
@@ -91,7 +91,7 @@ fn record_three_ways(
     (capture, pcap, pcapng, db)
 }
 
-fn imports_equal(client: Client, uri_options: &str) {
+fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempdir();
     let (capture, pcap, pcapng, expected) = record_three_ways(dir.path(), client, uri_options);
     let want = inspect_digest(&capture);
@@ -125,6 +125,7 @@ fn imports_equal(client: Client, uri_options: &str) {
         assert_eq!(r.divergences(), 0, "{}", r.describe());
         assert_same_db(&expected, &dump_db(&fresh.uri(), "bench"));
     }
+    (dir, capture, pcap)
 }
 
 /// The proxy's listening port, from its capture's metadata.
@@ -139,7 +140,181 @@ fn port_of(capture: &Path) -> String {
 
 #[test]
 fn pymongo_through_tcpdump_and_dumpcap_imports_to_the_proxys_capture() {
-    imports_equal(Client::Pymongo, "");
+    let (dir, capture, pcap) = imports_equal(Client::Pymongo, "");
+    edited_pcap_imports_with_its_gaps(dir.path(), &capture, &pcap);
+}
+
+/// One packet of a tcpdump pcap (Ethernet, IPv4, TCP): its record header and frame.
+struct Packet {
+    header: [u8; 16],
+    frame: Vec<u8>,
+}
+
+impl Packet {
+    fn tcp(&self) -> (u16, u16, usize) {
+        let ip = &self.frame[14..];
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let tcp = &ip[ihl..];
+        let off = usize::from(tcp[12] >> 4) * 4;
+        let src = u16::from_be_bytes([tcp[0], tcp[1]]);
+        let dst = u16::from_be_bytes([tcp[2], tcp[3]]);
+        (src, dst, total - ihl - off)
+    }
+
+    fn ts_ns(&self) -> u64 {
+        let sec = u32::from_le_bytes(self.header[..4].try_into().unwrap());
+        let usec = u32::from_le_bytes(self.header[4..8].try_into().unwrap());
+        u64::from(sec) * 1_000_000_000 + u64::from(usec) * 1000
+    }
+}
+
+fn read_pcap(path: &Path) -> (Vec<u8>, Vec<Packet>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "a microsecond pcap");
+    assert_eq!(
+        u32::from_le_bytes(bytes[20..24].try_into().unwrap()),
+        1,
+        "Ethernet"
+    );
+    let mut at = 24;
+    let mut packets = Vec::new();
+    while at + 16 <= bytes.len() {
+        let header: [u8; 16] = bytes[at..at + 16].try_into().unwrap();
+        let caplen = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
+        let frame = bytes[at + 16..at + 16 + caplen].to_vec();
+        packets.push(Packet { header, frame });
+        at += 16 + caplen;
+    }
+    (bytes[..24].to_vec(), packets)
+}
+
+fn write_pcap(path: &Path, head: &[u8], packets: &[&Packet]) {
+    let mut out = head.to_vec();
+    for p in packets {
+        out.extend_from_slice(&p.header);
+        out.extend_from_slice(&p.frame);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The pcap edited: three client segments removed (far apart), every tenth data segment sent
+/// twice, and some pairs of segments of one direction swapped. The import reports one gap per
+/// removed segment, on that segment's connection, declared after it; every message it keeps is
+/// one the proxy recorded (nothing glued), and the rest replays.
+fn edited_pcap_imports_with_its_gaps(dir: &Path, capture: &Path, pcap: &Path) {
+    let port: u16 = port_of(capture).parse().unwrap();
+    let (head, packets) = read_pcap(pcap);
+    let data: Vec<usize> = (0..packets.len())
+        .filter(|&i| packets[i].tcp().2 > 0)
+        .collect();
+    let requests: Vec<usize> = data
+        .iter()
+        .copied()
+        .filter(|&i| packets[i].tcp().1 == port)
+        .collect();
+    assert!(requests.len() > 40, "{} requests", requests.len());
+    let n = requests.len();
+    let removed = vec![requests[n / 4], requests[n / 2], requests[3 * n / 4]];
+    let near_removed = |i: usize| removed.iter().any(|&r| i.abs_diff(r) < 8);
+    let mut order: Vec<usize> = (0..packets.len())
+        .filter(|i| !removed.contains(i))
+        .collect();
+    let mut duplicated = 0;
+    let mut edited: Vec<&Packet> = Vec::new();
+    let mut swapped = 0;
+    let mut k = 0;
+    while k < order.len() {
+        let i = order[k];
+        let next = order.get(k + 1).copied();
+        let same_direction = next.is_some_and(|j| {
+            let (a, b) = (packets[i].tcp(), packets[j].tcp());
+            a.0 == b.0 && a.1 == b.1 && a.2 > 0 && b.2 > 0
+        });
+        if same_direction && !near_removed(i) && swapped < 20 {
+            order.swap(k, k + 1);
+            swapped += 1;
+        }
+        let i = order[k];
+        edited.push(&packets[i]);
+        if packets[i].tcp().2 > 0 && k % 10 == 0 && !near_removed(i) {
+            edited.push(&packets[i]);
+            duplicated += 1;
+        }
+        k += 1;
+    }
+    assert!(
+        duplicated > 5 && swapped > 0,
+        "{duplicated} duplicated, {swapped} swapped"
+    );
+    let edited_path = dir.join("edited.pcap");
+    write_pcap(&edited_path, &head, &edited);
+
+    let out = dir.join("edited.mtape");
+    let run = import(&[&edited_path], &out, &["--server-port", &port.to_string()]);
+    assert!(run.success(), "{}\n{}", run.stderr, run.stdout);
+    let records = capture_records(&out);
+    let clients: std::collections::HashMap<u64, String> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Open)
+        .map(|r| {
+            (
+                r.conn_id,
+                r.event::<mongotape::capture::OpenEvent>().unwrap().client,
+            )
+        })
+        .collect();
+    let gap_records: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Gap)
+        .collect();
+    assert_eq!(gap_records.len(), removed.len(), "{}", run.stdout);
+    for (gap, &r) in gap_records.iter().zip(&removed) {
+        let p = &packets[r];
+        let client = &clients[&gap.conn_id];
+        assert!(
+            client.ends_with(&format!(":{}", p.tcp().0)),
+            "gap on {client}, removed from {}",
+            p.tcp().0
+        );
+        assert!(gap.ts_ns >= p.ts_ns(), "declared after the removed segment");
+        let g: GapEvent = gap.event().unwrap();
+        assert!(
+            g.dropped_bytes >= p.tcp().2 as u64 && g.dropped_messages >= 1,
+            "{g:?}"
+        );
+    }
+    let mut proxy = messages(&capture_records(capture));
+    let got = messages(&records);
+    for m in &got {
+        let at = proxy.iter().position(|p| p == m);
+        assert!(
+            at.is_some(),
+            "an imported message the proxy never saw (glued?)"
+        );
+        proxy.swap_remove(at.unwrap());
+    }
+    let lost = proxy.len();
+    let said: u64 = gaps(&records).iter().map(|g| g.dropped_messages).sum();
+    assert!(
+        lost >= removed.len() && said >= removed.len() as u64,
+        "lost {lost}, gaps say {said}"
+    );
+    let retransmitted: u64 = run
+        .stdout
+        .split("TCP: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(retransmitted, duplicated, "{}", run.stdout);
+
+    let fresh = Server::start();
+    let r = try_replay(&out, &fresh.uri(), &[]);
+    let inserts = inspect_json(&out)["by_command"]["insert"]["requests"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(r.count("insert"), inserts, "{}", r.describe());
 }
 
 #[test]

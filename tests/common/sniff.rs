@@ -94,9 +94,10 @@ impl Sniffer {
         }
     }
 
-    /// Stops the capture (SIGTERM, after a moment for the last packets) and returns the file.
+    /// Stops the capture (SIGTERM) and returns the file. libpcap hands packets over in blocks,
+    /// at the latest after its buffer timeout (1 s): the last ones are waited for first.
     pub fn stop(mut self) -> PathBuf {
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(Duration::from_millis(1500));
         let mut child = self.child.take().unwrap();
         super::process::send_signal(child.id(), libc::SIGTERM);
         let status = child.wait().expect("wait for the sniffer");
