@@ -95,6 +95,12 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
     let dir = tempdir();
     let (capture, pcap, pcapng, expected) = record_three_ways(dir.path(), client, uri_options);
     let want = inspect_digest(&capture);
+    let meta = mongotape::capture::CaptureReader::open(&capture)
+        .unwrap()
+        .metadata()
+        .clone();
+    let (proxy_addr, server_addr) = (meta.listen, meta.upstream);
+    assert_eq!(proxy_addr.len(), server_addr.len(), "two ephemeral ports");
     let proxy_messages = messages(&capture_records(&capture));
     assert!(proxy_messages.len() > 20, "{want}");
     for (input, name) in [(&pcap, "pcap"), (&pcapng, "pcapng")] {
@@ -110,14 +116,41 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
         let records = capture_records(&out);
         assert!(gaps(&records).is_empty(), "{name}: {:?}", gaps(&records));
         // The very bytes, message by message (the order across connections may differ).
-        let mut got = messages(&records);
+        // The pcap holds what the client saw: hello replies with the proxy's address where the
+        // proxy's capture keeps the server's (it marks them with a hello_rewrite record).
+        let mut got: Vec<_> = messages(&records)
+            .into_iter()
+            .map(|(k, m)| {
+                (
+                    k,
+                    replace_bytes(&m, proxy_addr.as_bytes(), server_addr.as_bytes()),
+                )
+            })
+            .collect();
         let mut proxy = proxy_messages.clone();
         got.sort();
         proxy.sort();
-        assert!(
-            got == proxy,
-            "{name}: the imported messages differ from the proxy's"
-        );
+        if got != proxy {
+            let show = |ms: Vec<&(RecordKind, Vec<u8>)>| -> Vec<String> {
+                ms.iter()
+                    .map(|m| {
+                        format!(
+                            "{:?} {} {:?}",
+                            m.0,
+                            m.1.len(),
+                            String::from_utf8_lossy(&m.1[..m.1.len().min(160)])
+                        )
+                    })
+                    .collect()
+            };
+            let only_import = show(got.iter().filter(|m| !proxy.contains(m)).collect());
+            let only_proxy = show(proxy.iter().filter(|m| !got.contains(m)).collect());
+            panic!(
+                "{name}: the imported messages differ from the proxy's ({} against {}); only imported: {only_import:#?}; only in the proxy's: {only_proxy:#?}",
+                got.len(),
+                proxy.len(),
+            );
+        }
 
         let fresh = Server::start();
         let r = replay(&out, &fresh.uri(), &[]);
@@ -126,6 +159,16 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
         assert_same_db(&expected, &dump_db(&fresh.uri(), "bench"));
     }
     (dir, capture, pcap)
+}
+
+fn replace_bytes(m: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = m.to_vec();
+    let mut at = 0;
+    while let Some(i) = out[at..].windows(from.len()).position(|w| w == from) {
+        out[at + i..at + i + from.len()].copy_from_slice(to);
+        at += i + from.len();
+    }
+    out
 }
 
 /// The proxy's listening port, from its capture's metadata.
@@ -285,7 +328,19 @@ fn edited_pcap_imports_with_its_gaps(dir: &Path, capture: &Path, pcap: &Path) {
         );
     }
     let mut proxy = messages(&capture_records(capture));
-    let got = messages(&records);
+    let meta = mongotape::capture::CaptureReader::open(capture)
+        .unwrap()
+        .metadata()
+        .clone();
+    let got: Vec<_> = messages(&records)
+        .into_iter()
+        .map(|(k, m)| {
+            (
+                k,
+                replace_bytes(&m, meta.listen.as_bytes(), meta.upstream.as_bytes()),
+            )
+        })
+        .collect();
     for m in &got {
         let at = proxy.iter().position(|p| p == m);
         assert!(

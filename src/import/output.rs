@@ -142,10 +142,31 @@ impl Output {
         if let Some(c) = self.conns.get(&conn.id) {
             return Ok(c.id);
         }
+        self.open(
+            conn.id,
+            &conn.client.to_string(),
+            &conn.server.to_string(),
+            ts,
+        )
+    }
+
+    /// Opens connection `key` (the source's own number) unless it is open: its `open` record
+    /// names `client` and `server`. Returns its capture number.
+    pub fn open(
+        &mut self,
+        key: u64,
+        client: &str,
+        server: &str,
+        ts_ns: u64,
+    ) -> Result<u64, ImportError> {
+        if let Some(c) = self.conns.get(&key) {
+            return Ok(c.id);
+        }
+        let ts = self.ts(ts_ns);
         let id = self.next_conn;
         self.next_conn += 1;
         self.conns.insert(
-            conn.id,
+            key,
             ConnOut {
                 id,
                 handshakes: 0,
@@ -154,8 +175,8 @@ impl Output {
         );
         self.written.connections += 1;
         let open = OpenEvent {
-            client: conn.client.to_string(),
-            upstream: conn.server.to_string(),
+            client: client.into(),
+            upstream: server.into(),
             continued: false,
         };
         self.write(Record::json(RecordKind::Open, id, ts, &open))?;
@@ -231,6 +252,57 @@ impl Output {
     }
 }
 
+/// The same for sources that are not packets (their connections opened with [`Output::open`]).
+impl Output {
+    /// A whole message of connection `key`, a request or a reply.
+    pub fn message_of(
+        &mut self,
+        key: u64,
+        request: bool,
+        bytes: Bytes,
+        ts_ns: u64,
+    ) -> Result<(), ImportError> {
+        let ts = self.ts(ts_ns);
+        Output::message(self, key, request, bytes, ts)
+    }
+
+    /// A loss on connection `key`.
+    pub fn gap_of(&mut self, key: u64, lost: Lost, ts_ns: u64) -> Result<(), ImportError> {
+        let ts = self.ts(ts_ns);
+        let id = self.conns.get(&key).ok_or(ImportError::NotBegun)?.id;
+        self.gap(id, lost, ts)
+    }
+
+    /// Closes connection `key` if it is open.
+    pub fn close_conn(
+        &mut self,
+        key: u64,
+        side: Side,
+        reason: &str,
+        ts_ns: u64,
+    ) -> Result<(), ImportError> {
+        let Some(state) = self.conns.remove(&key) else {
+            return Ok(());
+        };
+        let ts = self.ts(ts_ns);
+        let close = CloseEvent {
+            side,
+            reason: reason.into(),
+        };
+        self.write(Record::json(RecordKind::Close, state.id, ts, &close))
+    }
+
+    /// Closes every connection still open (the source ended), in the order they opened.
+    pub fn close_all(&mut self, reason: &str, ts_ns: u64) -> Result<(), ImportError> {
+        let mut open: Vec<(u64, u64)> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
+        open.sort();
+        for (_, key) in open {
+            self.close_conn(key, Side::Proxy, reason, ts_ns)?;
+        }
+        Ok(())
+    }
+}
+
 impl Events for Output {
     type Error = ImportError;
 
@@ -256,9 +328,6 @@ impl Events for Output {
         reset: bool,
         ts_ns: u64,
     ) -> Result<(), ImportError> {
-        let Some(state) = self.conns.remove(&conn.id) else {
-            return Ok(());
-        };
         let (side, reason) = match (by, reset) {
             (Ender::Client, false) => (Side::Client, "closed"),
             (Ender::Client, true) => (Side::Client, "reset (RST)"),
@@ -266,12 +335,7 @@ impl Events for Output {
             (Ender::Server, true) => (Side::Upstream, "reset (RST)"),
             (Ender::Capture, _) => (Side::Proxy, "still open when the packet capture ended"),
         };
-        let ts = self.ts(ts_ns);
-        let close = CloseEvent {
-            side,
-            reason: reason.into(),
-        };
-        self.write(Record::json(RecordKind::Close, state.id, ts, &close))
+        self.close_conn(conn.id, side, reason, ts_ns)
     }
 }
 
