@@ -89,17 +89,28 @@ impl Stream {
             return;
         }
         if rel > 0 {
-            io.stats.out_of_order += 1;
             if rel as u64 > window as u64 {
+                io.stats.out_of_order += 1;
                 self.skip(rel as u64, ts_ns, io);
             } else {
+                let at = self.pos + rel as u64;
+                let len = data.len() as u64 + u64::from(missing);
+                if self
+                    .held
+                    .get(&at)
+                    .is_some_and(|h| h.data.len() as u64 + u64::from(h.missing) >= len)
+                {
+                    // A second copy of a segment already held: the first wins.
+                    io.stats.retransmitted += 1;
+                    return;
+                }
+                io.stats.out_of_order += 1;
                 let held = Held {
                     data: data.to_vec(),
                     missing,
                     ts_ns,
                 };
                 self.held_bytes += held.data.len();
-                let at = self.pos + rel as u64;
                 if let Some(old) = self.held.insert(at, held) {
                     self.held_bytes -= old.data.len();
                 }
