@@ -1,6 +1,7 @@
 //! `mongotape import` of packet captures taken while a real client ran through the proxy:
 //! `tcpdump -i lo` (pcap, Ethernet) and `dumpcap -i any` (pcapng, Linux cooked SLL2) on the
-//! proxy's port, so both see exactly the bytes the proxy recorded. The imported captures hold the
+//! proxy's port, so both see exactly the bytes the proxy recorded (pymongo plain and with zstd
+//! wire compression, mongosh with zlib, PHP). The imported captures hold the
 //! same connections, commands and counts as the proxy's, and replay into a fresh server to the
 //! same database. A pcap edited on purpose (segments removed, duplicated, reordered) imports with
 //! its gaps where they were made.
@@ -87,6 +88,11 @@ fn record_three_ways(
     let exit = proxy.stop();
     assert!(exit.status.success(), "proxy: {}", exit.stderr);
     let (pcap, pcapng) = (pcap.stop(), pcapng.stop());
+    // dumpcap's first interface block follows the section header: link type 276, LINUX_SLL2.
+    let ng = std::fs::read(&pcapng).unwrap();
+    let shb_len = u32::from_le_bytes(ng[4..8].try_into().unwrap()) as usize;
+    let linktype = u16::from_le_bytes(ng[shb_len + 8..shb_len + 10].try_into().unwrap());
+    assert_eq!(linktype, 276, "dumpcap -i any writes Linux cooked v2");
     let db = dump_db(&server.uri(), "bench");
     (capture, pcap, pcapng, db)
 }
@@ -373,6 +379,16 @@ fn edited_pcap_imports_with_its_gaps(dir: &Path, capture: &Path, pcap: &Path) {
 }
 
 #[test]
-fn mongosh_with_zstd_wire_compression_imports_equal() {
-    imports_equal(Client::Mongosh, "&compressors=zstd");
+fn pymongo_with_zstd_wire_compression_imports_equal() {
+    imports_equal(Client::Pymongo, "&compressors=zstd");
+}
+
+#[test]
+fn mongosh_with_zlib_wire_compression_imports_equal() {
+    imports_equal(Client::Mongosh, "&compressors=zlib");
+}
+
+#[test]
+fn php_imports_equal() {
+    imports_equal(Client::Php, "");
 }
