@@ -14,6 +14,9 @@
 //!   rustls configurations for both sides of a TLS connection. Shared by the proxy and the replayer.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
+//! - [`import`]: `mongotape import`. Captures made from other recordings: pcap and pcapng files
+//!   (the packets' layers read, TCP reassembled by mongotape, holes kept as gaps). Writes captures
+//!   as the recorder does, alongside the proxy.
 //! - [`redact`]: what a capture may keep: credentials always removed, and with `--redact values`
 //!   every string and binary value replaced by a keyed hash of the same length.
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
@@ -30,7 +33,7 @@
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape < proxy replay < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape < proxy replay import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -41,6 +44,7 @@
 
 pub mod capture;
 pub mod figures;
+pub mod import;
 pub mod metrics;
 pub mod net;
 pub mod proxy;

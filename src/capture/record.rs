@@ -169,6 +169,10 @@ pub struct Metadata {
     /// from before redaction existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<String>,
+    /// Where an imported capture came from (`mongotape import`): the format and the files read,
+    /// such as `pcap: run.pcap`. Absent for a capture the proxy recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -70,6 +70,19 @@ See docs/replay.md.",
     ],
 };
 
+pub const IMPORT: About = About {
+    examples: "Examples:
+  # tcpdump on the database host, no change to the application
+  tcpdump -i any -s 0 -w run.pcap tcp port 27017
+  mongotape import run.pcap -o run.mtape
+
+  # dumpcap's rotated pcapng files, read in order as one capture; servers on two ports
+  mongotape import ring_*.pcapng -o run.mtape --server-port 27017 --server-port 27018
+
+See docs/import.md.",
+    exits: &[Ok, Failure, Usage, DamagedCapture],
+};
+
 pub const ANALYZE: About = About {
     examples: "Examples:
   mongotape analyze run.mtape                      # is it the server or the client?

@@ -7,6 +7,7 @@ mod compare;
 mod exit;
 mod generate;
 mod help;
+mod import;
 mod merge;
 mod output;
 mod record;
@@ -55,6 +56,9 @@ enum Command {
     /// Replay a capture against a server and measure what the server spends.
     #[command(after_help = help::REPLAY.after_help())]
     Replay(Box<replay::ReplayArgs>),
+    /// Make a capture from a packet capture (pcap, pcapng) of MongoDB traffic.
+    #[command(after_help = help::IMPORT.after_help())]
+    Import(import::ImportArgs),
     /// Server time against client time, per connection and per driver, from a capture alone.
     #[command(after_help = help::ANALYZE.after_help())]
     Analyze(analyze::AnalyzeArgs),
@@ -95,6 +99,7 @@ pub fn main() -> ExitCode {
             args.quiet |= quiet;
             replay::run(*args)
         }
+        Command::Import(args) => import::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(mut args) => {

@@ -17,6 +17,7 @@
 //! - [`replay`]: `mongotape replay` and its report ([`replay()`], [`try_replay`], [`Replay`]).
 //! - [`pki`]: a test PKI made with rcgen ([`Pki`]) and secantusd-rs serving TLS with it.
 //! - [`schema`]: the reports' JSON Schemas in `docs/schemas/` ([`assert_schema`]).
+//! - [`sniff`]: `tcpdump` and `dumpcap` capturing a port on the loopback ([`Sniffer`]).
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
 //!
 //! Missing tools are a failure with a pointer to `tools/setup`, never a silent skip. Every process is
@@ -39,6 +40,7 @@ mod record;
 mod replay;
 mod schema;
 mod server;
+mod sniff;
 
 pub use cli::*;
 pub use clients::*;
@@ -53,6 +55,7 @@ pub use record::*;
 pub use replay::*;
 pub use schema::*;
 pub use server::*;
+pub use sniff::*;
 
 use std::path::PathBuf;
 

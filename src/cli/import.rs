@@ -1,0 +1,133 @@
+//! `mongotape import`: other recordings in, one capture out. Everything else is in
+//! `mongotape::import`.
+
+use super::exit::{usage, Exit};
+use clap::{Args, ValueEnum};
+use mongotape::import::{self, ImportOptions, ImportSummary, OutputSpec, ServerSpec};
+use mongotape::redact::Redaction;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The recordings, read in this order as one capture: pcap or pcapng files (tcpdump,
+    /// dumpcap, Wireshark).
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Write the capture here (refused if it exists, unless --force).
+    #[arg(short, long, value_name = "OUT.mtape")]
+    out: PathBuf,
+    /// Replace an existing capture of the same name.
+    #[arg(long)]
+    force: bool,
+    /// A server's port (repeatable): connections to it are imported, its side is the server.
+    /// Without --server-port or --server: the side a SYN went to, else port 27017, else the
+    /// side whose first message is a reply.
+    #[arg(long, value_name = "PORT")]
+    server_port: Vec<u16>,
+    /// A server's address (repeatable), as --server-port but for one host.
+    #[arg(long, value_name = "HOST:PORT")]
+    server: Vec<SocketAddr>,
+    /// Bytes held per direction of a connection while a segment is missing (reordered packets
+    /// within it are put back in order; past it, the missing bytes are a gap), in KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 4096)]
+    window: usize,
+    /// What the capture keeps: `credentials` removes authentication payloads and passwords
+    /// (always, the default); `values` also replaces every string and binary value by a keyed
+    /// hash of the same length.
+    #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
+    redact: RedactArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RedactArg {
+    Credentials,
+    Values,
+}
+
+pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    if args.window == 0 || args.window > 1024 * 1024 {
+        return Err(usage("--window must be between 1 and 1048576 KiB"));
+    }
+    let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+    let opts = ImportOptions {
+        servers: ServerSpec {
+            ports: args.server_port,
+            addrs: args.server.clone(),
+        },
+        window: args.window * 1024,
+        output: OutputSpec {
+            path: args.out.clone(),
+            force: args.force,
+            zstd_level: mongotape::capture::writer::DEFAULT_LEVEL,
+            redaction: match args.redact {
+                RedactArg::Credentials => Redaction::Credentials,
+                RedactArg::Values => Redaction::Values,
+            },
+            upstream: args
+                .server
+                .first()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+            source: format!("pcap: {}", names.join(", ")),
+        },
+        files: args.files,
+    };
+    let summary = import::import(&opts)?;
+    super::output::text(&render(&summary, &args.out))?;
+    Ok(if summary.damaged.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::DamagedCapture
+    }
+    .into())
+}
+
+fn render(s: &ImportSummary, out: &std::path::Path) -> String {
+    let w = &s.written;
+    let t = &s.tcp;
+    let mut text = format!(
+        "imported {} packets ({} TCP segments) from {} file(s) into {}\n\
+         connections: {} ({} left out: no server named at either end)\n\
+         messages: {} ({} bytes), {} credentials redacted\n\
+         gaps: {} ({} messages, {} bytes lost); {} sequence holes, {} segments cut by the snaplen\n\
+         TCP: {} retransmitted, {} overlapping, {} out of order\n",
+        s.packets,
+        s.tcp_segments,
+        s.files.len(),
+        out.display(),
+        w.connections,
+        t.ignored_connections,
+        w.messages,
+        w.wire_bytes,
+        w.redacted_messages,
+        w.gap_records,
+        w.dropped_messages,
+        w.dropped_bytes,
+        t.holes,
+        t.truncated,
+        t.retransmitted,
+        t.overlapping,
+        t.out_of_order,
+    );
+    let k = &s.skipped;
+    if k.not_tcp + k.ip_fragments + k.malformed + k.unknown_linktype > 0 {
+        text.push_str(&format!(
+            "skipped packets: {} not TCP, {} IP fragments, {} malformed, {} of an unknown link type{}\n",
+            k.not_tcp,
+            k.ip_fragments,
+            k.malformed,
+            k.unknown_linktype,
+            if s.unknown_linktypes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", s.unknown_linktypes.join(", "))
+            }
+        ));
+    }
+    for d in &s.damaged {
+        text.push_str(&format!("damaged: {d}\n"));
+    }
+    text
+}

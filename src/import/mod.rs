@@ -1,0 +1,174 @@
+//! `mongotape import`: captures made from other recordings of MongoDB traffic, written as
+//! ordinary captures (every other subcommand reads them unchanged).
+//!
+//! `pcap` reads pcap and pcapng files and each packet's layers; `tcp` puts connections back
+//! together (mongotape's own reassembly) and cuts them into whole messages; `output` writes the
+//! capture in the recorder's vocabulary. See `docs/import.md`.
+
+pub mod error;
+pub mod output;
+pub mod pcap;
+pub mod tcp;
+
+pub use error::ImportError;
+pub use output::{OutputSpec, Written};
+pub use tcp::role::ServerSpec;
+
+use pcap::link::{self, Skip};
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use tcp::{Reassembler, TcpStats};
+
+/// What to import and how.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub files: Vec<PathBuf>,
+    pub servers: ServerSpec,
+    /// Bytes held per direction while a segment is missing.
+    pub window: usize,
+    pub output: OutputSpec,
+}
+
+/// Packets left out, by why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub not_tcp: u64,
+    pub ip_fragments: u64,
+    pub malformed: u64,
+    pub unknown_linktype: u64,
+}
+
+/// What an import read and wrote.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportSummary {
+    pub files: Vec<String>,
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub skipped: Skipped,
+    pub tcp: TcpStats,
+    pub written: Written,
+    /// Input files damaged part-way: what was before the damage was imported.
+    pub damaged: Vec<String>,
+    /// Link types met that mongotape does not read.
+    pub unknown_linktypes: Vec<String>,
+}
+
+/// The input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Pcap,
+    PcapNg,
+}
+
+/// The format of a file by its first bytes.
+pub fn detect(path: &Path) -> Result<Format, ImportError> {
+    let mut head = [0u8; 4];
+    let mut file = std::fs::File::open(path).map_err(|source| ImportError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    let n = file.read(&mut head).map_err(|source| ImportError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    match head[..n] {
+        [0x0a, 0x0d, 0x0d, 0x0a] => Ok(Format::PcapNg),
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] => Ok(Format::Pcap),
+        [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] => Ok(Format::Pcap),
+        _ => Err(ImportError::UnknownFormat {
+            path: path.to_owned(),
+            what: format!(
+                "it starts with {:02x?}; pcap and pcapng are read",
+                &head[..n]
+            ),
+        }),
+    }
+}
+
+/// Packets into connections into a capture: the packet side of an import.
+pub struct PacketImport {
+    tcp: Reassembler,
+    pub output: output::Output,
+    pub summary: ImportSummary,
+    first_ts: Option<u64>,
+    last_ts: u64,
+}
+
+impl PacketImport {
+    pub fn new(servers: ServerSpec, window: usize, output: OutputSpec) -> PacketImport {
+        PacketImport {
+            tcp: Reassembler::new(servers, window),
+            output: output::Output::new(output),
+            summary: ImportSummary::default(),
+            first_ts: None,
+            last_ts: 0,
+        }
+    }
+
+    /// One packet of a file.
+    pub fn packet(&mut self, p: &pcap::Packet<'_>) -> Result<(), ImportError> {
+        self.summary.packets += 1;
+        if self.first_ts.is_none() {
+            self.first_ts = Some(p.ts_ns);
+            self.output.begin(p.ts_ns)?;
+        }
+        self.last_ts = self.last_ts.max(p.ts_ns);
+        let seg = match link::segment(p.linktype, p.data, p.orig_len) {
+            Ok(seg) => seg,
+            Err(skip) => {
+                self.skip(skip, p.linktype);
+                return Ok(());
+            }
+        };
+        self.summary.tcp_segments += 1;
+        self.tcp.segment(&seg, p.ts_ns, &mut self.output)
+    }
+
+    fn skip(&mut self, skip: Skip, linktype: i32) {
+        let s = &mut self.summary.skipped;
+        match skip {
+            Skip::NotTcp => s.not_tcp += 1,
+            Skip::Fragment => s.ip_fragments += 1,
+            Skip::Malformed => s.malformed += 1,
+            Skip::Linktype => {
+                s.unknown_linktype += 1;
+                let name = pcap::linktype_name(linktype);
+                if !self.summary.unknown_linktypes.contains(&name) {
+                    self.summary.unknown_linktypes.push(name);
+                }
+            }
+        }
+    }
+
+    /// Every connection still open ends; the capture gets its `end` record.
+    pub fn finish(mut self) -> Result<ImportSummary, ImportError> {
+        let ts = self.last_ts;
+        self.tcp.finish(ts, &mut self.output)?;
+        let start = self.first_ts.unwrap_or(0);
+        self.summary.tcp = self.tcp.stats().clone();
+        self.summary.written = self.output.finish(start)?;
+        Ok(self.summary)
+    }
+}
+
+/// Imports `opts.files`, in order, as one capture. A file damaged part-way is imported up to the
+/// damage and named in the summary; any other error ends the import.
+pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
+    for path in &opts.files {
+        detect(path)?;
+    }
+    let mut run = PacketImport::new(opts.servers.clone(), opts.window, opts.output.clone());
+    for path in &opts.files {
+        run.summary.files.push(path.display().to_string());
+        match pcap::read_file(path, &mut |p| run.packet(p)) {
+            Ok(_) => {}
+            Err(e) if e.is_damage() => {
+                tracing::warn!("{e}; the packets before it were imported");
+                run.summary.damaged.push(e.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    run.finish()
+}

@@ -1,0 +1,356 @@
+//! The capture an import writes, in the recorder's vocabulary (`proxy/recorder.rs`): a
+//! connection's `open` before its first message, `request`/`reply` records of the whole messages,
+//! the handshake's `client_metadata` after the request that carried it, `gap` records where bytes
+//! were lost, `close`, and the `end` record. Credentials are removed as the proxy removes them
+//! (and every value hashed with `--redact values`); a message that cannot be checked is a gap.
+
+use super::error::ImportError;
+use super::tcp::frames::{Lost, Out};
+use super::tcp::{Conn, Ender, Events};
+use crate::capture::{
+    CaptureWriter, CloseEvent, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, Side,
+    FORMAT_VERSION,
+};
+use crate::redact::{Direction, InflateBudget, Redaction, Redactor};
+use crate::wire::{info, Message, MsgHeader, OpCode};
+use bytes::Bytes;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::PathBuf;
+
+/// Requests per connection searched for handshake metadata (as the recorder does).
+const HANDSHAKE_SEARCH: u32 = 4;
+
+/// What was written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Written {
+    pub connections: u64,
+    pub messages: u64,
+    pub wire_bytes: u64,
+    pub gap_records: u64,
+    pub dropped_messages: u64,
+    pub dropped_bytes: u64,
+    pub redacted_messages: u64,
+    pub unredactable_messages: u64,
+}
+
+/// How to create the capture.
+#[derive(Debug, Clone)]
+pub struct OutputSpec {
+    pub path: PathBuf,
+    pub force: bool,
+    pub zstd_level: i32,
+    pub redaction: Redaction,
+    /// The metadata's `upstream`.
+    pub upstream: String,
+    /// The metadata's `source`.
+    pub source: String,
+}
+
+struct ConnOut {
+    id: u64,
+    handshakes: u32,
+    budget: InflateBudget,
+}
+
+pub struct Output {
+    spec: OutputSpec,
+    writer: Option<CaptureWriter<File>>,
+    redactor: Redactor,
+    conns: HashMap<u64, ConnOut>,
+    next_conn: u64,
+    last_ts: u64,
+    pub written: Written,
+}
+
+impl Output {
+    pub fn new(spec: OutputSpec) -> Output {
+        let redactor = Redactor::new(spec.redaction);
+        Output {
+            spec,
+            writer: None,
+            redactor,
+            conns: HashMap::new(),
+            next_conn: 1,
+            last_ts: 0,
+            written: Written::default(),
+        }
+    }
+
+    /// Creates the file, its start being the first packet's time. Later calls do nothing.
+    pub fn begin(&mut self, start_unix_ns: u64) -> Result<(), ImportError> {
+        if self.writer.is_some() {
+            return Ok(());
+        }
+        let meta = Metadata {
+            format_version: FORMAT_VERSION,
+            mongotape_version: env!("CARGO_PKG_VERSION").into(),
+            start_unix_ns,
+            start_time: rfc3339(start_unix_ns),
+            upstream: self.spec.upstream.clone(),
+            listen: String::new(),
+            host: String::new(),
+            segment: None,
+            redaction: Some(self.spec.redaction.name().into()),
+            source: Some(self.spec.source.clone()),
+        };
+        let (path, level) = (&self.spec.path, self.spec.zstd_level);
+        let writer = if self.spec.force {
+            CaptureWriter::create(path, &meta, level)?
+        } else {
+            CaptureWriter::create_new(path, &meta, level)?
+        };
+        self.last_ts = start_unix_ns;
+        self.writer = Some(writer);
+        Ok(())
+    }
+
+    /// Ends the capture with its `end` record. Without a single packet, an empty capture
+    /// starting at `empty_start_ns`.
+    pub fn finish(mut self, empty_start_ns: u64) -> Result<Written, ImportError> {
+        self.begin(empty_start_ns)?;
+        let w = &self.written;
+        let end = EndEvent {
+            connections: w.connections,
+            messages: w.messages,
+            wire_bytes: w.wire_bytes,
+            dropped_messages: w.dropped_messages,
+        };
+        let ts = self.last_ts;
+        self.write(Record::json(RecordKind::End, 0, ts, &end))?;
+        if let Some(writer) = self.writer.take() {
+            writer.finish()?;
+        }
+        Ok(self.written)
+    }
+
+    fn write(&mut self, record: Record) -> Result<(), ImportError> {
+        let writer = self.writer.as_mut().ok_or(ImportError::NotBegun)?;
+        writer.write(&record)?;
+        Ok(())
+    }
+
+    /// Never backwards: a capture's times only go forward.
+    fn ts(&mut self, ts_ns: u64) -> u64 {
+        self.last_ts = self.last_ts.max(ts_ns);
+        self.last_ts
+    }
+
+    /// The connection's capture number, its `open` written the first time.
+    fn conn_id(&mut self, conn: &Conn, ts: u64) -> Result<u64, ImportError> {
+        if let Some(c) = self.conns.get(&conn.id) {
+            return Ok(c.id);
+        }
+        self.open(
+            conn.id,
+            &conn.client.to_string(),
+            &conn.server.to_string(),
+            ts,
+        )
+    }
+
+    /// Opens connection `key` (the source's own number) unless it is open: its `open` record
+    /// names `client` and `server`. Returns its capture number.
+    pub fn open(
+        &mut self,
+        key: u64,
+        client: &str,
+        server: &str,
+        ts_ns: u64,
+    ) -> Result<u64, ImportError> {
+        if let Some(c) = self.conns.get(&key) {
+            return Ok(c.id);
+        }
+        let ts = self.ts(ts_ns);
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.conns.insert(
+            key,
+            ConnOut {
+                id,
+                handshakes: 0,
+                budget: InflateBudget::default(),
+            },
+        );
+        self.written.connections += 1;
+        let open = OpenEvent {
+            client: client.into(),
+            upstream: server.into(),
+            continued: false,
+        };
+        self.write(Record::json(RecordKind::Open, id, ts, &open))?;
+        Ok(id)
+    }
+
+    fn gap(&mut self, id: u64, lost: Lost, ts: u64) -> Result<(), ImportError> {
+        self.written.gap_records += 1;
+        self.written.dropped_messages += lost.messages;
+        self.written.dropped_bytes += lost.bytes;
+        let gap = GapEvent {
+            dropped_messages: lost.messages,
+            dropped_bytes: lost.bytes,
+            reason: lost.reason.into(),
+        };
+        self.write(Record::json(RecordKind::Gap, id, ts, &gap))
+    }
+
+    fn message(
+        &mut self,
+        conn: u64,
+        request: bool,
+        bytes: Bytes,
+        ts: u64,
+    ) -> Result<(), ImportError> {
+        let (kind, direction) = if request {
+            (RecordKind::Request, Direction::Request)
+        } else {
+            (RecordKind::Reply, Direction::Reply)
+        };
+        let state = self
+            .conns
+            .get_mut(&conn)
+            .expect("opened before its messages");
+        let id = state.id;
+        let metadata = if request && state.handshakes < HANDSHAKE_SEARCH {
+            state.handshakes += 1;
+            let found = client_metadata(&bytes);
+            if found.is_some() {
+                state.handshakes = HANDSHAKE_SEARCH;
+            }
+            found
+        } else {
+            None
+        };
+        let len = bytes.len() as u64;
+        let payload = match self
+            .redactor
+            .message_within(&bytes, direction, &mut state.budget)
+        {
+            Ok(None) => bytes,
+            Ok(Some(redacted)) => {
+                self.written.redacted_messages += 1;
+                Bytes::from(redacted)
+            }
+            Err(e) => {
+                self.written.unredactable_messages += 1;
+                let lost = Lost {
+                    messages: 1,
+                    bytes: len,
+                    reason: e.reason(),
+                };
+                return self.gap(id, lost, ts);
+            }
+        };
+        self.written.messages += 1;
+        self.written.wire_bytes += len;
+        self.write(Record::new(kind, id, ts, payload))?;
+        if let Some(meta) = metadata {
+            self.write(Record::new(RecordKind::ClientMetadata, id, ts, meta))?;
+        }
+        Ok(())
+    }
+}
+
+/// The same for sources that are not packets (their connections opened with [`Output::open`]).
+impl Output {
+    /// A whole message of connection `key`, a request or a reply.
+    pub fn message_of(
+        &mut self,
+        key: u64,
+        request: bool,
+        bytes: Bytes,
+        ts_ns: u64,
+    ) -> Result<(), ImportError> {
+        let ts = self.ts(ts_ns);
+        Output::message(self, key, request, bytes, ts)
+    }
+
+    /// A loss on connection `key`.
+    pub fn gap_of(&mut self, key: u64, lost: Lost, ts_ns: u64) -> Result<(), ImportError> {
+        let ts = self.ts(ts_ns);
+        let id = self.conns.get(&key).ok_or(ImportError::NotBegun)?.id;
+        self.gap(id, lost, ts)
+    }
+
+    /// Closes connection `key` if it is open.
+    pub fn close_conn(
+        &mut self,
+        key: u64,
+        side: Side,
+        reason: &str,
+        ts_ns: u64,
+    ) -> Result<(), ImportError> {
+        let Some(state) = self.conns.remove(&key) else {
+            return Ok(());
+        };
+        let ts = self.ts(ts_ns);
+        let close = CloseEvent {
+            side,
+            reason: reason.into(),
+        };
+        self.write(Record::json(RecordKind::Close, state.id, ts, &close))
+    }
+
+    /// Closes every connection still open (the source ended), in the order they opened.
+    pub fn close_all(&mut self, reason: &str, ts_ns: u64) -> Result<(), ImportError> {
+        let mut open: Vec<(u64, u64)> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
+        open.sort();
+        for (_, key) in open {
+            self.close_conn(key, Side::Proxy, reason, ts_ns)?;
+        }
+        Ok(())
+    }
+}
+
+impl Events for Output {
+    type Error = ImportError;
+
+    fn message(&mut self, conn: &Conn, from_client: bool, out: Out) -> Result<(), ImportError> {
+        match out {
+            Out::Message { bytes, ts_ns } => {
+                let ts = self.ts(ts_ns);
+                self.conn_id(conn, ts)?;
+                Output::message(self, conn.id, from_client, bytes, ts)
+            }
+            Out::Gap { lost, ts_ns } => {
+                let ts = self.ts(ts_ns);
+                let id = self.conn_id(conn, ts)?;
+                self.gap(id, lost, ts)
+            }
+        }
+    }
+
+    fn close(
+        &mut self,
+        conn: &Conn,
+        by: Ender,
+        reset: bool,
+        ts_ns: u64,
+    ) -> Result<(), ImportError> {
+        let (side, reason) = match (by, reset) {
+            (Ender::Client, false) => (Side::Client, "closed"),
+            (Ender::Client, true) => (Side::Client, "reset (RST)"),
+            (Ender::Server, false) => (Side::Upstream, "closed"),
+            (Ender::Server, true) => (Side::Upstream, "reset (RST)"),
+            (Ender::Capture, _) => (Side::Proxy, "still open when the packet capture ended"),
+        };
+        self.close_conn(conn.id, side, reason, ts_ns)
+    }
+}
+
+/// The handshake's `client` document, from an uncompressed request (a handshake never is).
+fn client_metadata(message: &[u8]) -> Option<Vec<u8>> {
+    let header = MsgHeader::parse_whole(message, "message header").ok()?;
+    if header.op_code == OpCode::Compressed {
+        return None;
+    }
+    let parsed = Message::parse(message).ok()?;
+    info::client_metadata(&parsed).map(|doc| doc.into_bytes())
+}
+
+/// A time as RFC 3339 text, to the microsecond.
+pub fn rfc3339(unix_ns: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+    humantime::format_rfc3339_micros(t).to_string()
+}

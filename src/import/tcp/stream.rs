@@ -1,0 +1,196 @@
+//! One direction of a TCP connection put back in order: per-direction sequence tracking,
+//! retransmissions and overlaps dropped (the first copy of a byte wins), segments that arrive
+//! early held until the bytes before them come, within a bounded window. A hole is declared (and
+//! handed to [`Frames`] as one) when the window fills, when the other side sends (it received
+//! what the capture lacks), or when the connection ends.
+
+use super::frames::{Frames, HOLE, SNAPLEN};
+use super::Io;
+use std::collections::BTreeMap;
+
+/// The payload of one segment: `data` captured, `missing` more bytes the snaplen cut.
+#[derive(Debug, Clone, Copy)]
+pub struct Piece<'a> {
+    pub seq: u32,
+    pub data: &'a [u8],
+    pub missing: u32,
+    pub ts_ns: u64,
+}
+
+/// A segment that came before its turn.
+#[derive(Debug)]
+struct Held {
+    data: Vec<u8>,
+    missing: u32,
+    ts_ns: u64,
+}
+
+#[derive(Debug)]
+pub struct Stream {
+    /// The sequence number of the next byte expected; `None` before the first segment.
+    next: Option<u32>,
+    /// Bytes of the stream passed (delivered or declared missing): the stream offset of `next`.
+    pos: u64,
+    /// Early segments by stream offset.
+    held: BTreeMap<u64, Held>,
+    held_bytes: usize,
+    /// The most bytes held.
+    window: usize,
+    pub frames: Frames,
+    /// A FIN was seen from this side.
+    pub fin: bool,
+}
+
+impl Stream {
+    /// A direction whose SYN was seen (`Some(isn)`: in step from its first byte) or not.
+    pub fn new(syn: Option<u32>, window: usize) -> Stream {
+        Stream {
+            next: syn.map(|isn| isn.wrapping_add(1)),
+            pos: 0,
+            held: BTreeMap::new(),
+            held_bytes: 0,
+            window,
+            frames: Frames::new(syn.is_some()),
+            fin: false,
+        }
+    }
+
+    /// Whether a SYN with this sequence number is the one this stream began with.
+    pub fn began_with(&self, isn: u32) -> bool {
+        self.pos == 0 && self.next == Some(isn.wrapping_add(1))
+    }
+
+    /// No segment of this side seen yet.
+    pub fn untouched(&self) -> bool {
+        self.next.is_none()
+    }
+
+    pub fn has_held(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// A segment's payload.
+    pub fn segment(&mut self, piece: Piece<'_>, io: &mut Io) {
+        let Piece {
+            seq,
+            data,
+            missing,
+            ts_ns,
+        } = piece;
+        let window = self.window;
+        let len = data.len() as i64 + i64::from(missing);
+        if len == 0 {
+            return;
+        }
+        let next = *self.next.get_or_insert(seq);
+        let rel = i64::from(seq.wrapping_sub(next) as i32);
+        if rel + len <= 0 {
+            io.stats.retransmitted += 1;
+            return;
+        }
+        if rel > 0 {
+            if rel as u64 > window as u64 {
+                io.stats.out_of_order += 1;
+                self.skip(rel as u64, ts_ns, io);
+            } else {
+                let at = self.pos + rel as u64;
+                let len = data.len() as u64 + u64::from(missing);
+                if self
+                    .held
+                    .get(&at)
+                    .is_some_and(|h| h.data.len() as u64 + u64::from(h.missing) >= len)
+                {
+                    // A second copy of a segment already held: the first wins.
+                    io.stats.retransmitted += 1;
+                    return;
+                }
+                io.stats.out_of_order += 1;
+                let held = Held {
+                    data: data.to_vec(),
+                    missing,
+                    ts_ns,
+                };
+                self.held_bytes += held.data.len();
+                if let Some(old) = self.held.insert(at, held) {
+                    self.held_bytes -= old.data.len();
+                }
+                while self.held_bytes > window {
+                    self.declare_hole(io);
+                }
+                return;
+            }
+        }
+        self.deliver((-rel).max(0) as usize, data, missing, ts_ns, io);
+        self.drain(io);
+    }
+
+    /// Gives up waiting for the bytes before the earliest held segment: a hole, then what is held.
+    pub fn declare_hole(&mut self, io: &mut Io) {
+        let Some((&at, first)) = self.held.iter().next() else {
+            return;
+        };
+        let ts_ns = first.ts_ns;
+        if at > self.pos {
+            self.skip(at - self.pos, ts_ns, io);
+        }
+        self.drain(io);
+    }
+
+    /// The connection ended: every hole declared, the last message's fate said.
+    pub fn finish(&mut self, ts_ns: u64, io: &mut Io) {
+        while self.has_held() {
+            self.declare_hole(io);
+        }
+        self.frames.finish(ts_ns, &mut io.out);
+    }
+
+    fn skip(&mut self, n: u64, ts_ns: u64, io: &mut Io) {
+        io.stats.holes += 1;
+        io.stats.missing_bytes += n;
+        self.frames.hole(n, HOLE, ts_ns, &mut io.out);
+        self.advance(n);
+    }
+
+    fn advance(&mut self, n: u64) {
+        self.pos += n;
+        self.next = self.next.map(|s| s.wrapping_add(n as u32));
+    }
+
+    /// A segment that starts at or before `next`: its first `trim` bytes were already passed.
+    fn deliver(&mut self, trim: usize, data: &[u8], missing: u32, ts_ns: u64, io: &mut Io) {
+        if trim > 0 {
+            io.stats.overlapping += 1;
+        }
+        if trim < data.len() {
+            self.frames.push(&data[trim..], ts_ns, &mut io.out);
+            self.advance((data.len() - trim) as u64);
+        }
+        let cut = (trim.saturating_sub(data.len())) as u64;
+        let missing = u64::from(missing).saturating_sub(cut);
+        if missing > 0 {
+            io.stats.truncated += 1;
+            io.stats.missing_bytes += missing;
+            self.frames.hole(missing, SNAPLEN, ts_ns, &mut io.out);
+            self.advance(missing);
+        }
+    }
+
+    /// Hands over the held segments whose turn has come.
+    fn drain(&mut self, io: &mut Io) {
+        while let Some(entry) = self.held.first_entry() {
+            if *entry.key() > self.pos {
+                return;
+            }
+            let at = *entry.key();
+            let held = entry.remove();
+            self.held_bytes -= held.data.len();
+            let end = at + held.data.len() as u64 + u64::from(held.missing);
+            if end <= self.pos {
+                io.stats.retransmitted += 1;
+                continue;
+            }
+            let trim = (self.pos - at) as usize;
+            self.deliver(trim, &held.data, held.missing, held.ts_ns, io);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+use super::frames::{Lost, Out, HOLE};
+use super::role::ServerSpec;
+use super::*;
+use crate::import::pcap::link::Segment;
+use crate::wire::op_msg::{MsgFlags, OpMsg};
+use bson::rawdoc;
+
+#[derive(Default)]
+struct Seen {
+    events: Vec<String>,
+    messages: Vec<(bool, Vec<u8>)>,
+    gaps: Vec<Lost>,
+}
+
+impl Events for Seen {
+    type Error = ();
+    fn message(&mut self, conn: &Conn, from_client: bool, out: Out) -> Result<(), ()> {
+        assert_eq!(conn.server.port(), 27017);
+        match out {
+            Out::Message { bytes, .. } => self.messages.push((from_client, bytes.to_vec())),
+            Out::Gap { lost, .. } => self.gaps.push(lost),
+        }
+        Ok(())
+    }
+    fn close(&mut self, conn: &Conn, by: Ender, reset: bool, _: u64) -> Result<(), ()> {
+        self.events
+            .push(format!("close {} {by:?} {reset}", conn.id));
+        Ok(())
+    }
+}
+
+fn msg(id: i32, to: i32) -> Vec<u8> {
+    OpMsg::with_body(rawdoc! { "ping": id, "$db": "admin" }, MsgFlags::empty()).encode(id, to)
+}
+
+const C: &str = "10.0.0.1:40000";
+const S: &str = "10.0.0.2:27017";
+
+fn seg<'a>(from_client: bool, seq: u32, flags: &str, payload: &'a [u8]) -> Segment<'a> {
+    let (src, dst) = if from_client { (C, S) } else { (S, C) };
+    Segment {
+        src: src.parse().unwrap(),
+        dst: dst.parse().unwrap(),
+        seq,
+        syn: flags.contains('S'),
+        ack: flags.contains('A'),
+        fin: flags.contains('F'),
+        rst: flags.contains('R'),
+        payload,
+        missing: 0,
+    }
+}
+
+fn run(segments: &[Segment<'_>]) -> Seen {
+    let mut r = Reassembler::new(ServerSpec::default(), 1 << 20);
+    let mut seen = Seen::default();
+    for (i, s) in segments.iter().enumerate() {
+        r.segment(s, i as u64, &mut seen).unwrap();
+    }
+    r.finish(99, &mut seen).unwrap();
+    seen
+}
+
+#[test]
+fn a_whole_connection_in_order() {
+    let (q, a) = (msg(1, 0), msg(2, 1));
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101, "A", &q),
+        seg(false, 501, "A", &a),
+        seg(true, 101 + q.len() as u32, "FA", b""),
+        seg(false, 501 + a.len() as u32, "FA", b""),
+    ]);
+    assert_eq!(seen.messages, vec![(true, q), (false, a)]);
+    assert!(seen.gaps.is_empty());
+    assert_eq!(seen.events, vec!["close 1 Client false"]);
+}
+
+#[test]
+fn duplicates_are_dropped_and_reordering_undone() {
+    let (q1, q2) = (msg(1, 0), msg(3, 0));
+    let both = [q1.clone(), q2.clone()].concat();
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(true, 101 + 30, "A", &both[30..]),
+        seg(true, 101, "A", &both[..40]),
+        seg(true, 101, "A", &both[..40]),
+        seg(true, 101 + 10, "A", &both[10..20]),
+    ]);
+    assert_eq!(seen.messages, vec![(true, q1), (true, q2)]);
+    assert!(seen.gaps.is_empty());
+}
+
+#[test]
+fn a_missing_segment_is_a_gap_declared_when_the_server_answers() {
+    let (q1, q2, a2) = (msg(1, 0), msg(3, 0), msg(4, 3));
+    let n = q1.len() as u32;
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101, "A", &q1[..20]),
+        // q1[20..] never captured
+        seg(true, 101 + n, "A", &q2),
+        seg(false, 501, "A", &a2),
+    ]);
+    assert_eq!(seen.messages, vec![(true, q2), (false, a2)]);
+    assert_eq!(
+        seen.gaps,
+        vec![Lost {
+            messages: 1,
+            bytes: u64::from(n),
+            reason: HOLE
+        }]
+    );
+    assert_eq!(seen.events, vec!["close 1 Capture false"]);
+}
+
+#[test]
+fn without_a_syn_the_port_and_the_first_message_tell_the_sides() {
+    let (q, a) = (msg(1, 0), msg(2, 1));
+    let seen = run(&[
+        seg(false, 9, "A", &a[5..]),
+        seg(true, 7, "A", &q),
+        seg(false, 9 + 29, "RA", b""),
+    ]);
+    assert_eq!(seen.messages, vec![(true, q)]);
+    assert_eq!(seen.events, vec!["close 1 Server true"]);
+}

@@ -1,0 +1,120 @@
+//! Packet captures taken on the loopback while a test runs: `tcpdump` (pcap) and `dumpcap`
+//! (pcapng), started before the traffic, stopped by their pid (SIGTERM, which flushes the file).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running packet capture.
+pub struct Sniffer {
+    child: Option<Child>,
+    pub file: PathBuf,
+    log: PathBuf,
+}
+
+/// Which tool, and how it says it is capturing.
+#[derive(Clone, Copy)]
+pub enum Tool {
+    /// `tcpdump -i lo -s 0 -w FILE tcp port P`: pcap, Ethernet link type.
+    Tcpdump,
+    /// `dumpcap -i any -s 0 -w FILE -f 'tcp port P'`: pcapng, Linux cooked (SLL2) link type.
+    Dumpcap,
+}
+
+impl Sniffer {
+    /// Starts capturing TCP to or from `port` into `file`; returns once the tool says it is.
+    pub fn start(tool: Tool, port: u16, file: &Path) -> Sniffer {
+        let log = file.with_extension("log");
+        let filter = format!("tcp port {port}");
+        let (bin, args): (&str, Vec<String>) = match tool {
+            Tool::Tcpdump => (
+                "tcpdump",
+                vec![
+                    "-i".into(),
+                    "lo".into(),
+                    "-Z".into(),
+                    "root".into(),
+                    "-s".into(),
+                    "0".into(),
+                    "-U".into(),
+                    "-w".into(),
+                    file.display().to_string(),
+                    filter,
+                ],
+            ),
+            Tool::Dumpcap => (
+                "dumpcap",
+                vec![
+                    "-i".into(),
+                    "any".into(),
+                    "-s".into(),
+                    "0".into(),
+                    "-w".into(),
+                    file.display().to_string(),
+                    "-f".into(),
+                    filter,
+                ],
+            ),
+        };
+        let stderr = File::create(&log).expect("sniffer log");
+        let child = Command::new(bin)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin} ({e}): run tools/setup capture"));
+        let mut s = Sniffer {
+            child: Some(child),
+            file: file.to_owned(),
+            log,
+        };
+        s.wait_ready(bin);
+        s
+    }
+
+    fn wait_ready(&mut self, bin: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if text.contains("listening on") || text.contains("Capturing on") {
+                // The filter is attached by now; a little more for the socket to be live.
+                std::thread::sleep(Duration::from_millis(300));
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("{bin} exited ({status}) before capturing: {text}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{bin} did not start capturing: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the capture (SIGTERM) and returns the file. libpcap hands packets over in blocks,
+    /// at the latest after its buffer timeout (1 s): the last ones are waited for first.
+    pub fn stop(mut self) -> PathBuf {
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut child = self.child.take().unwrap();
+        super::process::send_signal(child.id(), libc::SIGTERM);
+        let status = child.wait().expect("wait for the sniffer");
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        assert!(
+            status.success() || status.code().is_none(),
+            "sniffer: {status}: {log}"
+        );
+        self.file.clone()
+    }
+}
+
+impl Drop for Sniffer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

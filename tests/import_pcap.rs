@@ -1,0 +1,394 @@
+//! `mongotape import` of packet captures taken while a real client ran through the proxy:
+//! `tcpdump -i lo` (pcap, Ethernet) and `dumpcap -i any` (pcapng, Linux cooked SLL2) on the
+//! proxy's port, so both see exactly the bytes the proxy recorded (pymongo plain and with zstd
+//! wire compression, mongosh with zlib, PHP). The imported captures hold the
+//! same connections, commands and counts as the proxy's, and replay into a fresh server to the
+//! same database. A pcap edited on purpose (segments removed, duplicated, reordered) imports with
+//! its gaps where they were made.
+
+mod common;
+
+use common::*;
+use mongotape::capture::{GapEvent, Record, RecordKind};
+use std::path::{Path, PathBuf};
+
+/// Commands and their request/reply counts, connections, and opcodes: what `inspect` says.
+fn inspect_digest(capture: &Path) -> serde_json::Value {
+    let j = inspect_json(capture);
+    let by_command: serde_json::Map<String, serde_json::Value> = j["by_command"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let counts = serde_json::json!({
+                "requests": v["requests"], "replies": v["replies"], "errors": v["errors"],
+                "request_bytes": v["request_bytes"], "reply_bytes": v["reply_bytes"],
+            });
+            (k.clone(), counts)
+        })
+        .collect();
+    serde_json::json!({
+        "connections_total": j["connections_total"],
+        "wire_bytes": j["wire_bytes"],
+        "requests_by_opcode": j["requests_by_opcode"],
+        "replies_by_opcode": j["replies_by_opcode"],
+        "by_command": by_command,
+        "dropped_messages": j["dropped_messages"],
+    })
+}
+
+fn import(files: &[&Path], out: &Path, extra: &[&str]) -> CommandOutput {
+    let mut args: Vec<String> = vec!["import".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["-o".into(), out.display().to_string()]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    mongotape(&args)
+}
+
+fn messages(records: &[Record]) -> Vec<(RecordKind, Vec<u8>)> {
+    records
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
+        .map(|r| (r.kind, r.payload.to_vec()))
+        .collect()
+}
+
+fn gaps(records: &[Record]) -> Vec<GapEvent> {
+    records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Gap)
+        .map(|r| r.event().unwrap())
+        .collect()
+}
+
+/// One workload through the proxy with tcpdump and dumpcap on its port; returns the proxy's
+/// capture, the two packet captures and the database the workload left.
+fn record_three_ways(
+    dir: &Path,
+    client: Client,
+    uri_options: &str,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    serde_json::Value,
+) {
+    let server = Server::start();
+    let capture = dir.join("proxy.mtape");
+    let proxy = Proxy::start(server.addr(), &capture);
+    let pcap = Sniffer::start(Tool::Tcpdump, proxy.port(), &dir.join("lo.pcap"));
+    let pcapng = Sniffer::start(Tool::Dumpcap, proxy.port(), &dir.join("any.pcapng"));
+    run_client(
+        client,
+        "basic",
+        &format!("{}{uri_options}", proxy.uri()),
+        "bench",
+        1.0,
+    );
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "proxy: {}", exit.stderr);
+    let (pcap, pcapng) = (pcap.stop(), pcapng.stop());
+    // dumpcap's first interface block follows the section header: link type 276, LINUX_SLL2.
+    let ng = std::fs::read(&pcapng).unwrap();
+    let shb_len = u32::from_le_bytes(ng[4..8].try_into().unwrap()) as usize;
+    let linktype = u16::from_le_bytes(ng[shb_len + 8..shb_len + 10].try_into().unwrap());
+    assert_eq!(linktype, 276, "dumpcap -i any writes Linux cooked v2");
+    let db = dump_db(&server.uri(), "bench");
+    (capture, pcap, pcapng, db)
+}
+
+fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempdir();
+    let (capture, pcap, pcapng, expected) = record_three_ways(dir.path(), client, uri_options);
+    let want = inspect_digest(&capture);
+    let meta = mongotape::capture::CaptureReader::open(&capture)
+        .unwrap()
+        .metadata()
+        .clone();
+    let (proxy_addr, server_addr) = (meta.listen, meta.upstream);
+    assert_eq!(proxy_addr.len(), server_addr.len(), "two ephemeral ports");
+    let proxy_messages = messages(&capture_records(&capture));
+    assert!(proxy_messages.len() > 20, "{want}");
+    for (input, name) in [(&pcap, "pcap"), (&pcapng, "pcapng")] {
+        let out = dir.path().join(format!("{name}.mtape"));
+        let run = import(&[input], &out, &["--server-port", &port_of(&capture)]);
+        assert!(
+            run.success(),
+            "import {name}: {}\n{}",
+            run.stderr,
+            run.stdout
+        );
+        assert_eq!(inspect_digest(&out), want, "{name}: {}", run.stdout);
+        let records = capture_records(&out);
+        assert!(gaps(&records).is_empty(), "{name}: {:?}", gaps(&records));
+        // The very bytes, message by message (the order across connections may differ).
+        // The pcap holds what the client saw: hello replies with the proxy's address where the
+        // proxy's capture keeps the server's (it marks them with a hello_rewrite record).
+        let mut got: Vec<_> = messages(&records)
+            .into_iter()
+            .map(|(k, m)| {
+                (
+                    k,
+                    replace_bytes(&m, proxy_addr.as_bytes(), server_addr.as_bytes()),
+                )
+            })
+            .collect();
+        let mut proxy = proxy_messages.clone();
+        got.sort();
+        proxy.sort();
+        if got != proxy {
+            let show = |ms: Vec<&(RecordKind, Vec<u8>)>| -> Vec<String> {
+                ms.iter()
+                    .map(|m| {
+                        format!(
+                            "{:?} {} {:?}",
+                            m.0,
+                            m.1.len(),
+                            String::from_utf8_lossy(&m.1[..m.1.len().min(160)])
+                        )
+                    })
+                    .collect()
+            };
+            let only_import = show(got.iter().filter(|m| !proxy.contains(m)).collect());
+            let only_proxy = show(proxy.iter().filter(|m| !got.contains(m)).collect());
+            panic!(
+                "{name}: the imported messages differ from the proxy's ({} against {}); only imported: {only_import:#?}; only in the proxy's: {only_proxy:#?}",
+                got.len(),
+                proxy.len(),
+            );
+        }
+
+        let fresh = Server::start();
+        let r = replay(&out, &fresh.uri(), &[]);
+        assert!(r.ops() > 0, "{}", r.describe());
+        assert_eq!(r.divergences(), 0, "{}", r.describe());
+        assert_same_db(&expected, &dump_db(&fresh.uri(), "bench"));
+    }
+    (dir, capture, pcap)
+}
+
+fn replace_bytes(m: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = m.to_vec();
+    let mut at = 0;
+    while let Some(i) = out[at..].windows(from.len()).position(|w| w == from) {
+        out[at + i..at + i + from.len()].copy_from_slice(to);
+        at += i + from.len();
+    }
+    out
+}
+
+/// The proxy's listening port, from its capture's metadata.
+fn port_of(capture: &Path) -> String {
+    let listen = mongotape::capture::CaptureReader::open(capture)
+        .unwrap()
+        .metadata()
+        .listen
+        .clone();
+    listen.rsplit(':').next().unwrap().to_string()
+}
+
+#[test]
+fn pymongo_through_tcpdump_and_dumpcap_imports_to_the_proxys_capture() {
+    let (dir, capture, pcap) = imports_equal(Client::Pymongo, "");
+    edited_pcap_imports_with_its_gaps(dir.path(), &capture, &pcap);
+}
+
+/// One packet of a tcpdump pcap (Ethernet, IPv4, TCP): its record header and frame.
+struct Packet {
+    header: [u8; 16],
+    frame: Vec<u8>,
+}
+
+impl Packet {
+    fn tcp(&self) -> (u16, u16, usize) {
+        let ip = &self.frame[14..];
+        let ihl = usize::from(ip[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let tcp = &ip[ihl..];
+        let off = usize::from(tcp[12] >> 4) * 4;
+        let src = u16::from_be_bytes([tcp[0], tcp[1]]);
+        let dst = u16::from_be_bytes([tcp[2], tcp[3]]);
+        (src, dst, total - ihl - off)
+    }
+
+    fn ts_ns(&self) -> u64 {
+        let sec = u32::from_le_bytes(self.header[..4].try_into().unwrap());
+        let usec = u32::from_le_bytes(self.header[4..8].try_into().unwrap());
+        u64::from(sec) * 1_000_000_000 + u64::from(usec) * 1000
+    }
+}
+
+fn read_pcap(path: &Path) -> (Vec<u8>, Vec<Packet>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "a microsecond pcap");
+    assert_eq!(
+        u32::from_le_bytes(bytes[20..24].try_into().unwrap()),
+        1,
+        "Ethernet"
+    );
+    let mut at = 24;
+    let mut packets = Vec::new();
+    while at + 16 <= bytes.len() {
+        let header: [u8; 16] = bytes[at..at + 16].try_into().unwrap();
+        let caplen = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
+        let frame = bytes[at + 16..at + 16 + caplen].to_vec();
+        packets.push(Packet { header, frame });
+        at += 16 + caplen;
+    }
+    (bytes[..24].to_vec(), packets)
+}
+
+fn write_pcap(path: &Path, head: &[u8], packets: &[&Packet]) {
+    let mut out = head.to_vec();
+    for p in packets {
+        out.extend_from_slice(&p.header);
+        out.extend_from_slice(&p.frame);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The pcap edited: three client segments removed (far apart), every tenth data segment sent
+/// twice, and some pairs of segments of one direction swapped. The import reports one gap per
+/// removed segment, on that segment's connection, declared after it; every message it keeps is
+/// one the proxy recorded (nothing glued), and the rest replays.
+fn edited_pcap_imports_with_its_gaps(dir: &Path, capture: &Path, pcap: &Path) {
+    let port: u16 = port_of(capture).parse().unwrap();
+    let (head, packets) = read_pcap(pcap);
+    let data: Vec<usize> = (0..packets.len())
+        .filter(|&i| packets[i].tcp().2 > 0)
+        .collect();
+    let requests: Vec<usize> = data
+        .iter()
+        .copied()
+        .filter(|&i| packets[i].tcp().1 == port)
+        .collect();
+    assert!(requests.len() > 40, "{} requests", requests.len());
+    let n = requests.len();
+    let removed = vec![requests[n / 4], requests[n / 2], requests[3 * n / 4]];
+    let near_removed = |i: usize| removed.iter().any(|&r| i.abs_diff(r) < 8);
+    let mut order: Vec<usize> = (0..packets.len())
+        .filter(|i| !removed.contains(i))
+        .collect();
+    let mut duplicated = 0;
+    let mut edited: Vec<&Packet> = Vec::new();
+    let mut swapped = 0;
+    let mut k = 0;
+    while k < order.len() {
+        let i = order[k];
+        let next = order.get(k + 1).copied();
+        let same_direction = next.is_some_and(|j| {
+            let (a, b) = (packets[i].tcp(), packets[j].tcp());
+            a.0 == b.0 && a.1 == b.1 && a.2 > 0 && b.2 > 0
+        });
+        if same_direction && !near_removed(i) && swapped < 20 {
+            order.swap(k, k + 1);
+            swapped += 1;
+        }
+        let i = order[k];
+        edited.push(&packets[i]);
+        if packets[i].tcp().2 > 0 && k % 10 == 0 && !near_removed(i) {
+            edited.push(&packets[i]);
+            duplicated += 1;
+        }
+        k += 1;
+    }
+    assert!(
+        duplicated > 5 && swapped > 0,
+        "{duplicated} duplicated, {swapped} swapped"
+    );
+    let edited_path = dir.join("edited.pcap");
+    write_pcap(&edited_path, &head, &edited);
+
+    let out = dir.join("edited.mtape");
+    let run = import(&[&edited_path], &out, &["--server-port", &port.to_string()]);
+    assert!(run.success(), "{}\n{}", run.stderr, run.stdout);
+    let records = capture_records(&out);
+    let clients: std::collections::HashMap<u64, String> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Open)
+        .map(|r| {
+            (
+                r.conn_id,
+                r.event::<mongotape::capture::OpenEvent>().unwrap().client,
+            )
+        })
+        .collect();
+    let gap_records: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Gap)
+        .collect();
+    assert_eq!(gap_records.len(), removed.len(), "{}", run.stdout);
+    for (gap, &r) in gap_records.iter().zip(&removed) {
+        let p = &packets[r];
+        let client = &clients[&gap.conn_id];
+        assert!(
+            client.ends_with(&format!(":{}", p.tcp().0)),
+            "gap on {client}, removed from {}",
+            p.tcp().0
+        );
+        assert!(gap.ts_ns >= p.ts_ns(), "declared after the removed segment");
+        let g: GapEvent = gap.event().unwrap();
+        assert!(
+            g.dropped_bytes >= p.tcp().2 as u64 && g.dropped_messages >= 1,
+            "{g:?}"
+        );
+    }
+    let mut proxy = messages(&capture_records(capture));
+    let meta = mongotape::capture::CaptureReader::open(capture)
+        .unwrap()
+        .metadata()
+        .clone();
+    let got: Vec<_> = messages(&records)
+        .into_iter()
+        .map(|(k, m)| {
+            (
+                k,
+                replace_bytes(&m, meta.listen.as_bytes(), meta.upstream.as_bytes()),
+            )
+        })
+        .collect();
+    for m in &got {
+        let at = proxy.iter().position(|p| p == m);
+        assert!(
+            at.is_some(),
+            "an imported message the proxy never saw (glued?)"
+        );
+        proxy.swap_remove(at.unwrap());
+    }
+    let lost = proxy.len();
+    let said: u64 = gaps(&records).iter().map(|g| g.dropped_messages).sum();
+    assert!(
+        lost >= removed.len() && said >= removed.len() as u64,
+        "lost {lost}, gaps say {said}"
+    );
+    let retransmitted: u64 = run
+        .stdout
+        .split("TCP: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(retransmitted, duplicated, "{}", run.stdout);
+
+    let fresh = Server::start();
+    let r = try_replay(&out, &fresh.uri(), &[]);
+    let inserts = inspect_json(&out)["by_command"]["insert"]["requests"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(r.count("insert"), inserts, "{}", r.describe());
+}
+
+#[test]
+fn pymongo_with_zstd_wire_compression_imports_equal() {
+    imports_equal(Client::Pymongo, "&compressors=zstd");
+}
+
+#[test]
+fn mongosh_with_zlib_wire_compression_imports_equal() {
+    imports_equal(Client::Mongosh, "&compressors=zlib");
+}
+
+#[test]
+fn php_imports_equal() {
+    imports_equal(Client::Php, "");
+}
