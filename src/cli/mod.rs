@@ -31,8 +31,8 @@ struct Cli {
     /// More log detail: -v debug, -vv trace (MONGOTAPE_LOG, when set, is the filter instead).
     #[arg(short, long, action = ArgAction::Count, global = true, help_heading = GLOBAL)]
     verbose: u8,
-    /// Less output: no status line, progress bar or text summary; -qq also only warnings in the
-    /// log, -qqq only errors.
+    /// Less output: no info lines in the log, no status line, progress bar or text summary (-qq
+    /// the same); -qqq also no warnings.
     #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose",
           help_heading = GLOBAL)]
     quiet: u8,

@@ -375,7 +375,8 @@ fn serve_metrics(
         },
     };
     let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
-    tracing::info!("metrics on http://{}/metrics", server.local_addr());
+    // An address the user needs: its own target, kept by `-q` (which drops other info lines).
+    tracing::info!(target: "mongotape::address", "metrics on http://{}/metrics", server.local_addr());
     server.serve(registry)
 }
 
