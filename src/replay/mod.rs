@@ -186,6 +186,7 @@ pub(crate) struct Ready {
 pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
     let mut report = ReplayReport {
         schema_version: crate::figures::SCHEMA_VERSION,
+        kind: "replay".into(),
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
         target: target.display.clone(),

@@ -198,6 +198,8 @@ pub struct MergeReport {
 pub struct ReplayReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     pub schema_version: u32,
+    /// `replay` (a merged report too, marked by `merge`; an A/B report says `ab`).
+    pub kind: String,
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
