@@ -171,8 +171,8 @@ impl ReplayReport {
         match (self.server.cpu_s, self.server.cpu_s_per_1k_ops) {
             // One shard's ops against a server every shard replays into: no per-op figure.
             (Some(cpu), Some(_)) if self.shard.is_some() => out.push_str(&format!(
-                "server CPU: {} (pid {}), the whole server's while every shard replayed into it: \
-                 merge the shard reports for the CPU per 1,000 ops\n",
+                "server CPU: {} (pid {}): the whole server's, shared by every shard (merge the \
+                 reports for the CPU per op)\n",
                 units::duration_s(cpu),
                 self.server.pid.unwrap_or_default()
             )),
