@@ -67,6 +67,12 @@ fn every_report_kind_matches_its_schema() {
     assert!(whole.output.success(), "{}", whole.describe());
     let whole = check("replay", whole.report);
     assert_eq!(whole["kind"], "replay", "a replay report says what it is");
+    // The machine's load around the run, flagged when other work disturbed it.
+    let load = &whole["load"];
+    assert!(
+        load["disturbed"].is_boolean() && load["other_cores"].as_f64() >= Some(0.0),
+        "{load}"
+    );
     std::fs::write(path("replay.json"), whole.to_string()).unwrap();
     checked.insert("replay");
 

@@ -236,6 +236,7 @@ pub(crate) async fn conclude(
         .await;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
+    report.load = probe.load();
     let (server, replayer) = probe.report(metrics.ops());
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);

@@ -33,6 +33,9 @@ impl AbReport {
             out.push('\n');
         }
         out.push_str(&self.differences_text());
+        if let Some(load) = &self.load {
+            out.push_str(&load.text());
+        }
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",

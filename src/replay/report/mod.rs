@@ -255,4 +255,7 @@ pub struct ReplayReport {
     pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
+    /// The machine's load around the run; `disturbed` when other processes kept more than a
+    /// quarter of a core busy.
+    pub load: Option<super::measure::load::LoadReport>,
 }

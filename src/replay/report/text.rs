@@ -191,6 +191,9 @@ impl ReplayReport {
                 units::duration_us(per)
             ));
         }
+        if let Some(load) = &self.load {
+            out.push_str(&load.text());
+        }
         if let Some(k) = &self.knee {
             out.push_str(&knee_text(k));
         }
