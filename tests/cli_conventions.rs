@@ -309,6 +309,25 @@ fn completions_and_the_man_page_come_from_the_definitions() {
     assert!(out.success(), "{}", out.stderr);
     let replay = std::fs::read_to_string(dir.path().join("mongotape-replay.1")).unwrap();
     assert!(replay.contains("fail\\-on\\-divergence"), "{replay}");
+    // Examples are kept as written (no fill: a command is not reflowed mid-way), and the SYNOPSIS
+    // names each option's value.
+    let examples = replay
+        .find(".SH EXTRA\n.nf\nExamples:")
+        .expect(".nf before the examples");
+    assert!(replay[examples..].contains("\n.fi\n"), "{replay}");
+    assert!(
+        replay.contains("\\fB\\-\\-speed\\fR \\fISPEED\\fR]")
+            && replay.contains("\\fB\\-\\-max\\-p99\\fR \\fICOMMAND=MS\\fR]"),
+        "{replay}"
+    );
+    let stdout_page = mongotape(&["man"]).stdout;
+    assert!(stdout_page.contains(".nf\n"), "the page on stdout too");
+    // record's usage line shows the --out it requires.
+    let record = mongotape(&["record", "--help"]).stdout;
+    assert!(
+        record.contains("Usage: mongotape record --out <OUT> [OPTIONS]"),
+        "{record}"
+    );
 }
 
 /// The arguments of a `record` in front of `server` that logs an info line (the upstream is a

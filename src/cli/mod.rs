@@ -44,7 +44,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the recording proxy between clients and a MongoDB server.
-    #[command(after_help = help::RECORD.after_help())]
+    #[command(
+        after_help = help::RECORD.after_help(),
+        // --out is required unless --no-record: clap alone would show only [OPTIONS].
+        override_usage = "mongotape record --out <OUT> [OPTIONS]\n       \
+                          mongotape record --no-record [OPTIONS]"
+    )]
     Record(record::RecordArgs),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
     #[command(after_help = help::INSPECT.after_help())]
