@@ -67,6 +67,185 @@ fn usage_errors_exit_2_and_name_the_option() {
     }
 }
 
+/// A TCP listener that accepts nothing: the kernel completes a client's handshake, nothing reads
+/// or writes. An upstream that never answers, and a witness that nothing was contacted.
+struct Silent(std::net::TcpListener);
+
+impl Silent {
+    fn new() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Silent(listener)
+    }
+
+    fn addr(&self) -> String {
+        self.0.local_addr().unwrap().to_string()
+    }
+
+    fn contacted(&self) -> bool {
+        self.0.accept().is_ok()
+    }
+}
+
+fn fixture(name: &str) -> String {
+    workspace_root()
+        .join("captures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn option_errors_exit_2_before_anything_is_contacted() {
+    let silent = Silent::new();
+    let addr = silent.addr();
+    let dir = tempdir();
+    let out = dir.path().join("x.mtape");
+    let out = out.to_str().unwrap();
+    let capture = fixture("pymongo.mtape");
+    let unknown_option = format!("mongodb://{addr}/?foo=bar");
+    for (uri, says) in [
+        ("mongodb:/127.0.0.1", "mongodb:/127.0.0.1"),
+        ("127.0.0.1:99999", "99999"),
+        (unknown_option.as_str(), "foo"),
+    ] {
+        let record = ["record", "-u", uri, "-l", "127.0.0.1:0", "-o", out];
+        let replay = ["replay", &capture, "-t", uri];
+        let ab = ["replay", &capture, "-t", &addr, "-t", uri];
+        for (args, option) in [
+            (&record[..], "--upstream"),
+            (&replay[..], "--target"),
+            (&ab[..], "--target"),
+        ] {
+            let run = mongotape(args);
+            assert_eq!(run.status.code(), Some(2), "{args:?}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(option) && run.stderr.contains(says),
+                "{args:?}: {}",
+                run.stderr
+            );
+        }
+    }
+    let run = mongotape(&["record", "-u", &addr, "-o", out, "--rotate-size", "0"]);
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("--rotate-size 0"), "{}", run.stderr);
+
+    // A folder that does not exist is a file failure (1), said before the upstream is contacted.
+    let missing = "/nonexistent-mongotape-dir/x.mtape";
+    let run = mongotape(&["record", "-u", &addr, "-l", "127.0.0.1:0", "-o", missing]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains(missing), "{}", run.stderr);
+    assert!(!run.stderr.contains("connecting to"), "{}", run.stderr);
+
+    // Certificate files are named by the option that gave them.
+    let record_tls = |cert: &str, key: &str| {
+        let args = ["record", "-u", &addr, "-l", "127.0.0.1:0", "-o", out];
+        mongotape(&[&args[..], &["--tls-cert", cert, "--tls-key", key]].concat())
+    };
+    let run = record_tls("nope.pem", "nope-key.pem");
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--tls-cert nope.pem") && !run.stderr.contains("--upstream"),
+        "{}",
+        run.stderr
+    );
+    let pki = Pki::new();
+    let run = record_tls(&pki.arg("server.pem"), &pki.arg("server.pem"));
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--tls-key ") && run.stderr.contains("no PEM private key"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !silent.contacted(),
+        "an option error contacted the upstream"
+    );
+}
+
+#[test]
+fn an_upstream_that_never_answers_is_announced_first() {
+    let silent = Silent::new();
+    // The listener's own address is taken: once the hello has waited its 5 s, record fails.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let dir = tempdir();
+    let out = dir.path().join("x.mtape");
+    let run = mongotape(&[
+        "record",
+        "-u",
+        &silent.addr(),
+        "-l",
+        &listen,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let first = run.stderr.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("mongotape: connecting to {} ...", silent.addr()),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(&listen), "{}", run.stderr);
+}
+
+#[test]
+fn a_replay_that_sent_nothing_prints_its_error_and_no_table() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let dir = tempdir();
+    let report = dir.path().join("r.json");
+    let run = mongotape(&[
+        "replay",
+        &fixture("pymongo.mtape"),
+        "-t",
+        &addr,
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert_eq!(run.stdout, "", "a table of nothing was printed");
+    assert!(
+        run.stderr.contains("mongotape: replay failed") && run.stderr.contains(&addr),
+        "{}",
+        run.stderr
+    );
+    // The report is still written, saying why.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(
+        json["error"].as_str().is_some_and(|e| e.contains(&addr)),
+        "{json}"
+    );
+}
+
+#[test]
+fn plain_text_to_a_tls_server_names_the_likely_cause() {
+    let pki = Pki::new();
+    let server = pki.server(&[]);
+    let hint = "the server may require TLS: tls=true";
+    let run = mongotape(&["replay", &fixture("pymongo.mtape"), "-t", server.addr()]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains(hint), "{}", run.stderr);
+    // The proxy says it when its hello goes unanswered (then fails: no listener for the member).
+    let dir = tempdir();
+    let out = dir.path().join("x.mtape");
+    let run = mongotape(&[
+        "record",
+        "-u",
+        server.addr(),
+        "-l",
+        "127.0.0.1:1=127.0.0.1:0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains(hint), "{}", run.stderr);
+}
+
 #[test]
 fn every_help_ends_with_examples_and_exit_statuses() {
     for sub in SUBCOMMANDS {
@@ -130,15 +309,52 @@ fn completions_and_the_man_page_come_from_the_definitions() {
     assert!(out.success(), "{}", out.stderr);
     let replay = std::fs::read_to_string(dir.path().join("mongotape-replay.1")).unwrap();
     assert!(replay.contains("fail\\-on\\-divergence"), "{replay}");
+    // Examples are kept as written (no fill: a command is not reflowed mid-way), and the SYNOPSIS
+    // names each option's value.
+    let examples = replay
+        .find(".SH EXTRA\n.nf\nExamples:")
+        .expect(".nf before the examples");
+    assert!(replay[examples..].contains("\n.fi\n"), "{replay}");
+    assert!(
+        replay.contains("\\fB\\-\\-speed\\fR \\fISPEED\\fR]")
+            && replay.contains("\\fB\\-\\-max\\-p99\\fR \\fICOMMAND=MS\\fR]"),
+        "{replay}"
+    );
+    let stdout_page = mongotape(&["man"]).stdout;
+    assert!(stdout_page.contains(".nf\n"), "the page on stdout too");
+    // record's usage line shows the --out it requires.
+    let record = mongotape(&["record", "--help"]).stdout;
+    assert!(
+        record.contains("Usage: mongotape record --out <OUT> [OPTIONS]"),
+        "{record}"
+    );
 }
 
-/// `record` towards a closed port, into a folder that does not exist: it logs a warning and an
-/// info line, then fails; `args` go before the subcommand.
-fn failing_record(args: &[&str], env: &[(&str, &str)]) -> CommandOutput {
+/// The arguments of a `record` in front of `server` that logs an info line (the upstream is a
+/// standalone server) and a warning (the only `--listen` mapping names another member), then
+/// fails: no member could be given a listener. The capture would go in `dir`.
+fn failing_record_args(server: &Server, dir: &std::path::Path) -> Vec<String> {
+    let out = dir.join("x.mtape");
+    [
+        "record",
+        "-u",
+        server.addr(),
+        "-l",
+        "127.0.0.1:1=127.0.0.1:0",
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// `failing_record_args` with `args` before the subcommand.
+fn failing_record(server: &Server, args: &[&str], env: &[(&str, &str)]) -> CommandOutput {
+    let dir = tempdir();
     let mut cmd = Command::new(mongotape_bin());
     cmd.args(args)
-        .args(["record", "-u", "127.0.0.1:9", "-l", "127.0.0.1:0"])
-        .args(["-o", "/nonexistent-mongotape-dir/x.mtape"])
+        .args(failing_record_args(server, dir.path()))
         .env_remove("MONGOTAPE_LOG")
         .env_remove("NO_COLOR");
     for (k, v) in env {
@@ -149,7 +365,8 @@ fn failing_record(args: &[&str], env: &[(&str, &str)]) -> CommandOutput {
 
 #[test]
 fn no_escape_codes_off_a_terminal_and_quiet_is_quieter() {
-    let out = failing_record(&[], &[]);
+    let server = Server::start();
+    let out = failing_record(&server, &[], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
     assert!(
         out.stderr.contains("WARN") && out.stderr.contains("INFO"),
@@ -162,31 +379,40 @@ fn no_escape_codes_off_a_terminal_and_quiet_is_quieter() {
         out.stderr
     );
     assert!(
-        out.stderr.contains("/nonexistent-mongotape-dir/x.mtape"),
+        out.stderr.contains("mongotape: connecting to "),
         "{}",
         out.stderr
     );
 
-    // -q quiets the status line and summaries, not the log (the metrics address is an info line).
-    let q = failing_record(&["-q"], &[]);
-    assert!(q.stderr.contains("INFO"), "{}", q.stderr);
-    let quiet = failing_record(&["-qq"], &[]);
+    // -q drops the info lines and the announcements, as the README says; warnings stay.
+    let q = failing_record(&server, &["-q"], &[]);
+    assert!(
+        q.stderr.contains("WARN") && !q.stderr.contains("INFO"),
+        "{}",
+        q.stderr
+    );
+    assert!(!q.stderr.contains("connecting to"), "{}", q.stderr);
+    let quiet = failing_record(&server, &["-qq"], &[]);
     assert!(
         quiet.stderr.contains("WARN") && !quiet.stderr.contains("INFO"),
         "{}",
         quiet.stderr
     );
-    let quieter = failing_record(&["-qqq"], &[]);
+    let quieter = failing_record(&server, &["-qqq"], &[]);
     assert!(!quieter.stderr.contains("WARN"), "{}", quieter.stderr);
     assert!(
         quieter.stderr.contains("mongotape: error:"),
         "{}",
         quieter.stderr
     );
-    let verbose = failing_record(&["-vv"], &[]);
+    let verbose = failing_record(&server, &["-vv"], &[]);
     assert!(verbose.stderr.contains("INFO"), "{}", verbose.stderr);
     // MONGOTAPE_LOG, when set, is the filter.
-    let env = failing_record(&[], &[("MONGOTAPE_LOG", "error"), ("NO_COLOR", "1")]);
+    let env = failing_record(
+        &server,
+        &[],
+        &[("MONGOTAPE_LOG", "error"), ("NO_COLOR", "1")],
+    );
     assert!(
         !env.stderr.contains("WARN") && !env.stderr.contains('\x1b'),
         "{}",
@@ -211,7 +437,14 @@ fn on_a_terminal(args: &str, no_color: bool) -> String {
 
 #[test]
 fn colour_on_a_terminal_unless_no_color_is_set() {
-    let args = "record -u 127.0.0.1:9 -l 127.0.0.1:0 -o /nonexistent-mongotape-dir/x.mtape";
+    let server = Server::start();
+    let dir = tempdir();
+    let args = failing_record_args(&server, dir.path())
+        .iter()
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let args = args.as_str();
     let coloured = on_a_terminal(args, false);
     assert!(
         coloured.contains("WARN") && coloured.contains('\x1b'),

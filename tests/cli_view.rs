@@ -64,6 +64,65 @@ fn inspect_json_names_drivers_commands_and_namespaces() {
     }
 }
 
+/// Drivers as people name them in the text (inspect's connections, analyze's tables), as
+/// written in the JSON.
+#[test]
+fn driver_names_read_as_people_say_them_in_text_and_raw_in_json() {
+    for (capture, raw, people) in [
+        (
+            "captures/pymongo.mtape",
+            "PyMongo|c",
+            "pymongo 4.20.0 (C extension)",
+        ),
+        (
+            "captures/mongosh.mtape",
+            "nodejs|mongosh",
+            "mongosh 2.12.0 on Node.js driver 7.9.0",
+        ),
+        (
+            "captures/php.mtape",
+            "ext-mongodb:PHP",
+            "PHP ext-mongodb 1.15.0 on libmongoc 1.23.1",
+        ),
+    ] {
+        let inspect = stdout(&mongotape(&["inspect", capture]));
+        assert!(inspect.contains(people), "{capture}: {inspect}");
+        assert!(!inspect.contains(raw), "{capture}: {inspect}");
+        let analyze = stdout(&mongotape(&["analyze", capture]));
+        assert!(analyze.contains(people), "{capture}: {analyze}");
+        let json = stdout(&mongotape(&["inspect", "--json", capture]));
+        assert!(json.contains(raw), "{capture}: the JSON keeps {raw}");
+    }
+}
+
+/// `cat`'s `t` and `inspect`'s duration share one origin: the capture's first record.
+#[test]
+fn cat_t_counts_from_the_first_record_as_inspect_duration_does() {
+    let capture = "captures/mongosh.mtape";
+    let lines: Vec<serde_json::Value> =
+        stdout(&mongotape(&["cat", capture, "--events", "--no-body"]))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let first_ns = lines[0]["ts_ns"].as_u64().unwrap();
+    let mut last_t: f64 = 0.0;
+    for line in lines.iter().filter(|l| l.get("t").is_some()) {
+        let t = line["t"].as_f64().unwrap();
+        let ts = line["ts_ns"].as_u64().unwrap();
+        assert!((t - (ts - first_ns) as f64 / 1e9).abs() < 1e-6, "{line}");
+        last_t = last_t.max(t);
+    }
+    let inspect: serde_json::Value =
+        serde_json::from_str(&stdout(&mongotape(&["inspect", "--json", capture]))).unwrap();
+    let duration = inspect["duration_s"].as_f64().unwrap();
+    assert!(
+        last_t > 0.0 && last_t <= duration + 1e-6,
+        "last t {last_t} against duration {duration}"
+    );
+    let text = stdout(&mongotape(&["inspect", capture]));
+    assert!(text.contains("cat's t counts from the first"), "{text}");
+}
+
 #[test]
 fn cat_filters_by_command_namespace_and_connection() {
     let out = stdout(&mongotape(&[

@@ -232,7 +232,8 @@ fn record_metrics_match_the_capture() {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "paused", "workload did not reach its pause");
-    let during = parse_exposition(&scrape(&addr));
+    let during_text = scrape(&addr);
+    let during = parse_exposition(&during_text);
     assert_eq!(
         value(
             &during,
@@ -241,6 +242,13 @@ fn record_metrics_match_the_capture() {
         ),
         INSERTS as f64
     );
+    // A command's series appears when it is first seen: none for the ones never sent.
+    let zeros = during_text
+        .lines()
+        .filter(|l| l.starts_with("mongotape_requests_total{") && l.ends_with(" 0"))
+        .count();
+    assert_eq!(zeros, 0, "{during_text}");
+    assert!(!during_text.contains(r#"command="renameCollection""#));
     assert_eq!(
         value(&during, "mongotape_requests_total", &[("command", "find")]),
         0.0

@@ -188,6 +188,16 @@ fn replica_set_client(client: Client) {
         .rewrites
         .iter()
         .all(|r| r.replaced >= 1 && r.unserved.is_empty()));
+    // `cat --events` names it.
+    let events = mongotape(&["cat", out.to_str().unwrap(), "--events", "--no-body"]);
+    assert!(events.success(), "{}", events.stderr);
+    let named = events
+        .stdout
+        .lines()
+        .filter(|l| l.contains(r#""event":"hello_rewrite""#))
+        .count();
+    assert_eq!(named, cap.rewrites.len(), "{}", events.stdout);
+    assert!(!events.stdout.contains(r#""event":"unknown""#));
     assert_eq!(
         cap.stored_hosts,
         BTreeSet::from([server.addr().to_owned()]),

@@ -238,7 +238,7 @@ fn rotated_segments_replay_like_one_capture() {
     let proxy = Proxy::start_with(
         server.addr(),
         &segments.join("trace.mtape"),
-        &["--rotate-size", "0.04"],
+        &["--rotate-size", "0.02"],
     );
     let flagged = python(RANDOM_WORKLOAD, &[proxy.uri()]);
     assert_eq!(flagged.trim(), "300");
@@ -257,6 +257,16 @@ fn rotated_segments_replay_like_one_capture() {
             .iter()
             .all(|f| f.to_string_lossy().ends_with(".mtape")),
         "a segment was left .partial: {files:?}"
+    );
+    // --rotate-size counts bytes on disk: every segment but the last holds at least that much.
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .collect();
+    let asked = (0.02 * 1024.0 * 1024.0) as u64;
+    assert!(
+        sizes[..sizes.len() - 1].iter().all(|&n| n >= asked),
+        "segments smaller than --rotate-size on disk: {sizes:?}"
     );
     // Each segment is a whole capture.
     for f in &files {

@@ -103,6 +103,17 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
     }
     assert_eq!(run.report["schema_version"], 1);
     assert_eq!(run.report["kind"], "ab");
+    // The machine's load: flagged in JSON, text and HTML alike.
+    let disturbed = run.report["load"]["disturbed"]
+        .as_bool()
+        .expect("the A/B report has the machine's load");
+    let said = if disturbed {
+        "machine: DISTURBED"
+    } else {
+        "machine: quiet"
+    };
+    assert!(run.output.stdout.contains(said), "{}", run.output.stdout);
+    assert!(run.html.contains(said), "the page says the machine's load");
     assert_eq!(run.report["pairs"]["unpaired"], 0);
     assert!(
         run.report["differences"]["real"]

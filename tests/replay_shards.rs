@@ -448,3 +448,61 @@ fn a_simulated_indexed_job_runs_end_to_end() {
     );
     assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
 }
+
+/// Four identical workers, each its own client (and connections), the same inserts each.
+const FOUR_WORKERS: &str = r#"
+import sys, threading
+from pymongo import MongoClient
+def work(w):
+    client = MongoClient(sys.argv[1])
+    c = client.balance.c
+    for i in range(120):
+        c.insert_one({'_id': w * 1000 + i, 'w': w})
+    client.close()
+ts = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(MongoClient(sys.argv[1]).balance.c.count_documents({}))
+"#;
+
+#[test]
+fn shards_get_whole_sessions_balanced_by_recorded_operations() {
+    let dir = tempdir();
+    let a = Server::start();
+    let (capture, stdout) = record_python(&a, dir.path(), "workers", FOUR_WORKERS);
+    assert_eq!(stdout.trim(), "480");
+    drop(a);
+    let server = Server::start();
+    let reports = replay_shards(&capture, &server.uri(), 2, dir.path(), &["--fast"]);
+    let inserts: Vec<u64> = reports
+        .iter()
+        .map(|p| {
+            let s = read_json(p);
+            s["summary"]["per_command"]["insert"]["count"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .collect();
+    // Two workers a shard: whole sessions, and no shard with three.
+    assert_eq!(inserts, [240, 240], "inserts per shard");
+
+    // A shard's text does not divide the whole server's CPU by its own operations.
+    let fresh = Server::start();
+    let out = mongotape(&[
+        "replay",
+        capture.to_str().unwrap(),
+        "-t",
+        &fresh.uri(),
+        "--fast",
+        "--shard",
+        "0/2",
+    ]);
+    assert!(out.success(), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("the whole server's, shared by every shard")
+            && !out.stdout.contains("per 1,000 ops"),
+        "{}",
+        out.stdout
+    );
+}

@@ -66,6 +66,13 @@ fn every_report_kind_matches_its_schema() {
     );
     assert!(whole.output.success(), "{}", whole.describe());
     let whole = check("replay", whole.report);
+    assert_eq!(whole["kind"], "replay", "a replay report says what it is");
+    // The machine's load around the run, flagged when other work disturbed it.
+    let load = &whole["load"];
+    assert!(
+        load["disturbed"].is_boolean() && load["other_cores"].as_f64() >= Some(0.0),
+        "{load}"
+    );
     std::fs::write(path("replay.json"), whole.to_string()).unwrap();
     checked.insert("replay");
 
@@ -95,7 +102,16 @@ fn every_report_kind_matches_its_schema() {
     let merged = path("merged.json");
     let out = mongotape(&["merge", &shards[0], &shards[1], "-q", "-o", &merged]);
     assert!(out.success(), "{}", out.stderr);
-    check("merge", read_json(Path::new(&merged)));
+    let merged_report = check("merge", read_json(Path::new(&merged)));
+    assert_eq!(merged_report["kind"], "replay");
+    // Its text says what was merged, not that it replayed.
+    let text = mongotape(&["merge", &shards[0], &shards[1]]);
+    assert!(
+        text.stdout
+            .starts_with("merged 2 shard report(s) of a replay of "),
+        "{}",
+        text.stdout
+    );
     let partial = path("partial.json");
     let out = mongotape(&["merge", &shards[1], "-q", "-o", &partial]);
     assert_eq!(out.status.code(), Some(6), "{}", out.stderr);

@@ -59,6 +59,7 @@ impl RecordKind {
             RecordKind::ClientMetadata => "client_metadata",
             RecordKind::Gap => "gap",
             RecordKind::End => "end",
+            HELLO_REWRITE => "hello_rewrite",
             RecordKind::Unknown(_) => "unknown",
         }
     }

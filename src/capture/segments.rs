@@ -58,8 +58,27 @@ impl SegmentPlan {
 
     /// Refuses to start over files a previous recording left, unless `force`, and over a
     /// symbolic link in any case (a dangling one too: it is not an absent file).
+    /// The folder must exist, so a wrong `--out` is said before any upstream is contacted.
     pub fn check_free(&self) -> Result<(), CaptureError> {
         let first = self.segment_path(1);
+        let folder = first
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let is_folder = std::fs::metadata(folder).and_then(|m| {
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::from(std::io::ErrorKind::NotADirectory))
+            }
+        });
+        if let Err(source) = is_folder {
+            return Err(CaptureError::Io {
+                action: "create",
+                path: first,
+                source,
+            });
+        }
         for path in [first.clone(), partial(&first)] {
             output::refuse_symlink(&path).map_err(CaptureError::Output)?;
             if !self.force && path.symlink_metadata().is_ok() {
@@ -253,7 +272,9 @@ impl SegmentWriter {
         {
             return Ok(Written::Ended(EndReason::Duration));
         }
-        let by_size = self.plan.rotate_bytes.is_some_and(|b| segment_bytes >= b);
+        // Rotation counts what is on disk, as `--rotate-size` says: the bound would count the
+        // compressor's uncompressed input and cut segments a tenth of the size asked.
+        let by_size = self.plan.rotate_bytes.is_some_and(|b| on_disk >= b);
         let by_time = self
             .plan
             .rotate_every

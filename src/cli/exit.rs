@@ -82,16 +82,37 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
+/// Whether `cause` says an option or argument was wrong: a value that does not parse or an option
+/// that cannot be honoured, found before anything is contacted.
+fn is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
+    use mongotape::net::NetError;
+    use mongotape::proxy::ProxyError;
+    use mongotape::replay::{client::TargetError, ReplayError};
+    if cause.is::<UsageError>() {
+        return true;
+    }
+    if let Some(e) = cause.downcast_ref::<ReplayError>() {
+        return match e {
+            ReplayError::Option(_) => true,
+            ReplayError::Target(t) => t.malformed,
+            _ => false,
+        };
+    }
+    if let Some(t) = cause.downcast_ref::<TargetError>() {
+        return t.malformed;
+    }
+    if let Some(ProxyError::ListenPlan(_)) = cause.downcast_ref::<ProxyError>() {
+        return true;
+    }
+    matches!(
+        cause.downcast_ref::<NetError>(),
+        Some(NetError::ConnString { .. } | NetError::Unsupported { .. })
+    )
+}
+
 /// The status for an error that ended a subcommand.
 pub fn of_error(e: &anyhow::Error) -> Exit {
-    let usage = e.chain().any(|c| {
-        c.is::<UsageError>()
-            || matches!(
-                c.downcast_ref::<mongotape::replay::ReplayError>(),
-                Some(mongotape::replay::ReplayError::Option(_))
-            )
-    });
-    if usage {
+    if e.chain().any(is_usage) {
         Exit::Usage
     } else {
         Exit::Failure

@@ -32,8 +32,8 @@ struct Cli {
     /// More log detail: -v debug, -vv trace (MONGOTAPE_LOG, when set, is the filter instead).
     #[arg(short, long, action = ArgAction::Count, global = true, help_heading = GLOBAL)]
     verbose: u8,
-    /// Less output: no status line, progress bar or text summary; -qq also only warnings in the
-    /// log, -qqq only errors.
+    /// Less output: no info lines in the log, no status line, progress bar or text summary (-qq
+    /// the same); -qqq also no warnings.
     #[arg(short, long, action = ArgAction::Count, global = true, conflicts_with = "verbose",
           help_heading = GLOBAL)]
     quiet: u8,
@@ -45,7 +45,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the recording proxy between clients and a MongoDB server.
-    #[command(after_help = help::RECORD.after_help())]
+    #[command(
+        after_help = help::RECORD.after_help(),
+        // --out is required unless --no-record: clap alone would show only [OPTIONS].
+        override_usage = "mongotape record --out <OUT> [OPTIONS]\n       \
+                          mongotape record --no-record [OPTIONS]"
+    )]
     Record(record::RecordArgs),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
     #[command(after_help = help::INSPECT.after_help())]

@@ -12,13 +12,13 @@ pub fn styled(stream: &impl IsTerminal) -> bool {
 }
 
 /// The log on stderr. `MONGOTAPE_LOG` (a tracing filter such as `debug` or
-/// `mongotape::replay=trace`) wins when set; otherwise `-v` debug, `-vv` trace, `-qq` warnings,
-/// `-qqq` errors only, info by default (a single `-q` quiets the status line and summary, not the
-/// log: lines such as the metrics address stay).
+/// `mongotape::replay=trace`) wins when set; otherwise `-v` debug, `-vv` trace, `-q` and `-qq`
+/// warnings, `-qqq` errors only, info by default.
 pub fn init_tracing(verbose: u8, quiet: u8) {
     let level = match (verbose, quiet) {
-        (0, 0 | 1) => "info",
-        (0, 2) => "warn",
+        (0, 0) => "info",
+        // Addresses to connect to (`replay --metrics`) are info lines that -q keeps.
+        (0, 1 | 2) => "warn,mongotape::address=info",
         (0, _) => "error",
         (1, _) => "debug",
         _ => "trace",

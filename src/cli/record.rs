@@ -152,7 +152,9 @@ fn megabytes(mb: Option<f64>, option: &str) -> anyhow::Result<Option<u64>> {
     match mb {
         None => Ok(None),
         Some(mb) if mb.is_finite() && mb > 0.0 => Ok(Some((mb * 1024.0 * 1024.0) as u64)),
-        Some(mb) => anyhow::bail!("{option} {mb}: must be a positive number of MB"),
+        Some(mb) => Err(super::exit::usage(format!(
+            "{option} {mb}: must be a positive number of MB"
+        ))),
     }
 }
 
@@ -172,6 +174,10 @@ fn segment_plan(args: &RecordArgs) -> anyhow::Result<Option<SegmentPlan>> {
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let plan = segment_plan(&args)?;
+    if let Some(plan) = &plan {
+        // A wrong --out is said before the upstream is contacted (the proxy checks again).
+        plan.check_free()?;
+    }
     let metrics = args
         .metrics
         .as_deref()
@@ -193,6 +199,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         let display = upstream.display.clone();
         let limits = limits(&args.limits);
         let out = args.out.clone();
+        let quiet = args.quiet;
+        if !quiet {
+            // Discovery waits for the upstream's hello: a server that never answers is not silence.
+            note!("mongotape: connecting to {display} ...");
+        }
         let mut proxy = Proxy::bind(proxy_config(args, upstream, plan))
             .await?
             .with_limits(limits);
@@ -209,7 +220,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             .run_until(signals.shutdown(limits.drain_timeout))
             .await
             .map_err(|e| capture_named(e, out.as_deref()))?;
-        note!("mongotape: {}", snap.status_line());
+        if !quiet {
+            note!("mongotape: {}", snap.status_line());
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -284,14 +284,16 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
 
 pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = replay_config(&mut args)?;
-    let target = Target::parse_blocking(&args.target[0])?;
-    if !target.unused.is_empty() {
-        super::output::note!(
-            "mongotape: --target {}: not used, the recorded requests carry their own",
-            target.unused.join(", ")
-        );
+    // Every target read before anything is contacted: a malformed one is a usage error.
+    for (i, uri) in args.target.iter().enumerate() {
+        let target = Target::parse_blocking(uri)?;
+        if i == 0 && !target.unused.is_empty() {
+            super::output::note!(
+                "mongotape: --target {}: not used, the recorded requests carry their own",
+                target.unused.join(", ")
+            );
+        }
     }
-    drop(target);
     if args.target.len() > 1 {
         let out = super::replay_ab::Outputs {
             report: args.report.as_deref(),
@@ -316,7 +318,8 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
         let html = mongotape::report::html::replay::render_html(&report);
         super::output::report_file(path, html.as_bytes(), "HTML report")?;
     }
-    if !args.quiet {
+    // A replay that failed before sending anything has no table to show: only its error.
+    if !args.quiet && (report.error.is_none() || report.sent > 0) {
         super::output::text(&report.render_text())?;
     }
     Ok(super::thresholds::exit_status(&report, &args.thresholds).into())

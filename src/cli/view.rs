@@ -71,7 +71,7 @@ pub struct CatArgs {
     /// Leave out message bodies.
     #[arg(long)]
     no_body: bool,
-    /// Also print connection events (open, close, client metadata, gaps).
+    /// Also print connection events (open, close, client metadata, gaps, hello rewrites).
     #[arg(long)]
     events: bool,
     /// Stop after this many records.

@@ -8,12 +8,14 @@
 //!   bounds every latency is kept in.
 //! - [`phases`]: the figures per phase, cut at step markers, with their text table.
 //! - [`buckets`]: how wide a timeline's points are, for any run's length.
+//! - [`drivers`]: a client's driver name and version as people say them.
 
 /// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
 /// Raised when a key is removed or renamed or changes type; adding a key keeps it.
 pub const SCHEMA_VERSION: u32 = 1;
 
 pub mod buckets;
+pub mod drivers;
 pub mod phases;
 pub mod summary;
 pub mod table;

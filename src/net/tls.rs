@@ -140,14 +140,15 @@ impl ClientTls {
 impl ServerTls {
     pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, NetError> {
         let provider = provider();
-        let chain = certificates("certificate file", &self.cert_file)?;
-        let key = private_key("key file", &self.key_file)?;
+        // Named by the options that give them: the files are the user's choice, not a driver's.
+        let chain = certificates("--tls-cert", &self.cert_file)?;
+        let key = private_key("--tls-key", &self.key_file)?;
         let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(tls_err)?;
         let builder = match &self.client_ca_file {
             Some(path) => {
-                let roots = roots("client CA file", path)?;
+                let roots = roots("--tls-ca", path)?;
                 let verifier =
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                         .build()
@@ -156,9 +157,13 @@ impl ServerTls {
             }
             None => builder.with_no_client_auth(),
         };
-        let config = builder
-            .with_single_cert(chain, key)
-            .map_err(|e| NetError::Tls(format!("{}: {e}", self.cert_file.display())))?;
+        let config = builder.with_single_cert(chain, key).map_err(|e| {
+            NetError::Tls(format!(
+                "--tls-key {} does not go with --tls-cert {}: {e}",
+                self.key_file.display(),
+                self.cert_file.display()
+            ))
+        })?;
         Ok(Arc::new(config))
     }
 }

@@ -242,13 +242,18 @@ impl ProxyCollector {
             e,
             "requests",
             "Requests by command (commands outside a known list are `other`; OP_COMPRESSED ones `compressed`).",
-            (0..COMMAND_SLOTS).map(|i| (label("command", command_label(i)), get(&m.requests[i]))),
+            // A series appears when its command is first seen, not ~60 zeros up front.
+            (0..COMMAND_SLOTS)
+                .filter(|&i| get(&m.requests[i]) > 0)
+                .map(|i| (label("command", command_label(i)), get(&m.requests[i]))),
         )?;
         expose::counters(
             e,
             "requests_by_opcode",
             "Requests by wire opcode.",
-            (0..OPCODE_SLOTS).map(|i| (label("opcode", opcode_label(i)), get(&m.opcodes[i]))),
+            (0..OPCODE_SLOTS)
+                .filter(|&i| get(&m.opcodes[i]) > 0)
+                .map(|i| (label("opcode", opcode_label(i)), get(&m.opcodes[i]))),
         )?;
         Ok(())
     }

@@ -60,6 +60,9 @@ pub enum ProxyError {
     Capture(#[from] CaptureError),
     #[error("--upstream")]
     Upstream(#[from] NetError),
+    /// `--tls-cert`, `--tls-key`, `--tls-ca`: the error names the option.
+    #[error(transparent)]
+    ClientTls(NetError),
     #[error(transparent)]
     ListenPlan(#[from] ListenError),
     #[error("upstream topology: {0}")]
@@ -178,7 +181,10 @@ impl Proxy {
             .filter(|t| !t.is_zero())
             .unwrap_or(conn::UPSTREAM_CONNECT_TIMEOUT);
         let connector = Connector::new(upstream.tls.as_ref(), timeout)?;
-        let acceptor = Acceptor::new(config.client_tls.as_ref())?;
+        let acceptor = Acceptor::new(config.client_tls.as_ref()).map_err(ProxyError::ClientTls)?;
+        if let Some(plan) = &config.out {
+            plan.check_free()?;
+        }
         let direct = upstream.direct_connection == Some(true);
         let topology = Arc::new(Topology::new(!direct));
         let mut monitor = Monitor::new(

@@ -69,7 +69,15 @@ pub async fn ask_hello(
                 .await
                 .map_err(|e| format!("reading hello reply from upstream {member}: {e}"))?;
             if n == 0 {
-                return Err(format!("upstream {member} closed before answering hello"));
+                // A TLS server drops a plain-text hello without a word.
+                let hint = if connector.is_tls() {
+                    ""
+                } else {
+                    " (the server may require TLS: tls=true)"
+                };
+                return Err(format!(
+                    "upstream {member} closed before answering hello{hint}"
+                ));
             }
             let frame = splitter
                 .next_frame()

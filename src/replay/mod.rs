@@ -186,6 +186,7 @@ pub(crate) struct Ready {
 pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
     let mut report = ReplayReport {
         schema_version: crate::figures::SCHEMA_VERSION,
+        kind: "replay".into(),
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: config.capture.display().to_string(),
         target: target.display.clone(),
@@ -235,6 +236,7 @@ pub(crate) async fn conclude(
         .await;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
+    report.load = probe.load();
     let (server, replayer) = probe.report(metrics.ops(), wall_s);
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
@@ -375,7 +377,8 @@ fn serve_metrics(
         },
     };
     let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
-    tracing::info!("metrics on http://{}/metrics", server.local_addr());
+    // An address the user needs: its own target, kept by `-q` (which drops other info lines).
+    tracing::info!(target: "mongotape::address", "metrics on http://{}/metrics", server.local_addr());
     server.serve(registry)
 }
 

@@ -5,6 +5,7 @@ use super::config::ReplayConfig;
 use super::report::{ReplayerReport, ServerReport};
 use crate::net::HostPort;
 use crate::replay::client::{Conn, ConnError, Target};
+use crate::replay::measure::load::{LoadReport, MachineReading};
 use crate::replay::measure::server;
 use crate::replay::measure::step_phases::ReplayPhases;
 
@@ -20,6 +21,9 @@ pub struct ServerProbe {
     own_cpu_after: Option<f64>,
     /// The server's CPU rate with nothing sent (cores), read just before the run.
     idle_cores: Option<f64>,
+    /// The machine's busy time and load average at both ends, and when they were read.
+    machine_before: Option<(MachineReading, std::time::Instant)>,
+    machine_after: Option<(MachineReading, std::time::Instant)>,
 }
 
 impl ServerProbe {
@@ -44,6 +48,8 @@ impl ServerProbe {
             own_cpu_before: None,
             own_cpu_after: None,
             idle_cores: None,
+            machine_before: None,
+            machine_after: None,
         }
     }
 
@@ -72,6 +78,8 @@ impl ServerProbe {
         }
         self.server_cpu_before = self.server_cpu();
         self.own_cpu_before = server::own_cpu_seconds(self.tick_s);
+        self.machine_before =
+            MachineReading::now(self.tick_s).map(|m| (m, std::time::Instant::now()));
     }
 
     /// Has the step phases read the server's CPU time at every marker.
@@ -86,6 +94,8 @@ impl ServerProbe {
     pub async fn after(&mut self, server_status: bool) -> Option<f64> {
         self.server_cpu_after = self.server_cpu();
         self.own_cpu_after = server::own_cpu_seconds(self.tick_s);
+        self.machine_after =
+            MachineReading::now(self.tick_s).map(|m| (m, std::time::Instant::now()));
         if server_status {
             self.server.status_after = self.status().await;
         }
@@ -121,6 +131,17 @@ impl ServerProbe {
             _ => ReplayerReport::default(),
         };
         (server, replayer)
+    }
+
+    /// The machine's load over the run: what other processes than this one and the measured
+    /// server used meanwhile.
+    pub fn load(&self) -> Option<LoadReport> {
+        let ((before, t0), (after, t1)) = (self.machine_before?, self.machine_after?);
+        let delta = |b: Option<f64>, a: Option<f64>| a.zip(b).map_or(0.0, |(a, b)| a - b);
+        let measured = delta(self.own_cpu_before, self.own_cpu_after)
+            + delta(self.server_cpu_before, self.server_cpu_after);
+        let wall_s = t1.duration_since(t0).as_secs_f64();
+        Some(LoadReport::of(before, after, wall_s, measured))
     }
 
     /// The server's report when the run never started.

@@ -44,6 +44,8 @@ pub struct AbReport {
     /// False when a target failed or the run stopped early.
     pub complete: bool,
     pub error: Option<String>,
+    /// The machine's load around the run, every target's server left out of the others' CPU.
+    pub load: Option<crate::replay::measure::load::LoadReport>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -145,6 +147,19 @@ impl From<&FieldDiff> for FieldReport {
     }
 }
 
+/// The control's view of the machine's load, without the other targets' servers (local
+/// processes it would count as other work).
+fn machine_load(targets: &[TargetReport]) -> Option<crate::replay::measure::load::LoadReport> {
+    let load = targets.first()?.replay.load.clone()?;
+    let servers: f64 = targets
+        .iter()
+        .skip(1)
+        .filter_map(|t| t.replay.server.cpu_s)
+        .sum();
+    let other = load.other_cpu_s - servers;
+    Some(load.with_other(other))
+}
+
 fn role(i: usize, ab: &AbConfig) -> &'static str {
     match (i, ab.roles().baseline) {
         (0, _) => "control",
@@ -214,6 +229,11 @@ impl AbReport {
             differences,
         } = collected;
         r.pairs = pairs_report(counts, differences.compared);
+        r.load = machine_load(&r.targets);
+        for t in &mut r.targets {
+            // Each target's own view would count the other targets' servers as other work.
+            t.replay.load = r.load.clone();
+        }
         let pick = |t: &TargetReport, key: Option<&str>, ns: bool| -> CommandSummary {
             match (key, ns) {
                 (None, _) => t.replay.summary.overall.clone(),

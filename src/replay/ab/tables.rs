@@ -13,29 +13,35 @@ pub fn targets(r: &AbReport) -> Table {
         "target",
         "role",
         "uri",
+        "target uri",
         "ops",
         "ops/s",
         "errors",
+        "server CPU/op (gross)",
         "server CPU/op",
-        "net of idle",
         "complete",
         "error",
     ])
-    .html_only(&["error"]);
+    .html_only(&["error", "target uri", "server CPU/op (gross)"])
+    .text_only(&["uri"]);
     for x in &r.targets {
         let s = &x.replay.summary;
         t.row([
             x.label.clone(),
             x.role.clone(),
+            // The host part shows first; the page has the whole string.
+            cut(x.replay.target.trim_start_matches("mongodb://"), 30),
             x.replay.target.clone(),
             units::count(s.ops as f64),
             units::count(s.ops_per_s),
             units::count(s.overall.errors as f64),
             x.server_cpu_us_per_op
                 .map_or("-".into(), units::duration_us),
+            // Net of the server's idle rate when it was read (`--idle-sample`), else gross.
             x.server_cpu_net_us_per_op
+                .or(x.server_cpu_us_per_op)
                 .map_or("-".into(), units::duration_us),
-            if x.complete { "yes" } else { "no (partial)" }.into(),
+            if x.complete { "yes" } else { "partial" }.into(),
             x.error.clone().unwrap_or_default(),
         ]);
     }
@@ -72,6 +78,61 @@ pub fn comparison(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Ta
     t
 }
 
+/// A command or namespace longer than this is cut in the text (whole on the page and in JSON).
+const KEY_WIDTH: usize = 26;
+
+/// The comparison for a terminal, in two tables that fit 100 columns with three targets: each
+/// target's count and latency, then each candidate's ratios against the control (the median
+/// with its interval and p99; the mean, with the p50 and p99 apart, on the page and in JSON).
+pub fn comparison_text(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> [Table; 2] {
+    let control = r.targets.first().map_or("", |t| t.label.as_str());
+    let mut latency = vec![key.to_string(), "ops".into(), "errors".into()];
+    latency.extend(r.targets.iter().map(|x| format!("{} p50/p99", x.label)));
+    let mut ratios = vec![key.to_string()];
+    for x in r.targets.iter().skip(1) {
+        ratios.push(format!("{}/{control} median (interval)", x.label));
+        ratios.push(format!("{}/{control} p99", x.label));
+    }
+    let (mut latency, mut ratios) = (Table::new(latency), Table::new(ratios));
+    let all = std::iter::once(("all", &r.overall));
+    for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
+        let ops = row.targets.first().map_or(0, |s| s.count);
+        let errors: Vec<String> = row
+            .targets
+            .iter()
+            .map(|s| units::count(s.errors as f64))
+            .collect();
+        let name = cut(name, KEY_WIDTH);
+        let mut cells = vec![name.clone(), units::count(ops as f64), errors.join("/")];
+        cells.extend(row.targets.iter().map(|s| {
+            format!(
+                "{}/{}",
+                units::duration_us(s.latency.p50_us),
+                units::duration_us(s.latency.p99_us)
+            )
+        }));
+        latency.row(cells);
+        let mut cells = vec![name];
+        for x in &row.ratios {
+            cells.push(interval(x.median));
+            cells.push(x.p99.map_or("-".into(), units::ratio));
+        }
+        ratios.row(cells);
+    }
+    [latency, ratios]
+}
+
+fn interval(e: Option<RatioEstimate>) -> String {
+    e.map_or("-".into(), |m| {
+        format!(
+            "{} ({}-{})",
+            units::ratio(m.ratio),
+            units::ratio(m.low),
+            units::ratio(m.high)
+        )
+    })
+}
+
 fn comparison_cells(name: &str, row: &AbRow) -> Vec<String> {
     let mut cells = vec![name.to_string()];
     for s in &row.targets {
@@ -87,16 +148,6 @@ fn comparison_cells(name: &str, row: &AbRow) -> Vec<String> {
         cells.push(format!("{p50} / {p99}"));
         cells.extend([p50, p99]);
     }
-    let interval = |e: Option<RatioEstimate>| {
-        e.map_or("-".into(), |m| {
-            format!(
-                "{} ({}-{})",
-                units::ratio(m.ratio),
-                units::ratio(m.low),
-                units::ratio(m.high)
-            )
-        })
-    };
     for r in &row.ratios {
         cells.push(interval(r.mean));
         cells.push(interval(r.median));
@@ -126,8 +177,7 @@ pub fn differences(r: &AbReport) -> Table {
         "example",
         "examples",
     ])
-    .html_only(&["unexplained", "examples"])
-    .text_only(&["example"]);
+    .html_only(&["unexplained", "examples", "example"]);
     for (name, f) in &r.differences.fields {
         t.row([
             name.clone(),
@@ -155,6 +205,30 @@ fn verdict(f: &FieldReport) -> &'static str {
     } else {
         "noise"
     }
+}
+
+/// Under the text's table of differences, a line per field with its first example (the table
+/// itself would be too wide with them).
+pub fn first_examples(r: &AbReport) -> String {
+    let mut out = String::new();
+    for (name, f) in &r.differences.fields {
+        let example = first_example(f);
+        if !example.is_empty() {
+            out.push_str(&cut(&format!("  {name}: {example}"), 100));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `text` in at most `width` characters, `...` ending a cut one.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(3)).collect();
+    s.push_str("...");
+    s
 }
 
 /// The first example on one line of at most 80 bytes, cut on a character boundary.

@@ -17,13 +17,25 @@ impl AbReport {
         ));
         out.push_str(&tables::targets(self).render());
         out.push('\n');
-        out.push_str("per command (latency p50 / p99 per target; ratios against the control):\n");
-        out.push_str(&tables::comparison(self, "command", &self.per_command).render());
-        out.push('\n');
-        out.push_str("per namespace:\n");
-        out.push_str(&tables::comparison(self, "namespace", &self.per_namespace).render());
-        out.push('\n');
+        for (key, rows) in [
+            ("command", &self.per_command),
+            ("namespace", &self.per_namespace),
+        ] {
+            let [latency, ratios] = tables::comparison_text(self, key, rows);
+            out.push_str(&format!(
+                "per {key}: ops, errors per target, latency p50 / p99 per target\n"
+            ));
+            out.push_str(&latency.render());
+            out.push_str(&format!(
+                "per {key}: ratios against the control (the mean ratio in the JSON and HTML)\n"
+            ));
+            out.push_str(&ratios.render());
+            out.push('\n');
+        }
         out.push_str(&self.differences_text());
+        if let Some(load) = &self.load {
+            out.push_str(&load.text());
+        }
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",
@@ -47,7 +59,7 @@ impl AbReport {
             if d.baseline {
                 ", noise measured against the second baseline"
             } else {
-                ", no second baseline: server clock fields ignored, other noise not filtered"
+                ";\n  no second baseline: server clock fields ignored, other noise not filtered"
             }
         );
         if d.fields.is_empty() {
@@ -55,6 +67,99 @@ impl AbReport {
             return out;
         }
         out.push_str(&tables::differences(self).render());
+        out.push_str("first example of each:\n");
+        out.push_str(&tables::first_examples(self));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::summary::{CommandSummary, LatencySummary};
+    use crate::replay::ab::report::{AbRow, FieldReport, RatioReport, TargetReport};
+    use crate::replay::ab::stats::RatioEstimate;
+
+    /// Three targets, long names and wide numbers: every table line within 100 columns.
+    #[test]
+    fn three_targets_fit_100_columns() {
+        let mut r = AbReport::default();
+        for (label, role) in [("A", "control"), ("B", "candidate"), ("A2", "baseline")] {
+            let mut t = TargetReport {
+                label: label.into(),
+                role: role.into(),
+                server_cpu_us_per_op: Some(1234.5),
+                ..TargetReport::default()
+            };
+            t.replay.target =
+                "mongodb://db-candidate.internal.example.net:27017/?directConnection=true".into();
+            t.replay.summary.ops = 1_234_567;
+            t.replay.summary.ops_per_s = 12_345.0;
+            r.targets.push(t);
+        }
+        let summary = CommandSummary {
+            count: 1_234_567,
+            errors: 12_345,
+            ops_per_s: 12_345.0,
+            latency: LatencySummary {
+                p50_us: 1234.5,
+                p99_us: 123_456.0,
+                ..LatencySummary::default()
+            },
+        };
+        let estimate = Some(RatioEstimate {
+            ratio: 1.234,
+            low: 1.123,
+            high: 1.345,
+            confidence: 0.95,
+            pairs: 1000,
+        });
+        let ratio = RatioReport {
+            target: "B".into(),
+            p99: Some(1.5),
+            mean: estimate,
+            median: estimate,
+            ..RatioReport::default()
+        };
+        let row = AbRow {
+            targets: vec![summary.clone(); 3],
+            ratios: vec![ratio.clone(), ratio],
+            ..AbRow::default()
+        };
+        r.overall = row.clone();
+        r.per_command
+            .insert("commitTransaction".into(), row.clone());
+        r.per_namespace
+            .insert("inventory_service.warehouse_items".into(), row);
+        r.differences.fields.insert(
+            "cursor.firstBatch[].lastModified".into(),
+            FieldReport {
+                compared: 1_234_567,
+                differed: 123_456,
+                unexplained: 12,
+                examples: vec![serde_json::json!({
+                    "command": "find",
+                    "control": "x".repeat(200),
+                    "candidate": "y",
+                })],
+                ..FieldReport::default()
+            },
+        );
+        let text = r.render_text();
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "{} wide: {line}",
+                line.chars().count()
+            );
+        }
+        assert!(
+            text.contains("B/A median (interval)") && text.contains("1.23x (1.12x-1.34x)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  cursor.firstBatch[].lastModified: find: \"xxx"),
+            "{text}"
+        );
     }
 }

@@ -70,8 +70,14 @@ impl Conn {
                 }
             };
         let mut conn = Conn::new(stream, addr, timeout);
+        // A TLS server drops a plain-text hello without a word: say what it likely means.
+        let during = if target.tls.is_none() {
+            "saying hello (the server may require TLS: tls=true)"
+        } else {
+            "saying hello"
+        };
         let reply = conn
-            .command(&hello(target, offer, for_auth), "saying hello")
+            .command(&hello(target, offer, for_auth), during)
             .await?;
         if !command_ok(&reply) {
             return Err(ConnError::Handshake {

@@ -125,19 +125,23 @@ impl std::fmt::Debug for Target {
 pub struct TargetError {
     pub uri: String,
     pub detail: String,
+    /// The string itself is wrong (a usage error), as against a lookup or a file that failed.
+    pub malformed: bool,
 }
 
 impl Target {
     /// Reads a `mongodb://` or `mongodb+srv://` string or a bare `host:port[,host:port]` (SRV and
     /// TXT records are looked up here).
     pub async fn parse(uri: &str) -> Result<Target, TargetError> {
-        let fail = |detail: String| TargetError {
+        let failed = |detail: String, malformed: bool| TargetError {
             uri: crate::net::conn_string::mask_password(uri.trim()),
             detail,
+            malformed,
         };
+        let fail = |detail: String| failed(detail, true);
         let cs = ConnString::parse(uri)
             .await
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| failed(e.to_string(), !matches!(e, NetError::Resolve { .. })))?;
         let mut allowed: Vec<&str> = HONOURED.to_vec();
         allowed.extend_from_slice(crate::net::tls::TLS_OPTIONS);
         allowed.extend_from_slice(CARRIED_BY_REQUESTS);
@@ -166,7 +170,10 @@ impl Target {
             ));
         }
         let tls = match &cs.tls {
-            Some(t) => Some(t.client_config().map_err(|e| fail(e.to_string()))?),
+            Some(t) => Some(
+                t.client_config()
+                    .map_err(|e| failed(e.to_string(), false))?,
+            ),
             None => None,
         };
         Ok(Target {
@@ -190,6 +197,7 @@ impl Target {
             .map_err(|e| TargetError {
                 uri: crate::net::conn_string::mask_password(uri),
                 detail: format!("cannot start a runtime to resolve it: {e}"),
+                malformed: false,
             })?;
         runtime.block_on(Target::parse(uri))
     }

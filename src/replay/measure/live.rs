@@ -56,13 +56,19 @@ impl LiveMetrics {
             e,
             "replay_ops",
             "Operations done (answered, or sent when no reply comes), by command (`other` outside a known list).",
-            (0..COMMAND_SLOTS).map(|i| (label("command", command_label(i)), get(&self.ops[i]))),
+            // A command's series appears when it is first seen, not ~60 zeros up front.
+            (0..COMMAND_SLOTS)
+                .filter(|&i| get(&self.ops[i]) > 0)
+                .map(|i| (label("command", command_label(i)), get(&self.ops[i]))),
         )?;
         expose::counters(
             e,
             "replay_errors",
             "Operations whose reply was an error (ok: 0 or write errors), by command.",
-            (0..COMMAND_SLOTS).map(|i| (label("command", command_label(i)), get(&self.errors[i]))),
+            // Beside its ops from the first: a rate of errors reads 0, not absent.
+            (0..COMMAND_SLOTS)
+                .filter(|&i| get(&self.ops[i]) > 0 || get(&self.errors[i]) > 0)
+                .map(|i| (label("command", command_label(i)), get(&self.errors[i]))),
         )?;
         expose::counters(
             e,

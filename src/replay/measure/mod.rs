@@ -10,11 +10,13 @@
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
+//! - [`load`]: the machine's load around the run, and whether other work disturbed it.
 
 pub mod buckets;
 pub mod hdr;
 pub mod knee;
 pub mod live;
+pub mod load;
 pub mod metrics;
 pub mod observed;
 pub mod outcome;

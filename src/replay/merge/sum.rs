@@ -246,6 +246,7 @@ fn counts(inputs: &[ShardInput], start: f64) -> ReplayReport {
     let most = |f: fn(&ReplayReport) -> u64| inputs.iter().map(|i| f(&i.report)).max();
     ReplayReport {
         schema_version: crate::figures::SCHEMA_VERSION,
+        kind: "replay".into(),
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         capture: first.capture.clone(),
         target: first.target.clone(),

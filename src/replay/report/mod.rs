@@ -205,6 +205,8 @@ pub struct MergeReport {
 pub struct ReplayReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     pub schema_version: u32,
+    /// `replay` (a merged report too, marked by `merge`; an A/B report says `ab`).
+    pub kind: String,
     pub mongotape_version: String,
     pub capture: String,
     pub target: String,
@@ -260,4 +262,7 @@ pub struct ReplayReport {
     pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
+    /// The machine's load around the run; `disturbed` when other processes kept more than a
+    /// quarter of a core busy.
+    pub load: Option<super::measure::load::LoadReport>,
 }

@@ -1,9 +1,10 @@
 //! `--shard I/N`: which part of a capture this process replays. Recorded connections are grouped
 //! so that what must stay on one connection's side stays on one shard: connections that share a
 //! cursor (opened on one, getMore or killCursors on another) or a multi-statement transaction
-//! (`lsid` + `txnNumber`) form one group. A group and a clone make a unit; units go to shards by a
-//! stable hash of the group's lowest connection id, clones round-robin from there: the same in
-//! every process.
+//! (`lsid` + `txnNumber`) form one group. Groups go to shards greedily by their recorded requests
+//! (the largest first, each to the shard with the fewest so far, ties to the lowest group id and
+//! shard index), so the shards' loads are balanced and every process, reading the same capture,
+//! assigns the same; a group's clones go round the shards from its first clone's.
 //!
 //! Sessions without a transaction may span groups: each shard maps a recorded `lsid` to its own
 //! live one and its `txnNumber`s stay increasing, which is all the server asks.
@@ -12,7 +13,8 @@ use crate::capture::{CaptureError, CaptureSet, RecordKind};
 use crate::replay::measure::outcome;
 use crate::replay::request;
 use crate::wire::header::MsgHeader;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -79,10 +81,12 @@ pub fn shard_of(group: u64, clone: u32, count: u32) -> u32 {
     ((mix(group) % n + clone as u64 % n) % n) as u32
 }
 
-/// Connection groups over a whole capture (union-find on connection ids).
+/// Connection groups over a whole capture (union-find on connection ids), with the requests each
+/// connection recorded.
 #[derive(Debug, Default)]
 pub struct Groups {
     parent: HashMap<u64, u64>,
+    requests: HashMap<u64, u64>,
 }
 
 impl Groups {
@@ -135,6 +139,7 @@ impl Groups {
                         continue;
                     };
                     groups.find(req.conn_id);
+                    *groups.requests.entry(req.conn_id).or_default() += 1;
                     for c in &req.cursor_refs {
                         if let Some(&owner) = cursor_conn.get(c) {
                             groups.union(owner, req.conn_id);
@@ -167,6 +172,29 @@ impl Groups {
         }
         Ok(groups)
     }
+
+    /// Each group's shard (its first clone's): the groups by recorded requests, largest first
+    /// (ties: the lowest group id), each to the shard with the fewest requests so far (ties: the
+    /// lowest index).
+    fn balance(&mut self, count: u32) -> HashMap<u64, u32> {
+        let conns: Vec<u64> = self.parent.keys().copied().collect();
+        let mut load: HashMap<u64, u64> = HashMap::new();
+        for conn in conns {
+            let n = self.requests.get(&conn).copied().unwrap_or(0);
+            *load.entry(self.find(conn)).or_default() += n;
+        }
+        let mut order: Vec<(u64, u64)> = load.into_iter().collect();
+        order.sort_unstable_by_key(|&(group, n)| (Reverse(n), group));
+        let mut shards: BinaryHeap<Reverse<(u64, u32)>> =
+            (0..count.max(1)).map(|i| Reverse((0, i))).collect();
+        let mut assigned = HashMap::with_capacity(order.len());
+        for (group, n) in order {
+            let Reverse((sum, index)) = shards.pop().expect("at least one shard");
+            assigned.insert(group, index);
+            shards.push(Reverse((sum + n, index)));
+        }
+        assigned
+    }
 }
 
 /// What this process replays of the capture.
@@ -174,20 +202,34 @@ impl Groups {
 pub struct ShardPlan {
     pub shard: Shard,
     groups: Groups,
+    /// Each group's shard, balanced by recorded requests ([`Groups::balance`]).
+    assigned: HashMap<u64, u32>,
 }
 
 impl ShardPlan {
     pub fn build(inputs: &[PathBuf], shard: Shard) -> Result<ShardPlan, CaptureError> {
-        Ok(ShardPlan {
-            shard,
-            groups: Groups::of_capture(inputs)?,
-        })
+        Ok(ShardPlan::of_groups(Groups::of_capture(inputs)?, shard))
     }
 
-    /// Whether this shard replays recorded connection `conn_id` in clone `clone` (0-based).
+    fn of_groups(mut groups: Groups, shard: Shard) -> ShardPlan {
+        let assigned = groups.balance(shard.count);
+        ShardPlan {
+            shard,
+            groups,
+            assigned,
+        }
+    }
+
+    /// Whether this shard replays recorded connection `conn_id` in clone `clone` (0-based). A
+    /// connection the first reading did not see (it sent nothing then) goes by its hash.
     pub fn owns(&mut self, conn_id: u64, clone: u32) -> bool {
         let group = self.groups.group(conn_id);
-        shard_of(group, clone, self.shard.count) == self.shard.index
+        let n = self.shard.count.max(1);
+        let shard = match self.assigned.get(&group) {
+            Some(&first) => (first + clone % n) % n,
+            None => shard_of(group, clone, n),
+        };
+        shard == self.shard.index
     }
 }
 
@@ -226,6 +268,56 @@ mod tests {
             seen[shard_of(group, 0, 4) as usize] += 1;
         }
         assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+    }
+
+    /// Four identical workers and their monitors: whole groups, loads as even as they can be,
+    /// the same in every process.
+    #[test]
+    fn groups_are_balanced_by_their_recorded_requests() {
+        let plan = |shard: u32| {
+            let mut g = Groups::default();
+            for (conn, n) in [
+                (1, 810),
+                (2, 2),
+                (3, 810),
+                (4, 2),
+                (5, 810),
+                (6, 810),
+                (7, 5),
+            ] {
+                g.find(conn);
+                g.requests.insert(conn, n);
+            }
+            g.union(5, 7); // a cursor opened on 5, read on 7
+            ShardPlan::of_groups(g, Shard::new(shard, 2).unwrap())
+        };
+        let mut loads = [0u64; 2];
+        for shard in 0..2 {
+            let mut p = plan(shard);
+            for (conn, n) in [
+                (1, 810),
+                (2, 2),
+                (3, 810),
+                (4, 2),
+                (5, 810),
+                (6, 810),
+                (7, 5),
+            ] {
+                if p.owns(conn, 0) {
+                    loads[shard as usize] += n;
+                }
+            }
+            assert_eq!(p.owns(5, 0), p.owns(7, 0), "a group stays whole");
+            // Clones go round: clone 1 of every group is on the other shard.
+            assert_ne!(p.owns(1, 0), p.owns(1, 1));
+        }
+        assert_eq!(loads.iter().sum::<u64>(), 3249);
+        assert!(loads[0].abs_diff(loads[1]) <= 5, "{loads:?}");
+        assert_eq!(
+            (0..2).map(|s| plan(s).owns(1, 0)).filter(|&o| o).count(),
+            1,
+            "exactly one shard owns a connection"
+        );
     }
 
     #[test]

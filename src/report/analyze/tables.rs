@@ -3,6 +3,7 @@
 
 use super::conn::TimeSplit;
 use super::{AnalyzeReport, Category, CommandReport, Totals};
+use crate::figures::drivers::label_for_people;
 use crate::figures::table::Table;
 use crate::figures::units::{self, duration_ns, duration_us};
 use crate::shape::ShapeReport;
@@ -49,7 +50,7 @@ pub fn drivers(r: &AnalyzeReport) -> Table {
             None => ("-".into(), "-".into()),
         };
         let mut row = vec![
-            d.driver.clone(),
+            label_for_people(&d.driver),
             w.connections.to_string(),
             w.ops.to_string(),
         ];
@@ -87,7 +88,7 @@ pub fn per_operation(r: &AnalyzeReport) -> Table {
             None => ("-".into(), "-".into()),
         };
         t.row([
-            d.driver.clone(),
+            label_for_people(&d.driver),
             w.ops.to_string(),
             rt,
             bytes,
@@ -122,7 +123,7 @@ pub fn connections(r: &AnalyzeReport, limit: usize) -> Table {
         let mut row = vec![
             c.id.to_string(),
             c.client.clone(),
-            c.driver.clone(),
+            label_for_people(&c.driver),
             c.role.map_or("-", |r| r.name()).to_string(),
             c.requests.to_string(),
             c.ops.to_string(),

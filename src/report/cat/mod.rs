@@ -58,7 +58,9 @@ pub fn cat(
     options: &CatOptions,
     out: &mut impl Write,
 ) -> std::io::Result<CatEnd> {
-    let start = reader.metadata().start_unix_ns;
+    // `t` counts from the capture's first record, the origin of inspect's duration (the proxy
+    // may have waited long for its first client).
+    let mut origin: Option<u64> = None;
     let mut selector = Selector::new(options);
     let mut end = CatEnd {
         lines: 0,
@@ -75,6 +77,7 @@ pub fn cat(
                 continue;
             }
         };
+        let start = *origin.get_or_insert(record.ts_ns);
         let Some(line) = selector.line(&record, start) else {
             continue;
         };

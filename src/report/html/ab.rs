@@ -29,6 +29,9 @@ pub fn render_html(r: &AbReport) -> String {
         page = page.paragraph(f);
     }
     page = page.section("Targets").table(&tables::targets(r));
+    if let Some(load) = &r.load {
+        page = page.paragraph(load.text().trim_end());
+    }
     page = comparison(page, r, &labels);
     page = distributions(page, r, &labels);
     differences(page, r).render()

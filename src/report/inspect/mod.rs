@@ -51,7 +51,18 @@ impl Driver {
         }
     }
 
-    /// `name version` for tables.
+    /// `name version` for people (`mongosh 2.12.0 on Node.js driver 7.9.0`; the JSON keeps
+    /// the raw strings).
+    pub fn for_people(&self) -> String {
+        match &self.name {
+            Some(n) => {
+                crate::figures::drivers::for_people(n, self.version.as_deref().unwrap_or(""))
+            }
+            None => "unknown".into(),
+        }
+    }
+
+    /// `name version` as written, the key reports group by.
     pub fn label(&self) -> String {
         match (&self.name, &self.version) {
             (Some(n), Some(v)) => format!("{n} {v}"),

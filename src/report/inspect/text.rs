@@ -23,7 +23,8 @@ impl Inspection {
             m.start_time, m.mongotape_version, m.upstream
         ));
         s.push_str(&format!(
-            "duration    {}, {} records, {} connections\n",
+            "duration    {} from the first record to the last (cat's t counts from the first), \
+             {} records, {} connections\n",
             units::duration_s(self.duration_s),
             self.records,
             self.connections_total
@@ -79,7 +80,7 @@ impl Inspection {
             t.row([
                 c.id.to_string(),
                 c.client.clone(),
-                d.map(Driver::label).unwrap_or_else(|| "-".into()),
+                d.map(Driver::for_people).unwrap_or_else(|| "-".into()),
                 d.and_then(|d| d.application.clone())
                     .unwrap_or_else(|| "-".into()),
                 c.requests.to_string(),

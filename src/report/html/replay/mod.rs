@@ -65,9 +65,14 @@ pub fn render_html(r: &ReplayReport) -> String {
 
 /// The server's CPU and the replayer's own, kept apart: the replayer's is mongotape's cost, not
 /// the server's.
-fn cpu(page: Page, r: &ReplayReport) -> Page {
+fn cpu(mut page: Page, r: &ReplayReport) -> Page {
     let server = r.server.cpu_s_per_1k_ops.map(|s| s * 1e3);
     let replayer = r.replayer.cpu_us_per_op;
+    if let Some(load) = &r.load {
+        page = page
+            .section("The machine around the run")
+            .paragraph(load.text().trim_end());
+    }
     if server.is_none() && replayer.is_none() {
         return page;
     }
