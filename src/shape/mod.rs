@@ -21,7 +21,7 @@ pub mod walk;
 pub use stats::{ReplyFigures, ShapeReport, ShapeStats, ShapesReport};
 pub use table::{CursorShapes, ShapeId, ShapeTable, DEFAULT_MAX_SHAPES};
 
-use crate::wire::{Body, Message, Section};
+use crate::wire::{Body, Message, RequestInfo, Section};
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::RawDocumentBuf;
 use command::Fields;
@@ -118,8 +118,25 @@ impl Shaper {
         Shaper::default()
     }
 
-    /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
-    pub fn request(&mut self, msg: &Message) -> Option<Shaped<'_>> {
+    /// [`Shaper::request`] for a caller that has read the request's [`RequestInfo`] already:
+    /// an OP_MSG `insert`, whose shape is its namespace alone, is written from it without
+    /// reading the command again (inserts are most of a write-heavy capture). The same shape.
+    pub fn request_with(&mut self, msg: &Message, info: &RequestInfo) -> Option<Shaped<'_>> {
+        if !(matches!(msg.body, Body::Msg(_)) && info.command == "insert") {
+            return self.request(msg);
+        }
+        self.reset();
+        match (info.db.as_deref(), info.collection.as_deref()) {
+            (Some(db), Some(c)) => self.head_in("insert", db, c),
+            (Some(db), None) => self.head("insert", db),
+            (None, Some(c)) => self.head("insert", c),
+            (None, None) => self.head("insert", ""),
+        }
+        self.cap();
+        Some(Shaped::Own(self.view()))
+    }
+
+    fn reset(&mut self) {
         self.text.clear();
         self.command_end = 0;
         self.namespace = (0, 0);
@@ -127,6 +144,22 @@ impl Shaper {
             // One huge shape does not keep its buffer.
             self.text = String::new();
         }
+    }
+
+    fn view(&self) -> ShapeView<'_> {
+        ShapeView {
+            text: &self.text,
+            command: self.text.get(..self.command_end).unwrap_or(""),
+            namespace: self
+                .text
+                .get(self.namespace.0..self.namespace.1)
+                .unwrap_or(""),
+        }
+    }
+
+    /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
+    pub fn request(&mut self, msg: &Message) -> Option<Shaped<'_>> {
+        self.reset();
         let cursors = match &msg.body {
             Body::Msg(m) => {
                 let sequences: SmallVec<[(&str, &[RawDocumentBuf]); 2]> = m
@@ -173,14 +206,7 @@ impl Shaper {
             Body::Reply(_) | Body::Unknown(_) => return None,
         };
         self.cap();
-        let view = ShapeView {
-            text: &self.text,
-            command: self.text.get(..self.command_end).unwrap_or(""),
-            namespace: self
-                .text
-                .get(self.namespace.0..self.namespace.1)
-                .unwrap_or(""),
-        };
+        let view = self.view();
         Some(match cursors {
             Some(cursors) => Shaped::Continues {
                 cursors,

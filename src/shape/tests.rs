@@ -455,3 +455,45 @@ fn replies_have_no_shape() {
         .request(&Message::parse(&r).unwrap())
         .is_none());
 }
+
+/// The insert written from the request's info is the shape read from the command, whatever the
+/// namespace's parts; other commands and opcodes go the whole way.
+#[test]
+fn request_with_info_gives_the_same_shape() {
+    let bodies = [
+        rawdoc! {"insert": "orders", "ordered": true, "lsid": {"id": 1}, "$db": "shop"},
+        rawdoc! {"insert": "orders"},
+        rawdoc! {"insert": 5, "$db": "shop"},
+        rawdoc! {"insert": "", "$db": ""},
+        rawdoc! {"find": "orders", "filter": {"a": 1}, "$db": "shop"},
+        rawdoc! {"explain": {"insert": "o", "documents": [{"a": 1}]}, "$db": "shop"},
+        rawdoc! {"getMore": 7i64, "collection": "orders", "$db": "shop"},
+    ];
+    for body in bodies {
+        let m = msg(body.clone());
+        let info = RequestInfo::of(&m);
+        let slow = Shaper::new().request(&m).map(|s| s.view().to_shape());
+        let fast = Shaper::new()
+            .request_with(&m, &info)
+            .map(|s| s.view().to_shape());
+        assert_eq!(fast, slow, "{body:?}");
+    }
+    let legacy = Message::parse(
+        &OpInsert {
+            flags: 0,
+            full_collection_name: "shop.orders".into(),
+            documents: vec![rawdoc! {"a": 1}],
+        }
+        .encode(1),
+    )
+    .unwrap();
+    let info = RequestInfo::of(&legacy);
+    assert_eq!(
+        Shaper::new()
+            .request_with(&legacy, &info)
+            .unwrap()
+            .view()
+            .text,
+        "insert shop.orders"
+    );
+}

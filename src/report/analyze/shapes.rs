@@ -23,11 +23,12 @@ impl ShapeBook {
 
     /// Charges a request to its shape; `None` for a message with no shape, or for every
     /// message when shapes are off (a cap of 0).
-    pub(super) fn request(&mut self, msg: &Message, expects_reply: bool) -> Option<ShapeId> {
+    pub(super) fn request(&mut self, msg: &Message, info: &RequestInfo) -> Option<ShapeId> {
         if self.table.cap() == 0 {
             return None;
         }
-        let (id, continues) = match self.shaper.request(msg)? {
+        let expects_reply = info.expects_reply;
+        let (id, continues) = match self.shaper.request_with(msg, info)? {
             Shaped::Own(view) => (self.table.id(&view), false),
             Shaped::Continues { cursors, fallback } => {
                 let known = cursors.first().and_then(|c| self.cursors.shape(*c));

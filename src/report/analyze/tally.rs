@@ -271,7 +271,7 @@ impl Tally {
             if let Some(p) = self.phases.at(ts) {
                 p.op(ts);
             }
-            shape = self.shapes.request(msg, info.expects_reply);
+            shape = self.shapes.request(msg, info);
         }
         let c = self.conns.get_mut(&key).expect("booked by request");
         let category = Category::of(&info.command);
