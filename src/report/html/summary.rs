@@ -10,7 +10,8 @@ use crate::figures::units::{self, duration_us};
 /// Commands drawn (the most frequent); the table has them all.
 const MAX_CHART_COMMANDS: usize = 12;
 
-pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
+/// The summary's headline figures, each present only when measured.
+fn facts(s: &ReportSummary) -> Vec<(&'static str, String)> {
     let mut facts = vec![
         ("operations", s.ops.to_string()),
         ("ops/s", units::count(s.ops_per_s)),
@@ -40,6 +41,11 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
     if let Some(share) = s.client_bound_share {
         facts.push(("client-bound share", units::share(Some(share))));
     }
+    facts
+}
+
+pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
+    let facts = facts(s);
     let mut cmds: Vec<_> = s.per_command.iter().collect();
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     let top = &cmds[..cmds.len().min(MAX_CHART_COMMANDS)];
