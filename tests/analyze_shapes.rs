@@ -2,7 +2,9 @@
 //! through the proxy against secantusd-rs: pymongo's finds on two filters with different values,
 //! a cursor read in batches and an update are exactly the shapes the report lists, with their
 //! counts; PHP (legacy OP_QUERY handshake) gives the same shapes for the same logical find and
-//! update; a capture recorded with `--redact values` has the same shapes.
+//! update; a capture recorded with `--redact values` has the same shapes; the seed workloads
+//! recorded from all five clients (pymongo over zstd and plain, mongosh over zlib, PHP, Node.js,
+//! Rust) have the same shapes for the same logical operations.
 
 mod common;
 
