@@ -352,7 +352,7 @@ fn as_pymongo_sends(
 ) -> BTreeMap<String, ShapeFigures> {
     let mut logical = BTreeMap::new();
     for (text, figures) in shapes {
-        let mut figures = figures.clone();
+        let figures = figures.clone();
         if client == Client::Rust {
             assert_eq!(figures.no_reply, 0, "rust: {text}");
         }
