@@ -202,8 +202,7 @@ pub(super) fn legacy_find(
     out: &mut String,
     query: &RawDocument,
     projection: Option<&RawDocument>,
-    skip: bool,
-    limit: bool,
+    numbers: LegacyFind,
 ) {
     let f = Fields::of(query);
     let wrapped = f.get("$query").is_some() || f.get("query").is_some();
@@ -223,11 +222,56 @@ pub(super) fn legacy_find(
         part_as(out, &f, "$min", "min", Mode::Doc(Kids::Values));
         part_as(out, &f, "$max", "max", Mode::Doc(Kids::Values));
     }
-    if limit {
+    if numbers.number_to_return != 0 {
         out.push_str(" limit");
     }
-    if skip {
+    if numbers.number_to_skip != 0 {
         out.push_str(" skip");
+    }
+    legacy_find_flags(out, &f, wrapped, numbers);
+}
+
+/// The numbers and flags of a legacy OP_QUERY on a collection.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LegacyFind {
+    pub number_to_skip: i32,
+    pub number_to_return: i32,
+    pub flags: i32,
+}
+
+/// OP_QUERY flag bits (the wire protocol's numbering) and the find flag each stands for.
+const LEGACY_QUERY_FLAGS: &[(u32, &str)] = &[
+    (1, "tailable"),
+    (5, "awaitData"),
+    (3, "oplogReplay"),
+    (4, "noCursorTimeout"),
+    (7, "allowPartialResults"),
+];
+
+/// The find flags of a legacy query, in [`FIND_FLAGS`]' order, as the server reads them when it
+/// turns the query into a `find`: a negative `numberToReturn`, and 1, close the cursor after the
+/// first batch (`singleBatch`, a legacy findOne); `$returnKey` and `$showDiskLoc` of a wrapped
+/// query are `returnKey` and `showRecordId`; the flag bits the other flags.
+fn legacy_find_flags(out: &mut String, f: &Fields<'_>, wrapped: bool, numbers: LegacyFind) {
+    if numbers.number_to_return < 0 || numbers.number_to_return == 1 {
+        out.push_str(" singleBatch");
+    }
+    if wrapped {
+        for (modifier, name) in [
+            ("$returnKey", "returnKey"),
+            ("$showDiskLoc", "showRecordId"),
+        ] {
+            if f.is_true(modifier) {
+                out.push(' ');
+                out.push_str(name);
+            }
+        }
+    }
+    for (bit, name) in LEGACY_QUERY_FLAGS {
+        if numbers.flags & (1 << bit) != 0 {
+            out.push(' ');
+            out.push_str(name);
+        }
     }
 }
 

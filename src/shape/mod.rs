@@ -234,8 +234,11 @@ impl Shaper {
                 &mut self.text,
                 &q.query,
                 q.return_fields_selector.as_deref(),
-                q.number_to_skip != 0,
-                q.number_to_return != 0,
+                command::LegacyFind {
+                    number_to_skip: q.number_to_skip,
+                    number_to_return: q.number_to_return,
+                    flags: q.flags,
+                },
             );
             None
         }

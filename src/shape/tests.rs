@@ -496,4 +496,38 @@ fn request_with_info_gives_the_same_shape() {
             .text,
         "insert shop.orders"
     );
+
+#[test]
+fn a_legacy_find_one_and_flagged_query_shape_as_the_op_msg_find() {
+    let legacy = |number_to_return, flags, query| {
+        let q = OpQuery {
+            flags,
+            full_collection_name: "d.c".into(),
+            number_to_skip: 0,
+            number_to_return,
+            query,
+            return_fields_selector: None,
+        };
+        text(&Message::parse(&q.encode(1)).unwrap())
+    };
+    // findOne: numberToReturn -1, or 1 (read as -1), closes the cursor after the first batch.
+    let find_one = of_doc(
+        doc! {"find": "c", "$db": "d", "filter": {"a": 1}, "limit": 1,
+        "singleBatch": true},
+    );
+    assert_eq!(legacy(-1, 0, rawdoc! {"a": 2}), find_one);
+    assert_eq!(legacy(1, 0, rawdoc! {"a": 3}), find_one);
+    assert_eq!(
+        legacy(5, 0, rawdoc! {"a": 3}),
+        "find d.c {a: ?number} limit"
+    );
+    // Tailable (bit 1), awaitData (5), noCursorTimeout (4), partial (7); $returnKey, $showDiskLoc.
+    let op_msg = of_doc(
+        doc! {"find": "c", "$db": "d", "filter": {"a": 1}, "returnKey": true,
+        "showRecordId": true, "tailable": true, "awaitData": true, "noCursorTimeout": true,
+        "allowPartialResults": true},
+    );
+    let wrapped = rawdoc! {"$query": {"a": 1}, "$returnKey": true, "$showDiskLoc": true};
+    let flags = (1 << 1) | (1 << 5) | (1 << 4) | (1 << 7) | (1 << 2);
+    assert_eq!(legacy(0, flags, wrapped), op_msg);
 }
