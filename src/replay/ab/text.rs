@@ -24,6 +24,9 @@ impl AbReport {
         out.push_str(&tables::comparison(self, "namespace", &self.per_namespace).render());
         out.push('\n');
         out.push_str(&self.differences_text());
+        if let Some(plans) = &self.plans {
+            out.push_str(&crate::plan::text::text(plans));
+        }
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",

@@ -253,4 +253,7 @@ pub struct ReplayReport {
     pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
+    /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<crate::plan::PlanEntry>>,
 }
