@@ -26,7 +26,7 @@ fn count(v: Option<u64>) -> String {
 /// returned; shape and plan cut so that a row fits 100 columns.
 pub fn table(entries: &[PlanEntry]) -> Table {
     let targets = entries.iter().any(|e| e.target.is_some());
-    let (shape_w, plan_w) = if targets { (30, 28) } else { (36, 32) };
+    let (shape_w, plan_w) = if targets { (30, 26) } else { (34, 30) };
     let mut headers = vec!["shape"];
     if targets {
         headers.push("target");
