@@ -87,9 +87,10 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
     let run = replay(&capture, target.addr(), &["--fast", "--explain"]);
     assert_schema("replay", &run.report);
     let plans = plans(&run.report);
-    // Two find shapes and the update: explained once each; the insert is not explained.
+    // Two find shapes, the update and count_documents' aggregate: explained once each; the
+    // insert is not explained.
     let shapes: Vec<&str> = plans.iter().map(|p| p["shape"].as_str().unwrap()).collect();
-    assert_eq!(plans.len(), 3, "{shapes:?}");
+    assert_eq!(plans.len(), 4, "{shapes:?}");
     assert!(plans.iter().all(|p| p["command"] != "insert"), "{shapes:?}");
     let status = plan_of(&plans, FIND_STATUS, None);
     let sku = plan_of(&plans, FIND_SKU, None);
@@ -110,11 +111,17 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
         update["plan"].as_str().unwrap().contains("UPDATE"),
         "{update}"
     );
-    assert_eq!(update["docs_examined"], 30, "{update}");
+    // An update of one document stops at the first match: _id 3, the fourth scanned.
+    assert_eq!(update["docs_examined"], 4, "{update}");
+    let count = plans
+        .iter()
+        .find(|p| p["command"] == "aggregate")
+        .expect("count_documents' plan");
+    assert_eq!(count["plan"], "COLLSCAN -> $group", "{count}");
     // The update was replayed once and explained without being applied: one order has hits 1.
     assert_eq!(counts(&target.uri()), vec![30, 1, 0]);
     assert!(
-        run.output.stdout.contains("plans (3 explained, 0 failed"),
+        run.output.stdout.contains("plans (4 explained, 0 failed"),
         "{}",
         run.output.stdout
     );
@@ -194,7 +201,7 @@ fn analyze_explain_asks_the_server_it_is_given() {
     let report = analyze_json(&capture, &["--explain", &server.uri()]);
     assert_schema("analyze", &report);
     let plans = plans(&report);
-    assert_eq!(plans.len(), 3, "{plans:#?}");
+    assert_eq!(plans.len(), 4, "{plans:#?}");
     // The collection is empty there: the plans are the index's and a scan of nothing.
     assert_eq!(
         plan_of(&plans, FIND_STATUS, None)["plan"],
@@ -212,7 +219,7 @@ fn analyze_explain_asks_the_server_it_is_given() {
     ]);
     assert!(text.success(), "{}", text.stderr);
     assert!(
-        text.stdout.contains("plans (3 explained"),
+        text.stdout.contains("plans (4 explained"),
         "{}",
         text.stdout
     );
@@ -221,7 +228,7 @@ fn analyze_explain_asks_the_server_it_is_given() {
 }
 
 #[test]
-fn a_failed_explain_is_recorded_and_the_run_goes_on() {
+fn analyze_records_a_server_it_cannot_reach_as_each_plans_error() {
     let _serial = one_at_a_time();
     let dir = tempdir();
     let capture = record(dir.path());
@@ -233,11 +240,75 @@ fn a_failed_explain_is_recorded_and_the_run_goes_on() {
     let report = analyze_json(&capture, &["--explain", &closed, "--explain-timeout", "2"]);
     assert_schema("analyze", &report);
     let plans = plans(&report);
-    assert_eq!(plans.len(), 3);
+    assert_eq!(plans.len(), 4);
     for p in &plans {
         assert_eq!(p["plan"], Value::Null, "{p}");
         let e = p["error"].as_str().expect("an error");
         assert!(e.contains(&closed), "{e}");
     }
     assert!(u(&report["summary"]["ops"]) > 0);
+}
+
+/// A forwarder in front of `server` that drops any connection on which an `explain` arrives
+/// (a target where explain fails); everything else goes through unchanged.
+fn explain_dropping_forwarder(server: &str) -> String {
+    use mongotape::wire::{FrameSplitter, OpMsgView};
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = server.to_owned();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(&server) else {
+                continue;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let mut splitter = FrameSplitter::new();
+                while let Some(frame) = read_frame(&mut client, &mut splitter) {
+                    let explain = OpMsgView::new(&frame)
+                        .and_then(|v| v.body())
+                        .ok()
+                        .and_then(|b| bson::RawDocument::from_bytes(b).ok()?.iter().next()?.ok())
+                        .is_some_and(|(k, _)| k == "explain");
+                    if explain || upstream.write_all(&frame).is_err() {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = upstream.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_explain_the_target_refuses_is_recorded_and_the_replay_completes() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let target = Server::start_with(&["--standalone"]);
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let front = explain_dropping_forwarder(target.addr());
+    let run = replay(&capture, &front, &["--fast", "--explain"]);
+    assert_schema("replay", &run.report);
+    let plans = plans(&run.report);
+    assert_eq!(plans.len(), 4, "{plans:#?}");
+    for p in &plans {
+        assert_eq!(p["plan"], Value::Null, "{p}");
+        let e = p["error"].as_str().expect("an error");
+        assert!(e.contains("closed the connection"), "{e}");
+    }
+    // Every request was replayed, and the update applied once.
+    assert_eq!(run.report["complete"], true);
+    assert_eq!(run.count("find"), 6, "{}", run.describe());
+    assert_eq!(counts(&target.uri()), vec![30, 1, 0]);
+    assert!(run.output.stdout.contains("plans (4 explained, 4 failed"));
 }

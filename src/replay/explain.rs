@@ -195,3 +195,36 @@ async fn explain(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
+    use bson::rawdoc;
+
+    fn msg(body: RawDocumentBuf) -> Vec<u8> {
+        OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0)
+    }
+
+    #[test]
+    fn one_slot_per_shape_within_the_cap_and_none_for_other_commands() {
+        let shapes = PlanShapes::new(2);
+        let a1 = msg(rawdoc! {"find": "orders", "filter": {"status": "A"}, "$db": "shop"});
+        let a2 = msg(rawdoc! {"find": "orders", "filter": {"status": "B"}, "$db": "shop"});
+        let b = msg(rawdoc! {"find": "orders", "filter": {"sku": "x"}, "$db": "shop"});
+        let c = msg(rawdoc! {"count": "orders", "query": {"qty": 1}, "$db": "shop"});
+        let more = msg(rawdoc! {"getMore": 7_i64, "collection": "orders", "$db": "shop"});
+        let insert = msg(rawdoc! {"insert": "orders", "documents": [{}], "$db": "shop"});
+        assert_eq!(shapes.slot("find", &a1), Some(0));
+        assert_eq!(shapes.slot("find", &a2), Some(0));
+        assert_eq!(shapes.slot("find", &b), Some(1));
+        assert_eq!(shapes.slot("count", &c), None, "past the cap");
+        assert_eq!(shapes.slot("getMore", &more), None);
+        assert_eq!(shapes.slot("insert", &insert), None);
+        assert_eq!(shapes.slot("find", b"garbage"), None);
+        let entry = shapes.entry(0);
+        assert_eq!(entry.shape, "find shop.orders {status: ?string}");
+        assert_eq!(entry.hash, shape::hash(&entry.shape));
+        assert_eq!(entry.namespace, "shop.orders");
+    }
+}
