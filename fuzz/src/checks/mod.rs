@@ -8,11 +8,13 @@
 //! once, and the mode byte lets the fuzzer reach the parsers behind them.
 
 mod capture;
+mod plan;
 mod rewrite;
 mod shape;
 mod wire;
 
 pub use capture::capture_reader;
+pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
@@ -33,6 +35,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("redact_deep", redact_deep),
     ("replay_rewrite", replay_rewrite),
     ("shape", shape),
+    ("plan", plan),
 ];
 
 /// The check of a target, by name.
