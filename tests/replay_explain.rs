@@ -312,3 +312,55 @@ fn an_explain_the_target_refuses_is_recorded_and_the_replay_completes() {
     assert_eq!(counts(&target.uri()), vec![30, 1, 0]);
     assert!(run.output.stdout.contains("plans (4 explained, 4 failed"));
 }
+
+#[test]
+fn merge_keeps_each_shapes_plan_once_from_the_shard_reports() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let target = Server::start_with(&["--standalone"]);
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let mut reports = Vec::new();
+    for i in 0..2 {
+        let report = dir.path().join(format!("shard-{i}.json"));
+        let out = mongotape(&[
+            "replay",
+            capture.to_str().unwrap(),
+            "--target",
+            target.addr(),
+            "--fast",
+            "--explain",
+            "--quiet",
+            "--shard",
+            &format!("{i}/2"),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert!(out.success(), "{}", out.stderr);
+        reports.push(report.display().to_string());
+    }
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["merge".to_owned()];
+    args.extend(reports.iter().cloned());
+    args.extend([
+        "--quiet".into(),
+        "--report".into(),
+        merged.display().to_string(),
+    ]);
+    let out = mongotape(&args);
+    assert!(out.success(), "{}", out.stderr);
+    let report: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_schema("merge", &report);
+    let shard_plans: usize = reports
+        .iter()
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+            plans(&v).len()
+        })
+        .sum();
+    let plans = plans(&report);
+    // The workload's one connection went to one shard: its four shapes, each once.
+    assert_eq!(shard_plans, 4);
+    assert_eq!(plans.len(), 4, "{plans:#?}");
+    assert_eq!(plan_of(&plans, FIND_STATUS, None)["plan"], "COLLSCAN");
+}
