@@ -27,13 +27,15 @@
 //! - [`shape`]: query shapes, one definition for every report: a request with its literals
 //!   replaced by type placeholders (`find shop.orders {status: ?string}`), its stable hash, the
 //!   bounded table of shapes and the map of open cursors that charges a getMore to its shape.
+//! - [`plan`]: query plans: the `explain` command for a request, and its reply as one line
+//!   (`IXSCAN {status: 1} -> FETCH`) with the keys and documents examined.
 //! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
 //!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
 //!
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape < proxy replay import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan < proxy replay import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -47,6 +49,7 @@ pub mod figures;
 pub mod import;
 pub mod metrics;
 pub mod net;
+pub mod plan;
 pub mod proxy;
 pub mod redact;
 pub mod replay;

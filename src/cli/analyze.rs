@@ -1,8 +1,10 @@
 //! `mongotape analyze`: is it the server or the client, from a capture alone.
 
+use super::exit::usage;
 use super::output;
 use clap::Args;
-use mongotape::report::analyze::analyze_files_with;
+use mongotape::report::analyze::analyze_files_explained;
+use mongotape::report::analyze::explain::ExplainTarget;
 use mongotape::report::analyze::text::render_text;
 use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
@@ -27,10 +29,35 @@ pub struct AnalyzeArgs {
     /// under `shapes_other`. 0 turns shapes off.
     #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
     max_shapes: usize,
+    /// Explain each query shape's first request (of find, aggregate, count, distinct, update,
+    /// delete, findAndModify) on this server, a connection string as `replay --target` takes;
+    /// writes are explained, not applied. The plans go in `plans` (docs/shapes.md).
+    #[arg(long, value_name = "URI")]
+    explain: Option<String>,
+    /// With --explain: seconds to wait for the server's connection or any one reply.
+    #[arg(long, default_value_t = 30.0, requires = "explain")]
+    explain_timeout: f64,
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let report = analyze_files_with(&args.files, args.label.as_deref(), args.max_shapes)?;
+    if !(args.explain_timeout.is_finite() && args.explain_timeout > 0.0) {
+        return Err(usage(
+            "--explain-timeout must be a positive number of seconds",
+        ));
+    }
+    let timeout = std::time::Duration::from_secs_f64(args.explain_timeout);
+    let explain = args
+        .explain
+        .as_deref()
+        .map(|uri| ExplainTarget::new(uri, timeout))
+        .transpose()
+        .map_err(|e| usage(e.to_string()))?;
+    let report = analyze_files_explained(
+        &args.files,
+        args.label.as_deref(),
+        args.max_shapes,
+        explain.as_ref(),
+    )?;
     if args.json {
         output::json(&report)?;
     } else {

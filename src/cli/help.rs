@@ -59,6 +59,9 @@ pub const REPLAY: About = About {
   # Only the orders collection, into a scratch database
   mongotape replay run.mtape -t 127.0.0.1:27017 --namespace shop.orders --db-map shop:scratch
 
+  # A/B with each query shape's plan on both: which shapes changed plan (COLLSCAN -> IXSCAN)?
+  mongotape replay run.mtape -t 127.0.0.1:27017 -t 127.0.0.1:27018 --fast --explain -o ab.json
+
 See docs/replay.md.",
     exits: &[
         Ok,
@@ -87,7 +90,8 @@ pub const ANALYZE: About = About {
     examples: "Examples:
   mongotape analyze run.mtape                      # is it the server or the client?
   mongotape analyze run.mtape --html analyze.html  # with charts
-  mongotape analyze run.mtape -j > before.json     # for `mongotape compare`",
+  mongotape analyze run.mtape -j > before.json     # for `mongotape compare`
+  mongotape analyze run.mtape --explain mongodb://127.0.0.1:27017  # each shape's plan there",
     exits: READS,
 };
 

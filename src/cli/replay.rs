@@ -112,6 +112,12 @@ pub struct ReplayArgs {
     /// server's process (local, or --server-pid).
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     idle_sample: f64,
+    /// Explain each query shape once on the target (on a connection of its own, after the shape's
+    /// first request answered without an error; writes are explained, not applied): the plan,
+    /// keys and documents examined, in the report's `plans` (docs/shapes.md). In an A/B replay,
+    /// on every target, with the shapes whose plan changed.
+    #[arg(long)]
+    explain: bool,
     /// Seconds to wait for any one reply (or connection) before giving up on the target.
     #[arg(long, default_value_t = 60.0)]
     op_timeout: f64,
@@ -274,6 +280,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.server_pid = args.server_pid.first().copied();
     config.server_status = !args.no_server_status;
     config.idle_sample = non_negative_secs(args.idle_sample, "--idle-sample")?;
+    config.explain = args.explain;
     config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());

@@ -46,6 +46,10 @@ pub struct ReplayConfig {
     pub start_at: Option<SystemTime>,
     /// `--max-open-connections`; `None`: from the file limit ([`crate::replay::route::slots`]).
     pub max_open_connections: Option<usize>,
+    /// `--explain`: each shape's plan on the target, once, after its first answered request.
+    pub explain: bool,
+    /// The most shapes explained (the shape cap).
+    pub max_shapes: usize,
 }
 
 impl ReplayConfig {
@@ -74,6 +78,8 @@ impl ReplayConfig {
             unordered: false,
             start_at: None,
             max_open_connections: None,
+            explain: false,
+            max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
         }
     }
 }

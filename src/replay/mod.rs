@@ -28,7 +28,7 @@
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client < measure < request report < route merge < lane endpoint progress < source < config < tally probe ab
+//! Layers, bottom up: pacing client < measure < request report explain < route merge < lane endpoint progress < source < config < tally probe ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
@@ -38,6 +38,7 @@ pub mod ab;
 pub mod client;
 pub mod config;
 pub mod endpoint;
+pub mod explain;
 pub mod lane;
 pub mod measure;
 pub mod merge;
@@ -150,11 +151,15 @@ async fn replay(
     wait_for_start(config.start_at).await;
 
     let start = Instant::now();
+    let plan_shapes = config
+        .explain
+        .then(|| Arc::new(explain::PlanShapes::new(config.max_shapes)));
     let shared = Arc::new(shared_state(
         &config,
         ready.target.clone(),
         ready.servers,
         start,
+        plan_shapes.as_ref(),
     ));
     ready
         .probe
@@ -231,6 +236,10 @@ pub(crate) async fn conclude(
     wall_s: f64,
     source: &SourceResult,
 ) -> ReplayReport {
+    // The explains still running end first: the server's readings after the run include them.
+    if let Some(plans) = &shared.plans {
+        report.plans = Some(plans.finish().await);
+    }
     let server_cpu_after = probe
         .after(config.server_status && !shared.abort.is_set())
         .await;
@@ -252,7 +261,16 @@ pub(crate) fn shared_state(
     target: Target,
     servers: Topology,
     start: Instant,
+    plan_shapes: Option<&Arc<explain::PlanShapes>>,
 ) -> Shared {
+    let plans = plan_shapes.map(|shapes| {
+        Arc::new(explain::PlanRunner::start(
+            shapes.clone(),
+            target.clone(),
+            servers.lane_host(),
+            config.op_timeout,
+        ))
+    });
     Shared {
         target,
         servers,
@@ -270,6 +288,8 @@ pub(crate) fn shared_state(
         targets: Vec::new(),
         pairs: None,
         observe: false,
+        plan_shapes: plan_shapes.cloned(),
+        plans,
     }
 }
 

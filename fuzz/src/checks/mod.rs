@@ -9,12 +9,14 @@
 
 mod capture;
 mod import;
+mod plan;
 mod rewrite;
 mod shape;
 mod wire;
 
 pub use capture::capture_reader;
 pub use import::pcap_import;
+pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
@@ -36,6 +38,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("replay_rewrite", replay_rewrite),
     ("shape", shape),
     ("pcap_import", pcap_import),
+    ("plan", plan),
 ];
 
 /// The check of a target, by name.

@@ -122,13 +122,16 @@ async fn replay(
     }
     wait_for_start(config.start_at).await;
     let start = Instant::now();
+    let plan_shapes = config
+        .explain
+        .then(|| Arc::new(super::explain::PlanShapes::new(config.max_shapes)));
     let sides: Vec<Arc<Shared>> = ready
         .iter_mut()
         .zip(&configs)
         .map(|(r, c)| {
             let host = r.servers.lane_host();
             let servers = std::mem::replace(&mut r.servers, Topology::single(host));
-            let mut s = shared_state(c, r.target.clone(), servers, start);
+            let mut s = shared_state(c, r.target.clone(), servers, start, plan_shapes.as_ref());
             s.observe = true;
             r.probe
                 .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
@@ -146,7 +149,9 @@ async fn replay(
         ready[0].target.clone(),
         Topology::single(sides[0].servers.lane_host()),
         start,
+        None,
     );
+    hub.plan_shapes = plan_shapes;
     hub.targets = sides.clone();
     hub.pairs = Some(collector.clone());
     let hub = Arc::new(hub);

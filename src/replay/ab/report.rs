@@ -46,6 +46,9 @@ pub struct AbReport {
     pub error: Option<String>,
     /// The machine's load around the run, every target's server left out of the others' CPU.
     pub load: Option<crate::replay::measure::load::LoadReport>,
+    /// `--explain`: each shape's plan on every target (`target`), with `plan_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<crate::plan::PlanEntry>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -273,8 +276,25 @@ impl AbReport {
         r.error = failures(&r.targets);
         r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
         r.findings = findings(&r);
+        add_plans(&mut r, config.explain);
         r
     }
+}
+
+/// `--explain`: every target's plans at the top, side by side per shape, and a finding for each
+/// shape whose plan changed (the per-target reports keep none, to say it once).
+fn add_plans(r: &mut AbReport, explain: bool) {
+    if !explain {
+        return;
+    }
+    let per_target = r
+        .targets
+        .iter_mut()
+        .map(|t| (t.label.clone(), t.replay.plans.take().unwrap_or_default()))
+        .collect();
+    let (plans, changed) = crate::plan::text::side_by_side(per_target);
+    r.plans = Some(plans);
+    r.findings.extend(changed);
 }
 
 impl DifferencesReport {

@@ -36,6 +36,9 @@ impl AbReport {
         if let Some(load) = &self.load {
             out.push_str(&load.text());
         }
+        if let Some(plans) = &self.plans {
+            out.push_str(&crate::plan::text::text(plans));
+        }
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",

@@ -87,6 +87,11 @@ pub(super) async fn one(
     }
     follow_cursors(shared, &op, &live);
     measure(shared, &op, &live, latency_ns, lag_ns);
+    if let (Some(slot), Some(plans)) = (op.plan_slot, &shared.plans) {
+        if live.ok && live.write_errors == 0 {
+            plans.answered(slot, &op.bytes);
+        }
+    }
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));

@@ -209,6 +209,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     r.timeline = timeline(&sums);
     r.timeline_buckets = buckets(&inputs)?;
     add_cpu(&mut r, &inputs);
+    r.plans = plans(&inputs);
     if let Some(schedule) = &r.options.open_loop {
         let seconds: Vec<Bucket<'_>> = sums
             .seconds
@@ -237,6 +238,27 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     });
     r.merge = Some(census);
     Ok(r)
+}
+
+/// `--explain`: each shape's plan once, from the first shard that explained it without an error
+/// (else the first that tried), in the order the shards list them.
+fn plans(inputs: &[ShardInput]) -> Option<Vec<crate::plan::PlanEntry>> {
+    let mut out: Vec<crate::plan::PlanEntry> = Vec::new();
+    for entry in inputs
+        .iter()
+        .filter_map(|i| i.report.plans.as_ref())
+        .flatten()
+    {
+        match out.iter_mut().find(|e| e.hash == entry.hash) {
+            Some(kept) if kept.error.is_some() && entry.error.is_none() => *kept = entry.clone(),
+            Some(_) => {}
+            None => out.push(entry.clone()),
+        }
+    }
+    inputs
+        .iter()
+        .any(|i| i.report.plans.is_some())
+        .then_some(out)
 }
 
 /// The report's head: what every shard shares, and the counters that add up.

@@ -265,4 +265,7 @@ pub struct ReplayReport {
     /// The machine's load around the run; `disturbed` when other processes kept more than a
     /// quarter of a core busy.
     pub load: Option<super::measure::load::LoadReport>,
+    /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<crate::plan::PlanEntry>>,
 }

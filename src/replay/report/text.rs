@@ -101,6 +101,9 @@ impl ReplayReport {
         out.push_str(&self.command_table().render());
         out.push_str(RECORDED_LEGEND);
         self.push_notes(&mut out);
+        if let Some(plans) = &self.plans {
+            out.push_str(&crate::plan::text::text(plans));
+        }
         self.push_spent(&mut out);
         self.push_endings(&mut out);
         out

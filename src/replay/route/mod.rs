@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 /// does not depend on what a lane does.
 ///
 /// A lane's queue holds boxed ops: a tokio queue allocates its slots 32 at a time, so with the op
-/// inline every lane would take 32 x 336 bytes before its first request (11 KB per recorded
+/// inline every lane would take 32 x 344 bytes before its first request (11 KB per recorded
 /// connection, 2 GB for a capture of 200,000 connections that never close).
 pub type SpawnLane = Box<dyn Fn(UnboundedReceiver<Box<Op>>) -> JoinHandle<()>>;
 

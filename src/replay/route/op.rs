@@ -43,6 +43,8 @@ pub struct Op {
     /// What the op was charged against the read-ahead budget ([`Op::cost`]), released when it is
     /// sent or dropped; 0 for step markers, which are not charged.
     pub charge: usize,
+    /// `--explain`: the slot of the request's shape ([`crate::replay::explain::PlanShapes`]).
+    pub plan_slot: Option<u32>,
 }
 
 impl Op {
@@ -93,6 +95,7 @@ mod tests {
             completes: Some(completes),
             connect_lead_ns: 0,
             charge: 0,
+            plan_slot: None,
         }
     }
 

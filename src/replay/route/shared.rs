@@ -40,6 +40,10 @@ pub struct Shared {
     pub pairs: Option<std::sync::Arc<dyn PairSink>>,
     /// Keep each reply's body for the A/B comparison (set on each A/B target's state).
     pub observe: bool,
+    /// `--explain`: the shapes the feed numbers (the run's state, shared by every target's).
+    pub plan_shapes: Option<std::sync::Arc<crate::replay::explain::PlanShapes>>,
+    /// `--explain`: this target's explains.
+    pub plans: Option<std::sync::Arc<crate::replay::explain::PlanRunner>>,
 }
 
 impl Shared {

@@ -85,8 +85,13 @@ impl Feed<'_> {
                 .map_or(0, |opened| req.ts_ns.saturating_sub(opened)),
             Lanes::Fixed(_) => 0,
         };
+        let plan_slot = self
+            .shared
+            .plan_shapes
+            .as_ref()
+            .and_then(|p| p.slot(&req.command, &req.msg));
         for clone in 0..clones {
-            if !self.emit_copy(&req, clone, offset_ns, insert, connect_lead_ns) {
+            if !self.emit_copy(&req, clone, offset_ns, insert, (connect_lead_ns, plan_slot)) {
                 return false;
             }
         }
@@ -111,7 +116,7 @@ impl Feed<'_> {
         clone: u32,
         offset_ns: u64,
         insert: bool,
-        connect_lead_ns: u64,
+        (connect_lead_ns, plan_slot): (u64, Option<u32>),
     ) -> bool {
         if let Some(plan) = &mut self.shard {
             if !plan.owns(req.conn_id, clone) {
@@ -140,14 +145,7 @@ impl Feed<'_> {
                 }
                 o
             }
-            Err(_) => {
-                *self
-                    .result
-                    .skipped
-                    .entry(Skip::Malformed.name())
-                    .or_default() += 1;
-                return true;
-            }
+            Err(_) => return self.skip_malformed(),
         };
         let (after, completes) = match self.cfg.lanes {
             Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
@@ -176,6 +174,7 @@ impl Feed<'_> {
             completes,
             connect_lead_ns,
             charge: 0,
+            plan_slot,
         };
         op.charge = op.cost();
         self.seq += 1;
@@ -183,6 +182,16 @@ impl Feed<'_> {
             return false;
         }
         self.router.send(lane, op);
+        true
+    }
+
+    /// Counts a request that could not be rewritten (not replayed); the feed goes on.
+    fn skip_malformed(&mut self) -> bool {
+        *self
+            .result
+            .skipped
+            .entry(Skip::Malformed.name())
+            .or_default() += 1;
         true
     }
 

@@ -79,6 +79,7 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         completes: None,
         connect_lead_ns: 0,
         charge: 0,
+        plan_slot: None,
     }
 }
 

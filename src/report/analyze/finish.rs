@@ -140,6 +140,7 @@ impl Tally {
             timeline,
             phases,
             shapes: self.shapes.report(),
+            plans: None,
         }
     }
 

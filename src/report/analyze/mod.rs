@@ -10,6 +10,7 @@
 
 mod commands;
 mod conn;
+pub mod explain;
 mod finish;
 mod pass;
 mod shapes;
@@ -25,7 +26,10 @@ pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use pass::{analyze, analyze_file, analyze_files, analyze_files_with, analyze_with};
+pub use pass::{
+    analyze, analyze_explained, analyze_file, analyze_files, analyze_files_explained,
+    analyze_files_with, analyze_with,
+};
 
 /// What a request is for, seen from the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -311,4 +315,7 @@ pub struct AnalyzeReport {
     /// `shapes_cap`.
     #[serde(flatten)]
     pub shapes: ShapesReport,
+    /// `--explain URI`: each shape's first request explained on that server (`docs/shapes.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<crate::plan::PlanEntry>>,
 }

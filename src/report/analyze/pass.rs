@@ -23,14 +23,39 @@ pub fn analyze(reader: impl RecordSource, source: &str, label: Option<&str>) -> 
 /// [`analyze`] keeping at most `max_shapes` distinct query shapes (the rest under
 /// `shapes_other`).
 pub fn analyze_with(
-    mut reader: impl RecordSource,
+    reader: impl RecordSource,
     source: &str,
     label: Option<&str>,
     max_shapes: usize,
 ) -> AnalyzeReport {
-    let meta = reader.metadata().clone();
     let mut tally = Tally::default();
     tally.shapes = ShapeBook::with_cap(max_shapes);
+    let meta = read_all(reader, &mut tally);
+    tally.finish(meta, source, label)
+}
+
+/// [`analyze_with`], then each shape's first request explained against `explain.uri`
+/// (`analyze --explain`): the plans in the report's `plans`.
+pub fn analyze_explained(
+    reader: impl RecordSource,
+    source: &str,
+    label: Option<&str>,
+    max_shapes: usize,
+    explain: &super::explain::ExplainTarget,
+) -> AnalyzeReport {
+    let mut tally = Tally::default();
+    tally.shapes = ShapeBook::with_cap(max_shapes);
+    tally.shapes.keep_first_requests();
+    let meta = read_all(reader, &mut tally);
+    let jobs = tally.shapes.take_explains();
+    let mut report = tally.finish(meta, source, label);
+    report.plans = Some(explain.run(jobs));
+    report
+}
+
+/// Reads every record into the tally; the capture's metadata.
+fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture::Metadata {
+    let meta = reader.metadata().clone();
     while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
@@ -77,7 +102,7 @@ pub fn analyze_with(
             RecordKind::Unknown(_) => {}
         }
     }
-    tally.finish(meta, source, label)
+    meta
 }
 
 /// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.
@@ -100,6 +125,16 @@ pub fn analyze_files_with(
     label: Option<&str>,
     max_shapes: usize,
 ) -> Result<AnalyzeReport, CaptureError> {
+    analyze_files_explained(inputs, label, max_shapes, None)
+}
+
+/// [`analyze_files_with`], explaining each shape against a server when one is given.
+pub fn analyze_files_explained(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+    max_shapes: usize,
+    explain: Option<&super::explain::ExplainTarget>,
+) -> Result<AnalyzeReport, CaptureError> {
     let reader = CaptureSet::open(inputs)?;
     let path = inputs.first().map(|p| p.as_path()).unwrap_or(Path::new(""));
     let label = label.map(str::to_owned).unwrap_or_else(|| {
@@ -107,12 +142,11 @@ pub fn analyze_files_with(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    Ok(analyze_with(
-        reader,
-        &path.display().to_string(),
-        Some(&label),
-        max_shapes,
-    ))
+    let source = path.display().to_string();
+    Ok(match explain {
+        Some(e) => analyze_explained(reader, &source, Some(&label), max_shapes, e),
+        None => analyze_with(reader, &source, Some(&label), max_shapes),
+    })
 }
 
 #[cfg(test)]

@@ -2,15 +2,27 @@
 //! shape, a getMore or killCursors to the shape of the cursor it continues (followed across
 //! connections), and each reply's latency, documents and bytes to the shape of its request.
 
+use crate::plan::PlanEntry;
 use crate::shape::stats::ReplyFigures;
 use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper, ShapesReport};
-use crate::wire::{Message, ReplyInfo, RequestInfo};
+use crate::wire::{Body, Message, ReplyInfo, RequestInfo};
+use bson::RawDocumentBuf;
+use std::collections::HashSet;
 
 #[derive(Debug, Default)]
 pub(super) struct ShapeBook {
     shaper: Shaper,
     table: ShapeTable<ShapeStats>,
     cursors: CursorShapes,
+    /// `analyze --explain`: the `explain` command of each shape's first request (OP_MSG, of an
+    /// explained command), one per shape within the cap.
+    explain: Option<FirstRequests>,
+}
+
+#[derive(Debug, Default)]
+struct FirstRequests {
+    seen: HashSet<ShapeId>,
+    commands: Vec<(ShapeId, RawDocumentBuf)>,
 }
 
 impl ShapeBook {
@@ -21,6 +33,32 @@ impl ShapeBook {
         }
     }
 
+    /// Keeps the `explain` command of each shape's first request, for `analyze --explain`.
+    pub(super) fn keep_first_requests(&mut self) {
+        self.explain = Some(FirstRequests::default());
+    }
+
+    /// The kept `explain` commands, each with its shape's plan entry to fill in.
+    pub(super) fn take_explains(&mut self) -> Vec<(PlanEntry, RawDocumentBuf)> {
+        let Some(first) = self.explain.take() else {
+            return Vec::new();
+        };
+        first
+            .commands
+            .into_iter()
+            .filter_map(|(id, cmd)| {
+                let (shape, _) = self.table.get(id)?;
+                let entry = PlanEntry::of_shape(
+                    &shape.hash(),
+                    &shape.text,
+                    &shape.command,
+                    &shape.namespace,
+                );
+                Some((entry, cmd))
+            })
+            .collect()
+    }
+
     /// Charges a request to its shape; `None` for a message with no shape, or for every
     /// message when shapes are off (a cap of 0).
     pub(super) fn request(&mut self, msg: &Message, info: &RequestInfo) -> Option<ShapeId> {
@@ -29,7 +67,13 @@ impl ShapeBook {
         }
         let expects_reply = info.expects_reply;
         let (id, continues) = match self.shaper.request_with(msg, info)? {
-            Shaped::Own(view) => (self.table.id(&view), false),
+            Shaped::Own(view) => {
+                let id = self.table.id(&view);
+                if let Some(first) = self.explain.as_mut() {
+                    first.keep(id, view.command, msg);
+                }
+                (id, false)
+            }
             Shaped::Continues { cursors, fallback } => {
                 let known = cursors.first().and_then(|c| self.cursors.shape(*c));
                 let id = known.unwrap_or_else(|| self.table.id(&fallback));
@@ -77,5 +121,22 @@ impl ShapeBook {
 
     pub(super) fn report(self) -> ShapesReport {
         ShapesReport::of(self.table)
+    }
+}
+
+impl FirstRequests {
+    /// The first OP_MSG request of a shape, when its command is explained.
+    fn keep(&mut self, id: ShapeId, command: &str, msg: &Message) {
+        if id == ShapeId::OTHER
+            || !crate::plan::request::EXPLAINABLE.contains(&command)
+            || !self.seen.insert(id)
+        {
+            return;
+        }
+        if let Body::Msg(m) = &msg.body {
+            if let Ok(cmd) = crate::plan::explain_request(&m.encode(0, 0)) {
+                self.commands.push((id, cmd));
+            }
+        }
     }
 }

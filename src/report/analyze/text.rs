@@ -22,6 +22,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
 
     shapes(&mut s, r);
+    if let Some(plans) = &r.plans {
+        s.push('\n');
+        s.push_str(&crate::plan::text::text(plans));
+    }
     s.push_str("\nLatency per command (workload connections)\n");
     s.push_str(&tables::commands(&r.commands).render());
     if !r.other_commands.is_empty() {

@@ -1,0 +1,76 @@
+//! A shape's plan as reports carry it: the shape, the target it was explained on, and the plan
+//! summary or the error that took its place.
+
+use super::PlanSummary;
+use serde::{Deserialize, Serialize};
+
+/// One entry of a report's `plans` array.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanEntry {
+    /// The shape's short hash (`shape::hash`), which joins this entry to the report's shapes.
+    pub hash: String,
+    /// The shape's text.
+    pub shape: String,
+    pub command: String,
+    pub namespace: String,
+    /// The target's label (an A/B replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub plan: Option<String>,
+    pub indexes: Vec<String>,
+    pub keys_examined: Option<u64>,
+    pub docs_examined: Option<u64>,
+    pub n_returned: Option<u64>,
+    pub execution_time_ms: Option<u64>,
+    pub query_shape_hash: Option<String>,
+    pub plan_cache_shape_hash: Option<String>,
+    pub plan_cache_key: Option<String>,
+    /// Why there is no plan: the explain failed, or could not be sent.
+    pub error: Option<String>,
+    /// An A/B replay: another target's plan line differs from the control's (both explained
+    /// without an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_changed: Option<bool>,
+}
+
+impl PlanEntry {
+    /// An entry for a shape (its hash, text, command and namespace), its plan still to come.
+    pub fn of_shape(hash: &str, text: &str, command: &str, namespace: &str) -> PlanEntry {
+        PlanEntry {
+            hash: hash.to_owned(),
+            shape: text.to_owned(),
+            command: command.to_owned(),
+            namespace: namespace.to_owned(),
+            ..PlanEntry::default()
+        }
+    }
+
+    /// Fills in the plan, or the error.
+    pub fn set(&mut self, result: Result<PlanSummary, String>) {
+        match result {
+            Ok(s) => {
+                self.plan = Some(s.plan);
+                self.indexes = s.indexes;
+                self.keys_examined = s.keys_examined;
+                self.docs_examined = s.docs_examined;
+                self.n_returned = s.n_returned;
+                self.execution_time_ms = s.execution_time_ms;
+                self.query_shape_hash = s.query_shape_hash;
+                self.plan_cache_shape_hash = s.plan_cache_shape_hash;
+                self.plan_cache_key = s.plan_cache_key;
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// The plan as a report says it: the plan line, or `error: ...`.
+    pub fn plan_or_error(&self) -> String {
+        match (&self.plan, &self.error) {
+            (Some(p), _) => p.clone(),
+            (None, Some(e)) => format!("error: {e}"),
+            (None, None) => "-".into(),
+        }
+    }
+}

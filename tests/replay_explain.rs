@@ -1,0 +1,366 @@
+//! Query plans (`replay --explain`, A/B with `--explain`, `analyze --explain URI`; docs/shapes.md,
+//! "Plans") against real secantusd-rs servers, on a capture of pymongo: two find shapes and an
+//! update shape. Plans are COLLSCAN with the documents examined the data says; the explained
+//! update is not applied a second time; B with an index on one find's field changes that shape's
+//! plan (IXSCAN) and not the other's; a failed explain is recorded and the replay completes.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// 30 orders (status A/B, sku s0..s4), finds on `status` and on `sku` (three values each), and
+/// one update that adds 1 to `hits` of one order. The capture creates nothing else: the targets
+/// get the collection as the test sets them up.
+const WORKLOAD: &str = r#"
+import sys
+from pymongo import MongoClient
+client = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+c = client.shop.orders
+c.insert_many([{'_id': i, 'status': 'AB'[i % 2], 'sku': 's%d' % (i % 5), 'qty': i} for i in range(30)])
+for status in ['A', 'B', 'C']:
+    list(c.find({'status': status}))
+for sku in ['s1', 's2', 'none']:
+    list(c.find({'sku': sku}))
+c.update_one({'sku': 's3', 'qty': 3}, {'$inc': {'hits': 1}})
+print(c.count_documents({}))
+client.close()
+"#;
+
+/// Creates `shop.orders` empty, with an index on `status` when the second argument is "1".
+const SETUP: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).shop
+db.drop_collection('orders')
+db.create_collection('orders')
+if sys.argv[2] == '1':
+    db.orders.create_index('status')
+"#;
+
+/// Prints `[documents, documents with hits 1, documents with hits > 1]` of `shop.orders`.
+const COUNTS: &str = r#"
+import sys, json
+from pymongo import MongoClient
+c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).shop.orders
+print(json.dumps([c.count_documents({}), c.count_documents({'hits': 1}),
+                  c.count_documents({'hits': {'$gt': 1}})]))
+"#;
+
+const FIND_STATUS: &str = "find shop.orders {status: ?string}";
+const FIND_SKU: &str = "find shop.orders {sku: ?string}";
+
+fn record(dir: &std::path::Path) -> std::path::PathBuf {
+    let recording = Server::start_with(&["--standalone"]);
+    python(SETUP, &[recording.uri().as_str(), "0"]);
+    let (capture, stdout) = record_python(&recording, dir, "plans", WORKLOAD);
+    assert_eq!(stdout.trim(), "30");
+    capture
+}
+
+/// The plans of a report, by shape text (and target, in an A/B report).
+fn plans(report: &Value) -> Vec<Value> {
+    report["plans"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no plans: {report}"))
+        .clone()
+}
+
+fn plan_of<'a>(plans: &'a [Value], shape: &str, target: Option<&str>) -> &'a Value {
+    plans
+        .iter()
+        .find(|p| p["shape"] == shape && target.is_none_or(|t| p["target"] == t))
+        .unwrap_or_else(|| panic!("no plan for {shape} {target:?}: {plans:#?}"))
+}
+
+fn counts(uri: &str) -> Vec<u64> {
+    serde_json::from_str(python(COUNTS, &[uri]).trim()).unwrap()
+}
+
+#[test]
+fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let target = Server::start_with(&["--standalone"]);
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let run = replay(&capture, target.addr(), &["--fast", "--explain"]);
+    assert_schema("replay", &run.report);
+    let plans = plans(&run.report);
+    // Two find shapes, the update and count_documents' aggregate: explained once each; the
+    // insert is not explained.
+    let shapes: Vec<&str> = plans.iter().map(|p| p["shape"].as_str().unwrap()).collect();
+    assert_eq!(plans.len(), 4, "{shapes:?}");
+    assert!(plans.iter().all(|p| p["command"] != "insert"), "{shapes:?}");
+    let status = plan_of(&plans, FIND_STATUS, None);
+    let sku = plan_of(&plans, FIND_SKU, None);
+    for (p, returned) in [(status, 15), (sku, 6)] {
+        assert_eq!(p["plan"], "COLLSCAN", "{p}");
+        assert_eq!(p["error"], Value::Null, "{p}");
+        assert_eq!(p["keys_examined"], 0, "{p}");
+        assert_eq!(p["docs_examined"], 30, "{p}");
+        // The first request of the shape was explained: status A (15), sku s1 (6).
+        assert_eq!(p["n_returned"], returned, "{p}");
+        assert_eq!(p["hash"].as_str().unwrap().len(), 16);
+    }
+    let update = plans
+        .iter()
+        .find(|p| p["command"] == "update")
+        .expect("the update's plan");
+    assert!(
+        update["plan"].as_str().unwrap().contains("UPDATE"),
+        "{update}"
+    );
+    // An update of one document stops at the first match: _id 3, the fourth scanned.
+    assert_eq!(update["docs_examined"], 4, "{update}");
+    let count = plans
+        .iter()
+        .find(|p| p["command"] == "aggregate")
+        .expect("count_documents' plan");
+    assert_eq!(count["plan"], "COLLSCAN -> $group", "{count}");
+    // The update was replayed once and explained without being applied: one order has hits 1.
+    assert_eq!(counts(&target.uri()), vec![30, 1, 0]);
+    assert!(
+        run.output.stdout.contains("plans (4 explained, 0 failed"),
+        "{}",
+        run.output.stdout
+    );
+    assert!(run
+        .output
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("find shop.orders {status: ?string}") && l.contains("COLLSCAN")));
+    // Without --explain: no plans.
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let plain = replay(&capture, target.addr(), &["--fast"]);
+    assert!(plain.report.get("plans").is_none());
+}
+
+#[test]
+fn an_index_on_b_changes_that_shapes_plan_and_no_other() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let a = Server::start_with(&["--standalone"]);
+    let b = Server::start_with(&["--standalone"]);
+    python(SETUP, &[a.uri().as_str(), "0"]);
+    python(SETUP, &[b.uri().as_str(), "1"]);
+    let run = ab_replay(&capture, &[a.addr(), b.addr()], &["--fast", "--explain"]);
+    run.assert_schema();
+    assert_schema("ab", &run.report);
+    let plans = plans(&run.report);
+    let on = |shape, t| plan_of(&plans, shape, Some(t));
+    assert_eq!(on(FIND_STATUS, "A")["plan"], "COLLSCAN");
+    assert_eq!(on(FIND_STATUS, "B")["plan"], "IXSCAN {status: 1} -> FETCH");
+    assert_eq!(
+        on(FIND_STATUS, "B")["indexes"],
+        serde_json::json!(["status_1"])
+    );
+    assert_eq!(on(FIND_STATUS, "B")["keys_examined"], 15);
+    assert_eq!(on(FIND_STATUS, "B")["docs_examined"], 15);
+    for t in ["A", "B"] {
+        assert_eq!(on(FIND_STATUS, t)["plan_changed"], true);
+        assert_eq!(on(FIND_SKU, t)["plan_changed"], false);
+        assert_eq!(on(FIND_SKU, t)["plan"], "COLLSCAN");
+    }
+    let findings: Vec<&str> = run.report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|f| f.starts_with("plan changed"))
+        .collect();
+    assert_eq!(
+        findings,
+        vec![
+            "plan changed on `find shop.orders {status: ?string}`: COLLSCAN on A, \
+             IXSCAN {status: 1} -> FETCH on B"
+        ]
+    );
+    assert!(
+        run.output
+            .stdout
+            .contains("plan changed on `find shop.orders {status: ?string}`"),
+        "{}",
+        run.describe()
+    );
+    // The targets' own reports carry no second copy.
+    assert!(run.target("A")["replay"].get("plans").is_none());
+    // Each side applied the update once.
+    assert_eq!(counts(&a.uri()), vec![30, 1, 0]);
+    assert_eq!(counts(&b.uri()), vec![30, 1, 0]);
+}
+
+#[test]
+fn analyze_explain_asks_the_server_it_is_given() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let server = Server::start_with(&["--standalone"]);
+    python(SETUP, &[server.uri().as_str(), "1"]);
+    let report = analyze_json(&capture, &["--explain", &server.uri()]);
+    assert_schema("analyze", &report);
+    let plans = plans(&report);
+    assert_eq!(plans.len(), 4, "{plans:#?}");
+    // The collection is empty there: the plans are the index's and a scan of nothing.
+    assert_eq!(
+        plan_of(&plans, FIND_STATUS, None)["plan"],
+        "IXSCAN {status: 1} -> FETCH"
+    );
+    assert_eq!(plan_of(&plans, FIND_SKU, None)["plan"], "COLLSCAN");
+    assert_eq!(plan_of(&plans, FIND_SKU, None)["docs_examined"], 0);
+    // Nothing was written there by the explained update.
+    assert_eq!(counts(&server.uri()), vec![0, 0, 0]);
+    let text = mongotape(&[
+        "analyze".as_ref(),
+        capture.as_os_str(),
+        "--explain".as_ref(),
+        server.uri().as_ref(),
+    ]);
+    assert!(text.success(), "{}", text.stderr);
+    assert!(
+        text.stdout.contains("plans (4 explained"),
+        "{}",
+        text.stdout
+    );
+    // Without --explain: no plans.
+    assert!(analyze_json(&capture, &[]).get("plans").is_none());
+}
+
+#[test]
+fn analyze_records_a_server_it_cannot_reach_as_each_plans_error() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    // analyze against a port nothing listens on: every plan has the connection's error.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let report = analyze_json(&capture, &["--explain", &closed, "--explain-timeout", "2"]);
+    assert_schema("analyze", &report);
+    let plans = plans(&report);
+    assert_eq!(plans.len(), 4);
+    for p in &plans {
+        assert_eq!(p["plan"], Value::Null, "{p}");
+        let e = p["error"].as_str().expect("an error");
+        assert!(e.contains(&closed), "{e}");
+    }
+    assert!(u(&report["summary"]["ops"]) > 0);
+}
+
+/// A forwarder in front of `server` that drops any connection on which an `explain` arrives
+/// (a target where explain fails); everything else goes through unchanged.
+fn explain_dropping_forwarder(server: &str) -> String {
+    use mongotape::wire::{FrameSplitter, OpMsgView};
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = server.to_owned();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(&server) else {
+                continue;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let mut splitter = FrameSplitter::new();
+                while let Some(frame) = read_frame(&mut client, &mut splitter) {
+                    let explain = OpMsgView::new(&frame)
+                        .and_then(|v| v.body())
+                        .ok()
+                        .and_then(|b| bson::RawDocument::from_bytes(b).ok()?.iter().next()?.ok())
+                        .is_some_and(|(k, _)| k == "explain");
+                    if explain || upstream.write_all(&frame).is_err() {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = upstream.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_explain_the_target_refuses_is_recorded_and_the_replay_completes() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let target = Server::start_with(&["--standalone"]);
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let front = explain_dropping_forwarder(target.addr());
+    let run = replay(&capture, &front, &["--fast", "--explain"]);
+    assert_schema("replay", &run.report);
+    let plans = plans(&run.report);
+    assert_eq!(plans.len(), 4, "{plans:#?}");
+    for p in &plans {
+        assert_eq!(p["plan"], Value::Null, "{p}");
+        let e = p["error"].as_str().expect("an error");
+        assert!(e.contains("closed the connection"), "{e}");
+    }
+    // Every request was replayed, and the update applied once.
+    assert_eq!(run.report["complete"], true);
+    assert_eq!(run.count("find"), 6, "{}", run.describe());
+    assert_eq!(counts(&target.uri()), vec![30, 1, 0]);
+    assert!(run.output.stdout.contains("plans (4 explained, 4 failed"));
+}
+
+#[test]
+fn merge_keeps_each_shapes_plan_once_from_the_shard_reports() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let capture = record(dir.path());
+    let target = Server::start_with(&["--standalone"]);
+    python(SETUP, &[target.uri().as_str(), "0"]);
+    let mut reports = Vec::new();
+    for i in 0..2 {
+        let report = dir.path().join(format!("shard-{i}.json"));
+        let out = mongotape(&[
+            "replay",
+            capture.to_str().unwrap(),
+            "--target",
+            target.addr(),
+            "--fast",
+            "--explain",
+            "--quiet",
+            "--shard",
+            &format!("{i}/2"),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert!(out.success(), "{}", out.stderr);
+        reports.push(report.display().to_string());
+    }
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["merge".to_owned()];
+    args.extend(reports.iter().cloned());
+    args.extend([
+        "--quiet".into(),
+        "--report".into(),
+        merged.display().to_string(),
+    ]);
+    let out = mongotape(&args);
+    assert!(out.success(), "{}", out.stderr);
+    let report: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_schema("merge", &report);
+    let shard_plans: usize = reports
+        .iter()
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+            plans(&v).len()
+        })
+        .sum();
+    let plans = plans(&report);
+    // The workload's one connection went to one shard: its four shapes, each once.
+    assert_eq!(shard_plans, 4);
+    assert_eq!(plans.len(), 4, "{plans:#?}");
+    assert_eq!(plan_of(&plans, FIND_STATUS, None)["plan"], "COLLSCAN");
+}
