@@ -221,7 +221,7 @@ svg.chart polyline{fill:none;stroke-width:1.8}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
 td:not(.num){white-space:normal;overflow-wrap:anywhere;min-width:8ch;max-width:40ch}
-th{background:var(--card);cursor:pointer;user-select:none}
+th{background:var(--card);cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}
 th.num,td.num{text-align:right}
 th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
 footer{color:var(--muted);font-size:11.5px;margin-top:32px}
