@@ -123,6 +123,25 @@ fn analyze_and_compare_pages_render_in_chromium() {
         (2..=8).contains(&small),
         "one distribution chart per command: {small}"
     );
+    // ... answered more than once: one reply has no distribution of its own.
+    let analyzed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let charted = analyzed["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            matches!(
+                c["category"].as_str(),
+                Some("operation" | "getMore" | "killCursors")
+            )
+        })
+        .take(8)
+        .filter(|c| c["latency"]["count"].as_u64() > Some(1))
+        .count();
+    assert_eq!(
+        small, charted,
+        "charts for commands answered more than once"
+    );
     shot(&html, dir.path(), "analyze.png");
     assert_eq!(clipped_tables_at(&html, 1280), 0, "a table cut at 1280 px");
 
