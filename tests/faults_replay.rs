@@ -185,7 +185,8 @@ fn replay_peak(wrapper: &[&str], capture: &Path, target: &str, args: &[&str]) ->
         .arg(mongotape_bin())
         .arg("replay")
         .arg(capture)
-        .args(["--target", target, "--fast", "--quiet", "--report"])
+        // Not --quiet: the connection limit is said in an info line, which -q drops.
+        .args(["--target", target, "--fast", "--report"])
         .arg(&report_path)
         .args(args);
     let (output, peak) = run_command_peak_rss(command, REPLAY_TIMEOUT);

@@ -114,12 +114,36 @@ fn analyze_and_compare_pages_render_in_chromium() {
     }
     assert!(rendered.dom.contains("PyMongo"), "the driver is named");
     assert!(rendered.dom.contains("<polyline"), "line charts have lines");
+    assert!(
+        !rendered.dom.contains("rendered:") && !rendered.dom.contains(" marks<"),
+        "the footer counts charts for nobody"
+    );
     let small = rendered.dom.matches("chart line small").count();
     assert!(
         (2..=8).contains(&small),
         "one distribution chart per command: {small}"
     );
+    // ... answered more than once: one reply has no distribution of its own.
+    let analyzed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let charted = analyzed["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            matches!(
+                c["category"].as_str(),
+                Some("operation" | "getMore" | "killCursors")
+            )
+        })
+        .take(8)
+        .filter(|c| c["latency"]["count"].as_u64() > Some(1))
+        .count();
+    assert_eq!(
+        small, charted,
+        "charts for commands answered more than once"
+    );
     shot(&html, dir.path(), "analyze.png");
+    assert_eq!(clipped_tables_at(&html, 1280), 0, "a table cut at 1280 px");
 
     let cmp = dir.path().join("compare.html");
     let out = mongotape(&[
@@ -135,6 +159,7 @@ fn analyze_and_compare_pages_render_in_chromium() {
     assert_page_ok(&page, &rendered, 5);
     assert!(rendered.dom.contains("1.00x"));
     shot(&cmp, dir.path(), "compare.png");
+    assert_eq!(clipped_tables_at(&cmp, 1280), 0, "a table cut at 1280 px");
 
     // The checks catch a broken page: a script error, and a page whose charts are missing.
     let broken = dir.path().join("broken.html");
@@ -186,6 +211,7 @@ fn replay_and_merge_pages_render_in_chromium() {
     assert!(dom.contains("insert, example 1 of the 5 kept (150 differed): "));
     assert!(!dom.contains("see the JSON") && !dom.contains("in the JSON report"));
     shot(&html, dir.path(), "replay.png");
+    assert_eq!(clipped_tables_at(&html, 1280), 0, "a table cut at 1280 px");
 
     // Two shards of the same capture, merged: one page for both, its timeline added up.
     let mut shards = Vec::new();
@@ -225,6 +251,11 @@ fn replay_and_merge_pages_render_in_chromium() {
     );
     assert_replay_page(&merged_html, &merged);
     shot(&merged_html, dir.path(), "merged.png");
+    assert_eq!(
+        clipped_tables_at(&merged_html, 1280),
+        0,
+        "a table cut at 1280 px"
+    );
 }
 
 #[test]

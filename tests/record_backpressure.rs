@@ -12,7 +12,8 @@ fn a_full_recorder_queue_is_counted_logged_and_marked() {
     let dir = tempdir();
     let out = dir.path().join("gap.mtape");
     // No room at all in the recorder queue: every message overflows it.
-    let proxy = Proxy::start_with(server.addr(), &out, &["--quiet", "--max-queue-mb", "0"]);
+    // Not --quiet: the final status line (which -q drops) says DROPPED.
+    let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "0"]);
     let direct = run_client(Client::Pymongo, "basic", &server.uri(), "bench", 0.3);
     let proxied = run_client(Client::Pymongo, "basic", &proxy.uri(), "bench", 0.3);
     assert_eq!(

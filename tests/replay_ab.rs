@@ -132,6 +132,7 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
     let page = dir.path().join("ab.html");
     std::fs::write(&page, &run.html).unwrap();
     assert_page_ok(&run.html, &render(&page), 3);
+    assert_eq!(clipped_tables_at(&page, 1280), 0, "a table cut at 1280 px");
 }
 
 #[test]

@@ -69,6 +69,24 @@ pub fn render(page: &Path) -> Rendered {
     }
 }
 
+/// The page laid out in a window `width` px wide: how many of its tables are wider than the page
+/// (a reader would scroll sideways to see their right-hand columns).
+pub fn clipped_tables_at(page: &Path, width: u32) -> usize {
+    let out = chromium(
+        page,
+        &[
+            format!("--window-size={width},2000"),
+            "--dump-dom".to_string(),
+        ],
+    );
+    out.stdout
+        .split("data-clipped-tables=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the page did not measure its tables:\n{}", out.stderr))
+}
+
 /// Screenshots `page` to `png` (1200 x 5200 px: a whole report) and returns the console output.
 pub fn screenshot(page: &Path, png: &Path) -> Vec<String> {
     let out = chromium(

@@ -155,7 +155,8 @@ fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page
     };
     let lo = xs().filter(|x| *x > 0.0).fold(f64::MAX, f64::min);
     let hi = xs().fold(0.0, f64::max);
-    let dist = cmds.iter().map(|c| {
+    // A command answered once has no distribution to draw: it is in the percentiles below.
+    let dist = cmds.iter().filter(|c| c.latency.count > 1).map(|c| {
         LineChart::new(&c.command, "latency", "%")
             .small()
             .x_log("µs")
@@ -168,7 +169,7 @@ fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page
     page = page
         .section("Latency")
         .subsection("Latency distribution per command (request to reply)")
-        .paragraph("Share of each command's replies per latency bucket (buckets √2 apart), one chart per command on a shared axis.")
+        .paragraph("Share of each command's replies per latency bucket (buckets √2 apart), one chart per command on a shared axis; a command answered once is only in the percentiles.")
         .grid(dist)
         .bar_chart(
         BarChart::new("Latency percentiles per command", "µs")

@@ -169,9 +169,9 @@ impl Page {
         }
         s.push_str(&self.body);
         s.push_str(&format!(
-            "<footer>mongotape {} &middot; <span id=\"status\" data-charts=\"{}\">static</span></footer>\n",
+            "<footer data-charts=\"{}\">mongotape {}</footer>\n",
+            self.charts,
             env!("CARGO_PKG_VERSION"),
-            self.charts
         ));
         s.push_str(&format!("<script>{JS}</script>\n</body></html>\n"));
         s
@@ -220,7 +220,8 @@ svg.chart polyline{fill:none;stroke-width:1.8}
 .tw{overflow-x:auto}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-th{background:var(--card);cursor:pointer;user-select:none}
+td:not(.num){white-space:normal;overflow-wrap:anywhere;min-width:8ch;max-width:40ch}
+th{background:var(--card);cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}
 th.num,td.num{text-align:right}
 th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
 footer{color:var(--muted);font-size:11.5px;margin-top:32px}
@@ -232,7 +233,8 @@ summary{cursor:pointer}
 pre{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;font-size:12px;overflow-x:auto;max-height:360px}
 "#;
 
-/// Sortable tables; then marks the page as rendered, with the number of charts and data marks seen.
+/// Sortable tables; then marks the page as rendered (`data-rendered` on the body, for a headless
+/// check), with the number of charts and data marks seen: nothing a reader needs to see.
 const JS: &str = r#"
 (function(){
   function key(t){var s=t.replace(/[,\s]/g,'');var m=s.match(/^(-?[0-9.]+)(ns|µs|ms|s|%|x|B|KiB|MiB|GiB)?$/);
@@ -252,9 +254,11 @@ const JS: &str = r#"
   });
   var charts=document.querySelectorAll('svg.chart').length;
   var marks=document.querySelectorAll('svg.chart .mark, svg.chart polyline').length;
-  var st=document.getElementById('status');
-  st.textContent='rendered: '+charts+' charts, '+marks+' marks';
   document.body.setAttribute('data-rendered',charts+':'+marks);
+  // Tables wider than the page (a reader would have to scroll sideways), for a headless check.
+  var clipped=Array.prototype.filter.call(document.querySelectorAll('.tw'),function(w){
+    return w.scrollWidth>w.clientWidth+1;}).length;
+  document.body.setAttribute('data-clipped-tables',clipped);
 })();
 "#;
 
