@@ -378,3 +378,5 @@ impl Shaper {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_legacy;

@@ -51,6 +51,21 @@ pub struct AbReport {
     pub plans: Option<Vec<crate::plan::PlanEntry>>,
 }
 
+impl TargetReport {
+    fn of(label: String, role: &str, rep: ReplayReport) -> TargetReport {
+        let per_op = |per_1k: Option<f64>| per_1k.map(|s| s * 1000.0);
+        TargetReport {
+            label,
+            role: role.into(),
+            complete: rep.complete,
+            error: rep.error.clone(),
+            server_cpu_us_per_op: per_op(rep.summary.server_cpu_s_per_1k_ops),
+            server_cpu_net_us_per_op: per_op(rep.summary.server_cpu_net_s_per_1k_ops),
+            replay: rep,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TargetReport {
@@ -211,18 +226,7 @@ impl AbReport {
         r.targets = reports
             .into_iter()
             .enumerate()
-            .map(|(i, rep)| TargetReport {
-                label: labels[i].clone(),
-                role: role(i, ab).into(),
-                complete: rep.complete,
-                error: rep.error.clone(),
-                server_cpu_us_per_op: rep.summary.server_cpu_s_per_1k_ops.map(|s| s * 1000.0),
-                server_cpu_net_us_per_op: rep
-                    .summary
-                    .server_cpu_net_s_per_1k_ops
-                    .map(|s| s * 1000.0),
-                replay: rep,
-            })
+            .map(|(i, rep)| TargetReport::of(labels[i].clone(), role(i, ab), rep))
             .collect();
         let Collected {
             per_command,
