@@ -61,23 +61,19 @@ fn gaps(records: &[Record]) -> Vec<GapEvent> {
         .collect()
 }
 
-/// One workload through the proxy with tcpdump and dumpcap on its port; returns the proxy's
-/// capture, the two packet captures and the database the workload left.
+/// One workload through the proxy with tcpdump (lo and any) and dumpcap on its port; returns the
+/// proxy's capture, the three packet captures and the database the workload left.
 fn record_three_ways(
     dir: &Path,
     client: Client,
     uri_options: &str,
-) -> (
-    std::path::PathBuf,
-    std::path::PathBuf,
-    std::path::PathBuf,
-    serde_json::Value,
-) {
+) -> (PathBuf, [PathBuf; 3], serde_json::Value) {
     let server = Server::start();
     let capture = dir.join("proxy.mtape");
     let proxy = Proxy::start(server.addr(), &capture);
     let pcap = Sniffer::start(Tool::Tcpdump, proxy.port(), &dir.join("lo.pcap"));
     let pcapng = Sniffer::start(Tool::Dumpcap, proxy.port(), &dir.join("any.pcapng"));
+    let sll = Sniffer::start(Tool::TcpdumpAny, proxy.port(), &dir.join("any.pcap"));
     run_client(
         client,
         "basic",
@@ -87,19 +83,25 @@ fn record_three_ways(
     );
     let exit = proxy.stop();
     assert!(exit.status.success(), "proxy: {}", exit.stderr);
-    let (pcap, pcapng) = (pcap.stop(), pcapng.stop());
+    let (pcap, pcapng, sll) = (pcap.stop(), pcapng.stop(), sll.stop());
+    assert_eq!(
+        u32::from_le_bytes(std::fs::read(&sll).unwrap()[20..24].try_into().unwrap()),
+        113,
+        "tcpdump -i any writes Linux cooked v1"
+    );
     // dumpcap's first interface block follows the section header: link type 276, LINUX_SLL2.
     let ng = std::fs::read(&pcapng).unwrap();
     let shb_len = u32::from_le_bytes(ng[4..8].try_into().unwrap()) as usize;
     let linktype = u16::from_le_bytes(ng[shb_len + 8..shb_len + 10].try_into().unwrap());
     assert_eq!(linktype, 276, "dumpcap -i any writes Linux cooked v2");
     let db = dump_db(&server.uri(), "bench");
-    (capture, pcap, pcapng, db)
+    (capture, [pcap, pcapng, sll], db)
 }
 
 fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempdir();
-    let (capture, pcap, pcapng, expected) = record_three_ways(dir.path(), client, uri_options);
+    let (capture, [pcap, pcapng, sll], expected) =
+        record_three_ways(dir.path(), client, uri_options);
     let want = inspect_digest(&capture);
     let meta = mongotape::capture::CaptureReader::open(&capture)
         .unwrap()
@@ -109,7 +111,7 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
     assert_eq!(proxy_addr.len(), server_addr.len(), "two ephemeral ports");
     let proxy_messages = messages(&capture_records(&capture));
     assert!(proxy_messages.len() > 20, "{want}");
-    for (input, name) in [(&pcap, "pcap"), (&pcapng, "pcapng")] {
+    for (input, name) in [(&pcap, "pcap"), (&pcapng, "pcapng"), (&sll, "sll")] {
         let out = dir.path().join(format!("{name}.mtape"));
         let run = import(&[input], &out, &["--server-port", &port_of(&capture)]);
         assert!(

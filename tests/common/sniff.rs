@@ -18,8 +18,11 @@ pub struct Sniffer {
 pub enum Tool {
     /// `tcpdump -i lo -s 0 -w FILE tcp port P`: pcap, Ethernet link type.
     Tcpdump,
-    /// `dumpcap -i any -s 0 -w FILE -f 'tcp port P'`: pcapng, Linux cooked (SLL2) link type.
+    /// `dumpcap -i any -y LINUX_SLL2 -s 0 -w FILE -f 'tcp port P'`: pcapng, Linux cooked v2 (what
+    /// tcpdump writes for `-i any` by default; dumpcap's default is v1).
     Dumpcap,
+    /// `tcpdump -i any -y LINUX_SLL -s 0 -w FILE tcp port P`: pcap, Linux cooked v1 (SLL).
+    TcpdumpAny,
 }
 
 impl Sniffer {
@@ -43,11 +46,32 @@ impl Sniffer {
                     filter,
                 ],
             ),
+            Tool::TcpdumpAny => (
+                "tcpdump",
+                [
+                    "-i",
+                    "any",
+                    "-y",
+                    "LINUX_SLL",
+                    "-Z",
+                    "root",
+                    "-s",
+                    "0",
+                    "--immediate-mode",
+                    "-w",
+                ]
+                .iter()
+                .map(|a| a.to_string())
+                .chain([file.display().to_string(), filter.clone()])
+                .collect(),
+            ),
             Tool::Dumpcap => (
                 "dumpcap",
                 vec![
                     "-i".into(),
                     "any".into(),
+                    "-y".into(),
+                    "LINUX_SLL2".into(),
                     "-s".into(),
                     "0".into(),
                     "-w".into(),
@@ -79,8 +103,9 @@ impl Sniffer {
         loop {
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
             if text.contains("listening on") || text.contains("Capturing on") {
-                // The filter is attached by now; a little more for the socket to be live.
-                std::thread::sleep(Duration::from_millis(300));
+                // The filter is attached by now; a moment more for the socket to be live (with
+                // 300 ms, `tcpdump -i any` missed the first packets of a run).
+                std::thread::sleep(Duration::from_millis(1000));
                 return;
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
