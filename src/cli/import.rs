@@ -38,6 +38,9 @@ pub struct ImportArgs {
     /// hash of the same length.
     #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
     redact: RedactArg,
+    /// No summary on stdout (the global -q).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -74,7 +77,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
         files: args.files,
     };
     let summary = import::import(&opts)?;
-    super::output::text(&render(&summary, &args.out))?;
+    if !args.quiet {
+        super::output::text(&render(&summary, &args.out))?;
+    }
     Ok(if summary.damaged.is_empty() {
         Exit::Ok
     } else {

@@ -99,7 +99,10 @@ pub fn main() -> ExitCode {
             args.quiet |= quiet;
             replay::run(*args)
         }
-        Command::Import(args) => import::run(args),
+        Command::Import(mut args) => {
+            args.quiet |= quiet;
+            import::run(args)
+        }
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(mut args) => {
