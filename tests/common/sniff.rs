@@ -11,6 +11,7 @@ pub struct Sniffer {
     child: Option<Child>,
     pub file: PathBuf,
     log: PathBuf,
+    stopped_log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 /// Which tool, and how it says it is capturing.
@@ -93,6 +94,7 @@ impl Sniffer {
             child: Some(child),
             file: file.to_owned(),
             log,
+            stopped_log: Default::default(),
         };
         s.wait_ready(bin);
         s
@@ -131,8 +133,42 @@ impl Sniffer {
             status.success() || status.code().is_none(),
             "sniffer: {status}: {log}"
         );
+        *self.stopped_log.lock().unwrap() = log;
         self.file.clone()
     }
+
+    /// Stops the capture; the file and the packets the kernel dropped, as the tool reported them
+    /// (`N packets dropped by kernel` from tcpdump, `received/dropped` from dumpcap).
+    pub fn stop_counting_drops(self) -> (PathBuf, u64) {
+        let log = self.stopped_log.clone();
+        let file = self.stop();
+        let text = log.lock().unwrap().clone();
+        (file, dropped(&text))
+    }
+}
+
+/// The drops a sniffer's last words report.
+fn dropped(log: &str) -> u64 {
+    let mut total = 0;
+    for line in log.lines() {
+        if let Some(n) = line.strip_suffix(" packets dropped by kernel") {
+            total += n.trim().parse::<u64>().unwrap_or(0);
+        }
+        // dumpcap: "Packets received/dropped on interface 'any': 350/0 (...)"
+        if let Some(rest) = line
+            .split("': ")
+            .nth(1)
+            .filter(|_| line.contains("received/dropped"))
+        {
+            let pair = rest.split(' ').next().unwrap_or("");
+            total += pair
+                .split('/')
+                .nth(1)
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
 }
 
 impl Drop for Sniffer {
