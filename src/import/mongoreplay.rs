@@ -49,10 +49,21 @@ pub fn read_file(path: &Path, out: &mut Output, key_base: u64) -> Result<OpsRead
     let mut head = [0u8; 2];
     let gz = file.read(&mut head).map_err(open)? == 2 && head == [0x1f, 0x8b];
     let file = BufReader::new(std::fs::File::open(path).map_err(open)?);
-    let input: Box<dyn Read> = if gz {
-        Box::new(flate2::read::MultiGzDecoder::new(file))
+    read(file, gz, path, out, key_base)
+}
+
+/// [`read_file`] over any reader (`gz`: a gzip stream); `path` names it in errors.
+pub fn read<'a, R: Read + 'a>(
+    input: R,
+    gz: bool,
+    path: &'a Path,
+    out: &mut Output,
+    key_base: u64,
+) -> Result<OpsRead, ImportError> {
+    let input: Box<dyn Read + 'a> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(input))
     } else {
-        Box::new(file)
+        Box::new(input)
     };
     Reader {
         input,

@@ -14,7 +14,7 @@ mod shape;
 mod wire;
 
 pub use capture::capture_reader;
-pub use import::pcap_import;
+pub use import::{mongoreplay_import, pcap_import};
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("replay_rewrite", replay_rewrite),
     ("shape", shape),
     ("pcap_import", pcap_import),
+    ("mongoreplay_import", mongoreplay_import),
 ];
 
 /// The check of a target, by name.
