@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Args)]
 pub struct ImportArgs {
     /// The recordings, read in this order as one capture: pcap or pcapng files (tcpdump,
-    /// dumpcap, Wireshark).
+    /// dumpcap, Wireshark), or mongoreplay playback files (gzipped or not).
     #[arg(required = true, num_args = 1.., value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Write the capture here (refused if it exists, unless --force).
@@ -38,6 +38,9 @@ pub struct ImportArgs {
     /// hash of the same length.
     #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
     redact: RedactArg,
+    /// No summary on stdout (the global -q).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -50,7 +53,6 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     if args.window == 0 || args.window > 1024 * 1024 {
         return Err(usage("--window must be between 1 and 1048576 KiB"));
     }
-    let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
     let opts = ImportOptions {
         servers: ServerSpec {
             ports: args.server_port,
@@ -70,12 +72,14 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
                 .first()
                 .map(|a| a.to_string())
                 .unwrap_or_default(),
-            source: format!("pcap: {}", names.join(", ")),
+            source: String::new(),
         },
         files: args.files,
     };
     let summary = import::import(&opts)?;
-    super::output::text(&render(&summary, &args.out))?;
+    if !args.quiet {
+        super::output::text(&render(&summary, &args.out))?;
+    }
     Ok(if summary.damaged.is_empty() {
         Exit::Ok
     } else {
@@ -87,6 +91,24 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
 fn render(s: &ImportSummary, out: &std::path::Path) -> String {
     let w = &s.written;
     let t = &s.tcp;
+    let m = &s.mongoreplay;
+    if m.ops > 0 {
+        return format!(
+            "imported {} mongoreplay operations from {} file(s) into {}\n\
+             connections: {}; messages: {} ({} bytes), {} credentials redacted\n\
+             replies mongoreplay shortened to their first document: {}; not whole messages (gaps): {}\n{}",
+            m.ops,
+            s.files.len(),
+            out.display(),
+            w.connections,
+            w.messages,
+            w.wire_bytes,
+            w.redacted_messages,
+            m.shortened_replies,
+            m.not_messages,
+            s.damaged.iter().map(|d| format!("damaged: {d}\n")).collect::<String>()
+        );
+    }
     let mut text = format!(
         "imported {} packets ({} TCP segments) from {} file(s) into {}\n\
          connections: {} ({} left out: no server named at either end)\n\

@@ -61,7 +61,7 @@ enum Command {
     /// Replay a capture against a server and measure what the server spends.
     #[command(after_help = help::REPLAY.after_help())]
     Replay(Box<replay::ReplayArgs>),
-    /// Make a capture from a packet capture (pcap, pcapng) of MongoDB traffic.
+    /// Make a capture from a packet capture (pcap, pcapng) or a mongoreplay playback file.
     #[command(after_help = help::IMPORT.after_help())]
     Import(import::ImportArgs),
     /// Server time against client time, per connection and per driver, from a capture alone.
@@ -104,7 +104,10 @@ pub fn main() -> ExitCode {
             args.quiet |= quiet;
             replay::run(*args)
         }
-        Command::Import(args) => import::run(args),
+        Command::Import(mut args) => {
+            args.quiet |= quiet;
+            import::run(args)
+        }
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(mut args) => {

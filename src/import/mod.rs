@@ -6,6 +6,7 @@
 //! capture in the recorder's vocabulary. See `docs/import.md`.
 
 pub mod error;
+pub mod mongoreplay;
 pub mod output;
 pub mod pcap;
 pub mod tcp;
@@ -52,6 +53,8 @@ pub struct ImportSummary {
     pub damaged: Vec<String>,
     /// Link types met that mongotape does not read.
     pub unknown_linktypes: Vec<String>,
+    /// mongoreplay playback files: what their `RecordedOp`s held.
+    pub mongoreplay: mongoreplay::OpsRead,
 }
 
 /// The input formats.
@@ -59,11 +62,26 @@ pub struct ImportSummary {
 pub enum Format {
     Pcap,
     PcapNg,
+    MongoReplay,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pcap => "pcap",
+            Format::PcapNg => "pcapng",
+            Format::MongoReplay => "mongoreplay",
+        }
+    }
+
+    fn is_packets(self) -> bool {
+        matches!(self, Format::Pcap | Format::PcapNg)
+    }
 }
 
 /// The format of a file by its first bytes.
 pub fn detect(path: &Path) -> Result<Format, ImportError> {
-    let mut head = [0u8; 4];
+    let mut head = [0u8; 32];
     let mut file = std::fs::File::open(path).map_err(|source| ImportError::Open {
         path: path.to_owned(),
         source,
@@ -72,15 +90,17 @@ pub fn detect(path: &Path) -> Result<Format, ImportError> {
         path: path.to_owned(),
         source,
     })?;
-    match head[..n] {
-        [0x0a, 0x0d, 0x0d, 0x0a] => Ok(Format::PcapNg),
-        [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] => Ok(Format::Pcap),
-        [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] => Ok(Format::Pcap),
+    let head = &head[..n];
+    match head.get(..4) {
+        Some([0x0a, 0x0d, 0x0d, 0x0a]) => Ok(Format::PcapNg),
+        Some([0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4]) => Ok(Format::Pcap),
+        Some([0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]) => Ok(Format::Pcap),
+        _ if mongoreplay::looks_like(head) => Ok(Format::MongoReplay),
         _ => Err(ImportError::UnknownFormat {
             path: path.to_owned(),
             what: format!(
-                "it starts with {:02x?}; pcap and pcapng are read",
-                &head[..n]
+                "it starts with {:02x?}; pcap, pcapng and mongoreplay playback files are read",
+                &head[..head.len().min(8)]
             ),
         }),
     }
@@ -152,13 +172,36 @@ impl PacketImport {
     }
 }
 
-/// Imports `opts.files`, in order, as one capture. A file damaged part-way is imported up to the
-/// damage and named in the summary; any other error ends the import.
+/// Imports `opts.files`, in order, as one capture: packet captures (one stream of packets,
+/// a connection going on from one file into the next), or mongoreplay playback files. A file
+/// damaged part-way is imported up to the damage and named in the summary; any other error ends
+/// the import.
 pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
+    let mut formats = Vec::new();
     for path in &opts.files {
-        detect(path)?;
+        formats.push(detect(path)?);
     }
-    let mut run = PacketImport::new(opts.servers.clone(), opts.window, opts.output.clone());
+    let packets = formats.iter().all(|f| f.is_packets());
+    if !packets && formats.iter().any(|f| f.is_packets()) {
+        return Err(ImportError::UnknownFormat {
+            path: opts.files[0].clone(),
+            what: "packet captures and mongoreplay files cannot be imported together".into(),
+        });
+    }
+    let mut output = opts.output.clone();
+    if output.source.is_empty() {
+        let names: Vec<String> = opts.files.iter().map(|p| p.display().to_string()).collect();
+        output.source = format!("{}: {}", formats[0].name(), names.join(", "));
+    }
+    if packets {
+        import_packets(opts, output)
+    } else {
+        import_playback(opts, output)
+    }
+}
+
+fn import_packets(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
+    let mut run = PacketImport::new(opts.servers.clone(), opts.window, output);
     for path in &opts.files {
         run.summary.files.push(path.display().to_string());
         match pcap::read_file(path, &mut |p| run.packet(p)) {
@@ -171,4 +214,27 @@ pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
         }
     }
     run.finish()
+}
+
+fn import_playback(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
+    let mut out = output::Output::new(output);
+    let mut summary = ImportSummary::default();
+    for (i, path) in opts.files.iter().enumerate() {
+        summary.files.push(path.display().to_string());
+        match mongoreplay::read_file(path, &mut out, (i as u64) << 40) {
+            Ok(read) => {
+                let m = &mut summary.mongoreplay;
+                m.ops += read.ops;
+                m.shortened_replies += read.shortened_replies;
+                m.not_messages += read.not_messages;
+            }
+            Err(e) if e.is_damage() => {
+                tracing::warn!("{e}; the operations before it were imported");
+                summary.damaged.push(e.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    summary.written = out.finish(0)?;
+    Ok(summary)
 }

@@ -162,6 +162,8 @@ impl Output {
         if let Some(c) = self.conns.get(&key) {
             return Ok(c.id);
         }
+        // A source that is not packets starts with its first connection.
+        self.begin(ts_ns)?;
         let ts = self.ts(ts_ns);
         let id = self.next_conn;
         self.next_conn += 1;

@@ -11,6 +11,7 @@ pub struct Sniffer {
     child: Option<Child>,
     pub file: PathBuf,
     log: PathBuf,
+    stopped_log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 /// Which tool, and how it says it is capturing.
@@ -18,8 +19,11 @@ pub struct Sniffer {
 pub enum Tool {
     /// `tcpdump -i lo -s 0 -w FILE tcp port P`: pcap, Ethernet link type.
     Tcpdump,
-    /// `dumpcap -i any -s 0 -w FILE -f 'tcp port P'`: pcapng, Linux cooked (SLL2) link type.
+    /// `dumpcap -i any -y LINUX_SLL2 -s 0 -w FILE -f 'tcp port P'`: pcapng, Linux cooked v2 (what
+    /// tcpdump writes for `-i any` by default; dumpcap's default is v1).
     Dumpcap,
+    /// `tcpdump -i any -y LINUX_SLL -s 0 -w FILE tcp port P`: pcap, Linux cooked v1 (SLL).
+    TcpdumpAny,
 }
 
 impl Sniffer {
@@ -43,11 +47,32 @@ impl Sniffer {
                     filter,
                 ],
             ),
+            Tool::TcpdumpAny => (
+                "tcpdump",
+                [
+                    "-i",
+                    "any",
+                    "-y",
+                    "LINUX_SLL",
+                    "-Z",
+                    "root",
+                    "-s",
+                    "0",
+                    "--immediate-mode",
+                    "-w",
+                ]
+                .iter()
+                .map(|a| a.to_string())
+                .chain([file.display().to_string(), filter.clone()])
+                .collect(),
+            ),
             Tool::Dumpcap => (
                 "dumpcap",
                 vec![
                     "-i".into(),
                     "any".into(),
+                    "-y".into(),
+                    "LINUX_SLL2".into(),
                     "-s".into(),
                     "0".into(),
                     "-w".into(),
@@ -69,6 +94,7 @@ impl Sniffer {
             child: Some(child),
             file: file.to_owned(),
             log,
+            stopped_log: Default::default(),
         };
         s.wait_ready(bin);
         s
@@ -79,8 +105,9 @@ impl Sniffer {
         loop {
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
             if text.contains("listening on") || text.contains("Capturing on") {
-                // The filter is attached by now; a little more for the socket to be live.
-                std::thread::sleep(Duration::from_millis(300));
+                // The filter is attached by now; a moment more for the socket to be live (with
+                // 300 ms, `tcpdump -i any` missed the first packets of a run).
+                std::thread::sleep(Duration::from_millis(1000));
                 return;
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
@@ -106,8 +133,42 @@ impl Sniffer {
             status.success() || status.code().is_none(),
             "sniffer: {status}: {log}"
         );
+        *self.stopped_log.lock().unwrap() = log;
         self.file.clone()
     }
+
+    /// Stops the capture; the file and the packets the kernel dropped, as the tool reported them
+    /// (`N packets dropped by kernel` from tcpdump, `received/dropped` from dumpcap).
+    pub fn stop_counting_drops(self) -> (PathBuf, u64) {
+        let log = self.stopped_log.clone();
+        let file = self.stop();
+        let text = log.lock().unwrap().clone();
+        (file, dropped(&text))
+    }
+}
+
+/// The drops a sniffer's last words report.
+fn dropped(log: &str) -> u64 {
+    let mut total = 0;
+    for line in log.lines() {
+        if let Some(n) = line.strip_suffix(" packets dropped by kernel") {
+            total += n.trim().parse::<u64>().unwrap_or(0);
+        }
+        // dumpcap: "Packets received/dropped on interface 'any': 350/0 (...)"
+        if let Some(rest) = line
+            .split("': ")
+            .nth(1)
+            .filter(|_| line.contains("received/dropped"))
+        {
+            let pair = rest.split(' ').next().unwrap_or("");
+            total += pair
+                .split('/')
+                .nth(1)
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
 }
 
 impl Drop for Sniffer {

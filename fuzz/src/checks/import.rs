@@ -113,3 +113,47 @@ fn tcp_packet(to_server: bool, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
     p.extend_from_slice(payload);
     p
 }
+
+/// A mongoreplay playback file: the input as it is (an even first byte), or gzipped here (odd),
+/// into a capture written to a scratch file. Any outcome but a panic; a capture that was written
+/// reads back to its `end` record.
+pub fn mongoreplay_import(data: &[u8]) {
+    use mongotape::import::output::{Output, OutputSpec};
+    use mongotape::redact::Redaction;
+    let (m, rest) = mode(data);
+    let input = if m & 1 == 0 {
+        data.to_vec()
+    } else {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, rest).expect("in memory");
+        gz.finish().expect("in memory")
+    };
+    let path = std::env::temp_dir().join(format!("mongotape-fuzz-{}.mtape", std::process::id()));
+    let mut out = Output::new(OutputSpec {
+        path: path.clone(),
+        force: true,
+        zstd_level: 1,
+        redaction: Redaction::Credentials,
+        upstream: String::new(),
+        source: "mongoreplay: fuzz".into(),
+    });
+    let result = mongotape::import::mongoreplay::read(
+        Cursor::new(input),
+        m & 1 == 1,
+        Path::new("fuzz"),
+        &mut out,
+        0,
+    );
+    if out.finish(0).is_ok() {
+        let records: Vec<_> = mongotape::capture::CaptureReader::open(&path)
+            .expect("a capture just written")
+            .map(|r| r.expect("a capture just written reads"))
+            .collect();
+        assert_eq!(
+            records.last().map(|r| r.kind),
+            Some(mongotape::capture::RecordKind::End)
+        );
+    }
+    let _ = result;
+    let _ = std::fs::remove_file(&path);
+}

@@ -15,7 +15,7 @@ mod shape;
 mod wire;
 
 pub use capture::capture_reader;
-pub use import::pcap_import;
+pub use import::{mongoreplay_import, pcap_import};
 pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
@@ -39,6 +39,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("shape", shape),
     ("pcap_import", pcap_import),
     ("plan", plan),
+    ("mongoreplay_import", mongoreplay_import),
 ];
 
 /// The check of a target, by name.
