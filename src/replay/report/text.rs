@@ -192,10 +192,14 @@ impl ReplayReport {
             self.server.cpu_net_s_per_1k_ops,
             self.server.idle_cpu_cores,
         ) {
+            // A shard's ops are not all the server's: no per-op figure there either.
+            let per = match self.shard {
+                Some(_) => String::new(),
+                None => format!("{} per 1,000 ops; ", units::duration_s(per)),
+            };
             out.push_str(&format!(
-                "server CPU net of idle: {} ({} per 1,000 ops; idle {:.1}% of a core before the run)\n",
+                "server CPU net of idle: {} ({per}idle {:.1}% of a core before the run)\n",
                 units::duration_s(net),
-                units::duration_s(per),
                 idle * 100.0
             ));
         }
