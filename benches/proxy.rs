@@ -12,6 +12,10 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+/// The floor: the minimal thread-per-direction relay of examples/relay.rs, in process.
+#[path = "../examples/relay.rs"]
+#[allow(dead_code)]
+mod relay;
 
 use bson::rawdoc;
 use common::{Proxy, Server};
@@ -21,7 +25,7 @@ use mongotape::proxy::recorder::{Recorder, RecorderOptions};
 use mongotape::proxy::stats::Stats;
 use mongotape::wire::{FrameSplitter, MsgFlags, OpMsg, Section};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
@@ -70,24 +74,6 @@ impl Conn {
             self.splitter.extend_from_slice(&buf[..n]);
         }
     }
-}
-
-/// The floor: a relay with one thread per direction and no parsing at all.
-fn start_relay(upstream: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let server = TcpStream::connect(&upstream).unwrap();
-            client.set_nodelay(true).unwrap();
-            server.set_nodelay(true).unwrap();
-            let (mut c1, mut s1) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            let (mut c2, mut s2) = (client, server);
-            std::thread::spawn(move || std::io::copy(&mut c1, &mut s1));
-            std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
-        }
-    });
-    addr
 }
 
 struct Path {
@@ -204,7 +190,7 @@ fn main() {
     let s = if quick { 0.02 } else { scale() };
     let server = Server::start_with(&["--standalone"]);
     let dir = common::tempdir();
-    let relay = start_relay(server.addr().to_string());
+    let relay = relay::start_relay(server.addr().to_string());
     let norec = Proxy::spawn(
         {
             let mut c = Command::new(common::mongotape_bin());
