@@ -4,26 +4,30 @@
 //! query and write opcodes, so one logical operation has one shape whichever way it came.
 
 use super::walk::{write, Kids, Mode};
-use bson::raw::{RawBsonRef, RawDocument};
+use bson::raw::{RawBsonRef, RawDocument, RawElement};
 use bson::RawDocumentBuf;
 use smallvec::SmallVec;
 
 /// The top-level fields of a command, looked up by name (a command has a dozen at most: kept
-/// inline, no allocation per request).
-pub(super) struct Fields<'a>(SmallVec<[(&'a str, RawBsonRef<'a>); 16]>);
+/// inline, no allocation per request). A value is read only when its field is looked up: most
+/// of a command's fields (lsid, `$clusterTime`, write concern ...) are no part of its shape.
+pub(super) struct Fields<'a>(SmallVec<[(&'a str, RawElement<'a>); 16]>);
 
 impl<'a> Fields<'a> {
     pub(super) fn of(doc: &'a RawDocument) -> Fields<'a> {
         Fields(
             doc.iter_elements()
                 .map_while(Result::ok)
-                .filter_map(|e| Some((e.key().as_str(), e.value().ok()?)))
+                .map(|e| (e.key().as_str(), e))
                 .collect(),
         )
     }
 
     pub(super) fn get(&self, name: &str) -> Option<RawBsonRef<'a>> {
-        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+        self.0
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .find_map(|(_, e)| e.value().ok())
     }
 
     fn is_true(&self, name: &str) -> bool {
@@ -38,7 +42,7 @@ impl<'a> Fields<'a> {
 
     /// The command's name (its first key) and its argument.
     pub(super) fn first(&self) -> Option<(&'a str, RawBsonRef<'a>)> {
-        self.0.first().copied()
+        self.0.iter().find_map(|(k, e)| Some((*k, e.value().ok()?)))
     }
 }
 
