@@ -44,6 +44,8 @@ pub struct ReplayConfig {
     pub start_at: Option<SystemTime>,
     /// `--max-open-connections`; `None`: from the file limit ([`crate::replay::route::slots`]).
     pub max_open_connections: Option<usize>,
+    /// `--max-shapes`: distinct query shapes kept; the rest are counted under `other`.
+    pub max_shapes: usize,
 }
 
 impl ReplayConfig {
@@ -71,6 +73,7 @@ impl ReplayConfig {
             unordered: false,
             start_at: None,
             max_open_connections: None,
+            max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
         }
     }
 }

@@ -260,6 +260,7 @@ fn copy_of(op: &Op) -> Op {
         connect_lead_ns: op.connect_lead_ns,
         // The original's charge is released once, by its pair.
         charge: 0,
+        shape: op.shape,
     }
 }
 

@@ -87,6 +87,7 @@ mod tests {
             completes: None,
             connect_lead_ns: 0,
             charge: 0,
+            shape: None,
         }
     }
 

@@ -6,6 +6,7 @@ use super::order::{After, Completes};
 use crate::replay::measure::outcome::Outcome;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::request::Scope;
+use crate::shape::ShapeId;
 use crate::wire::compressed::Compressor;
 use std::sync::Arc;
 
@@ -43,6 +44,8 @@ pub struct Op {
     /// What the op was charged against the read-ahead budget ([`Op::cost`]), released when it is
     /// sent or dropped; 0 for step markers, which are not charged.
     pub charge: usize,
+    /// The recorded request's query shape (its cursor's, for a getMore or killCursors).
+    pub shape: Option<ShapeId>,
 }
 
 impl Op {
@@ -93,6 +96,7 @@ mod tests {
             completes: Some(completes),
             connect_lead_ns: 0,
             charge: 0,
+            shape: None,
         }
     }
 

@@ -7,7 +7,7 @@ use super::Feed;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::request::db_map::{CopyDb, DbMap};
 use crate::replay::request::rewrite;
-use crate::replay::request::{Request, Skip};
+use crate::replay::request::{Request, Scope, Skip};
 use crate::replay::route::op::Op;
 use crate::replay::route::Lanes;
 use std::collections::HashMap;
@@ -119,9 +119,7 @@ impl Feed<'_> {
             }
         }
         let clones = self.cfg.clones.max(1);
-        let scope = (self.iteration as u32)
-            .wrapping_mul(clones)
-            .wrapping_add(clone);
+        let scope = self.scope_of(clone);
         let map = CopyDb {
             map: &self.cfg.db_map,
             clone: (clones > 1).then_some(clone + 1),
@@ -176,6 +174,7 @@ impl Feed<'_> {
             completes,
             connect_lead_ns,
             charge: 0,
+            shape: req.shape,
         };
         op.charge = op.cost();
         self.seq += 1;
@@ -184,6 +183,13 @@ impl Feed<'_> {
         }
         self.router.send(lane, op);
         true
+    }
+
+    /// The copy of the traffic `clone` of this pass is.
+    fn scope_of(&self, clone: u32) -> Scope {
+        (self.iteration as u32)
+            .wrapping_mul(self.cfg.clones.max(1))
+            .wrapping_add(clone)
     }
 
     /// The copy's namespace, interned: built in a reused buffer, so interning finds it without
