@@ -21,6 +21,14 @@ impl ShapeId {
     /// The `other` entry: every shape past the cap.
     pub const OTHER: ShapeId = ShapeId(u32::MAX);
 
+    /// The id of the table's `i`-th entry (`None` past what an id holds).
+    pub fn at(i: usize) -> Option<ShapeId> {
+        u32::try_from(i)
+            .ok()
+            .filter(|&i| i != u32::MAX)
+            .map(ShapeId)
+    }
+
     /// Its place among the table's entries, in the order first seen; `None` for `other`.
     pub fn index(self) -> Option<usize> {
         (self != ShapeId::OTHER).then_some(self.0 as usize)

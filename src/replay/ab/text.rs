@@ -1,6 +1,7 @@
 //! The A/B report as text: the targets, the comparison per command, the differences, the findings.
 
 use super::report::AbReport;
+use super::shapes;
 use super::tables;
 use crate::figures::units;
 
@@ -23,6 +24,16 @@ impl AbReport {
         out.push_str("per namespace:\n");
         out.push_str(&tables::comparison(self, "namespace", &self.per_namespace).render());
         out.push('\n');
+        if !self.shapes.is_empty() {
+            let labels: Vec<String> = self.targets.iter().map(|t| t.label.clone()).collect();
+            out.push_str(&format!(
+                "per query shape, the {} whose total time moved most (of {}; mean ratio and interval):\n",
+                self.shapes.len().min(shapes::TEXT_ROWS),
+                self.shapes.len()
+            ));
+            out.push_str(&shapes::table(&self.shapes, &labels, shapes::TEXT_ROWS, true).render());
+            out.push('\n');
+        }
         out.push_str(&self.differences_text());
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(

@@ -16,13 +16,14 @@ pub struct ReplayShape {
     pub replayed: ShapeReport,
     /// The capture's figures of the shape (request to reply as recorded), of the first pass.
     #[serde(default)]
-    pub recorded: RecordedShape,
+    pub recorded: ShapeSide,
 }
 
-/// A shape's recorded figures: [`ShapeReport`]'s without the shape itself.
+/// One side's figures of a shape (the recorded ones, or one A/B target's): [`ShapeReport`]'s
+/// without the shape itself.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct RecordedShape {
+pub struct ShapeSide {
     pub count: u64,
     pub getmores: u64,
     pub no_reply: u64,
@@ -36,9 +37,9 @@ pub struct RecordedShape {
     pub reply_bytes: u64,
 }
 
-impl RecordedShape {
-    fn of(r: &ShapeReport) -> RecordedShape {
-        RecordedShape {
+impl ShapeSide {
+    pub fn of(r: &ShapeReport) -> ShapeSide {
+        ShapeSide {
             count: r.count,
             getmores: r.getmores,
             no_reply: r.no_reply,
@@ -117,7 +118,7 @@ pub fn pair(
     let by_hash: HashMap<&str, &ShapeReport> =
         rec.shapes.iter().map(|s| (s.hash.as_str(), s)).collect();
     let with = |r: ShapeReport, rec: Option<&ShapeReport>| ReplayShape {
-        recorded: rec.map(RecordedShape::of).unwrap_or_default(),
+        recorded: rec.map(ShapeSide::of).unwrap_or_default(),
         replayed: r,
     };
     let histograms = |list: &[(Shape, ShapeStats)], other: &ShapeStats| -> ShapeHistograms {

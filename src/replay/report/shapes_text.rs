@@ -27,7 +27,7 @@ const HEADERS: [&str; 12] = [
 const HTML_ONLY: [&str; 3] = ["hash", "getMores", "recorded p99"];
 
 /// `text` cut to `width` characters, the last one `…` when cut.
-fn ellipsis(text: &str, width: usize) -> String {
+pub fn ellipsis(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
