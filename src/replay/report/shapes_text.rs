@@ -115,6 +115,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
             units::count(shapes.shapes_cap as f64)
         ));
     }
+    s.push('\n');
     s
 }
 
@@ -154,8 +155,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains('…'), "{text}");
-        // The header, the rule, and ten shapes.
-        assert_eq!(lines.len(), 2 + 2 + TEXT_ROWS, "{text}");
+        // A blank line and the title, the header, the rule, ten shapes, a blank line.
+        assert_eq!(lines.len(), 2 + 2 + TEXT_ROWS + 1, "{text}");
         let page = table(&shapes, usize::MAX, false).for_html();
         assert_eq!(page.rows().len(), 12);
         assert!(page.rows().iter().any(|r| r[0] == long));

@@ -299,9 +299,8 @@ impl Feed<'_> {
                 None
             }
             Ok(mut req) => {
-                req.shape = self
-                    .shapes
-                    .request(&record.payload, &req, self.iteration == 0);
+                let count = self.counts_recorded(record.conn_id);
+                req.shape = self.shapes.request(&record.payload, &req, count);
                 Some(req)
             }
         }
@@ -349,7 +348,7 @@ impl Feed<'_> {
                 let figures = shapes::Recorded {
                     latency_ns: record.ts_ns.saturating_sub(req.ts_ns),
                     bytes: record.payload.len() as u64,
-                    count: self.iteration == 0,
+                    count: self.counts_recorded(record.conn_id),
                 };
                 self.shapes.reply(req, id, outcome, figures);
             }
@@ -376,6 +375,13 @@ impl Feed<'_> {
                 .close_conn(scope, record.conn_id, self.more_passes());
         }
         true
+    }
+
+    /// Whether the recorded figures of a request on `conn_id` are this replay's to count: on the
+    /// first pass, and with `--shard` in the shard that replays its first copy (so that the
+    /// shards' reports add up to the capture's figures once).
+    fn counts_recorded(&mut self, conn_id: u64) -> bool {
+        self.iteration == 0 && self.shard.as_mut().is_none_or(|p| p.owns(conn_id, 0))
     }
 
     /// Whether another pass may follow this one (its lanes are then kept for it).
