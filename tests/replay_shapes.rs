@@ -200,13 +200,13 @@ fn a_replay_lists_each_shape_with_its_recorded_figures_and_getmores_on_their_fin
     assert_eq!(counts, &serde_json::json!([5.0, 5.0]));
 }
 
-/// 4,000 items, then 60 finds on `{sku}` (one index on B) and 60 on `{qty: {$lt}}` (no index
+/// 10,000 items, then 60 finds on `{sku}` (one index on B) and 60 on `{qty: {$lt}}` (no index
 /// anywhere), interleaved. The capture creates nothing: the targets are set up before.
 const ITEMS: &str = r#"
 import sys
 from pymongo import MongoClient
 c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).shop.items
-c.insert_many([{'_id': i, 'sku': 'k%d' % i, 'qty': i % 100, 'pad': 'x' * 40} for i in range(4000)])
+c.insert_many([{'_id': i, 'sku': 'k%d' % i, 'qty': i % 100, 'pad': 'x' * 40} for i in range(10000)])
 for i in range(60):
     assert len(list(c.find({'sku': 'k%d' % (i * 61)}))) == 1
     list(c.find({'qty': {'$lt': i % 3}}).limit(5))
@@ -257,8 +257,10 @@ fn an_ab_replay_finds_the_indexed_find_shape_faster_and_says_so_per_shape() {
     let mean = &row["ratios"][0]["mean"];
     assert_eq!(row["ratios"][0]["target"], "indexed");
     assert_eq!(u(&mean["pairs"]), 60, "{row}");
+    // Every indexed find is faster: the typical request, and the mean.
+    let median = &row["ratios"][0]["median"];
     assert!(
-        mean["high"].as_f64().unwrap() < 1.0,
+        median["high"].as_f64().unwrap() < 1.0 && mean["high"].as_f64().unwrap() < 1.0,
         "the indexed find not found faster: {row}\n{}",
         run.output.stdout
     );
