@@ -171,6 +171,22 @@ fn a_replay_lists_each_shape_with_its_recorded_figures_and_getmores_on_their_fin
     );
     assert!(c["histograms"]["per_shape"]["other"].is_string());
 
+    // Two passes: each shape replayed twice, its recorded figures those of the capture (once);
+    // the second pass reuses the first's shapes, getMores still on their find.
+    let twice = Server::start();
+    let two = replay(&capture, &twice.uri(), &["--fast", "--repeat", "2"]);
+    let shapes2 = shapes_on(&two.report, "shop.orders");
+    for text in [FIND_A, FIND_B, FIND_ALL, UPDATE] {
+        let s = &shapes2[text];
+        assert_eq!(u(&s["count"]), 2 * count(text), "{text}: {s}");
+        assert_eq!(u(&s["recorded"]["count"]), count(text), "{text}: {s}");
+    }
+    assert_eq!(
+        u(&shapes2[FIND_ALL]["getmores"]),
+        2 * u(&shapes[FIND_ALL]["getmores"])
+    );
+    assert_eq!(u(&shapes2[FIND_ALL]["docs_returned"]), 40);
+
     // compare: the replay's shapes against analyze's, by hash.
     let analyzed = dir.path().join("analyze.json");
     std::fs::write(&analyzed, analyze_json(&capture, &[]).to_string()).unwrap();

@@ -5,7 +5,6 @@
 
 use super::walk::{write, Kids, Mode};
 use bson::raw::{RawBsonRef, RawDocument};
-use bson::RawDocumentBuf;
 
 /// The top-level fields of a command, looked up by name (a command has a dozen at most).
 pub(super) struct Fields<'a>(Vec<(&'a str, RawBsonRef<'a>)>);
@@ -163,7 +162,7 @@ pub(super) fn delete_statement(out: &mut String, s: &Fields<'_>) {
 pub(super) fn first_statement<'a>(
     f: &Fields<'a>,
     field: &str,
-    sequences: &'a [(&'a str, &'a [RawDocumentBuf])],
+    sequences: &'a [(&'a str, &'a RawDocument)],
 ) -> Option<&'a RawDocument> {
     if let Some(RawBsonRef::Array(a)) = f.get(field) {
         if let Some(Ok(RawBsonRef::Document(d))) = a.into_iter().next() {
@@ -173,8 +172,7 @@ pub(super) fn first_statement<'a>(
     sequences
         .iter()
         .find(|(id, _)| *id == field)
-        .and_then(|(_, docs)| docs.first())
-        .map(|d| d.as_ref())
+        .map(|(_, first)| *first)
 }
 
 pub(super) fn find_and_modify(out: &mut String, f: &Fields<'_>) {

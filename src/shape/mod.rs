@@ -21,9 +21,10 @@ pub mod walk;
 pub use stats::{ReplyFigures, ShapeReport, ShapeStats, ShapesReport};
 pub use table::{CursorShapes, ShapeId, ShapeTable, DEFAULT_MAX_SHAPES};
 
-use crate::wire::{Body, Message, Section};
+use crate::wire::header::{MsgHeader, OpCode};
+use crate::wire::op_msg_view::SectionView;
+use crate::wire::{Body, Message, OpMsgView, Section};
 use bson::raw::{RawBsonRef, RawDocument};
-use bson::RawDocumentBuf;
 use command::Fields;
 use sha2::{Digest, Sha256};
 
@@ -117,8 +118,37 @@ impl Shaper {
         Shaper::default()
     }
 
-    /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
-    pub fn request(&mut self, msg: &Message) -> Option<Shaped<'_>> {
+    /// The shape of a request from its bytes as they were on the wire (any opcode, compressed or
+    /// not): an OP_MSG is read in place, without copying its documents; anything else is decoded
+    /// first. `None` for a reply, an unknown opcode, or bytes that do not decode.
+    pub fn request_wire(&mut self, wire: &[u8]) -> Option<Shaped<'_>> {
+        let header = MsgHeader::parse(wire).ok().flatten()?;
+        if header.op_code != OpCode::Msg {
+            let msg = Message::parse(wire).ok()?;
+            return self.request(&msg);
+        }
+        let view = OpMsgView::new(wire).ok()?;
+        let body = RawDocument::from_bytes(view.body().ok()?).ok()?;
+        // A statement sequence counts by its first document only.
+        let mut sequences: Vec<(&str, &RawDocument)> = Vec::new();
+        for section in view.sections().flatten() {
+            if let SectionView::Sequence {
+                identifier,
+                mut documents,
+                ..
+            } = section
+            {
+                if let Some(first) = documents.next().and_then(Result::ok) {
+                    sequences.extend(RawDocument::from_bytes(first).ok().map(|d| (identifier, d)));
+                }
+            }
+        }
+        self.begin();
+        let cursors = self.command(body, None, &sequences, false);
+        Some(self.finish(cursors))
+    }
+
+    fn begin(&mut self) {
         self.text.clear();
         self.command_end = 0;
         self.namespace = (0, 0);
@@ -126,16 +156,21 @@ impl Shaper {
             // One huge shape does not keep its buffer.
             self.text = String::new();
         }
+    }
+
+    /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
+    pub fn request(&mut self, msg: &Message) -> Option<Shaped<'_>> {
+        self.begin();
         let cursors = match &msg.body {
             Body::Msg(m) => {
-                let sequences: Vec<(&str, &[RawDocumentBuf])> = m
+                let sequences: Vec<(&str, &RawDocument)> = m
                     .sections
                     .iter()
                     .filter_map(|s| match s {
                         Section::Sequence {
                             identifier,
                             documents,
-                        } => Some((identifier.as_str(), documents.as_slice())),
+                        } => documents.first().map(|d| (identifier.as_str(), d.as_ref())),
                         Section::Body(_) => None,
                     })
                     .collect();
@@ -171,6 +206,11 @@ impl Shaper {
             }
             Body::Reply(_) | Body::Unknown(_) => return None,
         };
+        Some(self.finish(cursors))
+    }
+
+    /// The shape written, with the cursors a getMore or killCursors continues.
+    fn finish(&mut self, cursors: Option<Vec<i64>>) -> Shaped<'_> {
         self.cap();
         let view = ShapeView {
             text: &self.text,
@@ -180,13 +220,13 @@ impl Shaper {
                 .get(self.namespace.0..self.namespace.1)
                 .unwrap_or(""),
         };
-        Some(match cursors {
+        match cursors {
             Some(cursors) => Shaped::Continues {
                 cursors,
                 fallback: view,
             },
             None => Shaped::Own(view),
-        })
+        }
     }
 
     /// A legacy OP_QUERY: a command on `db.$cmd` (inside `$query` or not), else a find.
@@ -247,7 +287,7 @@ impl Shaper {
         &mut self,
         doc: &RawDocument,
         db: Option<&str>,
-        sequences: &[(&str, &[RawDocumentBuf])],
+        sequences: &[(&str, &RawDocument)],
         nested: bool,
     ) -> Option<Vec<i64>> {
         let f = Fields::of(doc);

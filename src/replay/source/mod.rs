@@ -203,6 +203,7 @@ impl Feed<'_> {
         let base = self.progress.load(Ordering::Relaxed);
         let mut held = Held::new();
         self.markers.new_pass();
+        self.shapes.new_pass(self.iteration == 0);
         self.held_markers.clear();
         if let Some(ids) = &mut self.ids {
             ids.new_pass(self.iteration == 0);
@@ -487,7 +488,7 @@ pub fn run(
         order: crate::replay::route::order::Order::new(cfg.unordered),
         session_order: crate::replay::route::session_order::SessionOrder::default(),
         opened: HashMap::new(),
-        shapes: shapes::FeedShapes::with_cap(cfg.max_shapes),
+        shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
     };
     feed.passes();
     feed.router.close_all();

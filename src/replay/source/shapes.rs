@@ -9,7 +9,6 @@ use crate::replay::measure::outcome::Outcome;
 use crate::replay::request::Request;
 use crate::shape::stats::ReplyFigures;
 use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper};
-use crate::wire::Message;
 
 /// The feed's shapes: the table every id points into, with the recorded figures.
 #[derive(Debug, Default)]
@@ -18,21 +17,57 @@ pub struct FeedShapes {
     /// Every shape seen, with its recorded figures (of the first pass).
     pub table: ShapeTable<ShapeStats>,
     cursors: CursorShapes,
+    /// The first pass's shape of each request it shaped, in order, for the passes after it (the
+    /// same requests in the same order): a repeat does not shape again. At most
+    /// [`MAX_REMEMBERED`]; past them a pass shapes as the first did.
+    remembered: Vec<Option<ShapeId>>,
+    /// Whether passes may follow the first (then it remembers).
+    remember: bool,
+    /// Requests shaped so far in this pass; whether this pass is the first.
+    at: usize,
+    first_pass: bool,
 }
 
+/// Shapes remembered from the first pass (8 bytes each: 32 MiB at most).
+pub const MAX_REMEMBERED: usize = 4 << 20;
+
 impl FeedShapes {
-    pub fn with_cap(max_shapes: usize) -> FeedShapes {
+    /// `remember`: more than one pass may run.
+    pub fn new(max_shapes: usize, remember: bool) -> FeedShapes {
         FeedShapes {
             table: ShapeTable::new(max_shapes),
+            remember,
+            first_pass: true,
             ..FeedShapes::default()
         }
     }
 
-    /// The shape of a recorded request from its bytes as recorded (any opcode, compressed or
-    /// not); `count` on the first pass. `None` for bytes that do not decode.
+    /// A pass over the capture begins.
+    pub fn new_pass(&mut self, first: bool) {
+        self.at = 0;
+        self.first_pass = first;
+    }
+
+    /// The shape of the next request replayed: the first pass's when it remembered it.
     pub fn request(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
-        let msg = Message::parse(wire).ok()?;
-        let (id, continues) = match self.shaper.request(&msg)? {
+        let at = self.at;
+        self.at += 1;
+        if !self.first_pass {
+            if let Some(id) = self.remembered.get(at) {
+                return *id;
+            }
+        }
+        let id = self.shape(wire, req, count);
+        if self.first_pass && self.remember && self.remembered.len() < MAX_REMEMBERED {
+            self.remembered.push(id);
+        }
+        id
+    }
+
+    /// The shape of a recorded request from its bytes as recorded (any opcode, compressed or
+    /// not); `count`: its recorded figures are this replay's. `None` for bytes that do not decode.
+    fn shape(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
+        let (id, continues) = match self.shaper.request_wire(wire)? {
             Shaped::Own(view) => (self.table.id(&view), false),
             Shaped::Continues { cursors, fallback } => {
                 let known = cursors.first().and_then(|c| self.cursors.shape(*c));
