@@ -121,6 +121,31 @@ fn per_command_counts(report: &serde_json::Value) -> Vec<(String, u64)> {
         .unwrap_or_default()
 }
 
+/// Each query shape's counts: replayed count, getMores, errors, documents returned, and the
+/// recorded count and getMores; by shape text.
+fn shape_counts(report: &serde_json::Value) -> std::collections::BTreeMap<String, [u64; 6]> {
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+    report["shapes"]
+        .as_array()
+        .expect("shapes")
+        .iter()
+        .map(|s| {
+            let r = &s["recorded"];
+            (
+                s["shape"].as_str().unwrap().to_owned(),
+                [
+                    u(&s["count"]),
+                    u(&s["getmores"]),
+                    u(&s["errors"]),
+                    u(&s["docs_returned"]),
+                    u(&r["count"]),
+                    u(&r["getmores"]),
+                ],
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn rate_with_duration_sends_rate_times_duration_over_one_pass_of_connections() {
     let server = Server::start_with(&["--standalone"]);
@@ -276,6 +301,20 @@ fn four_shards_merge_to_the_unsharded_replay_exactly() {
         per_command_counts(&whole.report)
     );
     assert_eq!(merged["summary"]["ops"], whole.report["summary"]["ops"]);
+    // Per query shape too, on both sides: replayed counts, getMores charged to their find,
+    // documents, errors; and the capture's figures of the same requests, once over the shards.
+    assert_eq!(shape_counts(&merged), shape_counts(&whole.report));
+    assert!(
+        shape_counts(&merged)
+            .iter()
+            .any(|(shape, c)| shape.starts_with("find shards.c") && c[1] > 0),
+        "the batched finds' getMores: {:#?}",
+        shape_counts(&merged)
+    );
+    assert_eq!(
+        merged["shapes"].as_array().map(Vec::len),
+        whole.report["shapes"].as_array().map(Vec::len)
+    );
 
     // Every merged percentile is the percentile of all shards' latencies together.
     let mut all: Option<Histogram<u64>> = None;

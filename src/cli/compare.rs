@@ -3,7 +3,9 @@
 use super::exit::Exit;
 use super::output;
 use clap::Args;
-use mongotape::report::compare::{compare, compare_repeats, load_summary};
+use mongotape::report::compare::{
+    compare, compare_repeats, compare_shapes, load_shapes, load_summary,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -46,7 +48,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let report = if args.group {
         compare_repeats(&summaries, &files)
     } else {
-        compare(&summaries, &files)
+        let mut report = compare(&summaries, &files);
+        let shapes = args
+            .reports
+            .iter()
+            .map(|p| load_shapes(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        report.shapes = compare_shapes(&shapes);
+        report
     };
     if args.json {
         output::json(&report)?;

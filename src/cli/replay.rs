@@ -66,6 +66,10 @@ pub struct ReplayArgs {
     /// database before a write recorded earlier). Example: `--connections 8 --order none`.
     #[arg(long, value_enum, default_value = "namespace", value_name = "ORDER")]
     order: OrderArg,
+    /// Distinct query shapes kept in the report (docs/shapes.md); the requests of further ones
+    /// are added up under `shapes_other`.
+    #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
+    max_shapes: usize,
     /// K copies of the traffic at once, each in its own databases (`bench` -> `bench_1`..`bench_K`).
     #[arg(long, value_name = "K", default_value_t = 1)]
     clones: u32,
@@ -267,6 +271,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     }
     config.shard = shard_arg(args)?;
     config.unordered = args.order == OrderArg::None;
+    config.max_shapes = args.max_shapes;
     config.start_at = args.start_at.as_deref().map(start_at_arg).transpose()?;
     config.repeat = args.repeat;
     config.filters = Filters {

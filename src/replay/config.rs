@@ -48,7 +48,8 @@ pub struct ReplayConfig {
     pub max_open_connections: Option<usize>,
     /// `--explain`: each shape's plan on the target, once, after its first answered request.
     pub explain: bool,
-    /// The most shapes explained (the shape cap).
+    /// `--max-shapes`: distinct query shapes kept (and explained at most); the rest are counted
+    /// under `other`.
     pub max_shapes: usize,
 }
 

@@ -250,6 +250,11 @@ pub(crate) async fn conclude(
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
     tally::add_counts(&mut report, shared, source);
+    tally::add_shapes(
+        &mut report,
+        &shared.metrics.lock().expect("metrics lock"),
+        source,
+    );
     report.server = server;
     report.replayer = replayer;
     report
@@ -318,6 +323,7 @@ pub(crate) async fn feed_lanes(
         pass_barrier: !config.pacing.open_loop(),
         shard: config.shard,
         unordered: config.unordered,
+        max_shapes: config.max_shapes,
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {

@@ -77,6 +77,14 @@ pub(super) fn add_measurements(
     }
 }
 
+/// The query shapes: the feed's (with their recorded figures) and the lanes' replayed figures.
+pub(super) fn add_shapes(report: &mut ReplayReport, metrics: &Metrics, source: &SourceResult) {
+    let built = report::shapes::of(&source.shapes, &metrics.shapes);
+    report.shapes = built.shapes;
+    report.histograms.per_shape = built.replayed;
+    report.recorded.per_shape = built.recorded;
+}
+
 /// What was sent, skipped and read, and whether the run completed.
 pub(super) fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult) {
     let c = &shared.counters;

@@ -5,7 +5,6 @@
 
 use super::walk::{write, Kids, Mode};
 use bson::raw::{RawBsonRef, RawDocument, RawElement};
-use bson::RawDocumentBuf;
 use smallvec::SmallVec;
 
 /// The top-level fields of a command, looked up by name (a command has a dozen at most: kept
@@ -169,7 +168,7 @@ pub(super) fn delete_statement(out: &mut String, s: &Fields<'_>) {
 pub(super) fn first_statement<'a>(
     f: &Fields<'a>,
     field: &str,
-    sequences: &'a [(&'a str, &'a [RawDocumentBuf])],
+    sequences: &'a [(&'a str, &'a RawDocument)],
 ) -> Option<&'a RawDocument> {
     if let Some(RawBsonRef::Array(a)) = f.get(field) {
         if let Some(Ok(RawBsonRef::Document(d))) = a.into_iter().next() {
@@ -179,8 +178,7 @@ pub(super) fn first_statement<'a>(
     sequences
         .iter()
         .find(|(id, _)| *id == field)
-        .and_then(|(_, docs)| docs.first())
-        .map(|d| d.as_ref())
+        .map(|(_, first)| *first)
 }
 
 pub(super) fn find_and_modify(out: &mut String, f: &Fields<'_>) {

@@ -21,9 +21,10 @@ pub mod walk;
 pub use stats::{ReplyFigures, ShapeReport, ShapeStats, ShapesReport};
 pub use table::{CursorShapes, ShapeId, ShapeTable, DEFAULT_MAX_SHAPES};
 
-use crate::wire::{Body, Message, RequestInfo, Section};
+use crate::wire::header::{MsgHeader, OpCode};
+use crate::wire::op_msg_view::SectionView;
+use crate::wire::{Body, Message, OpMsgView, RequestInfo, Section};
 use bson::raw::{RawBsonRef, RawDocument};
-use bson::RawDocumentBuf;
 use command::Fields;
 use sha2::{Digest, Sha256};
 use smallvec::SmallVec;
@@ -157,19 +158,58 @@ impl Shaper {
         }
     }
 
+    /// The shape of a request from its bytes as they were on the wire (any opcode, compressed or
+    /// not): an OP_MSG is read in place, without copying its documents; anything else is decoded
+    /// first. `None` for a reply, an unknown opcode, or bytes that do not decode.
+    pub fn request_wire(&mut self, wire: &[u8]) -> Option<Shaped<'_>> {
+        let header = MsgHeader::parse(wire).ok().flatten()?;
+        if header.op_code != OpCode::Msg {
+            let msg = Message::parse(wire).ok()?;
+            return self.request(&msg);
+        }
+        let view = OpMsgView::new(wire).ok()?;
+        let body = RawDocument::from_bytes(view.body().ok()?).ok()?;
+        // A statement sequence counts by its first document only.
+        let mut sequences: SmallVec<[(&str, &RawDocument); 2]> = SmallVec::new();
+        for section in view.sections().flatten() {
+            if let SectionView::Sequence {
+                identifier,
+                mut documents,
+                ..
+            } = section
+            {
+                if let Some(first) = documents.next().and_then(Result::ok) {
+                    sequences.extend(RawDocument::from_bytes(first).ok().map(|d| (identifier, d)));
+                }
+            }
+        }
+        self.reset();
+        let cursors = self.command(body, None, &sequences, false);
+        self.cap();
+        let view = self.view();
+        Some(match cursors {
+            Some(cursors) => Shaped::Continues {
+                cursors,
+                fallback: view,
+            },
+            None => Shaped::Own(view),
+        })
+    }
+
     /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
     pub fn request(&mut self, msg: &Message) -> Option<Shaped<'_>> {
         self.reset();
         let cursors = match &msg.body {
             Body::Msg(m) => {
-                let sequences: SmallVec<[(&str, &[RawDocumentBuf]); 2]> = m
+                // A statement sequence counts by its first document only.
+                let sequences: SmallVec<[(&str, &RawDocument); 2]> = m
                     .sections
                     .iter()
                     .filter_map(|s| match s {
                         Section::Sequence {
                             identifier,
                             documents,
-                        } => Some((identifier.as_str(), documents.as_slice())),
+                        } => Some((identifier.as_str(), documents.first()?.as_ref())),
                         Section::Body(_) => None,
                     })
                     .collect();
@@ -291,7 +331,7 @@ impl Shaper {
         &mut self,
         doc: &RawDocument,
         db: Option<&str>,
-        sequences: &[(&str, &[RawDocumentBuf])],
+        sequences: &[(&str, &RawDocument)],
         nested: bool,
     ) -> Option<Vec<i64>> {
         let f = Fields::of(doc);

@@ -86,6 +86,63 @@ impl ShapeStats {
         }
     }
 
+    /// The latency histogram of its own requests' replies (none before the first).
+    pub fn histogram(&self) -> Option<&Histogram<u32>> {
+        self.hist.as_ref()
+    }
+
+    /// The figures again from a report's entry and the histogram the report carried with it
+    /// (for adding reports up: `merge`). Counts, time, documents and bytes are exact; the mean
+    /// is the entry's to its printed precision, the fastest and slowest reply the histogram's.
+    pub fn from_report(r: &ShapeReport, hist: Option<Histogram<u32>>) -> ShapeStats {
+        let ns = |us: f64| (us * 1e3).round().max(0.0) as u64;
+        // Into one of ours, which grows as the histograms added to it need.
+        let hist = hist.map(|read| {
+            let mut h = new_histogram();
+            let _ = h.add(&read);
+            h
+        });
+        let own_replies = hist.as_ref().map_or(0, |h| h.len());
+        ShapeStats {
+            count: r.count,
+            getmores: r.getmores,
+            no_reply: r.no_reply,
+            errors: r.errors,
+            own_ns: ns(r.mean_us * own_replies as f64),
+            own_replies,
+            own_min_ns: hist.as_ref().map_or(0, |h| h.min()),
+            own_max_ns: hist.as_ref().map_or(0, |h| h.max()),
+            total_ns: ns(r.total_us),
+            docs_returned: r.docs_returned,
+            reply_bytes: r.reply_bytes,
+            hist,
+        }
+    }
+
+    /// Adds another report's figures of the same shape.
+    pub fn add(&mut self, o: &ShapeStats) {
+        self.count += o.count;
+        self.getmores += o.getmores;
+        self.no_reply += o.no_reply;
+        self.errors += o.errors;
+        self.own_ns = self.own_ns.saturating_add(o.own_ns);
+        self.own_min_ns = match (self.own_replies, o.own_replies) {
+            (_, 0) => self.own_min_ns,
+            (0, _) => o.own_min_ns,
+            _ => self.own_min_ns.min(o.own_min_ns),
+        };
+        self.own_max_ns = self.own_max_ns.max(o.own_max_ns);
+        self.own_replies += o.own_replies;
+        self.total_ns = self.total_ns.saturating_add(o.total_ns);
+        self.docs_returned += o.docs_returned;
+        self.reply_bytes += o.reply_bytes;
+        if let Some(h) = &o.hist {
+            let mine = self.hist.get_or_insert_with(new_histogram);
+            // Both auto-resizing with the same precision: adding cannot fail.
+            let _ = mine.add(h);
+        }
+    }
+
     /// The JSON entry; `all_ns` is the time of every shape together (for `share`).
     pub fn report(&self, shape: &Shape, all_ns: u64) -> ShapeReport {
         let us = |ns: u64| ns as f64 / 1e3;
@@ -172,6 +229,15 @@ impl ShapesReport {
     pub fn of(table: ShapeTable<ShapeStats>) -> ShapesReport {
         let cap = table.cap() as u64;
         let (entries, other) = table.into_parts();
+        ShapesReport::of_entries(&entries, &other, cap)
+    }
+
+    /// The report of shapes with their figures, `other` and the cap, however they were kept.
+    pub fn of_entries(
+        entries: &[(Shape, ShapeStats)],
+        other: &ShapeStats,
+        cap: u64,
+    ) -> ShapesReport {
         let all_ns = entries
             .iter()
             .map(|(_, s)| s.total_ns)

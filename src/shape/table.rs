@@ -19,6 +19,19 @@ pub struct ShapeId(u32);
 impl ShapeId {
     /// The `other` entry: every shape past the cap.
     pub const OTHER: ShapeId = ShapeId(u32::MAX);
+
+    /// The id of the table's `i`-th entry (`None` past what an id holds).
+    pub fn at(i: usize) -> Option<ShapeId> {
+        u32::try_from(i)
+            .ok()
+            .filter(|&i| i != u32::MAX)
+            .map(ShapeId)
+    }
+
+    /// Its place among the table's entries, in the order first seen; `None` for `other`.
+    pub fn index(self) -> Option<usize> {
+        (self != ShapeId::OTHER).then_some(self.0 as usize)
+    }
 }
 
 /// Distinct shapes with their figures, at most `cap` of them.
@@ -93,6 +106,12 @@ impl<T: Default> ShapeTable<T> {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Every shape with its figures, in the order first seen (a [`ShapeId::index`] is a place
+    /// in it), and the `other` entry.
+    pub fn parts(&self) -> (&[(Shape, T)], &T) {
+        (&self.entries, &self.other)
     }
 
     /// Every shape with its figures, in the order first seen, and the `other` entry.

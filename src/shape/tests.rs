@@ -1,8 +1,8 @@
 use super::*;
 
-use crate::wire::legacy::{OpGetMore, OpKillCursors};
+use crate::wire::legacy::{OpGetMore, OpKillCursors, OpQuery};
 use crate::wire::{MsgFlags, OpMsg};
-use bson::{doc, rawdoc, Bson, DateTime, Document};
+use bson::{doc, rawdoc, Bson, DateTime, Document, RawDocumentBuf};
 
 pub(super) fn msg(body: RawDocumentBuf) -> Message {
     Message::parse(&OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0)).unwrap()
@@ -244,7 +244,32 @@ fn statements_in_a_document_sequence_are_shaped_like_the_body_array() {
         ],
         checksum: None,
     };
-    let m = Message::parse(&seq.encode(1, 0)).unwrap();
+    let wire = seq.encode(1, 0);
+    let m = Message::parse(&wire).unwrap();
+    // Read in place from the bytes, the same shape as from the decoded message.
+    let in_place = Shaper::new()
+        .request_wire(&wire)
+        .unwrap()
+        .view()
+        .text
+        .to_owned();
+    assert_eq!(in_place, text(&m));
+    let q = OpQuery {
+        flags: 0,
+        full_collection_name: "d.c".into(),
+        number_to_skip: 0,
+        number_to_return: 0,
+        query: rawdoc! {"a": 9},
+        return_fields_selector: None,
+    }
+    .encode(1);
+    assert_eq!(
+        Shaper::new().request_wire(&q).unwrap().view().text,
+        text(&Message::parse(&q).unwrap())
+    );
+    assert!(Shaper::new()
+        .request_wire(&wire[..wire.len() - 1])
+        .is_none());
     assert_eq!(
         text(&m),
         of_doc(

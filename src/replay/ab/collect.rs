@@ -5,10 +5,15 @@
 use super::diff::{DiffOptions, Differences, Replies};
 use super::stats::PairSample;
 use crate::replay::measure::observed::{Observed, PairSink};
+use crate::shape::ShapeId;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+
+/// Pairs kept per query shape: a capture may have thousands of shapes (up to `--max-shapes`),
+/// so each keeps fewer than a command does (24 KB at most with three targets).
+pub const SHAPE_SAMPLE_CAP: usize = 1_000;
 
 /// Which target plays which part.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +38,8 @@ pub struct PairCounts {
 
 pub struct Collected {
     pub per_command: BTreeMap<String, PairSample>,
+    /// By query shape (the feed's id), a smaller sample each ([`SHAPE_SAMPLE_CAP`]).
+    pub per_shape: HashMap<ShapeId, PairSample>,
     pub per_namespace: BTreeMap<String, PairSample>,
     pub overall: PairSample,
     pub counts: PairCounts,
@@ -43,6 +50,7 @@ impl Collected {
     fn empty(width: usize) -> Collected {
         Collected {
             per_command: BTreeMap::new(),
+            per_shape: HashMap::new(),
             per_namespace: BTreeMap::new(),
             overall: PairSample::new(width),
             counts: PairCounts::default(),
@@ -115,7 +123,13 @@ impl Collector {
 }
 
 impl PairSink for Collector {
-    fn paired(&self, command: &str, namespace: &str, seen: &[Option<Observed>]) {
+    fn paired(
+        &self,
+        command: &str,
+        namespace: &str,
+        shape: Option<ShapeId>,
+        seen: &[Option<Observed>],
+    ) {
         let mut guard = self.inner.lock().expect("collector lock");
         let (c, rng) = &mut *guard;
         if seen.iter().any(Option::is_none) {
@@ -139,6 +153,12 @@ impl PairSink for Collector {
         c.overall.offer(latencies, rng);
         sample_of(&mut c.per_command, command, width).offer(latencies, rng);
         sample_of(&mut c.per_namespace, namespace, width).offer(latencies, rng);
+        if let Some(id) = shape {
+            c.per_shape
+                .entry(id)
+                .or_insert_with(|| PairSample::with_cap(width, SHAPE_SAMPLE_CAP))
+                .offer(latencies, rng);
+        }
         self.compare(c, command, namespace, seen);
     }
 }

@@ -10,6 +10,7 @@
 pub mod collect;
 pub mod diff;
 pub mod report;
+pub mod shapes;
 pub mod stats;
 pub mod tables;
 mod text;
@@ -162,6 +163,14 @@ async fn replay(
         reports.push(conclude(c, r.report, r.probe, side, wall_s, &source).await);
     }
     drop(hub);
-    let collected = collector.take();
-    AbReport::build(&config, &ab, reports, collected, wall_s)
+    let mut collected = collector.take();
+    let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
+    let shapes = shapes::rows(
+        &ab,
+        &labels,
+        &reports.iter().collect::<Vec<_>>(),
+        &source.shapes,
+        std::mem::take(&mut collected.per_shape),
+    );
+    AbReport::build(&config, &ab, reports, collected, shapes, wall_s)
 }

@@ -10,6 +10,7 @@ use super::stats::{PairSample, RatioEstimate};
 use super::AbConfig;
 use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
+use crate::replay::report::shapes::ShapeSide;
 use crate::replay::report::{OptionsReport, ReplayReport};
 use crate::replay::ReplayConfig;
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,8 @@ pub struct AbReport {
     pub per_command: BTreeMap<String, AbRow>,
     pub per_namespace: BTreeMap<String, AbRow>,
     pub differences: DifferencesReport,
+    /// Per query shape, every target and each candidate's ratio, most moved total time first.
+    pub shapes: Vec<AbShapeRow>,
     /// The run's findings as sentences: significant ratios, real differences, failed targets.
     pub findings: Vec<String>,
     /// This process's CPU per request sent to all targets, microseconds.
@@ -119,6 +122,25 @@ pub struct RatioReport {
     /// typical request, which a few slow outliers do not move.
     pub median: Option<RatioEstimate>,
     pub sentence: Option<String>,
+}
+
+/// One query shape on every target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbShapeRow {
+    pub hash: String,
+    pub command: String,
+    pub namespace: String,
+    pub shape: String,
+    /// Each target's figures for the shape, in target order.
+    pub targets: Vec<ShapeSide>,
+    /// Each candidate against the control, on the same requests of this shape.
+    pub ratios: Vec<RatioReport>,
+    /// The most any target's total time on the shape moved from the control's, µs (the rank).
+    pub moved_us: f64,
+    /// A sample of the paired latencies per target, microseconds (HTML only).
+    #[serde(skip)]
+    pub sample_us: Vec<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -218,6 +240,7 @@ impl AbReport {
         ab: &AbConfig,
         reports: Vec<ReplayReport>,
         collected: Collected,
+        shapes: Vec<AbShapeRow>,
         wall_s: f64,
     ) -> AbReport {
         let mut r = AbReport::base(config);
@@ -230,6 +253,7 @@ impl AbReport {
             .collect();
         let Collected {
             per_command,
+            per_shape: _,
             per_namespace,
             overall,
             counts,
@@ -275,6 +299,7 @@ impl AbReport {
             .iter()
             .map(|n| (n.clone(), row(Some(n), true, per_namespace.get(n))))
             .collect();
+        r.shapes = shapes;
         r.differences = DifferencesReport::of(ab, &differences);
         r.replayer_cpu_us_per_op = replayer_cpu_us_per_op(&r.targets);
         r.error = failures(&r.targets);
@@ -355,7 +380,7 @@ fn failures(targets: &[TargetReport]) -> Option<String> {
     (!failed.is_empty()).then(|| failed.join("; "))
 }
 
-fn row_of(
+pub(super) fn row_of(
     ab: &AbConfig,
     labels: &[String],
     targets: Vec<CommandSummary>,
@@ -395,8 +420,8 @@ fn row_of(
     }
 }
 
-/// The sentences worth reading first: failures, significant ratios per command then per
-/// namespace (candidates only), real differences.
+/// The sentences worth reading first: failures, significant ratios per command, per namespace,
+/// then per query shape ranked by how much total time moved (candidates only), real differences.
 fn findings(r: &AbReport) -> Vec<String> {
     let mut out: Vec<String> = r
         .targets
@@ -413,8 +438,10 @@ fn findings(r: &AbReport) -> Vec<String> {
         .filter(|t| t.role == "candidate")
         .map(|t| t.label.as_str())
         .collect();
-    for row in r.per_command.values().chain(r.per_namespace.values()) {
-        for ratio in &row.ratios {
+    let shapes = r.shapes.iter().map(|s| &s.ratios);
+    let rows = r.per_command.values().chain(r.per_namespace.values());
+    for ratios in rows.map(|row| &row.ratios).chain(shapes) {
+        for ratio in ratios {
             if let (Some(m), Some(s)) = (&ratio.mean, &ratio.sentence) {
                 if candidates.contains(&ratio.target.as_str())
                     && m.pairs >= MIN_PAIRS_FOR_FINDING

@@ -15,6 +15,8 @@ pub const SAMPLE_CAP: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct PairSample {
     width: usize,
+    /// Pairs kept at most.
+    cap: usize,
     /// Row-major: `width` latencies per kept pair.
     rows: Vec<u64>,
     /// Pairs offered so far.
@@ -23,8 +25,14 @@ pub struct PairSample {
 
 impl PairSample {
     pub fn new(width: usize) -> PairSample {
+        PairSample::with_cap(width, SAMPLE_CAP)
+    }
+
+    /// A sample keeping at most `cap` pairs.
+    pub fn with_cap(width: usize, cap: usize) -> PairSample {
         PairSample {
             width,
+            cap: cap.max(1),
             rows: Vec::new(),
             seen: 0,
         }
@@ -35,12 +43,12 @@ impl PairSample {
         debug_assert_eq!(pair.len(), self.width);
         self.seen += 1;
         let kept = self.rows.len() / self.width.max(1);
-        if kept < SAMPLE_CAP {
+        if kept < self.cap {
             self.rows.extend_from_slice(pair);
             return;
         }
         let j = rng.random_range(0..self.seen);
-        if (j as usize) < SAMPLE_CAP {
+        if (j as usize) < self.cap {
             let at = j as usize * self.width;
             self.rows[at..at + self.width].copy_from_slice(pair);
         }

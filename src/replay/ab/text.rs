@@ -1,6 +1,7 @@
 //! The A/B report as text: the targets, the comparison per command, the differences, the findings.
 
 use super::report::AbReport;
+use super::shapes;
 use super::tables;
 use crate::figures::units;
 
@@ -30,6 +31,16 @@ impl AbReport {
                 "per {key}: ratios against the control (the mean ratio in the JSON and HTML)\n"
             ));
             out.push_str(&ratios.render());
+            out.push('\n');
+        }
+        if !self.shapes.is_empty() {
+            let labels: Vec<String> = self.targets.iter().map(|t| t.label.clone()).collect();
+            out.push_str(&format!(
+                "per query shape, the {} whose total time moved most (of {}; mean ratio and interval):\n",
+                self.shapes.len().min(shapes::TEXT_ROWS),
+                self.shapes.len()
+            ));
+            out.push_str(&shapes::table(&self.shapes, &labels, shapes::TEXT_ROWS, true).render());
             out.push('\n');
         }
         out.push_str(&self.differences_text());

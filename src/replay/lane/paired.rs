@@ -13,6 +13,7 @@ use crate::replay::measure::observed::Observed;
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
 use crate::replay::route::shared::{Counters, Shared};
+use crate::shape::ShapeId;
 use futures_util::future::join_all;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -25,6 +26,7 @@ struct Pair {
     len: usize,
     command: Arc<str>,
     namespace: Arc<str>,
+    shape: Option<ShapeId>,
     /// Step markers are paired too but have nothing to compare.
     marker: bool,
     seen: Mutex<Vec<Option<Observed>>>,
@@ -36,7 +38,7 @@ impl Drop for Pair {
         self.hub.budget.release(self.len);
         if let (Some(sink), false) = (&self.hub.pairs, self.marker) {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
-            sink.paired(&self.command, &self.namespace, &seen);
+            sink.paired(&self.command, &self.namespace, self.shape, &seen);
         }
     }
 }
@@ -223,6 +225,7 @@ impl Pair {
             len: op.charge,
             command: op.command.clone(),
             namespace: op.namespace.clone(),
+            shape: op.shape,
             marker: op.marker.is_some(),
             seen: Mutex::new(vec![None; width]),
             _completes: completes,
@@ -261,6 +264,7 @@ fn copy_of(op: &Op) -> Op {
         // The original's charge is released once, by its pair.
         charge: 0,
         plan_slot: op.plan_slot,
+        shape: op.shape,
     }
 }
 

@@ -88,6 +88,7 @@ mod tests {
             connect_lead_ns: 0,
             charge: 0,
             plan_slot: None,
+            shape: None,
         }
     }
 

@@ -5,7 +5,7 @@ use super::conns::{Conns, Side};
 use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
 use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
-use crate::replay::measure::sample::Sample;
+use crate::replay::measure::sample::{Sample, ShapeSample};
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::pacing::timer;
 use crate::replay::route::op::Op;
@@ -86,12 +86,12 @@ pub(super) async fn one(
         }
     }
     follow_cursors(shared, &op, &live);
-    measure(shared, &op, &live, latency_ns, lag_ns);
     if let (Some(slot), Some(plans)) = (op.plan_slot, &shared.plans) {
         if live.ok && live.write_errors == 0 {
             plans.answered(slot, &op.bytes);
         }
     }
+    measure(shared, &op, &live, latency_ns, lag_ns, frame.len());
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
@@ -153,6 +153,12 @@ fn unacknowledged(shared: &Shared, op: &Op, lag_ns: u64) -> Step {
         code: None,
         lag_ns,
         done: StdInstant::now(),
+        shape: op.shape.map(|id| ShapeSample {
+            id,
+            continues: continues(op),
+            docs: 0,
+            bytes: 0,
+        }),
     });
     Step::Sent {
         acknowledged: false,
@@ -339,7 +345,14 @@ fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
 }
 
 /// Records the answered op, and how its reply differs from the recorded one.
-fn measure(shared: &Shared, op: &Op, live: &Outcome, latency_ns: u64, lag_ns: u64) {
+fn measure(
+    shared: &Shared,
+    op: &Op,
+    live: &Outcome,
+    latency_ns: u64,
+    lag_ns: u64,
+    reply_bytes: usize,
+) {
     let error = !live.ok || live.write_errors > 0;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
     if let Some(recorded) = &op.recorded {
@@ -365,7 +378,18 @@ fn measure(shared: &Shared, op: &Op, live: &Outcome, latency_ns: u64, lag_ns: u6
         code: live.code,
         lag_ns,
         done: StdInstant::now(),
+        shape: op.shape.map(|id| ShapeSample {
+            id,
+            continues: continues(op),
+            docs: live.batch_len.unwrap_or(0) as u64,
+            bytes: reply_bytes as u64,
+        }),
     });
+}
+
+/// A getMore or killCursors: charged to the shape of the cursor it continues.
+fn continues(op: &Op) -> bool {
+    matches!(&*op.command, "getMore" | "killCursors")
 }
 
 /// Waits for the marker's due time (as a request would be), then marks the phase. False when the

@@ -4,13 +4,13 @@
 
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
-use hdrhistogram::Histogram;
+use hdrhistogram::{Counter, Histogram};
 
 /// What the report's `histograms.format` says.
 pub const FORMAT: &str = "HdrHistogram V2, base64 (standard alphabet), nanoseconds";
 
 /// V2, base64. An empty string for a histogram that cannot be written (never for ours).
-pub fn encode(h: &Histogram<u64>) -> String {
+pub fn encode<T: Counter>(h: &Histogram<T>) -> String {
     let mut bytes = Vec::new();
     match V2Serializer::new().serialize(h, &mut bytes) {
         Ok(_) => base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -20,6 +20,11 @@ pub fn encode(h: &Histogram<u64>) -> String {
 
 /// The histogram `encode` wrote; an error that says what was wrong for anything else.
 pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    decode_as(text)
+}
+
+/// [`decode`] into a histogram of another counter (the per-shape ones count in `u32`).
+pub fn decode_as<T: Counter>(text: &str) -> Result<Histogram<T>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("histogram is not base64: {e}"))?;

@@ -7,6 +7,7 @@ use super::buckets::{BucketTimeline, Buckets};
 use super::hdr;
 use super::knee::Bucket;
 use super::sample::Sample;
+use super::shapes::ShapeFigures;
 use super::step_phases::ReplayPhases;
 use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary};
 use hdrhistogram::Histogram;
@@ -160,6 +161,8 @@ pub struct HistogramsReport {
     pub per_command: BTreeMap<String, String>,
     pub per_namespace: BTreeMap<String, String>,
     pub lag: String,
+    /// Per query shape, by hash (`other` past the cap): the latency of its own requests.
+    pub per_shape: BTreeMap<String, String>,
 }
 
 pub struct Metrics {
@@ -182,6 +185,8 @@ pub struct Metrics {
     pub unacknowledged: u64,
     /// The replay cut at the capture's step markers.
     pub phases: ReplayPhases,
+    /// Figures per query shape.
+    pub shapes: ShapeFigures,
     /// `--metrics`: the same samples as live figures for a scrape.
     pub live: Option<Arc<super::live::LiveMetrics>>,
 }
@@ -207,6 +212,7 @@ impl Metrics {
             divergences: BTreeMap::new(),
             unacknowledged: 0,
             phases: ReplayPhases::new(start),
+            shapes: ShapeFigures::default(),
             live: None,
         }
     }
@@ -217,6 +223,9 @@ impl Metrics {
         }
         self.overall.add(s.latency_ns, s.error);
         self.phases.record(s.done, s.latency_ns, s.error);
+        if let Some(shape) = &s.shape {
+            self.shapes.record(shape, s.latency_ns, s.error);
+        }
         match self.per_command.get_mut(s.command) {
             Some(st) => st.add(s.latency_ns, s.error),
             None => {
@@ -371,6 +380,7 @@ impl Metrics {
             per_command: all(&self.per_command),
             per_namespace: all(&self.per_namespace),
             lag: hdr::encode(&self.lag),
+            per_shape: BTreeMap::new(),
         }
     }
 
@@ -401,6 +411,7 @@ mod tests {
             code: None,
             lag_ns: 0,
             done: start + Duration::from_millis(at_ms),
+            shape: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`sample`]: one finished operation, as metrics and the live figures take it.
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
+//! - [`shapes`]: the replayed figures of each query shape.
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 //! - [`load`]: the machine's load around the run, and whether other work disturbed it.
 
@@ -22,4 +23,5 @@ pub mod observed;
 pub mod outcome;
 pub mod sample;
 pub mod server;
+pub mod shapes;
 pub mod step_phases;

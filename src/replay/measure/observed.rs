@@ -2,6 +2,7 @@
 //! the request is in flight on the other targets: the latency, the outcome and the reply's body.
 
 use super::outcome::Outcome;
+use crate::shape::ShapeId;
 
 /// Replies larger than this are compared by outcome only (their body is not kept).
 pub const MAX_KEPT_BODY: usize = 1 << 20;
@@ -29,7 +30,14 @@ impl Observed {
 /// Where the observations of one request on every target go, once all of them answered (or
 /// failed: `None`). Implemented by the A/B collector; the lanes only know this trait.
 pub trait PairSink: Send + Sync {
-    fn paired(&self, command: &str, namespace: &str, seen: &[Option<Observed>]);
+    /// One request's observations on every target; `shape` is its query shape's id.
+    fn paired(
+        &self,
+        command: &str,
+        namespace: &str,
+        shape: Option<ShapeId>,
+        seen: &[Option<Observed>],
+    );
 }
 
 /// The body document of an OP_MSG or OP_REPLY (first document), compressed or not.

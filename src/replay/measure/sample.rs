@@ -1,6 +1,7 @@
 //! One finished operation, as the lanes hand it to the run's [`super::metrics::Metrics`] and to the
 //! live figures of `--metrics` ([`super::live::LiveMetrics`]).
 
+use crate::shape::ShapeId;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,4 +16,18 @@ pub struct Sample<'a> {
     pub code: Option<i32>,
     pub lag_ns: u64,
     pub done: Instant,
+    /// The request's query shape, and what its reply returned.
+    pub shape: Option<ShapeSample>,
+}
+
+/// What an operation adds to its query shape besides its latency.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeSample {
+    pub id: ShapeId,
+    /// A getMore or killCursors, charged to its cursor's shape.
+    pub continues: bool,
+    /// Documents in the reply's batch.
+    pub docs: u64,
+    /// Bytes of the reply.
+    pub bytes: u64,
 }

@@ -8,8 +8,10 @@
 //!
 //! - [`input`]: reading the shard reports, and which shards are there.
 //! - [`sum`]: adding histograms, summaries, timelines and the rest.
+//! - `shapes`: adding up per query shape, both sides, matched by hash.
 
 mod input;
+mod shapes;
 mod sum;
 
 use crate::replay::report::ReplayReport;

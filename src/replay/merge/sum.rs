@@ -229,7 +229,12 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         per_command: encode_all(&sums.per_command),
         per_namespace: encode_all(&sums.per_namespace),
         lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
+        per_shape: BTreeMap::new(),
     };
+    let shapes = super::shapes::add_up(&inputs)?;
+    r.shapes = shapes.shapes;
+    r.histograms.per_shape = shapes.replayed;
+    r.recorded.per_shape = shapes.recorded;
     r.complete = census.missing.is_empty() && census.failed.is_empty();
     r.capture_error = inputs.iter().find_map(|i| i.report.capture_error.clone());
     r.error = (!census.failed.is_empty()).then(|| {

@@ -1,6 +1,8 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout ([`text`]: the same latency table the HTML page shows, built once).
 
+pub mod shapes;
+pub mod shapes_text;
 mod text;
 
 use super::measure::buckets::BucketTimeline;
@@ -63,6 +65,8 @@ pub struct RecordedReport {
     pub per_command: BTreeMap<String, LatencySummary>,
     /// The histograms behind them ([`super::measure::hdr`]), for charts and `merge`.
     pub histograms: BTreeMap<String, String>,
+    /// The recorded latency histogram of each query shape, by hash (`other` past the cap).
+    pub per_shape: BTreeMap<String, String>,
 }
 
 impl RecordedReport {
@@ -76,6 +80,7 @@ impl RecordedReport {
                 .iter()
                 .map(|(k, h)| (k.clone(), super::measure::hdr::encode(h)))
                 .collect(),
+            per_shape: BTreeMap::new(),
         }
     }
 }
@@ -260,6 +265,9 @@ pub struct ReplayReport {
     pub connection_limit: Option<ConnectionLimitReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
+    /// Query shapes (`docs/shapes.md`): `shapes`, `shapes_other`, `shapes_cap`.
+    #[serde(flatten)]
+    pub shapes: shapes::ReplayShapes,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
     /// The machine's load around the run; `disturbed` when other processes kept more than a

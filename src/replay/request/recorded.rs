@@ -2,6 +2,7 @@
 //! ([`Skip`]), and which copy of the traffic a copy of it belongs to ([`Scope`]).
 
 use crate::replay::measure::outcome::Outcome;
+use crate::shape::ShapeId;
 use crate::wire::compressed::Compressor;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -56,6 +57,8 @@ pub struct Request {
     pub recorded: Option<Outcome>,
     /// The compressor of the recorded OP_COMPRESSED this request came in, if any.
     pub compressor: Option<Compressor>,
+    /// Its query shape (a getMore's or killCursors' is its cursor's), given by the feed.
+    pub shape: Option<ShapeId>,
 }
 
 impl Request {

@@ -73,6 +73,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         cursor_refs: Vec::new(),
         recorded: None,
         compressor: None,
+        shape: None,
         msg: Bytes::new(),
     };
     let mut txn_number = None;

@@ -6,6 +6,7 @@ use super::order::{After, Completes};
 use crate::replay::measure::outcome::Outcome;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::request::Scope;
+use crate::shape::ShapeId;
 use crate::wire::compressed::Compressor;
 use std::sync::Arc;
 
@@ -45,6 +46,8 @@ pub struct Op {
     pub charge: usize,
     /// `--explain`: the slot of the request's shape ([`crate::replay::explain::PlanShapes`]).
     pub plan_slot: Option<u32>,
+    /// The recorded request's query shape (its cursor's, for a getMore or killCursors).
+    pub shape: Option<ShapeId>,
 }
 
 impl Op {
@@ -96,6 +99,7 @@ mod tests {
             connect_lead_ns: 0,
             charge: 0,
             plan_slot: None,
+            shape: None,
         }
     }
 

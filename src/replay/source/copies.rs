@@ -7,7 +7,7 @@ use super::Feed;
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::request::db_map::{CopyDb, DbMap};
 use crate::replay::request::rewrite;
-use crate::replay::request::{Request, Skip};
+use crate::replay::request::{Request, Scope, Skip};
 use crate::replay::route::op::Op;
 use crate::replay::route::Lanes;
 use std::collections::HashMap;
@@ -124,9 +124,7 @@ impl Feed<'_> {
             }
         }
         let clones = self.cfg.clones.max(1);
-        let scope = (self.iteration as u32)
-            .wrapping_mul(clones)
-            .wrapping_add(clone);
+        let scope = self.scope_of(clone);
         let map = CopyDb {
             map: &self.cfg.db_map,
             clone: (clones > 1).then_some(clone + 1),
@@ -175,6 +173,7 @@ impl Feed<'_> {
             connect_lead_ns,
             charge: 0,
             plan_slot,
+            shape: req.shape,
         };
         op.charge = op.cost();
         self.seq += 1;
@@ -193,6 +192,13 @@ impl Feed<'_> {
             .entry(Skip::Malformed.name())
             .or_default() += 1;
         true
+    }
+
+    /// The copy of the traffic `clone` of this pass is.
+    fn scope_of(&self, clone: u32) -> Scope {
+        (self.iteration as u32)
+            .wrapping_mul(self.cfg.clones.max(1))
+            .wrapping_add(clone)
     }
 
     /// The copy's namespace, interned: built in a reused buffer, so interning finds it without

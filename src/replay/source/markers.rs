@@ -55,6 +55,7 @@ pub fn marker_request(conn_id: u64, ts_ns: u64, request_id: i32) -> Request {
         cursor_refs: Vec::new(),
         recorded: None,
         compressor: None,
+        shape: None,
     }
 }
 
@@ -80,6 +81,7 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         connect_lead_ns: 0,
         charge: 0,
         plan_slot: None,
+        shape: None,
     }
 }
 

@@ -16,6 +16,7 @@ use crate::replay::request::sessions::Sessions;
 use crate::replay::request::{self, Request, Skip};
 use crate::replay::route::shared::Shared;
 use crate::replay::route::{Lanes, Router, SpawnLane};
+use crate::shape::{ShapeStats, ShapeTable};
 use crate::wire::header::MsgHeader;
 use filters::Filters;
 use hdrhistogram::Histogram;
@@ -31,6 +32,7 @@ mod copies;
 pub mod filters;
 pub mod markers;
 pub mod peak;
+pub mod shapes;
 pub mod shard;
 
 /// Requests held per recorded connection while their recorded replies are read.
@@ -54,6 +56,8 @@ pub struct SourceConfig {
     pub shard: Option<shard::Shard>,
     /// `--order none`: requests on other connections do not wait for the writes before them.
     pub unordered: bool,
+    /// Distinct query shapes kept; the rest are counted under `other` (`--max-shapes`).
+    pub max_shapes: usize,
 }
 
 /// What the reader saw, for the report.
@@ -70,6 +74,9 @@ pub struct SourceResult {
     /// Recorded latency (request to reply in the capture) per command, of the first pass: what
     /// `analyze` measures, for the requests this replay replays.
     pub recorded_latency: BTreeMap<String, Histogram<u64>>,
+    /// The query shapes of the requests replayed (each lane's figures point into it by id), with
+    /// their recorded figures.
+    pub shapes: ShapeTable<ShapeStats>,
     pub lanes: Vec<JoinHandle<()>>,
 }
 impl SourceResult {
@@ -125,6 +132,8 @@ struct Feed<'a> {
     /// When each open recorded connection was opened (its open event, else its first message),
     /// until its first replayed request takes it as its connect lead (then `None`).
     opened: HashMap<u64, Option<u64>>,
+    /// The query shape of each request, and the recorded figures per shape.
+    shapes: shapes::FeedShapes,
 }
 
 impl Feed<'_> {
@@ -194,6 +203,7 @@ impl Feed<'_> {
         let base = self.progress.load(Ordering::Relaxed);
         let mut held = Held::new();
         self.markers.new_pass();
+        self.shapes.new_pass(self.iteration == 0);
         self.held_markers.clear();
         if let Some(ids) = &mut self.ids {
             ids.new_pass(self.iteration == 0);
@@ -289,7 +299,11 @@ impl Feed<'_> {
                 }
                 None
             }
-            Ok(req) => Some(req),
+            Ok(mut req) => {
+                let count = self.counts_recorded(record.conn_id);
+                req.shape = self.shapes.request(&record.payload, &req, count);
+                Some(req)
+            }
         }
     }
 
@@ -331,6 +345,14 @@ impl Feed<'_> {
                     .saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
             }
             self.cursor_ns.learn(req);
+            if let (Some(id), Some(outcome)) = (req.shape, &req.recorded) {
+                let figures = shapes::Recorded {
+                    latency_ns: record.ts_ns.saturating_sub(req.ts_ns),
+                    bytes: record.payload.len() as u64,
+                    count: self.counts_recorded(record.conn_id),
+                };
+                self.shapes.reply(req, id, outcome, figures);
+            }
         }
         let ok = self.flush(&mut q, false);
         held.insert(record.conn_id, q);
@@ -354,6 +376,13 @@ impl Feed<'_> {
                 .close_conn(scope, record.conn_id, self.more_passes());
         }
         true
+    }
+
+    /// Whether the recorded figures of a request on `conn_id` are this replay's to count: on the
+    /// first pass, and with `--shard` in the shard that replays its first copy (so that the
+    /// shards' reports add up to the capture's figures once).
+    fn counts_recorded(&mut self, conn_id: u64) -> bool {
+        self.iteration == 0 && self.shard.as_mut().is_none_or(|p| p.owns(conn_id, 0))
     }
 
     /// Whether another pass may follow this one (its lanes are then kept for it).
@@ -459,11 +488,13 @@ pub fn run(
         order: crate::replay::route::order::Order::new(cfg.unordered),
         session_order: crate::replay::route::session_order::SessionOrder::default(),
         opened: HashMap::new(),
+        shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
     };
     feed.passes();
     feed.router.close_all();
     let mut result = feed.result;
     result.iterations = feed.iteration;
+    result.shapes = std::mem::take(&mut feed.shapes.table);
     result.lanes = std::mem::take(&mut feed.router.joins);
     result
 }

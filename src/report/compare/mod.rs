@@ -7,9 +7,11 @@
 //! the renderings are in `text` and [`crate::report::html::compare`].
 
 mod repeats;
+mod shapes;
 mod text;
 
 pub use repeats::{compare_repeats, Interval, Spread};
+pub use shapes::{compare_shapes, load_shapes, ShapeRows};
 
 use crate::figures::summary::{CommandSummary, ReportSummary};
 use serde::{Deserialize, Serialize};
@@ -123,6 +125,9 @@ pub struct CompareReport {
     pub columns: Vec<ColumnHead>,
     pub overall: Vec<MetricRow>,
     pub per_command: Vec<CommandRows>,
+    /// Query shapes of the reports that have them, matched by hash (not with `--group`).
+    #[serde(default)]
+    pub shapes: Vec<ShapeRows>,
 }
 
 fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
@@ -170,6 +175,7 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
         columns: columns(summaries, files),
         overall: overall(summaries),
         per_command: per_command(summaries),
+        shapes: Vec::new(),
     }
 }
 

@@ -48,6 +48,7 @@ pub fn compare_repeats(summaries: &[ReportSummary], files: &[String]) -> Compare
                 rows: fold_all(&c.rows),
             })
             .collect(),
+        shapes: Vec::new(),
     }
 }
 

@@ -91,7 +91,34 @@ impl CompareReport {
             s.push_str(&format!("\n{}\n", c.command));
             s.push_str(&self.table(&rows).render());
         }
+        self.push_shapes(&mut s);
         s
+    }
+
+    /// The ten shapes with the most total time, a few rows each; the JSON has every shape.
+    fn push_shapes(&self, s: &mut String) {
+        if self.shapes.is_empty() {
+            return;
+        }
+        s.push_str(&format!(
+            "\nQuery shapes, the {} with the most total time (of {}; docs/shapes.md)\n",
+            self.shapes.len().min(10),
+            self.shapes.len()
+        ));
+        for shape in self.shapes.iter().take(10) {
+            let rows: Vec<MetricRow> = shape
+                .rows
+                .iter()
+                .filter(|r| matches!(r.metric.as_str(), "count" | "p50" | "p99" | "total"))
+                .cloned()
+                .collect();
+            let mut head: String = shape.shape.chars().take(99).collect();
+            if head.len() < shape.shape.len() {
+                head.push('…');
+            }
+            s.push_str(&format!("\n{head}\n"));
+            s.push_str(&self.table(&rows).render());
+        }
     }
 
     pub(crate) fn table_rows_headers(&self) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use super::{BarChart, LineChart, Page};
 use crate::replay::ab::report::{AbReport, AbRow};
-use crate::replay::ab::tables;
+use crate::replay::ab::{shapes, tables};
 
 /// Commands whose latency distributions are drawn (the busiest).
 const DISTRIBUTIONS: usize = 6;
@@ -58,9 +58,21 @@ fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
         }
         page = page.bar_chart(chart);
     }
-    page.table(&tables::comparison(r, "command", &r.per_command))
+    page = page
+        .table(&tables::comparison(r, "command", &r.per_command))
         .section("Per namespace")
-        .table(&tables::comparison(r, "namespace", &r.per_namespace))
+        .table(&tables::comparison(r, "namespace", &r.per_namespace));
+    if r.shapes.is_empty() {
+        return page;
+    }
+    let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+    page.section("Per query shape")
+        .paragraph(
+            "Each query shape (docs/shapes.md) on every target: its total time, and each \
+             candidate's mean latency over the control's on the same requests of the shape, with \
+             its interval; the shapes whose total time moved most first.",
+        )
+        .table(&shapes::table(&r.shapes, &labels, usize::MAX, false))
 }
 
 /// Each target's latency distribution (share of requests at or under a latency), overlaid.

@@ -1,10 +1,11 @@
 //! `mongotape replay --html` (and `merge --html`): the replay report (`replay::report`) as one
 //! self-contained page: the summary's charts, the latency per command replayed and recorded
-//! ([`latency`]), the timelines ([`timeline`]), the CPU spent by the server and by the replayer, the
+//! ([`latency`]), per query shape likewise with a table of every shape (`shapes`), the timelines ([`timeline`]), the CPU spent by the server and by the replayer, the
 //! divergences with their examples ([`divergences`]), the phases.
 
 mod divergences;
 mod latency;
+mod shapes;
 mod timeline;
 
 use super::{summary, BarChart, Page};
@@ -39,6 +40,7 @@ pub fn render_html(r: &ReplayReport) -> String {
     }
     page = summary::summary_section(page, s);
     page = latency::section(page, r);
+    page = shapes::section(page, r);
     page = timeline::section(page, r);
     page = cpu(page, r);
     page = divergences::section(page, r);

@@ -1,0 +1,121 @@
+//! The query shape of every recorded request (`docs/shapes.md`), computed once, where the feed
+//! reads it: the shape's id travels with the request to its lanes, which add the replayed figures
+//! to it. A getMore or killCursors takes the shape of the cursor it continues, followed by the
+//! recorded cursor ids across connections. The first pass also keeps the recorded figures of
+//! each shape (the capture's request-to-reply latency, documents, bytes), to set beside the
+//! replayed ones.
+
+use crate::replay::measure::outcome::Outcome;
+use crate::replay::request::Request;
+use crate::shape::stats::ReplyFigures;
+use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper};
+
+/// The feed's shapes: the table every id points into, with the recorded figures.
+#[derive(Debug, Default)]
+pub struct FeedShapes {
+    shaper: Shaper,
+    /// Every shape seen, with its recorded figures (of the first pass).
+    pub table: ShapeTable<ShapeStats>,
+    cursors: CursorShapes,
+    /// The first pass's shape of each request it shaped, in order, for the passes after it (the
+    /// same requests in the same order): a repeat does not shape again. At most
+    /// [`MAX_REMEMBERED`]; past them a pass shapes as the first did.
+    remembered: Vec<Option<ShapeId>>,
+    /// Whether passes may follow the first (then it remembers).
+    remember: bool,
+    /// Requests shaped so far in this pass; whether this pass is the first.
+    at: usize,
+    first_pass: bool,
+}
+
+/// Shapes remembered from the first pass (8 bytes each: 32 MiB at most).
+pub const MAX_REMEMBERED: usize = 4 << 20;
+
+impl FeedShapes {
+    /// `remember`: more than one pass may run.
+    pub fn new(max_shapes: usize, remember: bool) -> FeedShapes {
+        FeedShapes {
+            table: ShapeTable::new(max_shapes),
+            remember,
+            first_pass: true,
+            ..FeedShapes::default()
+        }
+    }
+
+    /// A pass over the capture begins.
+    pub fn new_pass(&mut self, first: bool) {
+        self.at = 0;
+        self.first_pass = first;
+    }
+
+    /// The shape of the next request replayed: the first pass's when it remembered it.
+    pub fn request(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
+        let at = self.at;
+        self.at += 1;
+        if !self.first_pass {
+            if let Some(id) = self.remembered.get(at) {
+                return *id;
+            }
+        }
+        let id = self.shape(wire, req, count);
+        if self.first_pass && self.remember && self.remembered.len() < MAX_REMEMBERED {
+            self.remembered.push(id);
+        }
+        id
+    }
+
+    /// The shape of a recorded request from its bytes as recorded (any opcode, compressed or
+    /// not); `count`: its recorded figures are this replay's. `None` for bytes that do not decode.
+    fn shape(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
+        let (id, continues) = match self.shaper.request_wire(wire)? {
+            Shaped::Own(view) => (self.table.id(&view), false),
+            Shaped::Continues { cursors, fallback } => {
+                let known = cursors.first().and_then(|c| self.cursors.shape(*c));
+                let id = known.unwrap_or_else(|| self.table.id(&fallback));
+                if fallback.command == "killCursors" {
+                    for c in &cursors {
+                        self.cursors.closed(*c);
+                    }
+                }
+                (id, true)
+            }
+        };
+        if count {
+            self.table.get_mut(id).request(continues, req.expects_reply);
+        }
+        Some(id)
+    }
+
+    /// The recorded reply of a request of shape `id`, `latency_ns` after it: the cursor it opens
+    /// or exhausts is followed, and on the first pass (`count`) its figures are kept.
+    pub fn reply(&mut self, req: &Request, id: ShapeId, reply: &Outcome, figures: Recorded) {
+        let continues = matches!(&*req.command, "getMore" | "killCursors");
+        match reply.cursor_id {
+            Some(0) if &*req.command == "getMore" => {
+                if let Some(c) = req.cursor_refs.first() {
+                    self.cursors.closed(*c);
+                }
+            }
+            Some(c) if c != 0 => self.cursors.opened(c, id),
+            _ => {}
+        }
+        if figures.count {
+            self.table.get_mut(id).reply(ReplyFigures {
+                latency_ns: figures.latency_ns,
+                continues,
+                error: !reply.ok || reply.write_errors > 0,
+                docs: reply.batch_len.unwrap_or(0) as u64,
+                bytes: figures.bytes,
+            });
+        }
+    }
+}
+
+/// What the capture says of a reply besides its outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded {
+    pub latency_ns: u64,
+    pub bytes: u64,
+    /// Kept in the recorded figures (the first pass).
+    pub count: bool,
+}
