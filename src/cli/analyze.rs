@@ -2,8 +2,8 @@
 
 use super::output;
 use clap::Args;
-use mongotape::report::analyze::analyze_files_with;
 use mongotape::report::analyze::text::render_text;
+use mongotape::report::analyze::{analyze_files_limited, Limits};
 use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,10 +27,18 @@ pub struct AnalyzeArgs {
     /// under `shapes_other`.
     #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
     max_shapes: usize,
+    /// The slowest requests listed (`slowest`: time, connection, application, shape, latency,
+    /// body); 0 lists none.
+    #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
+    slowest: usize,
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let report = analyze_files_with(&args.files, args.label.as_deref(), args.max_shapes)?;
+    let limits = Limits {
+        max_shapes: args.max_shapes,
+        slowest: args.slowest,
+    };
+    let report = analyze_files_limited(&args.files, args.label.as_deref(), limits)?;
     if args.json {
         output::json(&report)?;
     } else {

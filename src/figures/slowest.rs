@@ -2,6 +2,7 @@
 //! keeps K entries. A caller asks [`Slowest::admits`] before it builds an entry (the request's
 //! body as JSON and its shape are built only for the few that enter).
 
+use super::units;
 use crate::wire::extjson::{self, ExtJson};
 use crate::wire::{Body, Message, Section};
 use serde::{Deserialize, Serialize};
@@ -137,6 +138,60 @@ impl Slowest {
         v.sort_by(|a, b| b.cmp(a));
         v.into_iter().map(|r| r.request.clone()).collect()
     }
+}
+
+/// Rows of the text reports' list; `--json` has every request kept, with its body.
+pub const TEXT_ROWS: usize = 5;
+
+/// The slowest requests as text, one line each (at most `rows`), fitting 100 columns:
+/// latency (replayed, then recorded when both), when, connection, application and shape.
+pub fn render_text(list: &[SlowRequest], rows: usize) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\nThe {} slowest requests (of {} kept, `slowest` in the JSON has their bodies)\n",
+        list.len().min(rows),
+        list.len()
+    );
+    for r in list.iter().take(rows) {
+        let latency = match (r.replayed_us, r.recorded_us) {
+            (Some(p), Some(c)) => format!(
+                "{} (recorded {})",
+                units::duration_us(p),
+                units::duration_us(c)
+            ),
+            _ => units::duration_us(r.latency_us()),
+        };
+        let app = r
+            .application
+            .as_deref()
+            .map(|a| format!(" {a}"))
+            .unwrap_or_default();
+        let what = r
+            .shape
+            .clone()
+            .unwrap_or_else(|| format!("{} {}", r.command, r.namespace));
+        let head = format!(
+            "  {latency:>9} at {} conn {}{app}  ",
+            units::duration_s(r.at_s),
+            r.connection
+        );
+        let room = 100usize.saturating_sub(head.chars().count()).max(20);
+        s.push_str(&head);
+        s.push_str(&cut_chars(&what, room));
+        s.push('\n');
+    }
+    s
+}
+
+fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// Adds `more` to `list` and keeps the `k` slowest (by [`SlowRequest::latency_us`]), slowest first.

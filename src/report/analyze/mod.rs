@@ -17,15 +17,21 @@ pub mod tables;
 mod tally;
 pub mod text;
 mod timeline;
+mod why;
 
+use crate::figures::errors::ErrorsReport;
 use crate::figures::phases::PhaseReport;
+use crate::figures::slowest::SlowRequest;
 use crate::figures::summary::{LatencySummary, ReportSummary};
 use crate::shape::ShapesReport;
 pub use conn::{ConnClock, Gaps, TimeSplit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use pass::{analyze, analyze_file, analyze_files, analyze_files_with, analyze_with};
+pub use pass::{
+    analyze, analyze_file, analyze_files, analyze_files_limited, analyze_files_with,
+    analyze_limited, analyze_with, Limits,
+};
 
 /// What a request is for, seen from the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -311,4 +317,10 @@ pub struct AnalyzeReport {
     /// `shapes_cap`.
     #[serde(flatten)]
     pub shapes: ShapesReport,
+    /// The workload's errors by command and code (`errors_by_code`, `errors_by_code_other`).
+    #[serde(flatten, default)]
+    pub errors: ErrorsReport,
+    /// The K slowest workload requests (`--slowest`), slowest first.
+    #[serde(default)]
+    pub slowest: Vec<SlowRequest>,
 }

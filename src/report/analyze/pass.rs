@@ -6,8 +6,10 @@
 
 use super::shapes::ShapeBook;
 use super::tally::Tally;
+use super::why::Why;
 use super::AnalyzeReport;
 use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource};
+use crate::figures::slowest::DEFAULT_SLOWEST;
 use crate::report::inspect::Driver;
 use crate::shape::DEFAULT_MAX_SHAPES;
 use bson::RawDocumentBuf;
@@ -20,17 +22,51 @@ pub fn analyze(reader: impl RecordSource, source: &str, label: Option<&str>) -> 
     analyze_with(reader, source, label, DEFAULT_MAX_SHAPES)
 }
 
+/// What an analysis keeps at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Distinct query shapes (the rest under `shapes_other`).
+    pub max_shapes: usize,
+    /// The slowest requests listed (`--slowest`).
+    pub slowest: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_shapes: DEFAULT_MAX_SHAPES,
+            slowest: DEFAULT_SLOWEST,
+        }
+    }
+}
+
 /// [`analyze`] keeping at most `max_shapes` distinct query shapes (the rest under
 /// `shapes_other`).
 pub fn analyze_with(
-    mut reader: impl RecordSource,
+    reader: impl RecordSource,
     source: &str,
     label: Option<&str>,
     max_shapes: usize,
 ) -> AnalyzeReport {
+    let limits = Limits {
+        max_shapes,
+        ..Limits::default()
+    };
+    analyze_limited(reader, source, label, limits)
+}
+
+/// [`analyze`] within `limits`.
+pub fn analyze_limited(
+    mut reader: impl RecordSource,
+    source: &str,
+    label: Option<&str>,
+    limits: Limits,
+) -> AnalyzeReport {
     let meta = reader.metadata().clone();
     let mut tally = Tally::default();
-    tally.shapes = ShapeBook::with_cap(max_shapes);
+    tally.shapes = ShapeBook::with_cap(limits.max_shapes);
+    let redacted = meta.redaction.as_deref() == Some("values");
+    tally.why = Why::new(limits.slowest, redacted);
     while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
@@ -100,6 +136,19 @@ pub fn analyze_files_with(
     label: Option<&str>,
     max_shapes: usize,
 ) -> Result<AnalyzeReport, CaptureError> {
+    let limits = Limits {
+        max_shapes,
+        ..Limits::default()
+    };
+    analyze_files_limited(inputs, label, limits)
+}
+
+/// [`analyze_files`] within `limits`.
+pub fn analyze_files_limited(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+    limits: Limits,
+) -> Result<AnalyzeReport, CaptureError> {
     let reader = CaptureSet::open(inputs)?;
     let path = inputs.first().map(|p| p.as_path()).unwrap_or(Path::new(""));
     let label = label.map(str::to_owned).unwrap_or_else(|| {
@@ -107,11 +156,11 @@ pub fn analyze_files_with(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    Ok(analyze_with(
+    Ok(analyze_limited(
         reader,
         &path.display().to_string(),
         Some(&label),
-        max_shapes,
+        limits,
     ))
 }
 

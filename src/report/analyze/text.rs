@@ -22,6 +22,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     }
 
     shapes(&mut s, r);
+    s.push_str(&crate::figures::slowest::render_text(
+        &r.slowest,
+        crate::figures::slowest::TEXT_ROWS,
+    ));
     s.push_str("\nLatency per command (workload connections)\n");
     s.push_str(&tables::commands(&r.commands).render());
     if !r.other_commands.is_empty() {
@@ -86,6 +90,9 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         duration_ns(w.times.client_ns as f64),
         duration_ns(w.times.gaps.total_ns() as f64),
     ));
+    if let Some(line) = r.errors.line() {
+        s.push_str(&format!("{line}\n"));
+    }
     let o = &r.other;
     s.push_str(&format!(
         "set apart     {} monitoring / handshake-only / idle connections, {} requests, {}\n",
