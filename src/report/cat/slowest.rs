@@ -1,0 +1,167 @@
+//! `mongotape cat --slowest K`: the K slowest requests of a capture (handshakes and monitoring
+//! hellos left out, as `analyze` does), each paired with its reply,
+//! slowest first, one JSON object each. One pass, memory bounded: the requests waiting for their
+//! reply (as `cat` pairs them, each a share of its record up to 64 KiB), the K kept and the
+//! application names of the connections open.
+
+use super::CatEnd;
+use crate::capture::{RecordKind, RecordSource};
+use crate::figures::slowest::{body_text, SlowRequest, Slowest};
+use crate::report::inspect::Driver;
+use crate::report::pair::{Answer, Pairer};
+use crate::shape::Shaper;
+use crate::wire::info::is_handshake_command;
+use crate::wire::{Message, ReplyInfo, RequestInfo};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::Write;
+
+/// A request is kept for pairing with its bytes only up to this size.
+const MAX_KEPT_REQUEST: usize = 64 * 1024;
+
+/// Writes the `k` slowest requests of `reader` (request to reply in the capture) to `out`,
+/// slowest first: when (`t`, seconds from the capture's start as in every `cat` line), connection, application, command, namespace, shape, `latency_us`, the
+/// request's body and what its reply said. Only writing can fail.
+pub fn slowest(
+    reader: &mut impl RecordSource,
+    k: usize,
+    pretty: bool,
+    out: &mut impl Write,
+) -> std::io::Result<CatEnd> {
+    let start = reader.metadata().start_unix_ns;
+    let mut pairer = Pairer::default();
+    let mut kept = Slowest::new(k);
+    let mut replies: HashMap<(u64, i32), Value> = HashMap::new();
+    let mut apps: HashMap<u64, String> = HashMap::new();
+    let mut shaper = Shaper::new();
+    let mut capture_errors = Vec::new();
+    while let Some(record) = reader.next_record() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                capture_errors.push(e);
+                continue;
+            }
+        };
+        let ts = record.ts_ns;
+        match record.kind {
+            RecordKind::ClientMetadata => {
+                if let Ok(doc) = bson::RawDocumentBuf::from_bytes(record.payload.to_vec()) {
+                    if let Some(app) = Driver::from_client_doc(&doc).application {
+                        apps.insert(record.conn_id, app);
+                    }
+                }
+            }
+            RecordKind::Close => {
+                pairer.close(record.conn_id);
+                apps.remove(&record.conn_id);
+            }
+            RecordKind::Request => {
+                let Ok(msg) = Message::parse(&record.payload) else {
+                    continue;
+                };
+                let info = RequestInfo::of(&msg);
+                let payload =
+                    (record.payload.len() <= MAX_KEPT_REQUEST).then(|| record.payload.clone());
+                let bytes = (ts, record.payload.len());
+                pairer.request_kept(record.conn_id, &msg, info, bytes, None, payload);
+            }
+            RecordKind::Reply => {
+                let Ok(msg) = Message::parse(&record.payload) else {
+                    continue;
+                };
+                let reply = ReplyInfo::of(&msg);
+                let Answer::Request(p) = pairer.reply(record.conn_id, &msg, reply.more_to_come)
+                else {
+                    continue;
+                };
+                let latency = ts.saturating_sub(p.ts_ns);
+                // Handshakes and monitors' awaitable hellos wait by design.
+                if is_handshake_command(&p.info.command) || !kept.admits(latency) {
+                    continue;
+                }
+                let request = SlowRequest {
+                    at_s: p.ts_ns.saturating_sub(start) as f64 / 1e9,
+                    connection: record.conn_id,
+                    request_id: msg.header.response_to,
+                    application: apps.get(&record.conn_id).cloned(),
+                    command: p.info.command.clone(),
+                    namespace: p.info.namespace(),
+                    recorded_us: Some(latency as f64 / 1e3),
+                    ..SlowRequest::default()
+                };
+                let request = described(request, p.payload.as_ref(), &mut shaper);
+                replies.insert((record.conn_id, msg.header.response_to), reply_json(&reply));
+                kept.push(latency, request);
+                // What was pushed out of the list needs no reply kept.
+                if replies.len() > 2 * k.max(1) {
+                    let keep: Vec<(u64, i32)> = kept
+                        .sorted()
+                        .iter()
+                        .map(|r| (r.connection, r.request_id))
+                        .collect();
+                    replies.retain(|key, _| keep.contains(key));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut lines = 0;
+    for r in kept.sorted() {
+        let reply = replies
+            .remove(&(r.connection, r.request_id))
+            .unwrap_or(Value::Null);
+        let line = line(&r, reply);
+        if pretty {
+            let text = serde_json::to_string_pretty(&line).map_err(std::io::Error::other)?;
+            writeln!(out, "{text}")?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
+        lines += 1;
+    }
+    Ok(CatEnd {
+        lines,
+        capture_errors,
+        complete: reader.saw_end(),
+        too_deep_documents: 0,
+        unanswered_untracked: pairer.untracked,
+    })
+}
+
+/// The request's shape and body, read from its bytes.
+fn described(mut r: SlowRequest, payload: Option<&Bytes>, shaper: &mut Shaper) -> SlowRequest {
+    let Some(msg) = payload.and_then(|p| Message::parse(p).ok()) else {
+        r.body = "(not kept)".into();
+        return r;
+    };
+    if let Some(shaped) = shaper.request(&msg) {
+        let view = shaped.view();
+        r.shape_hash = Some(crate::shape::hash(view.text));
+        r.shape = Some(view.text.to_owned());
+    }
+    (r.body, r.body_cut) = body_text(&msg);
+    r
+}
+
+fn reply_json(r: &ReplyInfo) -> Value {
+    json!({
+        "ok": r.ok, "code": r.code, "codeName": r.code_name, "errmsg": r.errmsg,
+        "n": r.n, "docs": r.batch_len, "writeErrors": r.write_errors,
+    })
+}
+
+/// One slow request as printed: its body as JSON (text when it was cut), its reply's outcome.
+fn line(r: &SlowRequest, reply: Value) -> Value {
+    let body = if r.body_cut {
+        Value::String(r.body.clone())
+    } else {
+        serde_json::from_str(&r.body).unwrap_or_else(|_| Value::String(r.body.clone()))
+    };
+    json!({
+        "latency_us": r.recorded_us, "conn": r.connection, "request_id": r.request_id,
+        "t": r.at_s, "application": r.application, "command": r.command, "ns": r.namespace,
+        "shape_hash": r.shape_hash, "shape": r.shape, "body": body, "reply": reply,
+    })
+}
