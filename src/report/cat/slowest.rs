@@ -7,7 +7,6 @@
 use super::CatEnd;
 use crate::capture::{RecordKind, RecordSource};
 use crate::figures::slowest::{body_text, SlowRequest, Slowest};
-use crate::report::inspect::Driver;
 use crate::report::pair::{Answer, Pairer};
 use crate::shape::Shaper;
 use crate::wire::info::is_handshake_command;
@@ -47,10 +46,8 @@ pub fn slowest(
         let ts = record.ts_ns;
         match record.kind {
             RecordKind::ClientMetadata => {
-                if let Ok(doc) = bson::RawDocumentBuf::from_bytes(record.payload.to_vec()) {
-                    if let Some(app) = Driver::from_client_doc(&doc).application {
-                        apps.insert(record.conn_id, app);
-                    }
+                if let Some(app) = application(&record.payload) {
+                    apps.insert(record.conn_id, app);
                 }
             }
             RecordKind::Close => {
@@ -143,6 +140,13 @@ fn described(mut r: SlowRequest, payload: Option<&Bytes>, shaper: &mut Shaper) -
     }
     (r.body, r.body_cut) = body_text(&msg);
     r
+}
+
+/// `application.name` of a handshake's client metadata document.
+fn application(doc: &[u8]) -> Option<String> {
+    let doc = bson::RawDocument::from_bytes(doc).ok()?;
+    let app = doc.get_document("application").ok()?;
+    app.get_str("name").ok().map(str::to_owned)
 }
 
 fn reply_json(r: &ReplyInfo) -> Value {
