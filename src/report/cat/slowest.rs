@@ -5,7 +5,7 @@
 //! application names of the connections open.
 
 use super::CatEnd;
-use crate::capture::{RecordKind, RecordSource};
+use crate::capture::{Record, RecordKind, RecordSource};
 use crate::figures::slowest::{body_text, SlowRequest, Slowest};
 use crate::report::pair::{Answer, Pairer};
 use crate::shape::Shaper;
@@ -20,93 +20,35 @@ use std::io::Write;
 const MAX_KEPT_REQUEST: usize = 64 * 1024;
 
 /// Writes the `k` slowest requests of `reader` (request to reply in the capture) to `out`,
-/// slowest first: when (`t`, seconds from the capture's start as in every `cat` line), connection, application, command, namespace, shape, `latency_us`, the
-/// request's body and what its reply said. Only writing can fail.
+/// slowest first: when (`t`, seconds from the capture's start as in every `cat` line),
+/// connection, application, command, namespace, shape, `latency_us`, the request's body and what
+/// its reply said. Only writing can fail.
 pub fn slowest(
     reader: &mut impl RecordSource,
     k: usize,
     pretty: bool,
     out: &mut impl Write,
 ) -> std::io::Result<CatEnd> {
-    let start = reader.metadata().start_unix_ns;
-    let mut pairer = Pairer::default();
-    let mut kept = Slowest::new(k);
-    let mut replies: HashMap<(u64, i32), Value> = HashMap::new();
-    let mut apps: HashMap<u64, String> = HashMap::new();
-    let mut shaper = Shaper::new();
+    let mut f = Finder {
+        start: reader.metadata().start_unix_ns,
+        k,
+        pairer: Pairer::default(),
+        kept: Slowest::new(k),
+        replies: HashMap::new(),
+        apps: HashMap::new(),
+        shaper: Shaper::new(),
+    };
     let mut capture_errors = Vec::new();
     while let Some(record) = reader.next_record() {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                capture_errors.push(e);
-                continue;
-            }
-        };
-        let ts = record.ts_ns;
-        match record.kind {
-            RecordKind::ClientMetadata => {
-                if let Some(app) = application(&record.payload) {
-                    apps.insert(record.conn_id, app);
-                }
-            }
-            RecordKind::Close => {
-                pairer.close(record.conn_id);
-                apps.remove(&record.conn_id);
-            }
-            RecordKind::Request => {
-                let Ok(msg) = Message::parse(&record.payload) else {
-                    continue;
-                };
-                let info = RequestInfo::of(&msg);
-                let payload =
-                    (record.payload.len() <= MAX_KEPT_REQUEST).then(|| record.payload.clone());
-                let bytes = (ts, record.payload.len());
-                pairer.request_kept(record.conn_id, &msg, info, bytes, None, payload);
-            }
-            RecordKind::Reply => {
-                let Ok(msg) = Message::parse(&record.payload) else {
-                    continue;
-                };
-                let reply = ReplyInfo::of(&msg);
-                let Answer::Request(p) = pairer.reply(record.conn_id, &msg, reply.more_to_come)
-                else {
-                    continue;
-                };
-                let latency = ts.saturating_sub(p.ts_ns);
-                // Handshakes and monitors' awaitable hellos wait by design.
-                if is_handshake_command(&p.info.command) || !kept.admits(latency) {
-                    continue;
-                }
-                let request = SlowRequest {
-                    at_s: p.ts_ns.saturating_sub(start) as f64 / 1e9,
-                    connection: record.conn_id,
-                    request_id: msg.header.response_to,
-                    application: apps.get(&record.conn_id).cloned(),
-                    command: p.info.command.clone(),
-                    namespace: p.info.namespace(),
-                    recorded_us: Some(latency as f64 / 1e3),
-                    ..SlowRequest::default()
-                };
-                let request = described(request, p.payload.as_ref(), &mut shaper);
-                replies.insert((record.conn_id, msg.header.response_to), reply_json(&reply));
-                kept.push(latency, request);
-                // What was pushed out of the list needs no reply kept.
-                if replies.len() > 2 * k.max(1) {
-                    let keep: Vec<(u64, i32)> = kept
-                        .sorted()
-                        .iter()
-                        .map(|r| (r.connection, r.request_id))
-                        .collect();
-                    replies.retain(|key, _| keep.contains(key));
-                }
-            }
-            _ => {}
+        match record {
+            Ok(r) => f.record(&r),
+            Err(e) => capture_errors.push(e),
         }
     }
     let mut lines = 0;
-    for r in kept.sorted() {
-        let reply = replies
+    for r in f.kept.sorted() {
+        let reply = f
+            .replies
             .remove(&(r.connection, r.request_id))
             .unwrap_or(Value::Null);
         let line = line(&r, reply);
@@ -123,8 +65,88 @@ pub fn slowest(
         capture_errors,
         complete: reader.saw_end(),
         too_deep_documents: 0,
-        unanswered_untracked: pairer.untracked,
+        unanswered_untracked: f.pairer.untracked,
     })
+}
+
+/// The pass's state: requests waiting, the K kept and their replies, application names.
+struct Finder {
+    start: u64,
+    k: usize,
+    pairer: Pairer,
+    kept: Slowest,
+    replies: HashMap<(u64, i32), Value>,
+    apps: HashMap<u64, String>,
+    shaper: Shaper,
+}
+
+impl Finder {
+    fn record(&mut self, record: &Record) {
+        match record.kind {
+            RecordKind::ClientMetadata => {
+                if let Some(app) = application(&record.payload) {
+                    self.apps.insert(record.conn_id, app);
+                }
+            }
+            RecordKind::Close => {
+                self.pairer.close(record.conn_id);
+                self.apps.remove(&record.conn_id);
+            }
+            RecordKind::Request => {
+                let Ok(msg) = Message::parse(&record.payload) else {
+                    return;
+                };
+                let info = RequestInfo::of(&msg);
+                let payload =
+                    (record.payload.len() <= MAX_KEPT_REQUEST).then(|| record.payload.clone());
+                let bytes = (record.ts_ns, record.payload.len());
+                self.pairer
+                    .request_kept(record.conn_id, &msg, info, bytes, None, payload);
+            }
+            RecordKind::Reply => self.reply(record),
+            _ => {}
+        }
+    }
+
+    fn reply(&mut self, record: &Record) {
+        let Ok(msg) = Message::parse(&record.payload) else {
+            return;
+        };
+        let reply = ReplyInfo::of(&msg);
+        let conn = record.conn_id;
+        let Answer::Request(p) = self.pairer.reply(conn, &msg, reply.more_to_come) else {
+            return;
+        };
+        let latency = record.ts_ns.saturating_sub(p.ts_ns);
+        // Handshakes and monitors' awaitable hellos wait by design.
+        if is_handshake_command(&p.info.command) || !self.kept.admits(latency) {
+            return;
+        }
+        let request = SlowRequest {
+            at_s: p.ts_ns.saturating_sub(self.start) as f64 / 1e9,
+            connection: conn,
+            request_id: msg.header.response_to,
+            application: self.apps.get(&conn).cloned(),
+            command: p.info.command.clone(),
+            namespace: p.info.namespace(),
+            recorded_us: Some(latency as f64 / 1e3),
+            ..SlowRequest::default()
+        };
+        let request = described(request, p.payload.as_ref(), &mut self.shaper);
+        self.replies
+            .insert((conn, msg.header.response_to), reply_json(&reply));
+        self.kept.push(latency, request);
+        // What was pushed out of the list needs no reply kept.
+        if self.replies.len() > 2 * self.k.max(1) {
+            let keep: Vec<(u64, i32)> = self
+                .kept
+                .sorted()
+                .iter()
+                .map(|r| (r.connection, r.request_id))
+                .collect();
+            self.replies.retain(|key, _| keep.contains(key));
+        }
+    }
 }
 
 /// The request's shape and body, read from its bytes.
