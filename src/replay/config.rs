@@ -44,6 +44,8 @@ pub struct ReplayConfig {
     pub start_at: Option<SystemTime>,
     /// `--max-open-connections`; `None`: from the file limit ([`crate::replay::route::slots`]).
     pub max_open_connections: Option<usize>,
+    /// `--slowest K`: the slowest requests the report lists.
+    pub slowest: usize,
 }
 
 impl ReplayConfig {
@@ -71,7 +73,16 @@ impl ReplayConfig {
             unordered: false,
             start_at: None,
             max_open_connections: None,
+            slowest: crate::figures::slowest::DEFAULT_SLOWEST,
         }
+    }
+}
+
+impl ReplayConfig {
+    /// The capture was recorded with `--redact values` (its metadata says so).
+    pub fn capture_redacted(&self) -> bool {
+        crate::capture::CaptureSet::open(&self.inputs)
+            .is_ok_and(|set| set.metadata().redaction.as_deref() == Some("values"))
     }
 }
 

@@ -9,6 +9,7 @@
 //! - [`sample`]: one finished operation, as metrics and the live figures take it.
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
+//! - [`why`]: errors by command and code, and the K slowest requests, with their shapes.
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 
 pub mod buckets;
@@ -21,3 +22,4 @@ pub mod outcome;
 pub mod sample;
 pub mod server;
 pub mod step_phases;
+pub mod why;

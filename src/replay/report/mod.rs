@@ -2,12 +2,15 @@
 //! summary for stdout ([`text`]: the same latency table the HTML page shows, built once).
 
 mod text;
+mod why;
 
 use super::measure::buckets::BucketTimeline;
 use super::measure::knee::KneeReport;
 use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
+use crate::figures::errors::ErrorsReport;
 use crate::figures::phases::PhaseReport;
+use crate::figures::slowest::SlowRequest;
 use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::replay::pacing::Pacing;
 use serde::{Deserialize, Serialize};
@@ -253,4 +256,9 @@ pub struct ReplayReport {
     pub histograms: HistogramsReport,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
+    /// The target's errors by command and code (`errors_by_code`, `errors_by_code_other`).
+    #[serde(flatten)]
+    pub errors: ErrorsReport,
+    /// The K slowest requests replayed (`--slowest K`), by the replay's latency.
+    pub slowest: Vec<SlowRequest>,
 }

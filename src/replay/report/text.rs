@@ -85,6 +85,7 @@ impl ReplayReport {
             out.push_str(&format!("shard {} of the capture\n", shard.label));
         }
         out.push_str(&self.command_table().render());
+        out.push_str(&self.why_text());
         self.push_notes(&mut out);
         self.push_spent(&mut out);
         self.push_endings(&mut out);
