@@ -292,8 +292,8 @@ impl ErrorsReport {
             .sum();
         (total > 0 && dup * 2 > total).then(|| {
             "most errors are DuplicateKey (11000): the target usually already holds the data the \
-             capture inserts; replay into a restored snapshot of the recorded database \
-             (docs/production.md, \"Snapshot the target before replaying\")"
+             capture inserts; restore a snapshot taken when the recording started before \
+             replaying (docs/production.md, \"A consistent starting point for replay\")"
                 .to_owned()
         })
     }
