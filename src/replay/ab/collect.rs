@@ -86,7 +86,7 @@ impl Collector {
         c: &mut Collected,
         command: &str,
         namespace: &str,
-        seen: &[Option<Observed>],
+        (seen, unordered): (&[Option<Observed>], bool),
     ) {
         let body = |i: usize| seen[i].as_ref().and_then(|o| o.body.as_deref());
         let Some(control) = body(self.roles.control) else {
@@ -108,6 +108,7 @@ impl Collector {
                     control,
                     candidate,
                     baseline: baseline.flatten(),
+                    unordered,
                 },
             );
         }
@@ -116,6 +117,17 @@ impl Collector {
 
 impl PairSink for Collector {
     fn paired(&self, command: &str, namespace: &str, seen: &[Option<Observed>]) {
+        self.pair(command, namespace, seen, false);
+    }
+
+    fn paired_unsorted(&self, command: &str, namespace: &str, seen: &[Option<Observed>]) {
+        self.pair(command, namespace, seen, true);
+    }
+}
+
+impl Collector {
+    /// One request every target saw: its latencies sampled, its replies compared.
+    fn pair(&self, command: &str, namespace: &str, seen: &[Option<Observed>], unordered: bool) {
         let mut guard = self.inner.lock().expect("collector lock");
         let (c, rng) = &mut *guard;
         if seen.iter().any(Option::is_none) {
@@ -139,7 +151,7 @@ impl PairSink for Collector {
         c.overall.offer(latencies, rng);
         sample_of(&mut c.per_command, command, width).offer(latencies, rng);
         sample_of(&mut c.per_namespace, namespace, width).offer(latencies, rng);
-        self.compare(c, command, namespace, seen);
+        self.compare(c, command, namespace, (seen, unordered));
     }
 }
 

@@ -36,6 +36,26 @@ impl AbReport {
                 out.push_str(&format!("  {f}\n"));
             }
         }
+        out.push_str(&self.control_text());
+        out
+    }
+
+    /// With A2: per command, what A2 showed against A and whether the candidate went beyond it.
+    fn control_text(&self) -> String {
+        let per_command: Vec<_> = self
+            .control
+            .iter()
+            .filter(|c| c.kind == "command")
+            .collect();
+        if per_command.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "\nthe control's copy (a candidate's ratio within what it shows is not a finding):\n",
+        );
+        for c in per_command {
+            out.push_str(&format!("  {}\n", c.sentence));
+        }
         out
     }
 

@@ -9,7 +9,7 @@
 use super::conns::Conns;
 use super::step::Step;
 use super::{drain, finish, send_following_primary};
-use crate::replay::measure::observed::Observed;
+use crate::replay::measure::observed::{asks_order, Observed};
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
 use crate::replay::route::shared::{Counters, Shared};
@@ -27,6 +27,8 @@ struct Pair {
     namespace: Arc<str>,
     /// Step markers are paired too but have nothing to compare.
     marker: bool,
+    /// The request asks for no order: its documents may come in any.
+    unsorted: bool,
     seen: Mutex<Vec<Option<Observed>>>,
     _completes: Option<Completes>,
 }
@@ -36,7 +38,11 @@ impl Drop for Pair {
         self.hub.budget.release(self.len);
         if let (Some(sink), false) = (&self.hub.pairs, self.marker) {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
-            sink.paired(&self.command, &self.namespace, &seen);
+            if self.unsorted {
+                sink.paired_unsorted(&self.command, &self.namespace, &seen);
+            } else {
+                sink.paired(&self.command, &self.namespace, &seen);
+            }
         }
     }
 }
@@ -224,6 +230,7 @@ impl Pair {
             command: op.command.clone(),
             namespace: op.namespace.clone(),
             marker: op.marker.is_some(),
+            unsorted: !asks_order(&op.command, &op.bytes),
             seen: Mutex::new(vec![None; width]),
             _completes: completes,
         });
