@@ -192,3 +192,107 @@ fn cat_lists_the_slowest_requests_and_gives_each_reply_its_latency() {
     assert!(replies >= 60, "{replies}");
     assert_eq!(slowest_reply, us[0]);
 }
+
+/// Seeds `ab.d` with k = 0..19 (`_id` = k), in reverse order when asked. Arguments: URI REVERSE.
+const SEED_IN_ORDER: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+ks = list(range(20))
+if sys.argv[2] == '1':
+    ks.reverse()
+db.d.insert_many([{'_id': k, 'k': k, 's': 'v%d' % k} for k in ks])
+"#;
+
+/// Reads `ab.d` 40 times without a sort (any order will do) and 40 times sorted. Arguments: URI.
+const UNSORTED_READS: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+for _ in range(40):
+    db.command({'find': 'd', 'filter': {'k': {'$gte': 0}}})
+    db.command({'count': 'd'})
+"#;
+
+#[test]
+fn with_a2_a_candidate_like_a_is_judged_against_the_copy_and_order_alone_is_no_difference() {
+    let _serial = one_at_a_time();
+    let recording = Server::start_with(&["--standalone"]);
+    python(SEED_IN_ORDER, &[recording.uri().as_str(), "0"]);
+    let dir = tempdir();
+    let capture = dir.path().join("unsorted.mtape");
+    record_through(&recording, &capture, |uri| python(UNSORTED_READS, &[uri]));
+    // A and A2 hold the documents in insertion order, B the same documents in reverse.
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_with(&["--standalone"]))
+        .collect();
+    for (s, reverse) in servers.iter().zip(["0", "1", "0"]) {
+        python(SEED_IN_ORDER, &[s.uri().as_str(), reverse]);
+    }
+    let addrs: Vec<&str> = servers.iter().map(|s| s.addr()).collect();
+    let run = ab_replay(&capture, &addrs, &["--fast"]);
+    run.assert_schema();
+    let d = &run.report["differences"];
+    assert!(d["reordered"].as_u64().unwrap() >= 40, "{d}");
+    assert_eq!(d["real"], serde_json::json!([]), "{d}");
+    assert!(
+        run.report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| !f.as_str().unwrap().contains("replies differ")),
+        "{}",
+        run.output.stdout
+    );
+    // What A2 showed against A, per command, and B judged against it.
+    let control = run.report["control"].as_array().unwrap();
+    let find = control
+        .iter()
+        .find(|c| c["kind"] == "command" && c["name"] == "find")
+        .unwrap_or_else(|| panic!("no check on find: {control:?}"));
+    assert_eq!(
+        (&find["baseline"], &find["candidate"]),
+        (&"A2".into(), &"B".into())
+    );
+    assert!(
+        find["sentence"]
+            .as_str()
+            .unwrap()
+            .starts_with("A2, a copy of A, differs by"),
+        "{find}"
+    );
+    assert!(
+        run.output.stdout.contains("A2, a copy of A, differs by"),
+        "{}",
+        run.output.stdout
+    );
+    // A ratio judged within the copy's band never stands among the findings.
+    for c in control.iter().filter(|c| c["within"] == true) {
+        let what = format!("on {} (", c["name"].as_str().unwrap());
+        assert!(
+            !run.report["findings"].as_array().unwrap().iter().any(|f| f
+                .as_str()
+                .unwrap()
+                .starts_with("B is")
+                && f.as_str().unwrap().contains(&what)),
+            "{c}\n{}",
+            run.output.stdout
+        );
+    }
+    // Positions kept (--strict-order): the reversed batch is a real difference.
+    let strict = ab_replay(&capture, &addrs, &["--fast", "--strict-order"]);
+    let d = &strict.report["differences"];
+    assert_eq!(d["reordered"], 0, "{d}");
+    let real: Vec<&str> = d["real"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(real.contains(&"cursor.firstBatch[]._id"), "{real:?}");
+    let example = &d["fields"]["cursor.firstBatch[].s"]["examples"][0];
+    assert!(
+        example["control"].is_string() && example["candidate"].is_string(),
+        "{example}"
+    );
+}
