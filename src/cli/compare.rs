@@ -3,7 +3,7 @@
 use super::exit::Exit;
 use super::output;
 use clap::Args;
-use mongotape::report::compare::{compare, compare_repeats, load_summary};
+use mongotape::report::compare::{compare, compare_repeats, load_errors, load_summary};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,11 +43,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    let errors = args
+        .reports
+        .iter()
+        .map(|p| load_errors(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = summaries.iter().map(|s| s.label.clone()).collect();
     let report = if args.group {
         compare_repeats(&summaries, &files)
     } else {
         compare(&summaries, &files)
-    };
+    }
+    .with_errors(&labels, &files, errors);
     if args.json {
         output::json(&report)?;
     } else {

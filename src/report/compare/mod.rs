@@ -6,6 +6,8 @@
 //! that repeat one run (same label) into one column with a median, a spread and ratio intervals;
 //! the renderings are in `text` and [`crate::report::html::compare`].
 
+mod errors;
+pub use errors::{load_errors, ReportErrors};
 mod repeats;
 mod text;
 
@@ -123,6 +125,9 @@ pub struct CompareReport {
     pub columns: Vec<ColumnHead>,
     pub overall: Vec<MetricRow>,
     pub per_command: Vec<CommandRows>,
+    /// Each report's errors by command and code, in the order given.
+    #[serde(default)]
+    pub errors_by_code: Vec<ReportErrors>,
 }
 
 fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
@@ -170,6 +175,7 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
         columns: columns(summaries, files),
         overall: overall(summaries),
         per_command: per_command(summaries),
+        errors_by_code: Vec::new(),
     }
 }
 

@@ -91,6 +91,7 @@ impl CompareReport {
             s.push_str(&format!("\n{}\n", c.command));
             s.push_str(&self.table(&rows).render());
         }
+        s.push_str(&self.errors_text());
         s
     }
 
