@@ -136,6 +136,42 @@ fn a_replay_into_a_server_that_holds_the_data_reports_duplicate_key_and_what_it_
     assert!(us.windows(2).all(|w| w[0] >= w[1]), "{us:?}");
     assert!(slow.iter().all(|s| s["recorded_us"].as_f64().is_some()));
 
+    // Two shards of the same replay, merged: the errors add up, the K slowest of both are kept.
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("shard{i}.json"));
+        let shard = format!("{i}/2");
+        let args = ["--fast", "-q", "--slowest", "3", "--shard", &shard, "-o"];
+        let run = mongotape(
+            &[
+                &["replay", capture.to_str().unwrap(), "-t", &server.uri()][..],
+                &args[..],
+                &[out.to_str().unwrap()][..],
+            ]
+            .concat(),
+        );
+        assert!(run.success(), "{}", run.stderr);
+        shards.push(out.display().to_string());
+    }
+    let merged = dir.path().join("merged.json");
+    let out = mongotape(&[
+        "merge",
+        &shards[0],
+        &shards[1],
+        "-q",
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(out.success(), "{}", out.stderr);
+    let merged: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_schema("merge", &merged);
+    assert_eq!(
+        entry(&entries(&merged), "insert", 11000)["count"],
+        30,
+        "{merged}"
+    );
+    assert_eq!(merged["slowest"].as_array().unwrap().len(), 3);
+
     // Into an empty server, the same capture fails nowhere.
     let fresh = Server::start_with(&["--standalone"]);
     let clean = replay(&capture, &fresh.uri(), &["--fast"]);
