@@ -16,6 +16,7 @@ impl AbReport {
             self.pairs.unpaired
         ));
         out.push_str(&tables::targets(self).render());
+        out.push_str(&self.errors_text());
         out.push('\n');
         out.push_str("per command (latency p50 / p99 per target; ratios against the control):\n");
         out.push_str(&tables::comparison(self, "command", &self.per_command).render());
@@ -37,6 +38,20 @@ impl AbReport {
             }
         }
         out.push_str(&self.control_text());
+        out
+    }
+
+    /// Each target's errors by code, a line each, and what a majority of DuplicateKey means.
+    fn errors_text(&self) -> String {
+        let mut out = String::new();
+        for t in &self.targets {
+            if let Some(line) = t.replay.errors.line() {
+                out.push_str(&format!("{}: {line}\n", t.label));
+            }
+            if let Some(hint) = t.replay.errors.duplicate_key_hint() {
+                out.push_str(&format!("{}: {hint}\n", t.label));
+            }
+        }
         out
     }
 
