@@ -6,6 +6,7 @@ use clap::Args;
 use mongotape::report::analyze::analyze_files_explained;
 use mongotape::report::analyze::explain::ExplainTarget;
 use mongotape::report::analyze::text::render_text;
+use mongotape::report::analyze::Limits;
 use mongotape::report::html::analyze::render_html;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +38,10 @@ pub struct AnalyzeArgs {
     /// With --explain: seconds to wait for the server's connection or any one reply.
     #[arg(long, default_value_t = 30.0, requires = "explain")]
     explain_timeout: f64,
+    /// The slowest requests listed (`slowest`: time, connection, application, shape, latency,
+    /// body); 0 lists none.
+    #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
+    slowest: usize,
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
@@ -52,12 +57,12 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         .map(|uri| ExplainTarget::new(uri, timeout))
         .transpose()
         .map_err(|e| usage(e.to_string()))?;
-    let report = analyze_files_explained(
-        &args.files,
-        args.label.as_deref(),
-        args.max_shapes,
-        explain.as_ref(),
-    )?;
+    let limits = Limits {
+        max_shapes: args.max_shapes,
+        slowest: args.slowest,
+    };
+    let report =
+        analyze_files_explained(&args.files, args.label.as_deref(), limits, explain.as_ref())?;
     if args.json {
         output::json(&report)?;
     } else {

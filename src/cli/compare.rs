@@ -4,7 +4,7 @@ use super::exit::Exit;
 use super::output;
 use clap::Args;
 use mongotape::report::compare::{
-    compare, compare_repeats, compare_shapes, load_shapes, load_summary,
+    compare, compare_repeats, compare_shapes, load_errors, load_shapes, load_summary,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +45,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    let errors = args
+        .reports
+        .iter()
+        .map(|p| load_errors(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let labels: Vec<String> = summaries.iter().map(|s| s.label.clone()).collect();
     let report = if args.group {
         compare_repeats(&summaries, &files)
     } else {
@@ -56,7 +62,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             .collect::<Result<Vec<_>, _>>()?;
         report.shapes = compare_shapes(&shapes);
         report
-    };
+    }
+    .with_errors(&labels, &files, errors);
     if args.json {
         output::json(&report)?;
     } else {

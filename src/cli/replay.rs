@@ -60,6 +60,10 @@ pub struct ReplayArgs {
     /// is closed for a waiting one and opened again when it sends again.
     #[arg(long, value_name = "N")]
     max_open_connections: Option<usize>,
+    /// The slowest requests the report lists (`slowest`: when recorded, connection, shape,
+    /// recorded and replayed latency, body); 0 lists none.
+    #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
+    slowest: usize,
     /// With --connections: `namespace` (default) keeps a write and every later request on its
     /// namespace in recorded order across connections; `none` lets everything run side by side
     /// (the most load a capture can give, e.g. to find a server's ceiling; a read may then see the
@@ -261,6 +265,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
         return Err(usage("--max-open-connections must be at least 1"));
     }
     config.max_open_connections = args.max_open_connections;
+    config.slowest = args.slowest;
     config.duration = args
         .duration
         .map(|d| positive_secs(d, "--duration"))

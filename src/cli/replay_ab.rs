@@ -26,6 +26,11 @@ pub struct AbArgs {
     /// repeatable).
     #[arg(long = "ignore-field", value_name = "FIELD")]
     ignore_fields: Vec<String>,
+    /// A/B: compare the documents of a reply position by position even when the request asked
+    /// for no order (a find without sort, an aggregate without $sort); by default such replies
+    /// holding the same documents in another order do not differ.
+    #[arg(long)]
+    strict_order: bool,
     /// A/B: confidence of the ratio intervals.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.95)]
     confidence: f64,
@@ -87,6 +92,7 @@ fn ab_config(
         relative: args.diff_relative,
         absolute: args.diff_absolute,
         noise_threshold: args.noise_threshold,
+        strict_order: args.strict_order,
         ..DiffOptions::default()
     };
     diff.ignored.extend(args.ignore_fields.iter().cloned());

@@ -84,6 +84,10 @@ pub struct CatArgs {
     /// Each record indented over several lines instead of one JSON line each.
     #[arg(long)]
     pretty: bool,
+    /// Print only the K slowest requests, slowest first, each paired with its reply
+    /// (`latency_us` from request to reply in the capture, shape, body, the reply's outcome).
+    #[arg(long, value_name = "K")]
+    slowest: Option<usize>,
 }
 
 pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
@@ -99,7 +103,11 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
         pretty: args.pretty,
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    let end = match report::cat::cat(&mut reader, &options, &mut out) {
+    let listed = match args.slowest {
+        Some(k) => report::cat::slowest(&mut reader, k, args.pretty, &mut out),
+        None => report::cat::cat(&mut reader, &options, &mut out),
+    };
+    let end = match listed {
         Ok(end) => end,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e.into()),

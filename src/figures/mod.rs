@@ -9,6 +9,8 @@
 //! - [`phases`]: the figures per phase, cut at step markers, with their text table.
 //! - [`buckets`]: how wide a timeline's points are, for any run's length.
 //! - [`drivers`]: a client's driver name and version as people say them.
+//! - [`errors`]: errors counted by command and code (`errors_by_code`), bounded.
+//! - [`slowest`]: the K slowest requests, a bounded min-heap, with their bodies as JSON.
 
 /// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
 /// Raised when a key is removed or renamed or changes type; adding a key keeps it.
@@ -16,7 +18,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 pub mod buckets;
 pub mod drivers;
+pub mod errors;
 pub mod phases;
+pub mod slowest;
 pub mod summary;
 pub mod table;
 pub mod units;

@@ -51,6 +51,8 @@ pub struct ReplayConfig {
     /// `--max-shapes`: distinct query shapes kept (and explained at most); the rest are counted
     /// under `other`.
     pub max_shapes: usize,
+    /// `--slowest K`: the slowest requests the report lists.
+    pub slowest: usize,
 }
 
 impl ReplayConfig {
@@ -81,7 +83,16 @@ impl ReplayConfig {
             max_open_connections: None,
             explain: false,
             max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
+            slowest: crate::figures::slowest::DEFAULT_SLOWEST,
         }
+    }
+}
+
+impl ReplayConfig {
+    /// The capture was recorded with `--redact values` (its metadata says so).
+    pub fn capture_redacted(&self) -> bool {
+        crate::capture::CaptureSet::open(&self.inputs)
+            .is_ok_and(|set| set.metadata().redaction.as_deref() == Some("values"))
     }
 }
 

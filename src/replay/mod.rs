@@ -283,7 +283,12 @@ pub(crate) fn shared_state(
         start,
         deadline: config.duration.map(|d| start + d),
         cursors: Cursors::default(),
-        metrics: Mutex::new(Metrics::new(start.into_std())),
+        metrics: Mutex::new(
+            Metrics::new(start.into_std()).with_why(measure::why::Why::new(
+                config.slowest,
+                config.capture_redacted(),
+            )),
+        ),
         budget: Budget::new(config.read_ahead_bytes.max(1)),
         slots: route::slots::ConnSlots::new(config.connection_limit().0),
         abort: Abort::default(),

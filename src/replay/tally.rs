@@ -50,6 +50,8 @@ pub(super) fn add_measurements(
     report.timeline_buckets = metrics.bucket_timeline();
     report.started_at_unix_s = metrics.started_at_unix_s();
     report.histograms = metrics.histograms();
+    report.errors = metrics.why.errors.report();
+    report.slowest = metrics.why.slowest.sorted();
     if let Some(schedule) = &report.options.open_loop {
         let duration_s = config.duration.map_or(wall_s, |d| d.as_secs_f64());
         report.knee = measure::knee::find(

@@ -5,6 +5,7 @@
 
 use crate::shape::ShapeId;
 use crate::wire::{Message, RequestInfo};
+use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 
 /// Requests kept waiting on one connection by default. A driver has one request in flight per
@@ -37,6 +38,9 @@ pub struct Pending {
     pub bytes: usize,
     /// The query shape the reader charged the request to, if it keeps shapes.
     pub shape: Option<ShapeId>,
+    /// The request's bytes, when the reader keeps them (`analyze`'s slowest requests): a share
+    /// of the record's buffer, not a copy.
+    pub payload: Option<Bytes>,
 }
 
 /// What a reply answered.
@@ -107,10 +111,23 @@ impl Pairer {
         &mut self,
         conn: u64,
         msg: &Message,
-        mut info: RequestInfo,
+        info: RequestInfo,
         ts_ns: u64,
         bytes: usize,
         shape: Option<ShapeId>,
+    ) {
+        self.request_kept(conn, msg, info, (ts_ns, bytes), shape, None);
+    }
+
+    /// [`Pairer::request_shaped`], keeping the request's bytes with it until its reply.
+    pub fn request_kept(
+        &mut self,
+        conn: u64,
+        msg: &Message,
+        mut info: RequestInfo,
+        (ts_ns, bytes): (u64, usize),
+        shape: Option<ShapeId>,
+        payload: Option<Bytes>,
     ) {
         if !info.expects_reply {
             return;
@@ -135,6 +152,7 @@ impl Pairer {
             ts_ns,
             bytes,
             shape,
+            payload,
         };
         push_back_exact(&mut w.requests, (id, pending));
         self.total += 1;

@@ -94,7 +94,7 @@ impl Collector {
         c: &mut Collected,
         command: &str,
         namespace: &str,
-        seen: &[Option<Observed>],
+        (seen, unordered): (&[Option<Observed>], bool),
     ) {
         let body = |i: usize| seen[i].as_ref().and_then(|o| o.body.as_deref());
         let Some(control) = body(self.roles.control) else {
@@ -116,6 +116,7 @@ impl Collector {
                     control,
                     candidate,
                     baseline: baseline.flatten(),
+                    unordered,
                 },
             );
         }
@@ -129,6 +130,31 @@ impl PairSink for Collector {
         namespace: &str,
         shape: Option<ShapeId>,
         seen: &[Option<Observed>],
+    ) {
+        self.pair(command, namespace, shape, seen, false);
+    }
+
+    fn paired_unsorted(
+        &self,
+        command: &str,
+        namespace: &str,
+        shape: Option<ShapeId>,
+        seen: &[Option<Observed>],
+    ) {
+        self.pair(command, namespace, shape, seen, true);
+    }
+}
+
+impl Collector {
+    /// One request every target saw: its latencies sampled (also per query shape), its replies
+    /// compared.
+    fn pair(
+        &self,
+        command: &str,
+        namespace: &str,
+        shape: Option<ShapeId>,
+        seen: &[Option<Observed>],
+        unordered: bool,
     ) {
         let mut guard = self.inner.lock().expect("collector lock");
         let (c, rng) = &mut *guard;
@@ -159,7 +185,7 @@ impl PairSink for Collector {
                 .or_insert_with(|| PairSample::with_cap(width, SHAPE_SAMPLE_CAP))
                 .offer(latencies, rng);
         }
-        self.compare(c, command, namespace, seen);
+        self.compare(c, command, namespace, (seen, unordered));
     }
 }
 

@@ -6,6 +6,7 @@
 //! reported; a field noisier than the threshold is left out of the real differences altogether.
 //! Memory is bounded: counters per field (at most [`MAX_FIELDS`]) and a few examples each.
 
+use super::order::in_order;
 use crate::wire::bson_raw::{self, DocWriter, Element};
 use crate::wire::extjson;
 use serde::Serialize;
@@ -32,6 +33,9 @@ pub struct DiffOptions {
     pub examples: usize,
     /// Fields not compared (exact names, `[]` for array positions).
     pub ignored: Vec<String>,
+    /// `--strict-order`: documents of a reply compared position by position even when the
+    /// request asked for no order.
+    pub strict_order: bool,
 }
 
 impl Default for DiffOptions {
@@ -42,6 +46,7 @@ impl Default for DiffOptions {
             noise_threshold: 0.0,
             examples: 3,
             ignored: DEFAULT_IGNORED.iter().map(|s| s.to_string()).collect(),
+            strict_order: false,
         }
     }
 }
@@ -154,10 +159,14 @@ pub fn differing<'a>(
     d
 }
 
-/// The value at `path` as relaxed extended JSON (for examples), `null` when absent.
+/// What an example shows for a field one reply does not have.
+pub const ABSENT: &str = "(absent)";
+
+/// The value at `path` as relaxed extended JSON (for examples: strings, dates and ObjectIds as
+/// their values), [`ABSENT`] when the reply has no such field.
 pub fn value_json(flat: &Flat<'_>, path: &str) -> serde_json::Value {
     let Some(leaf) = flat.0.get(path) else {
-        return serde_json::Value::Null;
+        return serde_json::Value::String(ABSENT.into());
     };
     match leaf.value {
         Value::Number(v) => serde_json::json!(v),
@@ -213,6 +222,9 @@ pub struct Differences {
     pub compared: u64,
     /// Requests whose replies were identical byte for byte on every target, per command.
     pub identical: BTreeMap<String, u64>,
+    /// Requests that asked for no order whose candidate reply held the control's documents in
+    /// another order (not a difference unless `--strict-order`).
+    pub reordered: u64,
 }
 
 /// One request's replies: the control's, the candidate's and maybe the baseline copy's.
@@ -222,10 +234,42 @@ pub struct Replies<'a> {
     pub control: &'a [u8],
     pub candidate: &'a [u8],
     pub baseline: Option<&'a [u8]>,
+    /// The request asked for no order (`observed::asks_order`).
+    pub unordered: bool,
 }
 
 impl Differences {
+    /// Compares one request's replies. When the request asked for no order, each reply's cursor
+    /// batch is put in one order first (its documents sorted by their bytes), so documents in
+    /// another order are no difference; `--strict-order` keeps the positions.
     pub fn add(&mut self, opts: &DiffOptions, r: &Replies<'_>) {
+        if r.unordered && !opts.strict_order && r.control != r.candidate {
+            let baseline = r.baseline.map(in_order);
+            if let (Some(a), Some(b), false) = (
+                in_order(r.control),
+                in_order(r.candidate),
+                baseline == Some(None),
+            ) {
+                if a == b {
+                    self.reordered += 1;
+                }
+                let c = baseline.flatten();
+                return self.add_strict(
+                    opts,
+                    &Replies {
+                        control: &a,
+                        candidate: &b,
+                        baseline: c.as_deref(),
+                        unordered: false,
+                        ..*r
+                    },
+                );
+            }
+        }
+        self.add_strict(opts, r)
+    }
+
+    fn add_strict(&mut self, opts: &DiffOptions, r: &Replies<'_>) {
         self.compared += 1;
         if r.control == r.candidate && r.baseline.is_none_or(|c| c == r.control) {
             // Identical byte for byte: nothing to flatten; counted per command for the rates.
@@ -345,6 +389,7 @@ mod tests {
                     control: &control,
                     candidate: &candidate,
                     baseline: Some(&baseline),
+                    unordered: false,
                 },
             );
         }
@@ -375,6 +420,7 @@ mod tests {
                 control: &control,
                 candidate: &candidate,
                 baseline: None,
+                unordered: false,
             },
         );
         let examples: Vec<_> = d.fields.values().flat_map(|f| &f.examples).collect();

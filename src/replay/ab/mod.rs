@@ -8,7 +8,9 @@
 //! differences with the noise a second baseline shows taken out ([`diff`]). `docs/ab.md`.
 
 pub mod collect;
+pub mod control;
 pub mod diff;
+pub mod order;
 pub mod report;
 pub mod shapes;
 pub mod stats;

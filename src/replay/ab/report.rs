@@ -5,6 +5,7 @@
 //! (`report::html::ab`).
 
 use super::collect::{Collected, PairCounts};
+use super::control::{self, ControlCheck};
 use super::diff::{Differences, FieldDiff};
 use super::stats::{PairSample, RatioEstimate};
 use super::AbConfig;
@@ -42,6 +43,9 @@ pub struct AbReport {
     pub shapes: Vec<AbShapeRow>,
     /// The run's findings as sentences: significant ratios, real differences, failed targets.
     pub findings: Vec<String>,
+    /// With A2: what A2 showed against A per command and namespace, and each candidate's ratio
+    /// judged against it (`docs/ab.md`, "The A2 rule").
+    pub control: Vec<ControlCheck>,
     /// This process's CPU per request sent to all targets, microseconds.
     pub replayer_cpu_us_per_op: Option<f64>,
     /// False when a target failed or the run stopped early.
@@ -153,6 +157,11 @@ pub struct DifferencesReport {
     pub absolute_threshold: f64,
     pub noise_threshold: f64,
     pub ignored: Vec<String>,
+    /// `--strict-order`: documents compared by position even when the request asked for no order.
+    pub strict_order: bool,
+    /// Requests that asked for no order whose replies held the same documents in another order
+    /// (no difference unless `strict_order`).
+    pub reordered: u64,
     /// Fields with real differences (control vs candidate, not explained by noise).
     pub real: Vec<String>,
     /// Every field that differed between any two targets, with its counts and examples.
@@ -304,6 +313,7 @@ impl AbReport {
         r.replayer_cpu_us_per_op = replayer_cpu_us_per_op(&r.targets);
         r.error = failures(&r.targets);
         r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
+        r.control = control_checks(&r);
         r.findings = findings(&r);
         add_plans(&mut r, config.explain);
         r
@@ -335,6 +345,8 @@ impl DifferencesReport {
             absolute_threshold: ab.diff.absolute,
             noise_threshold: ab.diff.noise_threshold,
             ignored: ab.diff.ignored.clone(),
+            strict_order: ab.diff.strict_order,
+            reordered: differences.reordered,
             real: differences
                 .fields
                 .iter()
@@ -420,6 +432,64 @@ pub(super) fn row_of(
     }
 }
 
+/// The baseline's ratio in a row, when the run has a baseline (A2).
+fn baseline_ratio<'a>(
+    r: &AbReport,
+    ratios: &'a [RatioReport],
+) -> Option<(&'a str, &'a RatioEstimate)> {
+    let label = r
+        .targets
+        .iter()
+        .find(|t| t.role == "baseline")?
+        .label
+        .as_str();
+    let ratio = ratios.iter().find(|x| x.target == label)?;
+    Some((ratio.target.as_str(), ratio.mean.as_ref()?))
+}
+
+/// Whether a candidate's ratio among a row's `ratios` (a command's, a namespace's or a query
+/// shape's) is within what A2 shows there (not a finding).
+fn explained(r: &AbReport, ratios: &[RatioReport], ratio: &RatioReport) -> bool {
+    match (baseline_ratio(r, ratios), &ratio.mean) {
+        (Some((_, a2)), Some(b)) => control::within(a2, b),
+        _ => false,
+    }
+}
+
+/// With A2, every command and namespace: what A2/A was, and each candidate judged against it.
+fn control_checks(r: &AbReport) -> Vec<ControlCheck> {
+    let control = r.targets.first().map_or("A", |t| t.label.as_str());
+    let rows = (r.per_command.iter().map(|(k, row)| ("command", k, row)))
+        .chain(r.per_namespace.iter().map(|(k, row)| ("namespace", k, row)));
+    let mut out = Vec::new();
+    for (kind, name, row) in rows {
+        let Some((baseline, a2)) = baseline_ratio(r, &row.ratios) else {
+            continue;
+        };
+        for ratio in &row.ratios {
+            let candidate = r
+                .targets
+                .iter()
+                .any(|t| t.label == ratio.target && t.role == "candidate");
+            let Some(b) = ratio
+                .mean
+                .filter(|m| candidate && m.pairs >= MIN_PAIRS_FOR_FINDING)
+            else {
+                continue;
+            };
+            let names = control::Names {
+                kind,
+                name,
+                control,
+                baseline,
+                candidate: &ratio.target,
+            };
+            out.push(control::check(&names, a2, &b));
+        }
+    }
+    out
+}
+
 /// The sentences worth reading first: failures, significant ratios per command, per namespace,
 /// then per query shape ranked by how much total time moved (candidates only), real differences.
 fn findings(r: &AbReport) -> Vec<String> {
@@ -446,6 +516,7 @@ fn findings(r: &AbReport) -> Vec<String> {
                 if candidates.contains(&ratio.target.as_str())
                     && m.pairs >= MIN_PAIRS_FOR_FINDING
                     && m.direction() != std::cmp::Ordering::Equal
+                    && !explained(r, ratios, ratio)
                 {
                     out.push(s.clone());
                 }

@@ -17,6 +17,7 @@ impl AbReport {
             self.pairs.unpaired
         ));
         out.push_str(&tables::targets(self).render());
+        out.push_str(&self.errors_text());
         out.push('\n');
         for (key, rows) in [
             ("command", &self.per_command),
@@ -61,6 +62,40 @@ impl AbReport {
             for f in &self.findings {
                 out.push_str(&format!("  {f}\n"));
             }
+        }
+        out.push_str(&self.control_text());
+        out
+    }
+
+    /// Each target's errors by code, a line each, and what a majority of DuplicateKey means.
+    fn errors_text(&self) -> String {
+        let mut out = String::new();
+        for t in &self.targets {
+            if let Some(line) = t.replay.errors.line() {
+                out.push_str(&format!("{}: {line}\n", t.label));
+            }
+            if let Some(hint) = t.replay.errors.duplicate_key_hint() {
+                out.push_str(&format!("{}: {hint}\n", t.label));
+            }
+        }
+        out
+    }
+
+    /// With A2: per command, what A2 showed against A and whether the candidate went beyond it.
+    fn control_text(&self) -> String {
+        let per_command: Vec<_> = self
+            .control
+            .iter()
+            .filter(|c| c.kind == "command")
+            .collect();
+        if per_command.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "\nthe control's copy (a candidate's ratio within what it shows is not a finding):\n",
+        );
+        for c in per_command {
+            out.push_str(&format!("  {}\n", c.sentence));
         }
         out
     }

@@ -9,7 +9,7 @@
 use super::conns::Conns;
 use super::step::Step;
 use super::{drain, finish, send_following_primary};
-use crate::replay::measure::observed::Observed;
+use crate::replay::measure::observed::{asks_order, Observed};
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
 use crate::replay::route::shared::{Counters, Shared};
@@ -29,6 +29,8 @@ struct Pair {
     shape: Option<ShapeId>,
     /// Step markers are paired too but have nothing to compare.
     marker: bool,
+    /// The request asks for no order: its documents may come in any.
+    unsorted: bool,
     seen: Mutex<Vec<Option<Observed>>>,
     _completes: Option<Completes>,
 }
@@ -38,7 +40,11 @@ impl Drop for Pair {
         self.hub.budget.release(self.len);
         if let (Some(sink), false) = (&self.hub.pairs, self.marker) {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
-            sink.paired(&self.command, &self.namespace, self.shape, &seen);
+            if self.unsorted {
+                sink.paired_unsorted(&self.command, &self.namespace, self.shape, &seen);
+            } else {
+                sink.paired(&self.command, &self.namespace, self.shape, &seen);
+            }
         }
     }
 }
@@ -227,6 +233,7 @@ impl Pair {
             namespace: op.namespace.clone(),
             shape: op.shape,
             marker: op.marker.is_some(),
+            unsorted: !asks_order(&op.command, &op.bytes),
             seen: Mutex::new(vec![None; width]),
             _completes: completes,
         });

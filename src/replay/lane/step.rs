@@ -7,6 +7,7 @@ use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
 use crate::replay::measure::sample::{Sample, ShapeSample};
 use crate::replay::measure::step_phases::Marker;
+use crate::replay::measure::why::Answered;
 use crate::replay::pacing::timer;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
@@ -91,7 +92,7 @@ pub(super) async fn one(
             plans.answered(slot, &op.bytes);
         }
     }
-    measure(shared, &op, &live, latency_ns, lag_ns, frame.len());
+    measure(shared, &op, (&live, &frame), latency_ns, lag_ns);
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
@@ -345,16 +346,23 @@ fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
 }
 
 /// Records the answered op, and how its reply differs from the recorded one.
-fn measure(
-    shared: &Shared,
-    op: &Op,
-    live: &Outcome,
-    latency_ns: u64,
-    lag_ns: u64,
-    reply_bytes: usize,
-) {
+fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8]), latency_ns: u64, lag_ns: u64) {
+    let (live, frame) = reply;
+    let reply_bytes = frame.len();
     let error = !live.ok || live.write_errors > 0;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
+    metrics.why.answered(&Answered {
+        command: &op.command,
+        namespace: &op.namespace,
+        request: &op.bytes,
+        reply: frame,
+        origin_conn: op.origin_conn,
+        origin_request: op.origin_request,
+        offset_ns: op.offset_ns,
+        recorded_ns: op.recorded.as_ref().and_then(|r| r.latency_ns),
+        latency_ns,
+        error,
+    });
     if let Some(recorded) = &op.recorded {
         let fields = recorded.differences(live);
         if !fields.is_empty() {

@@ -189,6 +189,8 @@ pub struct Metrics {
     pub shapes: ShapeFigures,
     /// `--metrics`: the same samples as live figures for a scrape.
     pub live: Option<Arc<super::live::LiveMetrics>>,
+    /// Errors by code and the slowest requests.
+    pub why: super::why::Why,
 }
 
 impl Metrics {
@@ -214,7 +216,13 @@ impl Metrics {
             phases: ReplayPhases::new(start),
             shapes: ShapeFigures::default(),
             live: None,
+            why: super::why::Why::default(),
         }
+    }
+
+    /// The same metrics, keeping errors and the slowest requests as `why` says.
+    pub fn with_why(self, why: super::why::Why) -> Metrics {
+        Metrics { why, ..self }
     }
 
     pub fn record(&mut self, s: Sample<'_>) {

@@ -10,6 +10,7 @@
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
 //! - [`step_phases`]: the replay cut at the capture's step markers ([`step_phases::Marker`]).
 //! - [`shapes`]: the replayed figures of each query shape.
+//! - [`why`]: errors by command and code, and the K slowest requests, with their shapes.
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 //! - [`load`]: the machine's load around the run, and whether other work disturbed it.
 
@@ -25,3 +26,4 @@ pub mod sample;
 pub mod server;
 pub mod shapes;
 pub mod step_phases;
+pub mod why;

@@ -38,6 +38,45 @@ pub trait PairSink: Send + Sync {
         shape: Option<ShapeId>,
         seen: &[Option<Observed>],
     );
+
+    /// [`PairSink::paired`] for a request that asks for no order ([`asks_order`]): its replies'
+    /// documents in another order are the same answer.
+    fn paired_unsorted(
+        &self,
+        command: &str,
+        namespace: &str,
+        shape: Option<ShapeId>,
+        seen: &[Option<Observed>],
+    ) {
+        self.paired(command, namespace, shape, seen)
+    }
+}
+
+/// Whether a request asks for its documents in an order: a `find` with a non-empty `sort`, an
+/// `aggregate` with a `$sort` stage, and every other command (compared strictly). A `find`
+/// without a sort and an `aggregate` without `$sort` may return their documents in any order.
+pub fn asks_order(command: &str, request: &[u8]) -> bool {
+    if command != "find" && command != "aggregate" {
+        return true;
+    }
+    let Ok(msg) = crate::wire::Message::parse(request) else {
+        return true;
+    };
+    let crate::wire::Body::Msg(m) = &msg.body else {
+        return true;
+    };
+    let body = m.body();
+    if command == "find" {
+        return body.get_document("sort").is_ok_and(|s| !s.is_empty());
+    }
+    let Ok(pipeline) = body.get_array("pipeline") else {
+        return true;
+    };
+    pipeline
+        .into_iter()
+        .flatten()
+        .filter_map(|stage| stage.as_document())
+        .any(|stage| stage.get("$sort").ok().flatten().is_some())
 }
 
 /// The body document of an OP_MSG or OP_REPLY (first document), compressed or not.

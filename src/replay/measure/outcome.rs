@@ -24,6 +24,9 @@ pub struct Outcome {
     pub batch_len: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errmsg: Option<String>,
+    /// A recorded reply's latency in the capture (request to reply); not compared.
+    #[serde(skip)]
+    pub latency_ns: Option<u64>,
 }
 
 fn is_zero(v: &usize) -> bool {
@@ -44,6 +47,7 @@ pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
         cursor_id: f.cursor_id,
         batch_len: f.batch_len,
         errmsg: f.errmsg.map(str::to_owned),
+        latency_ns: None,
     })
 }
 

@@ -9,10 +9,12 @@
 //! - [`input`]: reading the shard reports, and which shards are there.
 //! - [`sum`]: adding histograms, summaries, timelines and the rest.
 //! - `shapes`: adding up per query shape, both sides, matched by hash.
+//! - `why`: errors by code added up, and the K slowest requests of all the shards.
 
 mod input;
 mod shapes;
 mod sum;
+mod why;
 
 use crate::replay::report::ReplayReport;
 use std::path::PathBuf;
@@ -49,5 +51,9 @@ pub fn merge_files(paths: &[PathBuf]) -> Result<ReplayReport, MergeError> {
 /// Adds up shard reports already read.
 pub fn merge(inputs: Vec<ShardInput>) -> Result<ReplayReport, MergeError> {
     let census = input::census(&inputs)?;
-    sum::add_up(inputs, census)
+    let (errors, slowest) = why::add_up(&inputs);
+    let mut report = sum::add_up(inputs, census)?;
+    report.errors = errors;
+    report.slowest = slowest;
+    Ok(report)
 }

@@ -4,12 +4,15 @@
 pub mod shapes;
 pub mod shapes_text;
 mod text;
+mod why;
 
 use super::measure::buckets::BucketTimeline;
 use super::measure::knee::KneeReport;
 use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
+use crate::figures::errors::ErrorsReport;
 use crate::figures::phases::PhaseReport;
+use crate::figures::slowest::SlowRequest;
 use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
 use crate::replay::pacing::Pacing;
 use serde::{Deserialize, Serialize};
@@ -276,4 +279,9 @@ pub struct ReplayReport {
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,
+    /// The target's errors by command and code (`errors_by_code`, `errors_by_code_other`).
+    #[serde(flatten)]
+    pub errors: ErrorsReport,
+    /// The K slowest requests replayed (`--slowest K`), by the replay's latency.
+    pub slowest: Vec<SlowRequest>,
 }

@@ -101,6 +101,7 @@ impl ReplayReport {
         out.push_str(&self.command_table().render());
         out.push_str(RECORDED_LEGEND);
         out.push_str(&super::shapes_text::render_text(&self.shapes));
+        out.push_str(&self.why_text());
         self.push_notes(&mut out);
         if let Some(plans) = &self.plans {
             out.push_str(&crate::plan::text::text(plans));

@@ -336,7 +336,9 @@ impl Feed<'_> {
             .iter_mut()
             .find(|r| Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none())
         {
-            req.recorded = Some(outcome::scan(&record.payload).unwrap_or_default());
+            let mut recorded = outcome::scan(&record.payload).unwrap_or_default();
+            recorded.latency_ns = Some(record.ts_ns.saturating_sub(req.ts_ns));
+            req.recorded = Some(recorded);
             if self.iteration == 0 {
                 self.result
                     .recorded_latency

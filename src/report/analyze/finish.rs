@@ -125,6 +125,7 @@ impl Tally {
         let summary = self.summary(&commands, source, label, workload.client_bound_share);
         let timeline = self.timeline.points();
         let phases = self.phases.reports(self.first_ns.unwrap_or(0), true);
+        let (errors, slowest) = self.why.report();
         AnalyzeReport {
             schema_version: crate::figures::SCHEMA_VERSION,
             summary,
@@ -139,6 +140,8 @@ impl Tally {
             timeline_bucket_s: self.timeline.bucket_s(),
             timeline,
             phases,
+            errors,
+            slowest,
             shapes: self.shapes.report(),
             plans: None,
         }

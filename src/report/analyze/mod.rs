@@ -18,8 +18,11 @@ pub mod tables;
 mod tally;
 pub mod text;
 mod timeline;
+mod why;
 
+use crate::figures::errors::ErrorsReport;
 use crate::figures::phases::PhaseReport;
+use crate::figures::slowest::SlowRequest;
 use crate::figures::summary::{LatencySummary, ReportSummary};
 use crate::shape::ShapesReport;
 pub use conn::{ConnClock, Gaps, TimeSplit};
@@ -28,7 +31,7 @@ use std::collections::BTreeMap;
 
 pub use pass::{
     analyze, analyze_explained, analyze_file, analyze_files, analyze_files_explained,
-    analyze_files_with, analyze_with,
+    analyze_files_limited, analyze_files_with, analyze_limited, analyze_with, Limits,
 };
 
 /// What a request is for, seen from the workload.
@@ -318,4 +321,10 @@ pub struct AnalyzeReport {
     /// `--explain URI`: each shape's first request explained on that server (`docs/shapes.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,
+    /// The workload's errors by command and code (`errors_by_code`, `errors_by_code_other`).
+    #[serde(flatten, default)]
+    pub errors: ErrorsReport,
+    /// The K slowest workload requests (`--slowest`), slowest first.
+    #[serde(default)]
+    pub slowest: Vec<SlowRequest>,
 }

@@ -6,8 +6,10 @@
 
 use super::shapes::ShapeBook;
 use super::tally::Tally;
+use super::why::Why;
 use super::AnalyzeReport;
 use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource};
+use crate::figures::slowest::DEFAULT_SLOWEST;
 use crate::report::inspect::Driver;
 use crate::shape::DEFAULT_MAX_SHAPES;
 use bson::RawDocumentBuf;
@@ -20,6 +22,24 @@ pub fn analyze(reader: impl RecordSource, source: &str, label: Option<&str>) -> 
     analyze_with(reader, source, label, DEFAULT_MAX_SHAPES)
 }
 
+/// What an analysis keeps at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Distinct query shapes (the rest under `shapes_other`).
+    pub max_shapes: usize,
+    /// The slowest requests listed (`--slowest`).
+    pub slowest: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_shapes: DEFAULT_MAX_SHAPES,
+            slowest: DEFAULT_SLOWEST,
+        }
+    }
+}
+
 /// [`analyze`] keeping at most `max_shapes` distinct query shapes (the rest under
 /// `shapes_other`).
 pub fn analyze_with(
@@ -28,28 +48,45 @@ pub fn analyze_with(
     label: Option<&str>,
     max_shapes: usize,
 ) -> AnalyzeReport {
-    let mut tally = Tally::default();
-    tally.shapes = ShapeBook::with_cap(max_shapes);
-    let meta = read_all(reader, &mut tally);
-    tally.finish(meta, source, label)
+    let limits = Limits {
+        max_shapes,
+        ..Limits::default()
+    };
+    analyze_limited(reader, source, label, limits)
 }
 
-/// [`analyze_with`], then each shape's first request explained against `explain.uri`
-/// (`analyze --explain`): the plans in the report's `plans`.
+/// [`analyze`] within `limits`.
+pub fn analyze_limited(
+    reader: impl RecordSource,
+    source: &str,
+    label: Option<&str>,
+    limits: Limits,
+) -> AnalyzeReport {
+    analyze_explained(reader, source, label, limits, None)
+}
+
+/// [`analyze_limited`], then, when a server is given (`analyze --explain`), each shape's first
+/// request explained against it: the plans in the report's `plans`.
 pub fn analyze_explained(
     reader: impl RecordSource,
     source: &str,
     label: Option<&str>,
-    max_shapes: usize,
-    explain: &super::explain::ExplainTarget,
+    limits: Limits,
+    explain: Option<&super::explain::ExplainTarget>,
 ) -> AnalyzeReport {
     let mut tally = Tally::default();
-    tally.shapes = ShapeBook::with_cap(max_shapes);
-    tally.shapes.keep_first_requests();
+    tally.shapes = ShapeBook::with_cap(limits.max_shapes);
+    let redacted = reader.metadata().redaction.as_deref() == Some("values");
+    tally.why = Why::new(limits.slowest, redacted);
+    if explain.is_some() {
+        tally.shapes.keep_first_requests();
+    }
     let meta = read_all(reader, &mut tally);
     let jobs = tally.shapes.take_explains();
     let mut report = tally.finish(meta, source, label);
-    report.plans = Some(explain.run(jobs));
+    if let Some(e) = explain {
+        report.plans = Some(e.run(jobs));
+    }
     report
 }
 
@@ -125,14 +162,27 @@ pub fn analyze_files_with(
     label: Option<&str>,
     max_shapes: usize,
 ) -> Result<AnalyzeReport, CaptureError> {
-    analyze_files_explained(inputs, label, max_shapes, None)
+    let limits = Limits {
+        max_shapes,
+        ..Limits::default()
+    };
+    analyze_files_limited(inputs, label, limits)
 }
 
-/// [`analyze_files_with`], explaining each shape against a server when one is given.
+/// [`analyze_files`] within `limits`.
+pub fn analyze_files_limited(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+    limits: Limits,
+) -> Result<AnalyzeReport, CaptureError> {
+    analyze_files_explained(inputs, label, limits, None)
+}
+
+/// [`analyze_files_limited`], explaining each shape against a server when one is given.
 pub fn analyze_files_explained(
     inputs: &[std::path::PathBuf],
     label: Option<&str>,
-    max_shapes: usize,
+    limits: Limits,
     explain: Option<&super::explain::ExplainTarget>,
 ) -> Result<AnalyzeReport, CaptureError> {
     let reader = CaptureSet::open(inputs)?;
@@ -142,11 +192,13 @@ pub fn analyze_files_explained(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    let source = path.display().to_string();
-    Ok(match explain {
-        Some(e) => analyze_explained(reader, &source, Some(&label), max_shapes, e),
-        None => analyze_with(reader, &source, Some(&label), max_shapes),
-    })
+    Ok(analyze_explained(
+        reader,
+        &path.display().to_string(),
+        Some(&label),
+        limits,
+        explain,
+    ))
 }
 
 #[cfg(test)]

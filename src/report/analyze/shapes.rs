@@ -119,6 +119,11 @@ impl ShapeBook {
         });
     }
 
+    /// A shape's hash and text, for the entries that name it (errors, slowest requests).
+    pub(super) fn describe(&self, id: ShapeId) -> Option<(String, String)> {
+        self.table.get(id).map(|(s, _)| (s.hash(), s.text.clone()))
+    }
+
     pub(super) fn report(self) -> ShapesReport {
         ShapesReport::of(self.table)
     }

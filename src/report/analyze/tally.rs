@@ -5,6 +5,7 @@
 use super::commands::{count_reply, count_request, CmdAcc, Commands};
 use super::shapes::ShapeBook;
 use super::timeline::{Bucket, Timeline};
+use super::why::{Answered, Why};
 use super::{
     is_monitoring_command, CaptureFacts, Category, ConnClock, ConnReport, DriverReport, Totals,
 };
@@ -15,6 +16,7 @@ use crate::shape::ShapeId;
 use crate::wire::info::is_handshake_command;
 use crate::wire::marker::step_marker;
 use crate::wire::{Body, Message, MsgFlags, ReplyInfo, RequestInfo};
+use bytes::Bytes;
 use hdrhistogram::Histogram;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -127,6 +129,8 @@ pub(super) struct Tally {
     pub(super) markers: HashMap<(u64, i32), String>,
     /// Query shapes of the workload's requests.
     pub(super) shapes: ShapeBook,
+    /// Errors by code and the slowest requests.
+    pub(super) why: Why,
 }
 
 impl Tally {
@@ -193,13 +197,13 @@ impl Tally {
         Some(self.timeline.at(offset))
     }
 
-    pub(super) fn request(&mut self, conn_id: u64, ts: u64, payload: &[u8]) {
+    pub(super) fn request(&mut self, conn_id: u64, ts: u64, payload: &Bytes) {
         let key = self.key(conn_id);
         self.request_on(key, conn_id, ts, payload);
         self.blur(key);
     }
 
-    fn request_on(&mut self, key: u64, conn_id: u64, ts: u64, payload: &[u8]) {
+    fn request_on(&mut self, key: u64, conn_id: u64, ts: u64, payload: &Bytes) {
         let bytes = payload.len() as u64;
         let c = self.state(key, ts);
         c.report.requests += 1;
@@ -232,15 +236,16 @@ impl Tally {
             self.flush(deferred, true);
         }
         let c = self.conns.get_mut(&key).expect("inserted above");
-        let shape = if c.workload {
+        let (shape, kept) = if c.workload {
             book(&mut self.phases, booked, c.clock.booked());
-            self.workload_request(key, conn_id, ts, &msg, &info, bytes)
+            let shape = self.workload_request(key, conn_id, ts, &msg, &info, bytes);
+            (shape, self.why.keep(payload))
         } else {
             c.defer_request(&msg, &info, bytes);
-            None
+            (None, None)
         };
         self.pairer
-            .request_shaped(conn_id, &msg, info, ts, payload.len(), shape);
+            .request_kept(conn_id, &msg, info, (ts, payload.len()), shape, kept);
     }
 
     /// A request on a workload connection: step markers, the replayable operations, the timeline,
@@ -340,6 +345,18 @@ impl Tally {
             self.shapes
                 .reply(shape, &p.info, &reply, latency, bytes, error);
         }
+        let conn = self.conns.get(&key);
+        let answered = Answered {
+            conn: conn.map(|c| (c.workload, c.report.application.as_deref())),
+            first_ns: self.first_ns.unwrap_or(0),
+            at: (conn_id, ts),
+            reply: payload,
+            request_id: msg.header.response_to,
+            pending: &p,
+            error,
+        };
+        self.why.explain(&self.shapes, answered);
+        let c = self.conns.get_mut(&key).expect("inserted above");
         let command = p.info.command;
         if !c.workload {
             c.defer_reply(command, bytes, latency, error, &mut self.deferred_kept);
@@ -362,6 +379,11 @@ impl Tally {
         if Category::of(&command) != Category::Operation {
             return;
         }
+        self.operation_reply(driver, command, ts, latency);
+    }
+
+    /// A logical operation's reply: its driver's latency and the timeline.
+    fn operation_reply(&mut self, driver: String, command: String, ts: u64, latency: u64) {
         self.driver_latency(driver, command, latency);
         if let Some(s) = self.bucket(ts) {
             s.replies += 1;

@@ -26,6 +26,10 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         s.push('\n');
         s.push_str(&crate::plan::text::text(plans));
     }
+    s.push_str(&crate::figures::slowest::render_text(
+        &r.slowest,
+        crate::figures::slowest::TEXT_ROWS,
+    ));
     s.push_str("\nLatency per command (workload connections)\n");
     s.push_str(&tables::commands(&r.commands).render());
     if !r.other_commands.is_empty() {
@@ -90,6 +94,9 @@ fn overview(s: &mut String, r: &AnalyzeReport) {
         duration_ns(w.times.client_ns as f64),
         duration_ns(w.times.gaps.total_ns() as f64),
     ));
+    if let Some(line) = r.errors.line() {
+        s.push_str(&format!("{line}\n"));
+    }
     let o = &r.other;
     s.push_str(&format!(
         "set apart     {} monitoring / handshake-only / idle connections, {} requests, {}\n",

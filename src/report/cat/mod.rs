@@ -3,11 +3,13 @@
 //! command it answers. The JSON of one record is built in `json`.
 
 mod json;
+mod slowest;
 
 pub use json::{
     body_json, body_json_in, doc_json, doc_json_in, event_json, message_json, too_deep_json,
     ExtJson, JsonWriter,
 };
+pub use slowest::slowest;
 
 use super::pair::{Answer, Pairer};
 use crate::capture::{CaptureError, Record, RecordKind, RecordSource};
@@ -133,17 +135,22 @@ impl<'a> Selector<'a> {
         match record.kind {
             RecordKind::Request | RecordKind::Reply => {
                 let msg = Message::parse(&record.payload);
-                let info = msg.as_ref().ok().and_then(|m| self.pair(record, m));
+                let paired = msg.as_ref().ok().and_then(|m| self.pair(record, m));
+                let (info, latency_ns) = paired.map_or((None, None), |(i, l)| (Some(i), l));
                 if !self.matches(info.as_ref()) {
                     return None;
                 }
-                Some(message_json(
+                let mut line = message_json(
                     record,
                     start_ns,
                     &msg,
                     info.as_ref(),
                     (!o.no_body).then_some(&mut self.json),
-                ))
+                );
+                if let (Value::Object(obj), Some(ns)) = (&mut line, latency_ns) {
+                    obj.insert("latency_us".into(), serde_json::json!(ns as f64 / 1e3));
+                }
+                Some(line)
             }
             _ if o.events && o.commands.is_empty() && o.namespaces.is_empty() => {
                 Some(event_json(record, &mut self.json))
@@ -152,19 +159,20 @@ impl<'a> Selector<'a> {
         }
     }
 
-    /// The request a message is (or answers, for a reply), when known.
-    fn pair(&mut self, record: &Record, m: &Message) -> Option<RequestInfo> {
+    /// The request a message is (or answers, for a reply), when known; for a reply, the time
+    /// from its request to it in the capture (ns).
+    fn pair(&mut self, record: &Record, m: &Message) -> Option<(RequestInfo, Option<u64>)> {
         if record.kind == RecordKind::Request {
             let info = RequestInfo::of(m);
             self.pairer
                 .request(record.conn_id, m, info.clone(), record.ts_ns, 0);
-            return Some(info);
+            return Some((info, None));
         }
         match self
             .pairer
             .reply(record.conn_id, m, ReplyInfo::of(m).more_to_come)
         {
-            Answer::Request(p) => Some(p.info),
+            Answer::Request(p) => Some((p.info, Some(record.ts_ns.saturating_sub(p.ts_ns)))),
             Answer::Unsolicited => None,
         }
     }

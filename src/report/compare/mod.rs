@@ -6,6 +6,8 @@
 //! that repeat one run (same label) into one column with a median, a spread and ratio intervals;
 //! the renderings are in `text` and [`crate::report::html::compare`].
 
+mod errors;
+pub use errors::{load_errors, ReportErrors};
 mod repeats;
 mod shapes;
 mod text;
@@ -128,6 +130,9 @@ pub struct CompareReport {
     /// Query shapes of the reports that have them, matched by hash (not with `--group`).
     #[serde(default)]
     pub shapes: Vec<ShapeRows>,
+    /// Each report's errors by command and code, in the order given.
+    #[serde(default)]
+    pub errors_by_code: Vec<ReportErrors>,
 }
 
 fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
@@ -176,6 +181,7 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
         overall: overall(summaries),
         per_command: per_command(summaries),
         shapes: Vec::new(),
+        errors_by_code: Vec::new(),
     }
 }
 

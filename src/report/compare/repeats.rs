@@ -37,6 +37,7 @@ pub fn compare_repeats(summaries: &[ReportSummary], files: &[String]) -> Compare
     let single = compare(summaries, files);
     let fold_all = |rows: &[MetricRow]| rows.iter().map(|r| fold(r, &groups)).collect();
     CompareReport {
+        errors_by_code: Vec::new(),
         schema_version: crate::figures::SCHEMA_VERSION,
         columns: groups.iter().map(|g| column(&single.columns, g)).collect(),
         overall: fold_all(&single.overall),

@@ -92,6 +92,7 @@ impl CompareReport {
             s.push_str(&self.table(&rows).render());
         }
         self.push_shapes(&mut s);
+        s.push_str(&self.errors_text());
         s
     }
 

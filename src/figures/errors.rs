@@ -1,0 +1,425 @@
+//! Errors explained: every failed reply counted by the command it answered and the error code it
+//! gave (its own `code`, else its first write error's), with the server's `codeName`, one
+//! `errmsg` example and the query shapes the errors came from. Shared by `analyze`, `replay`, the
+//! A/B report, `merge` and `compare` (`errors_by_code`).
+//!
+//! Memory is bounded: at most `cap` distinct (command, code) entries, the errors past it counted
+//! in `errors_by_code_other`; at most [`MAX_SHAPES_PER_ERROR`] shapes and one message each.
+
+use crate::wire::codes;
+use crate::wire::reply::ReplyFields;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Distinct (command, code) entries kept by default.
+pub const DEFAULT_MAX_ERROR_ENTRIES: usize = 1_000;
+/// Shapes named per entry.
+pub const MAX_SHAPES_PER_ERROR: usize = 3;
+/// An `errmsg` example is cut past this many bytes.
+pub const MAX_ERRMSG: usize = 300;
+/// Errors of an entry whose shape is looked up before it stops trying (its shapes are then the
+/// ones found so far): a shape costs a pass over the request.
+const SHAPE_TRIES: u32 = 64;
+
+/// A query shape an error came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorShape {
+    pub hash: String,
+    pub shape: String,
+}
+
+/// The errors of one command with one code.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ErrorByCode {
+    pub command: String,
+    /// `None`: the reply failed without a code (`ok: 0` alone).
+    pub code: Option<i32>,
+    /// The reply's own name for the code, else the server's name as mongotape knows it.
+    #[serde(rename = "codeName")]
+    pub code_name: Option<String>,
+    /// The code came from `writeErrors` (or `writeConcernError`), the reply itself being `ok: 1`.
+    pub write_error: bool,
+    /// Replies that failed this way.
+    pub count: u64,
+    /// The first error's message (redacted when the capture is: `docs/analyze.md`).
+    pub errmsg: Option<String>,
+    /// Up to [`MAX_SHAPES_PER_ERROR`] query shapes of the requests that failed.
+    pub shapes: Vec<ErrorShape>,
+}
+
+impl ErrorByCode {
+    /// `DuplicateKey (11000)`, or `no code` when the reply gave none.
+    pub fn name(&self) -> String {
+        match (&self.code_name, self.code) {
+            (Some(n), Some(c)) => format!("{n} ({c})"),
+            (None, Some(c)) => format!("code {c}"),
+            (Some(n), None) => n.clone(),
+            (None, None) => "no code".into(),
+        }
+    }
+}
+
+/// The `errors_by_code` part of a report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ErrorsReport {
+    /// Most frequent first.
+    pub errors_by_code: Vec<ErrorByCode>,
+    /// Errors of (command, code) pairs past the cap on distinct entries, added up.
+    pub errors_by_code_other: u64,
+}
+
+/// A failed reply as [`ErrorTally::add`] counts it, read from the reply's fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorSeen<'a> {
+    pub code: Option<i32>,
+    pub code_name: Option<&'a str>,
+    pub errmsg: Option<&'a str>,
+    pub write_error: bool,
+}
+
+impl<'a> ErrorSeen<'a> {
+    /// The error a reply reports; `None` when it succeeded with no write error.
+    pub fn of(f: &ReplyFields<'a>) -> Option<ErrorSeen<'a>> {
+        if !f.is_ok() {
+            return Some(ErrorSeen {
+                code: f.code,
+                code_name: f.code_name,
+                errmsg: f.errmsg,
+                write_error: false,
+            });
+        }
+        let w = f.write_error.filter(|_| f.write_errors > 0)?;
+        Some(ErrorSeen {
+            code: w.code,
+            code_name: w.code_name,
+            errmsg: w.errmsg,
+            write_error: true,
+        })
+    }
+
+    /// The error a whole reply frame reports (read again only for a reply already known to
+    /// have failed: the hot path never pays for it).
+    pub fn of_frame(frame: &'a [u8], keep: impl FnOnce(ErrorSeen<'_>)) {
+        let Ok(body) = crate::wire::reply::body(frame) else {
+            return;
+        };
+        if let Some(seen) = body.fields().ok().as_ref().and_then(ErrorSeen::of) {
+            keep(seen);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    report: ErrorByCode,
+    shape_tries: u32,
+}
+
+/// The errors of one report, counted as they come.
+#[derive(Debug)]
+pub struct ErrorTally {
+    index: HashMap<(String, Option<i32>, bool), usize>,
+    entries: Vec<Entry>,
+    other: u64,
+    cap: usize,
+    /// The capture was recorded with `--redact values`: messages this process receives are cut
+    /// before their first quoted or structured value ([`redacted_errmsg`]).
+    redact: bool,
+}
+
+impl Default for ErrorTally {
+    fn default() -> Self {
+        ErrorTally::new(DEFAULT_MAX_ERROR_ENTRIES, false)
+    }
+}
+
+impl ErrorTally {
+    pub fn new(cap: usize, redact: bool) -> ErrorTally {
+        ErrorTally {
+            index: HashMap::new(),
+            entries: Vec::new(),
+            other: 0,
+            cap,
+            redact,
+        }
+    }
+
+    /// Counts one failed reply to `command`. `shape` is asked only while the entry names fewer
+    /// than [`MAX_SHAPES_PER_ERROR`] shapes: (hash, text).
+    pub fn add(
+        &mut self,
+        command: &str,
+        seen: &ErrorSeen<'_>,
+        shape: impl FnOnce() -> Option<(String, String)>,
+    ) {
+        let code_name = seen
+            .code_name
+            .map(str::to_owned)
+            .or_else(|| seen.code.and_then(codes::name).map(str::to_owned));
+        let key = (command.to_owned(), seen.code, seen.write_error);
+        let at = match self.index.get(&key) {
+            Some(&at) => at,
+            None if self.entries.len() >= self.cap => {
+                self.other += 1;
+                return;
+            }
+            None => {
+                let errmsg = seen.errmsg.map(|m| match self.redact {
+                    true => redacted_errmsg(m),
+                    false => cut(m, MAX_ERRMSG),
+                });
+                self.entries.push(Entry {
+                    report: ErrorByCode {
+                        command: command.to_owned(),
+                        code: seen.code,
+                        code_name,
+                        write_error: seen.write_error,
+                        count: 0,
+                        errmsg,
+                        shapes: Vec::new(),
+                    },
+                    shape_tries: 0,
+                });
+                self.index.insert(key, self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        let e = &mut self.entries[at];
+        e.report.count += 1;
+        if e.report.shapes.len() < MAX_SHAPES_PER_ERROR && e.shape_tries < SHAPE_TRIES {
+            e.shape_tries += 1;
+            if let Some((hash, text)) = shape() {
+                if !e.report.shapes.iter().any(|s| s.hash == hash) {
+                    e.report.shapes.push(ErrorShape { hash, shape: text });
+                }
+            }
+        }
+    }
+
+    /// Errors counted so far.
+    pub fn total(&self) -> u64 {
+        self.entries.iter().map(|e| e.report.count).sum::<u64>() + self.other
+    }
+
+    pub fn report(&self) -> ErrorsReport {
+        let mut errors_by_code: Vec<ErrorByCode> =
+            self.entries.iter().map(|e| e.report.clone()).collect();
+        sort(&mut errors_by_code);
+        ErrorsReport {
+            errors_by_code,
+            errors_by_code_other: self.other,
+        }
+    }
+}
+
+fn sort(entries: &mut [ErrorByCode]) {
+    entries.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.command.cmp(&b.command))
+            .then_with(|| a.code.cmp(&b.code))
+    });
+}
+
+impl ErrorsReport {
+    /// Errors in all, the ones past the cap included.
+    pub fn total(&self) -> u64 {
+        self.errors_by_code.iter().map(|e| e.count).sum::<u64>() + self.errors_by_code_other
+    }
+
+    /// Adds another report's errors (the shards of one replay, or a sum of runs): counts add up
+    /// per (command, code), the first message and the first shapes are kept, at most `cap`
+    /// entries (the rest in `errors_by_code_other`).
+    pub fn add(&mut self, other: &ErrorsReport, cap: usize) {
+        self.errors_by_code_other += other.errors_by_code_other;
+        for e in &other.errors_by_code {
+            let full = self.errors_by_code.len() >= cap;
+            let mine = self.errors_by_code.iter_mut().find(|m| {
+                m.command == e.command && m.code == e.code && m.write_error == e.write_error
+            });
+            match mine {
+                Some(m) => {
+                    m.count += e.count;
+                    m.errmsg = m.errmsg.take().or_else(|| e.errmsg.clone());
+                    m.code_name = m.code_name.take().or_else(|| e.code_name.clone());
+                    for s in &e.shapes {
+                        if m.shapes.len() < MAX_SHAPES_PER_ERROR && !m.shapes.contains(s) {
+                            m.shapes.push(s.clone());
+                        }
+                    }
+                }
+                None if full => self.errors_by_code_other += e.count,
+                None => self.errors_by_code.push(e.clone()),
+            }
+        }
+        sort(&mut self.errors_by_code);
+    }
+
+    /// The text summary's line: `errors 1,600: DuplicateKey (11000) 1,600 on insert`, the three
+    /// most frequent entries; `None` without errors.
+    pub fn line(&self) -> Option<String> {
+        let total = self.total();
+        if total == 0 {
+            return None;
+        }
+        let top: Vec<String> = self
+            .errors_by_code
+            .iter()
+            .take(3)
+            .map(|e| {
+                let what = if e.write_error { " (write error)" } else { "" };
+                format!("{} {} on {}{what}", e.name(), grouped(e.count), e.command)
+            })
+            .collect();
+        let more = self.errors_by_code.len().saturating_sub(3);
+        let mut line = format!("errors {}: {}", grouped(total), top.join(", "));
+        if more > 0 {
+            line.push_str(&format!(" and {more} more (errors_by_code)"));
+        }
+        Some(line)
+    }
+
+    /// When most errors of a replay are DuplicateKey: what that usually means, in one line.
+    pub fn duplicate_key_hint(&self) -> Option<String> {
+        let total = self.total();
+        let dup: u64 = self
+            .errors_by_code
+            .iter()
+            .filter(|e| e.code == Some(codes::DUPLICATE_KEY))
+            .map(|e| e.count)
+            .sum();
+        (total > 0 && dup * 2 > total).then(|| {
+            "most errors are DuplicateKey (11000): the target usually already holds the data the \
+             capture inserts; restore a snapshot taken when the recording started before \
+             replaying (docs/production.md, \"A consistent starting point for replay\")"
+                .to_owned()
+        })
+    }
+}
+
+/// `1600` as `1,600`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, with `…` when it was cut.
+pub fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A server's message about a request of a `--redact values` capture, without the values it
+/// may quote: the text before the first `{`, `"` or `'` (a duplicate key's `dup key: { _id:
+/// ... }`, a validation failure's document), then `…`. The capture's values are hashed already;
+/// the server's message may also quote the data the target held.
+pub fn redacted_errmsg(m: &str) -> String {
+    match m.find(['{', '"', '\'']) {
+        Some(at) => format!("{}…", cut(m[..at].trim_end(), MAX_ERRMSG)),
+        None => cut(m, MAX_ERRMSG),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    fn fields(doc: &bson::RawDocumentBuf) -> ReplyFields<'_> {
+        ReplyFields::of(doc.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn command_and_write_errors_are_counted_by_code_with_their_shapes() {
+        let failed = rawdoc! {"ok": 0.0, "code": 26, "codeName": "NamespaceNotFound", "errmsg": "ns not found"};
+        let dup = rawdoc! {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000,
+        "errmsg": "E11000 duplicate key error collection: shop.orders index: _id_ dup key: { _id: 7 }"}]};
+        let fine = rawdoc! {"ok": 1.0, "n": 1};
+        assert_eq!(ErrorSeen::of(&fields(&fine)), None);
+        let mut t = ErrorTally::new(10, false);
+        for i in 0..5 {
+            let seen = ErrorSeen::of(&fields(&dup)).unwrap();
+            t.add("insert", &seen, || {
+                Some((format!("h{}", i % 2), "insert shop.orders".into()))
+            });
+        }
+        t.add("drop", &ErrorSeen::of(&fields(&failed)).unwrap(), || None);
+        let r = t.report();
+        assert_eq!(r.total(), 6);
+        let first = &r.errors_by_code[0];
+        assert_eq!(
+            (first.command.as_str(), first.code, first.count),
+            ("insert", Some(11000), 5)
+        );
+        assert_eq!(
+            first.code_name.as_deref(),
+            Some("DuplicateKey"),
+            "filled in from wire::codes"
+        );
+        assert!(first.write_error);
+        assert_eq!(first.shapes.len(), 2, "two distinct shapes");
+        assert_eq!(
+            r.errors_by_code[1].code_name.as_deref(),
+            Some("NamespaceNotFound")
+        );
+        assert_eq!(
+            r.line().unwrap(),
+            "errors 6: DuplicateKey (11000) 5 on insert (write error), NamespaceNotFound (26) 1 on drop"
+        );
+        assert!(r
+            .duplicate_key_hint()
+            .unwrap()
+            .contains("docs/production.md"));
+    }
+
+    #[test]
+    fn entries_past_the_cap_are_counted_apart_and_reports_add_up() {
+        let mut t = ErrorTally::new(2, false);
+        for code in 1..=5 {
+            let seen = ErrorSeen {
+                code: Some(code),
+                code_name: None,
+                errmsg: None,
+                write_error: false,
+            };
+            t.add("find", &seen, || None);
+        }
+        let r = t.report();
+        assert_eq!((r.errors_by_code.len(), r.errors_by_code_other), (2, 3));
+        let mut sum = r.clone();
+        sum.add(&r, 3);
+        assert_eq!(sum.total(), 10);
+        assert_eq!(sum.errors_by_code[0].count, 2);
+        assert_eq!(r.duplicate_key_hint(), None);
+    }
+
+    #[test]
+    fn a_redacted_capture_keeps_no_quoted_value_of_a_message() {
+        let m = "E11000 duplicate key error collection: shop.orders index: email_1 dup key: { email: \"ann@example.com\" }";
+        let r = redacted_errmsg(m);
+        assert_eq!(
+            r,
+            "E11000 duplicate key error collection: shop.orders index: email_1 dup key:…"
+        );
+        assert!(!r.contains("ann"));
+        assert_eq!(grouped(1_600), "1,600");
+        assert_eq!(grouped(12), "12");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(cut("ééé", 3), "é…");
+    }
+}

@@ -1,0 +1,95 @@
+//! Why, beyond how much, in a replay: the target's errors by command and code
+//! (`errors_by_code`) and the K slowest requests replayed (`slowest`), each with its query shape.
+//! The shape and the body are read from the request's bytes only for an error whose entry still
+//! names fewer than three shapes, and for a request slow enough to enter the list: the hot path
+//! pays for neither.
+
+use crate::figures::errors::{ErrorSeen, ErrorTally, DEFAULT_MAX_ERROR_ENTRIES};
+use crate::figures::slowest::{body_text, SlowRequest, Slowest, DEFAULT_SLOWEST};
+use crate::shape::Shaper;
+use crate::wire::Message;
+
+/// One answered request as the lane hands it over.
+pub struct Answered<'a> {
+    pub command: &'a str,
+    pub namespace: &'a str,
+    /// The request as sent (cursor ids patched), and the target's reply.
+    pub request: &'a [u8],
+    pub reply: &'a [u8],
+    pub origin_conn: u64,
+    pub origin_request: i32,
+    /// When it was recorded, from the first replayed request.
+    pub offset_ns: u64,
+    /// Its recorded latency, when its recorded reply was seen.
+    pub recorded_ns: Option<u64>,
+    pub latency_ns: u64,
+    pub error: bool,
+}
+
+#[derive(Debug)]
+pub struct Why {
+    pub errors: ErrorTally,
+    pub slowest: Slowest,
+    shaper: Shaper,
+}
+
+impl Default for Why {
+    fn default() -> Self {
+        Why::new(DEFAULT_SLOWEST, false)
+    }
+}
+
+impl Why {
+    /// `redacted`: the capture was recorded with `--redact values` (the target's messages are
+    /// cut before the values they quote).
+    pub fn new(slowest: usize, redacted: bool) -> Why {
+        Why {
+            errors: ErrorTally::new(DEFAULT_MAX_ERROR_ENTRIES, redacted),
+            slowest: Slowest::new(slowest),
+            shaper: Shaper::new(),
+        }
+    }
+
+    pub fn answered(&mut self, a: &Answered<'_>) {
+        if a.error {
+            let (errors, shaper) = (&mut self.errors, &mut self.shaper);
+            ErrorSeen::of_frame(a.reply, |seen| {
+                errors.add(a.command, &seen, || shape(shaper, a.request));
+            });
+        }
+        if !self.slowest.admits(a.latency_ns) {
+            return;
+        }
+        let msg = Message::parse(a.request).ok();
+        let (shape_hash, shape) = match shape(&mut self.shaper, a.request) {
+            Some((h, t)) => (Some(h), Some(t)),
+            None => (None, None),
+        };
+        let (body, body_cut) = msg
+            .as_ref()
+            .map_or_else(|| ("(undecodable)".to_owned(), false), body_text);
+        let request = SlowRequest {
+            at_s: a.offset_ns as f64 / 1e9,
+            connection: a.origin_conn,
+            request_id: a.origin_request,
+            application: None,
+            command: a.command.to_owned(),
+            namespace: a.namespace.to_owned(),
+            shape_hash,
+            shape,
+            recorded_us: a.recorded_ns.map(|ns| ns as f64 / 1e3),
+            replayed_us: Some(a.latency_ns as f64 / 1e3),
+            body,
+            body_cut,
+        };
+        self.slowest.push(a.latency_ns, request);
+    }
+}
+
+/// The shape of a request (a getMore's own, `getMore db.coll`: the cursor's opening is not
+/// followed here), as (hash, text).
+fn shape(shaper: &mut Shaper, request: &[u8]) -> Option<(String, String)> {
+    let msg = Message::parse(request).ok()?;
+    let view = shaper.request(&msg)?.view();
+    Some((crate::shape::hash(view.text), view.text.to_owned()))
+}

@@ -1,0 +1,334 @@
+//! Why, beyond how much, against the real server and pymongo: errors counted by code in
+//! `analyze` and `replay` (a replay into a server that already holds the data: DuplicateKey and
+//! its hint), and the slowest requests in `cat --slowest` and every `cat` reply's `latency_us`.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+/// Inserts 30 documents with the application's own integer `_id`s, finds them, then fails on
+/// purpose: the same 5 inserted again (DuplicateKey write errors, caught) and a find with a
+/// filter that is not a document (a command error). Arguments: URI.
+const INSERTS_AND_ERRORS: &str = r#"
+import sys
+from pymongo import MongoClient, errors
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000, appname='why-app').why
+for i in range(30):
+    db.items.insert_one({'_id': i, 'kind': 'k%d' % (i % 3)})
+for i in range(30):
+    db.items.find_one({'_id': i})
+if len(sys.argv) > 2:
+    for i in range(5):
+        try:
+            db.items.insert_one({'_id': i})
+        except errors.DuplicateKeyError:
+            pass
+    try:
+        db.command({'find': 'items', 'filter': 1})
+    except errors.OperationFailure:
+        pass
+"#;
+
+fn entries(report: &Value) -> Vec<Value> {
+    report["errors_by_code"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no errors_by_code: {report}"))
+        .clone()
+}
+
+fn entry<'a>(all: &'a [Value], command: &str, code: i64) -> &'a Value {
+    all.iter()
+        .find(|e| e["command"] == command && e["code"] == code)
+        .unwrap_or_else(|| panic!("no {command} {code} in {all:?}"))
+}
+
+#[test]
+fn analyze_counts_a_captures_errors_by_code_with_their_names_and_shapes() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(
+        &server,
+        dir.path(),
+        "errors",
+        &INSERTS_AND_ERRORS.replace("sys.argv) > 2", "sys.argv) > 1"),
+    );
+    let report = analyze_json(&capture, &["--slowest", "4"]);
+    assert_schema("analyze", &report);
+    let all = entries(&report);
+    let dup = entry(&all, "insert", 11000);
+    assert_eq!(dup["count"], 5, "{all:?}");
+    assert_eq!(dup["codeName"], "DuplicateKey");
+    assert_eq!(dup["write_error"], true);
+    assert!(dup["errmsg"].as_str().unwrap().contains("E11000"), "{dup}");
+    assert_eq!(dup["shapes"][0]["shape"], "insert why.items", "{dup}");
+    let failed = all
+        .iter()
+        .find(|e| e["command"] == "find")
+        .unwrap_or_else(|| panic!("the failed find: {all:?}"));
+    assert_eq!(failed["count"], 1);
+    assert!(failed["code"].as_i64().is_some(), "{failed}");
+    assert!(
+        failed["codeName"].as_str().is_some_and(|n| !n.is_empty()),
+        "{failed}"
+    );
+    assert_eq!(failed["write_error"], false);
+    assert_eq!(report["summary"]["overall"]["errors"], 6);
+
+    // The 4 slowest, slowest first, each with its application, shape and body.
+    let slow = report["slowest"].as_array().unwrap();
+    assert_eq!(slow.len(), 4);
+    let us: Vec<f64> = slow
+        .iter()
+        .map(|s| s["recorded_us"].as_f64().unwrap())
+        .collect();
+    assert!(us.windows(2).all(|w| w[0] >= w[1]), "{us:?}");
+    for s in slow {
+        assert_eq!(s["application"], "why-app", "{s}");
+        assert!(s["shape"].as_str().unwrap().contains("why.items"), "{s}");
+        let body: Value = serde_json::from_str(s["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body["$db"], "why", "{s}");
+    }
+    let text = mongotape(&["analyze", capture.to_str().unwrap()]);
+    assert!(text.success(), "{}", text.stderr);
+    assert!(
+        text.stdout
+            .contains("errors 6: DuplicateKey (11000) 5 on insert (write error)"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("slowest requests"), "{}", text.stdout);
+}
+
+#[test]
+fn a_replay_into_a_server_that_holds_the_data_reports_duplicate_key_and_what_it_means() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "inserts", INSERTS_AND_ERRORS);
+    // The recording server holds the 30 documents: every insert replayed into it fails.
+    let run = try_replay(&capture, &server.uri(), &["--fast", "--slowest", "3"]);
+    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    assert_schema("replay", &run.report);
+    let all = entries(&run.report);
+    let dup = entry(&all, "insert", 11000);
+    assert_eq!(dup["count"], 30, "{all:?}");
+    assert_eq!(dup["codeName"], "DuplicateKey");
+    assert_eq!(dup["shapes"][0]["shape"], "insert why.items");
+    assert!(dup["errmsg"].as_str().unwrap().contains("E11000"), "{dup}");
+    let text = &run.output.stdout;
+    assert!(
+        text.contains("errors 30: DuplicateKey (11000) 30 on insert (write error)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("already holds the data") && text.contains("docs/production.md"),
+        "{text}"
+    );
+    let production = std::fs::read_to_string(workspace_root().join("docs/production.md")).unwrap();
+    assert!(production.contains("### A consistent starting point for replay"));
+
+    // The 3 slowest, by the replay's latency, with the recorded one beside it.
+    let slow = run.report["slowest"].as_array().unwrap();
+    assert_eq!(slow.len(), 3);
+    let us: Vec<f64> = slow
+        .iter()
+        .map(|s| s["replayed_us"].as_f64().unwrap())
+        .collect();
+    assert!(us.windows(2).all(|w| w[0] >= w[1]), "{us:?}");
+    assert!(slow.iter().all(|s| s["recorded_us"].as_f64().is_some()));
+
+    // Two shards of the same replay, merged: the errors add up, the K slowest of both are kept.
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("shard{i}.json"));
+        let shard = format!("{i}/2");
+        let args = ["--fast", "-q", "--slowest", "3", "--shard", &shard, "-o"];
+        let run = mongotape(
+            &[
+                &["replay", capture.to_str().unwrap(), "-t", &server.uri()][..],
+                &args[..],
+                &[out.to_str().unwrap()][..],
+            ]
+            .concat(),
+        );
+        assert!(run.success(), "{}", run.stderr);
+        shards.push(out.display().to_string());
+    }
+    let merged = dir.path().join("merged.json");
+    let out = mongotape(&[
+        "merge",
+        &shards[0],
+        &shards[1],
+        "-q",
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(out.success(), "{}", out.stderr);
+    let merged: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_schema("merge", &merged);
+    assert_eq!(
+        entry(&entries(&merged), "insert", 11000)["count"],
+        30,
+        "{merged}"
+    );
+    assert_eq!(merged["slowest"].as_array().unwrap().len(), 3);
+
+    // Into an empty server, the same capture fails nowhere.
+    let fresh = Server::start_with(&["--standalone"]);
+    let clean = replay(&capture, &fresh.uri(), &["--fast"]);
+    assert_eq!(entries(&clean.report).len(), 0, "{}", clean.describe());
+    assert!(!clean.output.stdout.contains("DuplicateKey"));
+}
+
+#[test]
+fn cat_lists_the_slowest_requests_and_gives_each_reply_its_latency() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "cat", INSERTS_AND_ERRORS);
+    let file = capture.to_str().unwrap();
+    let out = mongotape(&["cat", file, "--slowest", "3"]);
+    assert!(out.success(), "{}", out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    let us: Vec<f64> = lines
+        .iter()
+        .map(|l| l["latency_us"].as_f64().unwrap())
+        .collect();
+    assert!(us.windows(2).all(|w| w[0] >= w[1]), "{us:?}");
+    for l in &lines {
+        assert_eq!(l["application"], "why-app", "{l}");
+        assert_eq!(l["reply"]["ok"], 1.0, "{l}");
+        assert_eq!(l["body"]["$db"], "why", "{l}");
+    }
+
+    // Every reply line of a plain cat carries latency_us, and the slowest of them is the first
+    // `cat --slowest` printed (handshakes aside).
+    let all = mongotape(&["cat", file, "--no-body"]);
+    assert!(all.success(), "{}", all.stderr);
+    let mut slowest_reply: f64 = 0.0;
+    let mut replies = 0;
+    for l in all.stdout.lines() {
+        let l: Value = serde_json::from_str(l).unwrap();
+        if l["dir"] != "reply" {
+            assert!(l.get("latency_us").is_none(), "{l}");
+            continue;
+        }
+        replies += 1;
+        let us = l["latency_us"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("a reply without latency_us: {l}"));
+        let command = l["command"].as_str().unwrap_or_default();
+        if !mongotape::wire::info::is_handshake_command(command) {
+            slowest_reply = slowest_reply.max(us);
+        }
+    }
+    assert!(replies >= 60, "{replies}");
+    assert_eq!(slowest_reply, us[0]);
+}
+
+/// Seeds `ab.d` with k = 0..19 (`_id` = k), in reverse order when asked. Arguments: URI REVERSE.
+const SEED_IN_ORDER: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+ks = list(range(20))
+if sys.argv[2] == '1':
+    ks.reverse()
+db.d.insert_many([{'_id': k, 'k': k, 's': 'v%d' % k} for k in ks])
+"#;
+
+/// Reads `ab.d` 40 times without a sort (any order will do) and 40 times sorted. Arguments: URI.
+const UNSORTED_READS: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).ab
+for _ in range(40):
+    db.command({'find': 'd', 'filter': {'k': {'$gte': 0}}})
+    db.command({'count': 'd'})
+"#;
+
+#[test]
+fn with_a2_a_candidate_like_a_is_judged_against_the_copy_and_order_alone_is_no_difference() {
+    let _serial = one_at_a_time();
+    let recording = Server::start_with(&["--standalone"]);
+    python(SEED_IN_ORDER, &[recording.uri().as_str(), "0"]);
+    let dir = tempdir();
+    let capture = dir.path().join("unsorted.mtape");
+    record_through(&recording, &capture, |uri| python(UNSORTED_READS, &[uri]));
+    // A and A2 hold the documents in insertion order, B the same documents in reverse.
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_with(&["--standalone"]))
+        .collect();
+    for (s, reverse) in servers.iter().zip(["0", "1", "0"]) {
+        python(SEED_IN_ORDER, &[s.uri().as_str(), reverse]);
+    }
+    let addrs: Vec<&str> = servers.iter().map(|s| s.addr()).collect();
+    let run = ab_replay(&capture, &addrs, &["--fast"]);
+    run.assert_schema();
+    let d = &run.report["differences"];
+    assert!(d["reordered"].as_u64().unwrap() >= 40, "{d}");
+    assert_eq!(d["real"], serde_json::json!([]), "{d}");
+    assert!(
+        run.report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| !f.as_str().unwrap().contains("replies differ")),
+        "{}",
+        run.output.stdout
+    );
+    // What A2 showed against A, per command, and B judged against it.
+    let control = run.report["control"].as_array().unwrap();
+    let find = control
+        .iter()
+        .find(|c| c["kind"] == "command" && c["name"] == "find")
+        .unwrap_or_else(|| panic!("no check on find: {control:?}"));
+    assert_eq!(
+        (&find["baseline"], &find["candidate"]),
+        (&"A2".into(), &"B".into())
+    );
+    assert!(
+        find["sentence"]
+            .as_str()
+            .unwrap()
+            .starts_with("A2, a copy of A, differs by"),
+        "{find}"
+    );
+    assert!(
+        run.output.stdout.contains("A2, a copy of A, differs by"),
+        "{}",
+        run.output.stdout
+    );
+    // A ratio judged within the copy's band never stands among the findings.
+    for c in control.iter().filter(|c| c["within"] == true) {
+        let what = format!("on {} (", c["name"].as_str().unwrap());
+        assert!(
+            !run.report["findings"].as_array().unwrap().iter().any(|f| f
+                .as_str()
+                .unwrap()
+                .starts_with("B is")
+                && f.as_str().unwrap().contains(&what)),
+            "{c}\n{}",
+            run.output.stdout
+        );
+    }
+    // Positions kept (--strict-order): the reversed batch is a real difference.
+    let strict = ab_replay(&capture, &addrs, &["--fast", "--strict-order"]);
+    let d = &strict.report["differences"];
+    assert_eq!(d["reordered"], 0, "{d}");
+    let real: Vec<&str> = d["real"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(real.contains(&"cursor.firstBatch[]._id"), "{real:?}");
+    let example = &d["fields"]["cursor.firstBatch[].s"]["examples"][0];
+    assert!(
+        example["control"].is_string() && example["candidate"].is_string(),
+        "{example}"
+    );
+}
