@@ -170,13 +170,28 @@ fn an_index_on_b_changes_that_shapes_plan_and_no_other() {
         .filter_map(Value::as_str)
         .filter(|f| f.starts_with("plan changed"))
         .collect();
-    assert_eq!(
-        findings,
-        vec![
-            "plan changed on `find shop.orders {status: ?string}`: COLLSCAN on A, \
-             IXSCAN {status: 1} -> FETCH on B"
-        ]
-    );
+    // The finding names both plans, then the shape's latency ratio when the run has one.
+    let changed = "plan changed on `find shop.orders {status: ?string}`: COLLSCAN on A, \
+                   IXSCAN {status: 1} -> FETCH on B";
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let mean = run.report["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["shape"] == FIND_STATUS)
+        .and_then(|s| s["ratios"].as_array()?.first().cloned())
+        .map(|r| r["mean"].clone())
+        .filter(|m| !m.is_null());
+    match mean {
+        Some(m) => {
+            let latency = format!("; latency B/A {:.2}x (", m["ratio"].as_f64().unwrap());
+            assert!(
+                findings[0].starts_with(changed) && findings[0].contains(&latency),
+                "{findings:?} {m}"
+            );
+        }
+        None => assert_eq!(findings[0], changed),
+    }
     assert!(
         run.output
             .stdout

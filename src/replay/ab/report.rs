@@ -332,8 +332,40 @@ fn add_plans(r: &mut AbReport, explain: bool) {
         .map(|t| (t.label.clone(), t.replay.plans.take().unwrap_or_default()))
         .collect();
     let (plans, changed) = crate::plan::text::side_by_side(per_target);
+    let control = r.targets.first().map_or("A".into(), |t| t.label.clone());
+    // The findings come in the order of the changed shapes' first entries.
+    let mut hashes: Vec<&str> = Vec::new();
+    for e in plans.iter().filter(|e| e.plan_changed == Some(true)) {
+        if !hashes.contains(&e.hash.as_str()) {
+            hashes.push(&e.hash);
+        }
+    }
+    let findings: Vec<String> = changed
+        .into_iter()
+        .zip(hashes.iter().map(|h| shape_latency(&r.shapes, &control, h)))
+        .map(|(f, latency)| f + &latency)
+        .collect();
     r.plans = Some(plans);
-    r.findings.extend(changed);
+    r.findings.extend(findings);
+}
+
+/// "; latency B/A 0.41x (95% interval 0.37-0.45x)" for a shape the run measured on every
+/// candidate; empty when it has no ratio (too few pairs, or past the shape cap).
+fn shape_latency(shapes: &[AbShapeRow], control: &str, hash: &str) -> String {
+    let Some(row) = shapes.iter().find(|s| s.hash == hash) else {
+        return String::new();
+    };
+    row.ratios
+        .iter()
+        .filter_map(|x| {
+            let m = x.mean.as_ref()?;
+            Some(format!(
+                "; latency {}/{control} {}",
+                x.target,
+                m.interval_text()
+            ))
+        })
+        .collect()
 }
 
 impl DifferencesReport {

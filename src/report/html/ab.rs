@@ -33,6 +33,13 @@ pub fn render_html(r: &AbReport) -> String {
         page = page.paragraph(load.text().trim_end());
     }
     page = comparison(page, r, &labels);
+    page = super::why::plans(page, r.plans.as_deref());
+    for t in &r.targets {
+        if !t.replay.errors.errors_by_code.is_empty() {
+            page = page.paragraph(&format!("Errors on {}:", t.label));
+            page = super::why::errors(page, &t.replay.errors);
+        }
+    }
     page = distributions(page, r, &labels);
     differences(page, r).render()
 }

@@ -37,6 +37,7 @@ pub fn render_html(r: &AnalyzeReport) -> String {
     );
     let page = driver_table(page, r);
     let page = shape_table(page, r);
+    let page = super::why::sections(page, &r.errors, &r.slowest, r.plans.as_deref());
     let page = command_tables(page, r);
     connection_table(page, r).render()
 }

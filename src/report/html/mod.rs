@@ -20,7 +20,8 @@
 //!
 //! This file is the page builder; [`BarChart`] and [`LineChart`] (with what they share in `chart`)
 //! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
-//! page shows: [`summary`] (any report's summary) and [`phases`] (per step marker).
+//! page shows: [`summary`] (any report's summary), [`phases`] (per step marker) and `why` (errors
+//! by code, the slowest requests, the query plans).
 
 pub mod ab;
 pub mod analyze;
@@ -32,6 +33,7 @@ mod line_chart;
 pub mod phases;
 pub mod replay;
 pub mod summary;
+mod why;
 
 use crate::figures::table::Table;
 pub use bar_chart::BarChart;

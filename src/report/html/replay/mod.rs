@@ -41,6 +41,7 @@ pub fn render_html(r: &ReplayReport) -> String {
     page = summary::summary_section(page, s);
     page = latency::section(page, r);
     page = shapes::section(page, r);
+    page = super::why::sections(page, &r.errors, &r.slowest, r.plans.as_deref());
     page = timeline::section(page, r);
     page = cpu(page, r);
     page = divergences::section(page, r);
