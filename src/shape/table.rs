@@ -92,6 +92,11 @@ impl<T: Default> ShapeTable<T> {
         }
     }
 
+    /// Every shape kept, in the order first seen.
+    pub fn entries(&self) -> &[(Shape, T)] {
+        &self.entries
+    }
+
     pub fn get(&self, id: ShapeId) -> Option<&(Shape, T)> {
         self.entries.get(id.0 as usize)
     }

@@ -9,6 +9,8 @@ use crate::wire::info::is_handshake_command;
 
 /// Drivers told apart; further ones are counted under `(other drivers)`.
 const MAX_DRIVERS: usize = 32;
+/// Query shapes whose latency the page draws (the most total time).
+const MAX_SHAPE_CHARTS: usize = 8;
 const OTHER_DRIVERS: &str = "(other drivers)";
 /// Connections listed one by one in the report; all of them count in the totals.
 pub(super) const MAX_CONN_REPORTS: usize = 10_000;
@@ -142,6 +144,7 @@ impl Tally {
             phases,
             errors,
             slowest,
+            shape_histograms: self.shapes.top_histograms(MAX_SHAPE_CHARTS),
             shapes: self.shapes.report(),
             plans: None,
         }

@@ -318,6 +318,9 @@ pub struct AnalyzeReport {
     /// `shapes_cap`.
     #[serde(flatten)]
     pub shapes: ShapesReport,
+    /// The latency histograms (ns) of the shapes with the most time, for the page's charts.
+    #[serde(skip)]
+    pub shape_histograms: Vec<(String, hdrhistogram::Histogram<u32>)>,
     /// `--explain URI`: each shape's first request explained on that server (`docs/shapes.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,

@@ -4,9 +4,12 @@
 
 use crate::plan::PlanEntry;
 use crate::shape::stats::ReplyFigures;
-use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper, ShapesReport};
+use crate::shape::{
+    CursorShapes, Shape, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper, ShapesReport,
+};
 use crate::wire::{Body, Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
+use hdrhistogram::Histogram;
 use std::collections::HashSet;
 
 #[derive(Debug, Default)]
@@ -122,6 +125,22 @@ impl ShapeBook {
     /// A shape's hash and text, for the entries that name it (errors, slowest requests).
     pub(super) fn describe(&self, id: ShapeId) -> Option<(String, String)> {
         self.table.get(id).map(|(s, _)| (s.hash(), s.text.clone()))
+    }
+
+    /// The latency histograms of the `n` shapes with the most total time, with their text (for
+    /// the page's charts).
+    pub(super) fn top_histograms(&self, n: usize) -> Vec<(String, Histogram<u32>)> {
+        let mut top: Vec<&(Shape, ShapeStats)> = self
+            .table
+            .entries()
+            .iter()
+            .filter(|(_, s)| s.histogram().is_some_and(|h| h.len() > 1))
+            .collect();
+        top.sort_by_key(|(_, s)| std::cmp::Reverse(s.total_ns));
+        top.into_iter()
+            .take(n)
+            .filter_map(|(shape, s)| Some((shape.text.clone(), s.histogram()?.clone())))
+            .collect()
     }
 
     pub(super) fn report(self) -> ShapesReport {

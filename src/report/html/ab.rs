@@ -41,6 +41,7 @@ pub fn render_html(r: &AbReport) -> String {
         }
     }
     page = distributions(page, r, &labels);
+    page = shape_distributions(page, r, &labels);
     differences(page, r).render()
 }
 
@@ -108,6 +109,30 @@ fn distributions(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
         page = page.line_chart(chart);
     }
     page
+}
+
+/// Per query shape, the ones whose total time moved most: the paired latencies' distribution on
+/// every target (small multiples).
+fn shape_distributions(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
+    let drawn: Vec<_> = r
+        .shapes
+        .iter()
+        .filter(|s| s.sample_us.len() == labels.len() && s.sample_us.iter().any(|x| x.len() > 1))
+        .take(DISTRIBUTIONS)
+        .collect();
+    if drawn.is_empty() {
+        return page;
+    }
+    page = page.section("Latency distributions per query shape");
+    let charts = drawn.into_iter().map(|s| {
+        let title: String = s.shape.chars().take(60).collect();
+        let mut chart = LineChart::new(&title, "latency", "%").small().x_log("µs");
+        for (i, l) in labels.iter().enumerate() {
+            chart = chart.series(l, cdf(&s.sample_us[i]));
+        }
+        chart
+    });
+    page.grid(charts)
 }
 
 /// At most 200 points of the empirical distribution.

@@ -271,14 +271,25 @@ fn shape_table(page: Page, r: &AnalyzeReport) -> Page {
     if r.shapes.shapes.is_empty() {
         return page;
     }
-    page.section("Query shapes")
+    let page = page
+        .section("Query shapes")
         .paragraph(&format!(
             "Requests with their values replaced by type placeholders (docs/shapes.md), most \
              total time first; getMore and killCursors are charged to the shape of their \
              cursor. At most {} distinct shapes are kept; the rest are counted as other.",
             r.shapes.shapes_cap
         ))
-        .table(&tables::shapes(r, usize::MAX, false))
+        .table(&tables::shapes(r, usize::MAX, false));
+    if r.shape_histograms.is_empty() {
+        return page;
+    }
+    page.grid(r.shape_histograms.iter().map(|(text, h)| {
+        let title: String = text.chars().take(60).collect();
+        LineChart::new(&title, "latency", "%")
+            .small()
+            .x_log("µs")
+            .series("recorded", super::distribution::cdf_us(h))
+    }))
 }
 
 /// The commands on workload connections and on the others.

@@ -12,7 +12,7 @@ fn quantiles() -> impl Iterator<Item = f64> {
 
 /// `(latency µs, % of operations at or below it)` of a nanosecond histogram, one point per distinct
 /// latency; empty for an empty histogram.
-pub fn cdf_us(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub fn cdf_us<T: hdrhistogram::Counter>(h: &Histogram<T>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::new();
     if h.is_empty() {
         return out;
