@@ -53,9 +53,17 @@ fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
         .filter(|(_, c)| c.latency.count > 0)
         .map(|(k, _)| k)
         .collect();
+    // And one per query shape with replies (up to 8), its own small multiple.
+    let shapes = report
+        .shapes
+        .shapes
+        .iter()
+        .filter(|s| s.replayed.count > s.replayed.no_reply)
+        .take(8)
+        .count();
     assert_eq!(
         dom.matches("chart line small").count(),
-        commands.len().min(8)
+        commands.len().min(8) + shapes
     );
     for c in ["insert", "find"] {
         assert!(

@@ -283,13 +283,20 @@ fn shape_table(page: Page, r: &AnalyzeReport) -> Page {
     if r.shape_histograms.is_empty() {
         return page;
     }
-    page.grid(r.shape_histograms.iter().map(|(text, h)| {
-        let title: String = text.chars().take(60).collect();
-        LineChart::new(&title, "latency", "%")
-            .small()
-            .x_log("µs")
-            .series("recorded", super::distribution::cdf_us(h))
-    }))
+    // One chart, a curve per shape: the shapes side by side on one latency axis.
+    let chart = r.shape_histograms.iter().fold(
+        LineChart::new(
+            "Latency of the shapes with the most time: share of requests within a latency",
+            "latency",
+            "%",
+        )
+        .x_log("µs"),
+        |chart, (text, h)| {
+            let name: String = text.chars().take(60).collect();
+            chart.series(&name, super::distribution::cdf_us(h))
+        },
+    );
+    page.line_chart(chart)
 }
 
 /// The commands on workload connections and on the others.
