@@ -260,7 +260,8 @@ fn a_target_killed_mid_run_leaves_the_other_complete() {
         assert!(b.is_running());
         drop(b); // kills the process by pid
     });
-    let run = try_ab_replay(&rec.capture, &[a.addr(), &b_addr], &[]);
+    // No idle reading before the run (a second per target): B is killed 1.5 s in.
+    let run = try_ab_replay(&rec.capture, &[a.addr(), &b_addr], &["--idle-sample", "0"]);
     killer.join().unwrap();
     assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
     assert!(
