@@ -10,6 +10,7 @@
 pub mod collect;
 pub mod control;
 pub mod diff;
+pub mod model;
 pub mod order;
 pub mod report;
 pub mod shapes;

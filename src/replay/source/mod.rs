@@ -8,14 +8,10 @@
 use crate::capture::{CaptureSet, Record, RecordKind};
 use crate::figures::summary::new_ns_histogram;
 use crate::replay::lane;
-use crate::replay::measure::outcome;
-use crate::replay::measure::step_phases::Marker;
-use crate::replay::request::ids::IdRemap;
+use crate::replay::measure::{outcome, step_phases::Marker};
 use crate::replay::request::kill_cursors::{self, CursorNamespaces};
-use crate::replay::request::sessions::Sessions;
-use crate::replay::request::{self, Request, Skip};
-use crate::replay::route::shared::Shared;
-use crate::replay::route::{Lanes, Router, SpawnLane};
+use crate::replay::request::{self, ids::IdRemap, sessions::Sessions, Request, Skip};
+use crate::replay::route::{shared::Shared, Lanes, Router, SpawnLane};
 use crate::shape::{ShapeStats, ShapeTable};
 use crate::wire::header::MsgHeader;
 use filters::Filters;

@@ -1,0 +1,190 @@
+//! What an A/B report holds: the JSON's types (`docs/schemas/ab.schema.json`); `report` fills
+//! them in, `tables`, `text` and the page render them.
+
+use super::control::ControlCheck;
+use super::diff::FieldDiff;
+use super::stats::RatioEstimate;
+use crate::figures::summary::CommandSummary;
+use crate::replay::report::shapes::ShapeSide;
+use crate::replay::report::{OptionsReport, ReplayReport};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Fewer paired requests than this make no finding (their interval is still reported).
+pub const MIN_PAIRS_FOR_FINDING: u64 = 30;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbReport {
+    pub schema_version: u32,
+    /// Always `ab`.
+    pub kind: String,
+    pub mongotape_version: String,
+    pub capture: String,
+    pub options: OptionsReport,
+    pub wall_s: f64,
+    /// Every target, control first.
+    pub targets: Vec<TargetReport>,
+    pub pairs: PairsReport,
+    pub overall: AbRow,
+    pub per_command: BTreeMap<String, AbRow>,
+    pub per_namespace: BTreeMap<String, AbRow>,
+    pub differences: DifferencesReport,
+    /// Per query shape, every target and each candidate's ratio, most moved total time first.
+    pub shapes: Vec<AbShapeRow>,
+    /// The run's findings as sentences: significant ratios, real differences, failed targets.
+    pub findings: Vec<String>,
+    /// With A2: what A2 showed against A per command and namespace, and each candidate's ratio
+    /// judged against it (`docs/ab.md`, "The A2 rule").
+    pub control: Vec<ControlCheck>,
+    /// This process's CPU per request sent to all targets, microseconds.
+    pub replayer_cpu_us_per_op: Option<f64>,
+    /// False when a target failed or the run stopped early.
+    pub complete: bool,
+    pub error: Option<String>,
+    /// The machine's load around the run, every target's server left out of the others' CPU.
+    pub load: Option<crate::replay::measure::load::LoadReport>,
+    /// `--explain`: each shape's plan on every target (`target`), with `plan_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<Vec<crate::plan::PlanEntry>>,
+}
+
+impl TargetReport {
+    pub(super) fn of(label: String, role: &str, rep: ReplayReport) -> TargetReport {
+        let per_op = |per_1k: Option<f64>| per_1k.map(|s| s * 1000.0);
+        TargetReport {
+            label,
+            role: role.into(),
+            complete: rep.complete,
+            error: rep.error.clone(),
+            server_cpu_us_per_op: per_op(rep.summary.server_cpu_s_per_1k_ops),
+            server_cpu_net_us_per_op: per_op(rep.summary.server_cpu_net_s_per_1k_ops),
+            replay: rep,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TargetReport {
+    pub label: String,
+    /// `control` (A), `candidate` (B) or `baseline` (A2, the control's copy).
+    pub role: String,
+    pub complete: bool,
+    pub error: Option<String>,
+    pub server_cpu_us_per_op: Option<f64>,
+    /// The same net of the server's idle rate (`docs/replay.md`): the figure targets compare by.
+    pub server_cpu_net_us_per_op: Option<f64>,
+    /// The target's whole replay report, as a single-target replay writes it.
+    pub replay: ReplayReport,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PairsReport {
+    /// Requests answered by every target (their latencies are paired).
+    pub paired: u64,
+    /// Requests some target did not answer (it failed, or skipped it).
+    pub unpaired: u64,
+    pub unacknowledged: u64,
+    /// Replies compared field by field.
+    pub replies_compared: u64,
+}
+
+/// One command (or namespace, or all): each target's figures, and each candidate against the control.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbRow {
+    /// In target order.
+    pub targets: Vec<CommandSummary>,
+    pub ratios: Vec<RatioReport>,
+    /// A sample of the paired latencies per target, microseconds (HTML only).
+    #[serde(skip)]
+    pub sample_us: Vec<Vec<f64>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RatioReport {
+    /// The target compared with the control.
+    pub target: String,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub ops_per_s: Option<f64>,
+    /// Mean latency over the control's on the same requests, with its bootstrap interval.
+    pub mean: Option<RatioEstimate>,
+    /// The median of the per-request latency ratios, with its distribution-free interval: the
+    /// typical request, which a few slow outliers do not move.
+    pub median: Option<RatioEstimate>,
+    pub sentence: Option<String>,
+}
+
+/// One query shape on every target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AbShapeRow {
+    pub hash: String,
+    pub command: String,
+    pub namespace: String,
+    pub shape: String,
+    /// Each target's figures for the shape, in target order.
+    pub targets: Vec<ShapeSide>,
+    /// Each candidate against the control, on the same requests of this shape.
+    pub ratios: Vec<RatioReport>,
+    /// The most any target's total time on the shape moved from the control's, µs (the rank).
+    pub moved_us: f64,
+    /// A sample of the paired latencies per target, microseconds (HTML only).
+    #[serde(skip)]
+    pub sample_us: Vec<Vec<f64>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DifferencesReport {
+    /// Whether a second baseline (A2) filtered noise.
+    pub baseline: bool,
+    pub compared: u64,
+    pub relative_threshold: f64,
+    pub absolute_threshold: f64,
+    pub noise_threshold: f64,
+    pub ignored: Vec<String>,
+    /// `--strict-order`: documents compared by position even when the request asked for no order.
+    pub strict_order: bool,
+    /// Requests that asked for no order whose replies held the same documents in another order
+    /// (no difference unless `strict_order`).
+    pub reordered: u64,
+    /// Fields with real differences (control vs candidate, not explained by noise).
+    pub real: Vec<String>,
+    /// Every field that differed between any two targets, with its counts and examples.
+    pub fields: BTreeMap<String, FieldReport>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldReport {
+    pub compared: u64,
+    pub differed: u64,
+    pub noise: u64,
+    pub unexplained: u64,
+    pub noise_rate: f64,
+    pub real: bool,
+    pub commands: BTreeMap<String, u64>,
+    pub examples: Vec<serde_json::Value>,
+}
+
+impl From<&FieldDiff> for FieldReport {
+    fn from(f: &FieldDiff) -> FieldReport {
+        FieldReport {
+            compared: f.compared,
+            differed: f.differed,
+            noise: f.noise,
+            unexplained: f.unexplained,
+            noise_rate: f.noise_rate,
+            real: f.real,
+            commands: f.commands.clone(),
+            examples: f.examples.clone(),
+        }
+    }
+}
