@@ -125,12 +125,10 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
             run.stdout
         );
         let records = capture_records(&out);
-        if *drops > 0 {
-            // The kernel dropped packets (a loaded machine): holes, each a gap, nothing glued.
-            assert!(
-                !gaps(&records).is_empty(),
-                "{name}: {drops} dropped, no gap"
-            );
+        // The kernel dropped packets (a loaded machine). When they were this flow's, the holes
+        // are gaps and nothing is glued; when the import has no gap, they were other packets
+        // (the sniffer counts every drop), and the import must be whole.
+        if *drops > 0 && !gaps(&records).is_empty() {
             let proxy_set: std::collections::HashSet<_> = proxy_messages.iter().collect();
             let got = messages(&records);
             let strange = got
