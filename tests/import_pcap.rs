@@ -125,10 +125,11 @@ fn imports_equal(client: Client, uri_options: &str) -> (tempfile::TempDir, PathB
             run.stdout
         );
         let records = capture_records(&out);
-        // The kernel dropped packets (a loaded machine). When they were this flow's, the holes
-        // are gaps and nothing is glued; when the import has no gap, they were other packets
-        // (the sniffer counts every drop), and the import must be whole.
-        if *drops > 0 && !gaps(&records).is_empty() {
+        // The sniffer missed packets (a loaded machine; it counts every drop, not only this
+        // flow's): compared as a lossy capture, every message imported is one the proxy saw,
+        // nothing glued. (A reply missed at the end of a flow can still go without a gap
+        // record: docs/import.md, "Known limits".)
+        if *drops > 0 {
             let proxy_set: std::collections::HashSet<_> = proxy_messages.iter().collect();
             let got = messages(&records);
             let strange = got

@@ -39,6 +39,9 @@ impl Sniffer {
                     "lo".into(),
                     "-Z".into(),
                     "root".into(),
+                    // 32 MiB of kernel buffer: fewer drops on a loaded machine.
+                    "-B".into(),
+                    "32768".into(),
                     "-s".into(),
                     "0".into(),
                     "-U".into(),
@@ -56,6 +59,8 @@ impl Sniffer {
                     "LINUX_SLL",
                     "-Z",
                     "root",
+                    "-B",
+                    "32768",
                     "-s",
                     "0",
                     "--immediate-mode",
