@@ -18,6 +18,15 @@ bitflags! {
 /// Bits 0-15 are required: a receiver must fail on one it does not know.
 pub(super) const REQUIRED_BITS: u32 = 0xffff;
 
+/// Whether the OP_MSG that `message` starts with (header included) sets only flag bits the
+/// protocol defines; `None` when it is too short to hold its flags. A reader hunting for a
+/// message boundary in a stream joined part-way takes an unknown bit as "not a boundary".
+pub fn flags_all_known(message: &[u8]) -> Option<bool> {
+    let at = super::header::HEADER_LEN;
+    let bits = u32::from_le_bytes(message.get(at..at + 4)?.try_into().ok()?);
+    Some(MsgFlags::from_bits(bits).is_some())
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Section {
     /// Kind 0: the command or reply document.

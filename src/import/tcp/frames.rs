@@ -253,11 +253,7 @@ fn candidate(buf: &[u8]) -> Option<usize> {
     }
     match header.op_code {
         OpCode::Unknown(_) => None,
-        OpCode::Msg => {
-            let flags = u32::from_le_bytes(buf.get(16..20)?.try_into().ok()?);
-            let known = 1 | 2 | (1 << 16);
-            (flags & !known == 0).then_some(header.message_length)
-        }
+        OpCode::Msg => crate::wire::op_msg::flags_all_known(buf)?.then_some(header.message_length),
         _ => Some(header.message_length),
     }
 }
