@@ -147,6 +147,19 @@ impl Shaper {
         }
     }
 
+    /// The shape written, capped, with the cursors a getMore or killCursors continues.
+    fn finish(&mut self, cursors: Option<Vec<i64>>) -> Shaped<'_> {
+        self.cap();
+        let view = self.view();
+        match cursors {
+            Some(cursors) => Shaped::Continues {
+                cursors,
+                fallback: view,
+            },
+            None => Shaped::Own(view),
+        }
+    }
+
     fn view(&self) -> ShapeView<'_> {
         ShapeView {
             text: &self.text,
@@ -185,15 +198,7 @@ impl Shaper {
         }
         self.reset();
         let cursors = self.command(body, None, &sequences, false);
-        self.cap();
-        let view = self.view();
-        Some(match cursors {
-            Some(cursors) => Shaped::Continues {
-                cursors,
-                fallback: view,
-            },
-            None => Shaped::Own(view),
-        })
+        Some(self.finish(cursors))
     }
 
     /// The shape of a request; `None` for a reply or an opcode mongotape does not know.
@@ -245,15 +250,7 @@ impl Shaper {
             }
             Body::Reply(_) | Body::Unknown(_) => return None,
         };
-        self.cap();
-        let view = self.view();
-        Some(match cursors {
-            Some(cursors) => Shaped::Continues {
-                cursors,
-                fallback: view,
-            },
-            None => Shaped::Own(view),
-        })
+        Some(self.finish(cursors))
     }
 
     /// A legacy OP_QUERY: a command on `db.$cmd` (inside `$query` or not), else a find.
