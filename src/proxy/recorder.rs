@@ -22,6 +22,11 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 const BATCH: usize = 1024;
 /// How long the recorder sleeps when its queue is empty.
 const IDLE_POLL: Duration = Duration::from_millis(2);
+/// Empty polls in a row after which the recorder parks until a record wakes it (50 ms of quiet):
+/// an idle proxy then wakes 10 times a second instead of 500.
+const POLLS_BEFORE_PARK: u32 = 25;
+/// The longest park: the writer's clock (flushes, `--duration`, rotation) still ticks.
+const IDLE_PARK: Duration = Duration::from_millis(100);
 /// Requests per connection searched for handshake metadata.
 const HANDSHAKE_SEARCH: u32 = 4;
 
@@ -34,6 +39,45 @@ pub struct RecorderHandle {
     stats: Arc<Stats>,
     /// Turns false when a limit ended the recording: forwarding goes on, nothing is queued.
     recording: Arc<AtomicBool>,
+    wake: Arc<Wake>,
+}
+
+/// How a sender wakes the recorder thread when it parked on an empty queue. A sender pays one
+/// fence and one load per record; the system call only after the recorder went quiet.
+struct Wake {
+    parked: AtomicBool,
+    thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Wake {
+    /// After a record was queued.
+    fn queued(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) && self.parked.swap(false, Ordering::AcqRel) {
+            if let Some(thread) = self.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+
+    /// On the recorder thread, its queue empty `polls` times in a row: a short sleep, or a park
+    /// that a sender ends (and that ends by itself after [`IDLE_PARK`]).
+    fn idle(&self, polls: u32, rx: &Receiver<Record>) -> Option<Record> {
+        if polls < POLLS_BEFORE_PARK {
+            std::thread::sleep(IDLE_POLL);
+            return None;
+        }
+        self.parked.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // A record queued before the flag was seen would otherwise wait out the park.
+        if let Ok(record) = rx.try_recv() {
+            self.parked.store(false, Ordering::Relaxed);
+            return Some(record);
+        }
+        std::thread::park_timeout(IDLE_PARK);
+        self.parked.store(false, Ordering::Relaxed);
+        None
+    }
 }
 
 impl RecorderHandle {
@@ -53,7 +97,10 @@ impl RecorderHandle {
             return false;
         }
         match self.tx.try_send(record) {
-            Ok(()) => true,
+            Ok(()) => {
+                self.wake.queued();
+                true
+            }
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.queued_bytes.fetch_sub(size, Ordering::Relaxed);
                 self.count_drop(size);
@@ -106,6 +153,10 @@ impl Recorder {
         meta.redaction = Some(opts.redaction.name().into());
         let writer = SegmentWriter::create(plan, meta, opts.zstd_level)?;
         let (tx, rx) = sync_channel(opts.queue_records);
+        let wake = Arc::new(Wake {
+            parked: AtomicBool::new(false),
+            thread: std::sync::OnceLock::new(),
+        });
         let queued_bytes = Arc::new(AtomicUsize::new(0));
         let recording = Arc::new(AtomicBool::new(true));
         let abort = Arc::new(AtomicBool::new(false));
@@ -115,6 +166,7 @@ impl Recorder {
             max_queued_bytes: opts.max_queued_bytes,
             stats: stats.clone(),
             recording: recording.clone(),
+            wake: wake.clone(),
         };
         let state = LoopState {
             writer,
@@ -128,7 +180,10 @@ impl Recorder {
         };
         let thread = std::thread::Builder::new()
             .name("mongotape-recorder".into())
-            .spawn(move || write_loop(state, rx, queued_bytes))
+            .spawn(move || {
+                let _ = wake.thread.set(std::thread::current());
+                write_loop(state, rx, queued_bytes, wake)
+            })
             .map_err(CaptureError::Write)?;
         Ok(Recorder {
             handle: Some(handle),
@@ -157,6 +212,10 @@ impl Recorder {
     /// an `end` record. Every handle must have been dropped first, or this waits for them.
     pub fn finish(mut self) -> Result<(), CaptureError> {
         self.handle.take();
+        // A parked recorder notices the last sender gone at once rather than after its park.
+        if let Some(thread) = &self.thread {
+            thread.thread().unpark();
+        }
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
             Some(Err(_)) => Err(CaptureError::Write(std::io::Error::other(
@@ -185,18 +244,22 @@ fn write_loop(
     mut st: LoopState,
     rx: Receiver<Record>,
     queued_bytes: Arc<AtomicUsize>,
+    wake: Arc<Wake>,
 ) -> Result<(), CaptureError> {
     let file_bytes = st.writer.bytes_counter();
     let mut reported_drops = (0u64, 0u64);
     let mut last_flush = Instant::now();
     let mut dirty = false;
     let mut result = Ok(Written::Recorded);
+    let mut empty_polls = 0u32;
+    let mut woken = None;
     'run: loop {
-        // Poll rather than block: a sender never has to wake this thread, so submitting a record
-        // costs the connection task no system call.
+        // Poll rather than block while traffic flows: a sender then never has to wake this
+        // thread, so submitting a record costs the connection task no system call.
         for _ in 0..BATCH {
-            match rx.try_recv() {
+            match woken.take().map_or_else(|| rx.try_recv(), Ok) {
                 Ok(record) => {
+                    empty_polls = 0;
                     queued_bytes.fetch_sub(record.payload.len(), Ordering::Relaxed);
                     st.last_ts = st.last_ts.max(record.ts_ns);
                     if st.abort.load(Ordering::Relaxed)
@@ -215,7 +278,8 @@ fn write_loop(
                     }
                 }
                 Err(TryRecvError::Empty) => {
-                    std::thread::sleep(IDLE_POLL);
+                    empty_polls = empty_polls.saturating_add(1);
+                    woken = wake.idle(empty_polls, &rx);
                     break;
                 }
                 Err(TryRecvError::Disconnected) => break 'run,
