@@ -16,7 +16,6 @@ use hickory_proto::op::{Message, MessageType, Query};
 use hickory_proto::rr::rdata::{A, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use std::net::{Ipv4Addr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,72 +24,17 @@ const SRV_HOST: &str = "cluster0.mongotape.test";
 const MEMBER: &str = "node1.mongotape.test";
 const TXT_OPTIONS: &str = "replicaSet=secantus&authSource=appdb";
 
-/// A network namespace made by this test, deleted (with its resolv.conf) when dropped.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn create() -> Netns {
-        let name = format!("mongotape-srv-{}", std::process::id());
-        let ip = |args: &[&str]| {
-            let out = Command::new("ip").args(args).output().unwrap_or_else(|e| {
-                panic!("cannot run `ip` (iproute2) to make a network namespace: {e}")
-            });
-            assert!(
-                out.status.success(),
-                "`ip {}` failed: {}; this test needs root and iproute2's `ip netns`",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        ip(&["netns", "add", &name]);
-        let ns = Netns { name };
-        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
-        let etc = ns.etc_dir();
-        std::fs::create_dir_all(&etc).unwrap();
-        std::fs::write(
-            etc.join("resolv.conf"),
-            "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n",
-        )
-        .unwrap();
-        ns
-    }
-
-    fn etc_dir(&self) -> std::path::PathBuf {
-        std::path::PathBuf::from("/etc/netns").join(&self.name)
-    }
-
-    /// Moves the calling thread into the namespace: the threads and processes it starts from now
-    /// on are inside too.
-    fn enter(&self) {
-        let file = std::fs::File::open(format!("/run/netns/{}", self.name))
-            .unwrap_or_else(|e| panic!("open /run/netns/{}: {e}", self.name));
-        // SAFETY: setns(2) on a valid namespace descriptor; it changes only this thread's network
-        // namespace.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(
-            rc,
-            0,
-            "setns into {}: {}",
-            self.name,
-            std::io::Error::last_os_error()
-        );
-    }
-
-    /// `ip netns exec NAME`: the prefix that also mounts the namespace's resolv.conf.
-    fn exec(&self) -> [&str; 4] {
-        ["ip", "netns", "exec", &self.name]
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.name])
-            .status();
-        let _ = std::fs::remove_dir_all(self.etc_dir());
-    }
+/// The test's namespace, its resolv.conf naming the responder on 127.0.0.1.
+fn netns_with_dns() -> Netns {
+    let ns = Netns::create("srv");
+    let etc = ns.etc_dir();
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::write(
+        etc.join("resolv.conf"),
+        "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n",
+    )
+    .unwrap();
+    ns
 }
 
 /// Answers SRV, TXT and A (AAAA: no record) queries for the test's names; counts the SRV and
@@ -174,7 +118,7 @@ if sys.argv[2] == "drop":
 
 #[test]
 fn mongodb_srv_is_resolved_for_record_and_replay() {
-    let ns = Netns::create();
+    let ns = netns_with_dns();
     ns.enter();
     let server = Server::start_with(&["--auth"]);
     python(CREATE_USERS, &[server.uri()]);

@@ -11,6 +11,7 @@ mod import;
 mod merge;
 mod output;
 mod record;
+mod record_live;
 mod replay;
 mod replay_ab;
 mod thresholds;
@@ -51,7 +52,7 @@ enum Command {
         override_usage = "mongotape record --out <OUT> [OPTIONS]\n       \
                           mongotape record --no-record [OPTIONS]"
     )]
-    Record(record::RecordArgs),
+    Record(Box<record::RecordArgs>),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
     #[command(after_help = help::INSPECT.after_help())]
     Inspect(view::InspectArgs),
@@ -96,7 +97,11 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Record(mut args) => {
             args.quiet |= quiet;
-            record::run(args)
+            if args.interface.is_some() {
+                record_live::run(*args)
+            } else {
+                record::run(*args)
+            }
         }
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),

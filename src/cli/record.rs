@@ -52,10 +52,10 @@ pub struct RecordArgs {
     /// Capture file to write (created readable by its owner only; an existing file is refused
     /// unless --force). With rotation, segments are numbered after it: trace-000001.mtape, ...
     #[arg(short, long, required_unless_present = "no_record")]
-    out: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
     /// Replace an existing capture (or segments) of the same name.
     #[arg(long, requires = "out")]
-    force: bool,
+    pub(super) force: bool,
     /// What the capture keeps: `credentials` removes authentication payloads and passwords
     /// (always, the default); `values` also replaces every string and binary value by a keyed hash
     /// of the same length (equal values stay equal; the key is never written).
@@ -80,7 +80,7 @@ pub struct RecordArgs {
     no_record: bool,
     /// zstd level for the capture (1 is fast and ~10x on wire traffic).
     #[arg(long, default_value_t = 1)]
-    zstd_level: i32,
+    pub(super) zstd_level: i32,
     /// Memory the recorder queue may hold before messages are dropped (and marked in the capture).
     #[arg(long, default_value_t = 256)]
     max_queue_mb: usize,
@@ -95,6 +95,27 @@ pub struct RecordArgs {
     /// (`0.0.0.0:9216` for a scraper on another machine). See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Record by sniffing the packets that cross this network interface (`lo`, `eth0`, `any`)
+    /// instead of proxying: no change to the application, no hop. Runs tcpdump (libpcap), so it
+    /// needs root or CAP_NET_RAW; TLS traffic cannot be read this way (use the proxy, or the
+    /// server's own traffic recording). Rotation, limits and redaction as when proxying.
+    /// Example: `--interface eth0 --server-port 27017`. See docs/import.md, "Live sniffing".
+    #[arg(long, value_name = "IFACE", requires = "out",
+          conflicts_with_all = ["no_record", "tls_cert", "metrics", "advertise_host"])]
+    pub(super) interface: Option<String>,
+    /// With --interface: a server's port (repeatable; default 27017). Its side of each
+    /// connection is the server's.
+    #[arg(long, value_name = "PORT", requires = "interface")]
+    pub(super) server_port: Vec<u16>,
+    /// With --interface: the kernel's capture buffer in KiB (tcpdump -B); a larger one drops
+    /// fewer packets in bursts.
+    #[arg(
+        long,
+        value_name = "KIB",
+        default_value_t = 32768,
+        requires = "interface"
+    )]
+    pub(super) sniff_buffer: usize,
     /// Threads forwarding traffic (the recorder has its own thread besides).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -158,7 +179,16 @@ fn megabytes(mb: Option<f64>, option: &str) -> anyhow::Result<Option<u64>> {
     }
 }
 
-fn segment_plan(args: &RecordArgs) -> anyhow::Result<Option<SegmentPlan>> {
+impl RecordArgs {
+    pub(super) fn redaction(&self) -> Redaction {
+        match self.redact {
+            RedactArg::Credentials => Redaction::Credentials,
+            RedactArg::Values => Redaction::Values,
+        }
+    }
+}
+
+pub(super) fn segment_plan(args: &RecordArgs) -> anyhow::Result<Option<SegmentPlan>> {
     let Some(path) = args.out.clone() else {
         return Ok(None);
     };
@@ -257,16 +287,14 @@ fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan
         }),
         _ => None,
     };
+    let redaction = args.redaction();
     ProxyConfig {
         listen: args.listen,
         advertise_host: args.advertise_host,
         upstream,
         client_tls,
         out: plan,
-        redaction: match args.redact {
-            RedactArg::Credentials => Redaction::Credentials,
-            RedactArg::Values => Redaction::Values,
-        },
+        redaction,
         status: match (args.quiet, super::output::styled(&std::io::stderr())) {
             (true, _) => StatusMode::Never,
             (false, true) => StatusMode::Live,

@@ -20,6 +20,9 @@ pub enum ImportError {
     UnknownFormat { path: PathBuf, what: String },
     #[error("writing the imported capture: {0}")]
     Capture(#[from] CaptureError),
+    /// Live sniffing (`record --interface`) could not start or went wrong.
+    #[error("sniffing on interface {interface}: {what}")]
+    Sniffer { interface: String, what: String },
     #[error("a record came before the capture was created")]
     NotBegun,
 }

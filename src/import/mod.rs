@@ -1,11 +1,12 @@
 //! `mongotape import`: captures made from other recordings of MongoDB traffic, written as
 //! ordinary captures (every other subcommand reads them unchanged).
 //!
-//! `pcap` reads pcap and pcapng files and each packet's layers; `tcp` puts connections back
+//! `pcap` reads pcap and pcapng files (and `live` the stream tcpdump writes: `record --interface`) and each packet's layers; `tcp` puts connections back
 //! together (mongotape's own reassembly) and cuts them into whole messages; `output` writes the
 //! capture in the recorder's vocabulary. See `docs/import.md`.
 
 pub mod error;
+pub mod live;
 pub mod mongoreplay;
 pub mod output;
 pub mod pcap;
@@ -117,9 +118,14 @@ pub struct PacketImport {
 
 impl PacketImport {
     pub fn new(servers: ServerSpec, window: usize, output: OutputSpec) -> PacketImport {
+        PacketImport::with_output(servers, window, output::Output::new(output))
+    }
+
+    /// Packets into an output made by the caller (one that rotates and ends: `live`).
+    pub fn with_output(servers: ServerSpec, window: usize, output: output::Output) -> PacketImport {
         PacketImport {
             tcp: Reassembler::new(servers, window),
-            output: output::Output::new(output),
+            output,
             summary: ImportSummary::default(),
             first_ts: None,
             last_ts: 0,
@@ -159,6 +165,11 @@ impl PacketImport {
                 }
             }
         }
+    }
+
+    /// The latest packet time seen.
+    pub fn last_ts(&self) -> u64 {
+        self.last_ts
     }
 
     /// Every connection still open ends; the capture gets its `end` record.

@@ -8,16 +8,16 @@ use super::error::ImportError;
 use super::tcp::frames::{Lost, Out};
 use super::tcp::{Conn, Ender, Events};
 use crate::capture::{
-    CaptureWriter, CloseEvent, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, Side,
-    FORMAT_VERSION,
+    CloseEvent, EndEvent, EndReason, GapEvent, Metadata, OpenEvent, Record, RecordKind,
+    SegmentPlan, SegmentWriter, Side, Written as Kept, FORMAT_VERSION,
 };
 use crate::redact::{Direction, InflateBudget, Redaction, Redactor};
 use crate::wire::{info, Message, MsgHeader, OpCode};
 use bytes::Bytes;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Requests per connection searched for handshake metadata (as the recorder does).
 const HANDSHAKE_SEARCH: u32 = 4;
@@ -48,6 +48,15 @@ pub struct OutputSpec {
     pub source: String,
 }
 
+/// When a capture written live rotates and ends (`record --interface`); an import has none.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    pub rotate_bytes: Option<u64>,
+    pub rotate_every: Option<Duration>,
+    pub max_bytes: Option<u64>,
+    pub duration: Option<Duration>,
+}
+
 struct ConnOut {
     id: u64,
     handshakes: u32,
@@ -56,7 +65,10 @@ struct ConnOut {
 
 pub struct Output {
     spec: OutputSpec,
-    writer: Option<CaptureWriter<File>>,
+    limits: Limits,
+    writer: Option<SegmentWriter>,
+    /// A limit ended the capture: later records are not written.
+    ended: Option<EndReason>,
     redactor: Redactor,
     conns: HashMap<u64, ConnOut>,
     next_conn: u64,
@@ -66,10 +78,17 @@ pub struct Output {
 
 impl Output {
     pub fn new(spec: OutputSpec) -> Output {
+        Output::with_limits(spec, Limits::default())
+    }
+
+    /// An output that rotates and ends as `limits` say.
+    pub fn with_limits(spec: OutputSpec, limits: Limits) -> Output {
         let redactor = Redactor::new(spec.redaction);
         Output {
             spec,
+            limits,
             writer: None,
+            ended: None,
             redactor,
             conns: HashMap::new(),
             next_conn: 1,
@@ -95,12 +114,15 @@ impl Output {
             redaction: Some(self.spec.redaction.name().into()),
             source: Some(self.spec.source.clone()),
         };
-        let (path, level) = (&self.spec.path, self.spec.zstd_level);
-        let writer = if self.spec.force {
-            CaptureWriter::create(path, &meta, level)?
-        } else {
-            CaptureWriter::create_new(path, &meta, level)?
+        let plan = SegmentPlan {
+            path: self.spec.path.clone(),
+            force: self.spec.force,
+            rotate_bytes: self.limits.rotate_bytes,
+            rotate_every: self.limits.rotate_every,
+            max_bytes: self.limits.max_bytes,
+            duration: self.limits.duration,
         };
+        let writer = SegmentWriter::create(plan, meta, self.spec.zstd_level)?;
         self.last_ts = start_unix_ns;
         self.writer = Some(writer);
         Ok(())
@@ -117,18 +139,53 @@ impl Output {
             wire_bytes: w.wire_bytes,
             dropped_messages: w.dropped_messages,
         };
-        let ts = self.last_ts;
-        self.write(Record::json(RecordKind::End, 0, ts, &end))?;
-        if let Some(writer) = self.writer.take() {
-            writer.finish()?;
+        if let Some(mut writer) = self.writer.take() {
+            writer.finish(Some(end))?;
         }
         Ok(self.written)
     }
 
-    fn write(&mut self, record: Record) -> Result<(), ImportError> {
-        let writer = self.writer.as_mut().ok_or(ImportError::NotBegun)?;
-        writer.write(&record)?;
+    /// The limit that ended the capture, if one did.
+    pub fn ended(&self) -> Option<EndReason> {
+        self.ended
+    }
+
+    /// Segments started so far.
+    pub fn segments(&self) -> u32 {
+        self.writer.as_ref().map_or(0, SegmentWriter::segments)
+    }
+
+    /// Ends the capture when its `--duration` passed with nothing written.
+    pub fn tick(&mut self) -> Result<(), ImportError> {
+        if self.ended.is_none() {
+            if let Some(Kept::Ended(reason)) = self.writer.as_mut().map(|w| w.tick()).transpose()? {
+                self.ended = Some(reason);
+            }
+        }
         Ok(())
+    }
+
+    fn write(&mut self, record: Record) -> Result<(), ImportError> {
+        if self.ended.is_some() {
+            return Ok(());
+        }
+        let writer = self.writer.as_mut().ok_or(ImportError::NotBegun)?;
+        if let Kept::Ended(reason) = writer.write(&record)? {
+            self.ended = Some(reason);
+        }
+        Ok(())
+    }
+
+    /// A loss of the whole capture (`conn_id` 0), such as packets the kernel dropped.
+    pub fn capture_gap(&mut self, reason: String, ts_ns: u64) -> Result<(), ImportError> {
+        let ts = self.ts(ts_ns);
+        self.written.gap_records += 1;
+        let gap = GapEvent {
+            dropped_messages: 0,
+            dropped_bytes: 0,
+            reason,
+        };
+        self.write(Record::json(RecordKind::Gap, 0, ts, &gap))
     }
 
     /// Never backwards: a capture's times only go forward.

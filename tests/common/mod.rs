@@ -18,6 +18,7 @@
 //! - [`pki`]: a test PKI made with rcgen ([`Pki`]) and secantusd-rs serving TLS with it.
 //! - [`schema`]: the reports' JSON Schemas in `docs/schemas/` ([`assert_schema`]).
 //! - [`sniff`]: `tcpdump` and `dumpcap` capturing a port on the loopback ([`Sniffer`]).
+//! - [`netns`]: a network namespace of the test's own ([`Netns`]).
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
 //!
 //! Missing tools are a failure with a pointer to `tools/setup`, never a silent skip. Every process is
@@ -31,6 +32,7 @@ mod cli;
 mod clients;
 mod html;
 mod load;
+mod netns;
 mod pki;
 mod process;
 mod proxy;
@@ -46,6 +48,7 @@ pub use cli::*;
 pub use clients::*;
 pub use html::*;
 pub use load::*;
+pub use netns::*;
 pub use pki::*;
 pub use process::*;
 pub use proxy::*;

@@ -184,3 +184,73 @@ impl Drop for Sniffer {
         }
     }
 }
+
+/// `mongotape record --interface IFACE --server-port PORT -o CAPTURE [EXTRA...]`, running; started
+/// once it says it is sniffing (tcpdump capturing), stopped by SIGINT.
+pub struct LiveRecord {
+    child: Option<Child>,
+    log: super::process::OutputLog,
+}
+
+impl LiveRecord {
+    pub fn start(interface: &str, port: u16, capture: &Path, extra: &[&str]) -> LiveRecord {
+        let mut child = Command::new(super::cli::mongotape_bin())
+            .args(["record", "--interface", interface, "--server-port"])
+            .arg(port.to_string())
+            .arg("-o")
+            .arg(capture)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mongotape record --interface");
+        let log = super::process::OutputLog::default();
+        let (tx, lines) = std::sync::mpsc::channel();
+        super::process::drain_lines(child.stdout.take().unwrap(), log.clone(), None);
+        super::process::drain_lines(child.stderr.take().unwrap(), log.clone(), Some(tx));
+        super::process::wait_for_line(
+            "mongotape record --interface",
+            &mut child,
+            &lines,
+            &log,
+            |l| l.starts_with("mongotape: sniffing").then_some(()),
+        );
+        LiveRecord {
+            child: Some(child),
+            log,
+        }
+    }
+
+    /// Waits for it to end by itself (`--duration`); its exit status and output.
+    pub fn wait(mut self, timeout: Duration) -> (std::process::ExitStatus, String) {
+        let mut child = self.child.take().unwrap();
+        let status = super::process::wait_timeout(&mut child, timeout).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!(
+                "mongotape record --interface did not end:\n{}",
+                self.log.text()
+            )
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        (status, self.log.text())
+    }
+
+    /// SIGINT, then waits; its exit status and output.
+    pub fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child.as_ref().unwrap().id();
+        super::process::send_signal(pid, libc::SIGINT);
+        let child = self.child.take();
+        self.child = child;
+        self.wait(super::process::STOP_TIMEOUT)
+    }
+}
+
+impl Drop for LiveRecord {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! `mongotape record --interface`: a capture made by sniffing the packets of a real server and a
+//! real client on the loopback of a network namespace the test makes (its own `lo`: no other
+//! test's traffic), checked the way a proxy capture is: it replays to an equal database. Rotation
+//! and `--duration` apply as when proxying; without the capture privilege, or without tcpdump, it
+//! says so. Needs root, iproute2 and tcpdump, as CI has (tools/setup installs tcpdump).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+const WORKLOAD: &str = r#"
+import sys
+from pymongo import MongoClient
+client = MongoClient(sys.argv[1], appname="live-sniffed", serverSelectionTimeoutMS=10000)
+db = client.shop
+db.orders.insert_many([{"_id": i, "sku": "s%d" % (i % 7), "qty": i % 5} for i in range(300)])
+for i in range(0, 300, 3):
+    db.orders.update_one({"_id": i}, {"$inc": {"qty": 10}, "$set": {"seen": True}})
+db.orders.delete_many({"qty": 0})
+db.orders.create_index([("sku", 1)])
+assert len(list(db.orders.find({"qty": {"$gt": 1}}).batch_size(20))) > 0
+db.notes.insert_one({"_id": "n1", "text": "x" * 5000})
+print("done")
+"#;
+
+#[test]
+fn a_workload_sniffed_on_a_namespace_loopback_replays_to_an_equal_database() {
+    let ns = Netns::create("live");
+    ns.enter();
+    let server = Server::start();
+    let dir = tempdir();
+    let capture = dir.path().join("live.mtape");
+    let live = LiveRecord::start("lo", server.port(), &capture, &[]);
+    assert!(python(WORKLOAD, &[server.uri()]).contains("done"));
+    // The last replies cross the loopback before tcpdump hands them over.
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, log) = live.stop();
+    assert!(
+        status.success(),
+        "record --interface failed ({status}):\n{log}"
+    );
+    assert!(
+        log.contains("TLS traffic cannot be read this way"),
+        "the TLS limit is said at start:\n{log}"
+    );
+    assert!(log.contains("recorded "), "a summary at the end:\n{log}");
+
+    let inspect = inspect_json(&capture);
+    let text = inspect.to_string();
+    assert!(
+        text.contains("live-sniffed"),
+        "the handshake's app name: {text}"
+    );
+    assert!(text.contains("\"insert\""), "{text}");
+
+    let fresh = Server::start();
+    let replayed = replay(&capture, &fresh.uri(), &[]);
+    assert_eq!(replayed.divergences(), 0, "{}", replayed.describe());
+    assert_same_db(
+        &dump_db(&server.uri(), "shop"),
+        &dump_db(&fresh.uri(), "shop"),
+    );
+}
+
+const STEADY: &str = r#"
+import sys, time
+from pymongo import MongoClient
+client = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+end = time.time() + float(sys.argv[2])
+i = 0
+while time.time() < end:
+    client.t.c.insert_one({"_id": i})
+    i += 1
+    time.sleep(0.005)
+print(i)
+"#;
+
+#[test]
+fn rotation_and_duration_apply_to_a_sniffed_capture() {
+    let ns = Netns::create("live");
+    ns.enter();
+    let server = Server::start();
+    let dir = tempdir();
+    let capture = dir.path().join("rot.mtape");
+    let live = LiveRecord::start(
+        "lo",
+        server.port(),
+        &capture,
+        &["--rotate-every", "1s", "--duration", "3s"],
+    );
+    let sent: u64 = python(STEADY, &[server.uri().as_str(), "4.5"])
+        .trim()
+        .parse()
+        .unwrap();
+    let (status, log) = live.wait(Duration::from_secs(20));
+    assert!(status.success(), "{status}:\n{log}");
+    assert!(log.contains("--duration reached"), "{log}");
+    let mut segments: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rot-") && n.ends_with(".mtape"))
+        .collect();
+    segments.sort();
+    assert!(segments.len() >= 2, "segments: {segments:?}\n{log}");
+    let mut inserts = 0;
+    for name in &segments {
+        let inspect = inspect_json(&dir.path().join(name));
+        assert_eq!(inspect["complete"], true, "{name}: {inspect}");
+        inserts += inspect["by_command"]["insert"]["requests"]
+            .as_u64()
+            .unwrap_or(0);
+    }
+    assert!(
+        inserts > 0 && inserts < sent,
+        "the 3 s recorded part of {sent} inserts, got {inserts}"
+    );
+}
+
+#[test]
+fn without_the_capture_privilege_or_tcpdump_it_says_what_is_missing() {
+    let ns = Netns::create("live");
+    ns.enter();
+    let dir = tempdir();
+    // The unprivileged user must be able to create the capture, so that the privilege is what
+    // fails.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let capture = dir.path().join("x.mtape");
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+    ])
+    .arg(mongotape_bin())
+    .args(["record", "--interface", "lo", "-o"])
+    .arg(&capture);
+    let out = run_command(cmd, Duration::from_secs(30));
+    assert!(!out.success(), "{}", out.stderr);
+    assert!(out.stderr.contains("CAP_NET_RAW"), "{}", out.stderr);
+
+    let mut cmd = std::process::Command::new(mongotape_bin());
+    cmd.env("MONGOTAPE_TCPDUMP", "/nonexistent/tcpdump")
+        .args(["record", "--interface", "lo", "--force", "-o"])
+        .arg(&capture);
+    let out = run_command(cmd, Duration::from_secs(30));
+    assert!(!out.success(), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not installed") && out.stderr.contains("apt-get install tcpdump"),
+        "{}",
+        out.stderr
+    );
+}
