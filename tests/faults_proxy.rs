@@ -416,9 +416,11 @@ fn a_second_signal_cuts_a_large_capture_backlog_and_the_capture_still_ends_whole
         proxy.stderr()
     );
     let started = Instant::now();
-    let exit = proxy.stop();
+    let exit = proxy.stop_within(Duration::from_secs(60));
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(5), "{took:?}\n{}", exit.stderr);
+    // Writing the whole 240 MB backlog at level 19 takes minutes; the message being compressed is
+    // finished first (about a second, several in a debug build on a loaded machine).
+    assert!(took < Duration::from_secs(20), "{took:?}\n{}", exit.stderr);
     assert!(exit.status.success() && !exit.killed, "{}", exit.stderr);
 
     // The capture ends whole: what was not written is counted in gap records and in `end`.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 /// How a proxy process ended.
 #[derive(Debug)]
@@ -119,6 +120,12 @@ impl Proxy {
         self.finish(libc::SIGTERM)
     }
 
+    /// SIGTERM, waiting up to `timeout`: a proxy with a large backlog to write (a debug build on a
+    /// loaded machine writes tens of MB/s).
+    pub fn stop_within(mut self, timeout: Duration) -> ProxyExit {
+        self.finish_within(libc::SIGTERM, timeout)
+    }
+
     /// Another stopping signal (SIGHUP, SIGINT), waited for as [`Proxy::stop`] waits.
     pub fn stop_with(mut self, signal: libc::c_int) -> ProxyExit {
         self.finish(signal)
@@ -130,9 +137,13 @@ impl Proxy {
     }
 
     fn finish(&mut self, signal: libc::c_int) -> ProxyExit {
+        self.finish_within(signal, STOP_TIMEOUT)
+    }
+
+    fn finish_within(&mut self, signal: libc::c_int, timeout: Duration) -> ProxyExit {
         let mut child = self.child.take().expect("proxy already stopped");
         send_signal(child.id(), signal);
-        let (status, killed) = match wait_timeout(&mut child, STOP_TIMEOUT) {
+        let (status, killed) = match wait_timeout(&mut child, timeout) {
             Some(status) => (status, false),
             None => {
                 send_signal(child.id(), libc::SIGKILL);
