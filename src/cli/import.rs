@@ -171,8 +171,22 @@ fn render_recording(s: &ImportSummary, out: &std::path::Path) -> String {
         s.files.len(),
         out.display()
     );
-    for layout in &r.layouts {
-        text.push_str(&format!("layout: {layout}\n"));
+    // One line per layout met, with the files that have it (a directory has many).
+    let mut layouts: Vec<(&str, Vec<&str>)> = Vec::new();
+    for entry in &r.layouts {
+        let (file, layout) = entry.split_once(": ").unwrap_or(("", entry));
+        match layouts.iter_mut().find(|(l, _)| *l == layout) {
+            Some((_, files)) => files.push(file),
+            None => layouts.push((layout, vec![file])),
+        }
+    }
+    for (layout, files) in &layouts {
+        let which = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, .., last] => format!("{} files, {first} to {last}", files.len()),
+            [] => String::new(),
+        };
+        text.push_str(&format!("layout: {layout}: {which}\n"));
     }
     text.push_str(&format!(
         "checksums: {} verified, {} mismatched, {} not verified\n",

@@ -87,6 +87,7 @@ pub fn read_input(
     };
     let mut anchor = Anchor::default();
     let mut sessions = HashMap::new();
+    let mut settled = None;
     for file in &files {
         let name = file.file_name().unwrap_or_default().to_string_lossy();
         let scan = match read::scan_file(file) {
@@ -99,16 +100,7 @@ pub fn read_input(
             }
             Err(e) => return Err(e),
         };
-        read.layouts.push(format!(
-            "{name}: {} ({}{})",
-            scan.layout.name(),
-            scan.layout.describe(),
-            if scan.ambiguous_codes {
-                "; codes not told apart: no reply, no code 1 or 3"
-            } else {
-                ""
-            }
-        ));
+        let scan = note_layout(&name, scan, &mut settled, read);
         verify(&name, &scan, sums.as_ref(), input.is_dir(), read, damaged);
         anchor.learn(file, &scan);
         let pass = Pass {
@@ -126,6 +118,32 @@ pub fn read_input(
         }
     }
     out.close_all("still open when the recording ended", anchor.last_ns)
+}
+
+/// The layout of a file in the summary. A file both code sets read (no reply, no code 1 or 3)
+/// takes the codes an earlier file of its recording settled.
+fn note_layout(
+    name: &str,
+    mut scan: Scan,
+    settled: &mut Option<packet::Codes>,
+    read: &mut RecordingRead,
+) -> Scan {
+    match (scan.ambiguous_codes, *settled) {
+        (true, Some(codes)) if scan.layout.framing == packet::Framing::Events => {
+            scan.layout.codes = Some(codes);
+            scan.ambiguous_codes = false;
+        }
+        (false, _) if scan.layout.codes.is_some() => *settled = scan.layout.codes,
+        _ => {}
+    }
+    let note = if scan.ambiguous_codes {
+        "; codes not told apart: no reply, no code 1 or 3"
+    } else {
+        ""
+    };
+    let (layout, what) = (scan.layout.name(), scan.layout.describe());
+    read.layouts.push(format!("{name}: {layout} ({what}{note})"));
+    scan
 }
 
 fn verify(

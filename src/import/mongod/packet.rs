@@ -28,6 +28,14 @@ pub enum Framing {
 impl Framing {
     pub const ALL: [Framing; 3] = [Framing::Addresses, Framing::Session, Framing::Events];
 
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::Addresses => "addresses",
+            Framing::Session => "session",
+            Framing::Events => "events",
+        }
+    }
+
     /// The fewest bytes a packet of this framing takes (empty strings, no message).
     pub fn min_len(self) -> usize {
         match self {

@@ -120,7 +120,7 @@ pub fn refusal(path: &Path, misfits: &detect::Refusal) -> ImportError {
     } else {
         let each: Vec<String> = misfits
             .iter()
-            .map(|(f, at, why)| format!("as {f:?}: at byte {at}: {why}"))
+            .map(|(f, at, why)| format!("as {}: at byte {at}: {why}", f.name()))
             .collect();
         format!("no traffic recording layout fits it ({})", each.join("; "))
     };
