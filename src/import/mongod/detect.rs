@@ -123,7 +123,10 @@ fn run<R: Read>(input: &mut R, framing: Framing, buf: &mut Vec<u8>) -> std::io::
         buf.resize(n, 0);
         let got = read_full(input, &mut buf[4..])?;
         if got < n - 4 {
-            let what = format!("the file ends inside a packet: {} of its {n} bytes", got + 4);
+            let what = format!(
+                "the file ends inside a packet: {} of its {n} bytes",
+                got + 4
+            );
             r.stop = Some(fail(what));
             return Ok(r);
         }

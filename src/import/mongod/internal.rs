@@ -40,9 +40,8 @@ pub fn classify(message: &[u8]) -> RequestKind {
     };
     let req = RequestInfo::of(&parsed);
     if info::is_handshake_command(&req.command) {
-        let internal_field = command_body(&parsed).is_some_and(|b| {
-            matches!(b.get("internalClient"), Ok(Some(_)))
-        });
+        let internal_field =
+            command_body(&parsed).is_some_and(|b| matches!(b.get("internalClient"), Ok(Some(_))));
         let driver = info::client_metadata(&parsed).and_then(|c| {
             let d = c.get_document("driver").ok()?;
             d.get_str("name").ok().map(str::to_owned)
@@ -80,7 +79,9 @@ pub struct Filter {
 pub enum Verdict {
     Keep,
     /// Leave it out; `new_session`: it showed the session to be a member's.
-    Drop { new_session: bool },
+    Drop {
+        new_session: bool,
+    },
 }
 
 impl Filter {

@@ -34,8 +34,7 @@ pub fn looks_like(head: &[u8]) -> bool {
     let address_at = |at: usize| {
         let t = head.get(at..).unwrap_or_default();
         let end = memchr::memchr(0, t).unwrap_or(t.len());
-        std::str::from_utf8(&t[..end]).is_ok_and(|s| s.contains(':') && !s.contains(' '))
-            && end > 2
+        std::str::from_utf8(&t[..end]).is_ok_and(|s| s.contains(':') && !s.contains(' ')) && end > 2
     };
     (head[4] <= 3 && text_at(13)) || text_at(12) || address_at(12)
 }
@@ -142,7 +141,8 @@ fn note_layout(
         ""
     };
     let (layout, what) = (scan.layout.name(), scan.layout.describe());
-    read.layouts.push(format!("{name}: {layout} ({what}{note})"));
+    read.layouts
+        .push(format!("{name}: {layout} ({what}{note})"));
     scan
 }
 

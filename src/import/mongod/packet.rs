@@ -135,7 +135,9 @@ pub fn parse(buf: &[u8], framing: Framing) -> Result<Packet<'_>, Misfit> {
             let local = cstring(buf, &mut at, "local address")?;
             let remote = cstring(buf, &mut at, "remote address")?;
             if !is_address(local) || !is_address(remote) {
-                return Err(format!("`{local}` and `{remote}` are not HOST:PORT addresses"));
+                return Err(format!(
+                    "`{local}` and `{remote}` are not HOST:PORT addresses"
+                ));
             }
             (remote, local)
         }
@@ -144,7 +146,10 @@ pub fn parse(buf: &[u8], framing: Framing) -> Result<Packet<'_>, Misfit> {
             let s = session_text(text)
                 .ok_or_else(|| format!("`{}` is not a session's text", clip(text)))?;
             if s.id != id {
-                return Err(format!("session text of id {} in a packet of id {id}", s.id));
+                return Err(format!(
+                    "session text of id {} in a packet of id {id}",
+                    s.id
+                ));
             }
             (s.remote, s.local)
         }

@@ -43,7 +43,10 @@ fn each_framing_reads_its_own_packet_and_no_other() {
     let p = parse(&addresses, Framing::Addresses).unwrap();
     assert_eq!((p.remote, p.local), ("10.0.0.9:40000", "127.0.0.1:27017"));
     let p = parse(&session, Framing::Session).unwrap();
-    assert_eq!((p.id, p.remote, p.time, p.order), (7, "127.0.0.1:51234", 1_700_000_000_123, 42));
+    assert_eq!(
+        (p.id, p.remote, p.time, p.order),
+        (7, "127.0.0.1:51234", 1_700_000_000_123, 42)
+    );
     assert_eq!(p.message, &m[..]);
     assert_eq!(parse(&events, Framing::Events).unwrap().code, Some(0));
     for (bytes, wrong) in [
@@ -62,7 +65,8 @@ fn codes_are_checked_against_what_the_packet_carries() {
     let request = ping(5, 0);
     let reply = ping(6, 5);
     let p = |code, m: &[u8]| packet(Some(code), &[TEXT], m);
-    let ev = |bytes: &Vec<u8>, codes| event_of(&parse(bytes, Framing::Events).unwrap(), Some(codes));
+    let ev =
+        |bytes: &Vec<u8>, codes| event_of(&parse(bytes, Framing::Events).unwrap(), Some(codes));
     assert_eq!(ev(&p(0, &reply), Codes::Three), Ok(Event::Message));
     assert!(ev(&p(0, &reply), Codes::Four).is_err());
     assert_eq!(ev(&p(1, &reply), Codes::Four), Ok(Event::Reply));
@@ -100,11 +104,19 @@ fn lying_lengths_and_cut_packets_are_misfits_not_panics() {
 #[test]
 fn session_texts_as_servers_write_them() {
     let s = session_text(TEXT).unwrap();
-    assert_eq!((s.id, s.remote, s.local), (7, "127.0.0.1:51234", "127.0.0.1:27017"));
+    assert_eq!(
+        (s.id, s.remote, s.local),
+        (7, "127.0.0.1:51234", "127.0.0.1:27017")
+    );
     let s = session_text(r#"{ id: NumberLong(12), local: "[::1]:27017", remote: "[::1]:5000" }"#)
         .unwrap();
     assert_eq!((s.id, s.remote, s.local), (12, "[::1]:5000", "[::1]:27017"));
-    for bad in ["", "{}", "{ id: x, remote: \"a:1\", local: \"b:2\" }", "{ id: 1, remote: \"a:1\" }"] {
+    for bad in [
+        "",
+        "{}",
+        "{ id: x, remote: \"a:1\", local: \"b:2\" }",
+        "{ id: 1, remote: \"a:1\" }",
+    ] {
         assert_eq!(session_text(bad), None, "{bad}");
     }
 }

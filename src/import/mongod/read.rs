@@ -175,7 +175,8 @@ pub fn read_packets<R: Read>(
         buf.clear();
         buf.resize(n, 0);
         buf[..4].copy_from_slice(&prefix);
-        let got = detect::read_full(&mut input, &mut buf[4..]).map_err(|e| bad(at, e.to_string()))?;
+        let got =
+            detect::read_full(&mut input, &mut buf[4..]).map_err(|e| bad(at, e.to_string()))?;
         if got < n - 4 {
             return Err(bad(at, "the file changed since it was scanned".into()));
         }
