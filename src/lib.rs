@@ -15,7 +15,8 @@
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
 //! - [`import`]: `mongotape import`. Captures made from other recordings: pcap and pcapng files
-//!   (the packets' layers read, TCP reassembled by mongotape, holes kept as gaps). Writes captures
+//!   (the packets' layers read, TCP reassembled by mongotape, holes kept as gaps), mongoreplay
+//!   playback files and mongod/mongos traffic recordings. Writes captures
 //!   as the recorder does, alongside the proxy.
 //! - [`redact`]: what a capture may keep: credentials always removed, and with `--redact values`
 //!   every string and binary value replaced by a keyed hash of the same length.

@@ -82,6 +82,9 @@ pub const IMPORT: About = About {
   # dumpcap's rotated pcapng files, read in order as one capture; servers on two ports
   mongotape import ring_*.pcapng -o run.mtape --server-port 27017 --server-port 27018
 
+  # a mongod's own traffic recording (a directory of *.bin files and checksum.txt)
+  mongotape import /var/lib/mongodb/traffic/rec1 -o run.mtape
+
 See docs/import.md.",
     exits: &[Ok, Failure, Usage, DamagedCapture],
 };

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 #[derive(Args)]
 pub struct ImportArgs {
     /// The recordings, read in this order as one capture: pcap or pcapng files (tcpdump,
-    /// dumpcap, Wireshark), or mongoreplay playback files (gzipped or not).
+    /// dumpcap, Wireshark), mongoreplay playback files (gzipped or not), or mongod/mongos
+    /// traffic recordings (a recording directory, or one file of the older single-file layout).
     #[arg(required = true, num_args = 1.., value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Write the capture here (refused if it exists, unless --force).
@@ -38,6 +39,10 @@ pub struct ImportArgs {
     /// hash of the same length.
     #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
     redact: RedactArg,
+    /// mongod/mongos recordings: keep the deployment's internal traffic (members' sessions,
+    /// replication's heartbeats and votes, oplog reads), which is left out and counted by default.
+    #[arg(long)]
+    keep_internal: bool,
     /// No summary on stdout (the global -q).
     #[arg(skip)]
     pub quiet: bool,
@@ -75,6 +80,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
             source: String::new(),
         },
         files: args.files,
+        keep_internal: args.keep_internal,
     };
     let summary = import::import(&opts)?;
     if !args.quiet {
@@ -91,6 +97,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
 fn render(s: &ImportSummary, out: &std::path::Path) -> String {
     let w = &s.written;
     let t = &s.tcp;
+    if !s.mongod.layouts.is_empty() {
+        return render_recording(s, out);
+    }
     let m = &s.mongoreplay;
     if m.ops > 0 {
         return format!(
@@ -148,6 +157,57 @@ fn render(s: &ImportSummary, out: &std::path::Path) -> String {
             }
         ));
     }
+    for d in &s.damaged {
+        text.push_str(&format!("damaged: {d}\n"));
+    }
+    text
+}
+
+fn render_recording(s: &ImportSummary, out: &std::path::Path) -> String {
+    let (w, r) = (&s.written, &s.mongod);
+    let mut text = format!(
+        "imported {} packets of mongod traffic recordings from {} input(s) into {}\n",
+        r.packets,
+        s.files.len(),
+        out.display()
+    );
+    // One line per layout met, with the files that have it (a directory has many).
+    let mut layouts: Vec<(&str, Vec<&str>)> = Vec::new();
+    for entry in &r.layouts {
+        let (file, layout) = entry.split_once(": ").unwrap_or(("", entry));
+        match layouts.iter_mut().find(|(l, _)| *l == layout) {
+            Some((_, files)) => files.push(file),
+            None => layouts.push((layout, vec![file])),
+        }
+    }
+    for (layout, files) in &layouts {
+        let which = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, .., last] => format!("{} files, {first} to {last}", files.len()),
+            [] => String::new(),
+        };
+        text.push_str(&format!("layout: {layout}: {which}\n"));
+    }
+    text.push_str(&format!(
+        "checksums: {} verified, {} mismatched, {} not verified\n",
+        r.checksums_verified,
+        r.checksum_mismatches.len(),
+        r.unverified.len()
+    ));
+    for u in &r.unverified {
+        text.push_str(&format!("not verified: {u}\n"));
+    }
+    text.push_str(&format!(
+        "connections: {}; messages: {} ({} bytes), {} credentials redacted; session events: {}\n\
+         internal traffic left out: {} sessions, {} messages (--keep-internal keeps it)\n",
+        w.connections,
+        w.messages,
+        w.wire_bytes,
+        w.redacted_messages,
+        r.session_events,
+        r.internal_sessions,
+        r.internal_messages,
+    ));
     for d in &s.damaged {
         text.push_str(&format!("damaged: {d}\n"));
     }

@@ -62,7 +62,8 @@ enum Command {
     /// Replay a capture against a server and measure what the server spends.
     #[command(after_help = help::REPLAY.after_help())]
     Replay(Box<replay::ReplayArgs>),
-    /// Make a capture from a packet capture (pcap, pcapng) or a mongoreplay playback file.
+    /// Make a capture from a packet capture (pcap, pcapng), a mongoreplay playback file or a
+    /// mongod/mongos traffic recording.
     #[command(after_help = help::IMPORT.after_help())]
     Import(import::ImportArgs),
     /// Server time against client time, per connection and per driver, from a capture alone.

@@ -1,12 +1,15 @@
 //! `mongotape import`: captures made from other recordings of MongoDB traffic, written as
 //! ordinary captures (every other subcommand reads them unchanged).
 //!
-//! `pcap` reads pcap and pcapng files (and `live` the stream tcpdump writes: `record --interface`) and each packet's layers; `tcp` puts connections back
-//! together (mongotape's own reassembly) and cuts them into whole messages; `output` writes the
-//! capture in the recorder's vocabulary. See `docs/import.md`.
+//! `pcap` reads pcap and pcapng files and each packet's layers (and `live` the stream tcpdump
+//! writes for `record --interface`); `tcp` puts connections back together (mongotape's own
+//! reassembly) and cuts them into whole messages; `output` writes the capture in the recorder's
+//! vocabulary. `mongoreplay` reads playback files and `mongod` the server's own traffic
+//! recordings. See `docs/import.md`.
 
 pub mod error;
 pub mod live;
+pub mod mongod;
 pub mod mongoreplay;
 pub mod output;
 pub mod pcap;
@@ -30,6 +33,8 @@ pub struct ImportOptions {
     /// Bytes held per direction while a segment is missing.
     pub window: usize,
     pub output: OutputSpec,
+    /// Keep a server recording's internal traffic (replication, heartbeats, members' sessions).
+    pub keep_internal: bool,
 }
 
 /// Packets left out, by why.
@@ -56,6 +61,8 @@ pub struct ImportSummary {
     pub unknown_linktypes: Vec<String>,
     /// mongoreplay playback files: what their `RecordedOp`s held.
     pub mongoreplay: mongoreplay::OpsRead,
+    /// mongod/mongos traffic recordings: layouts, checksums, internal traffic left out.
+    pub mongod: mongod::RecordingRead,
 }
 
 /// The input formats.
@@ -64,6 +71,8 @@ pub enum Format {
     Pcap,
     PcapNg,
     MongoReplay,
+    /// A mongod/mongos traffic recording: a directory of `*.bin` files or one file.
+    MongodRecording,
 }
 
 impl Format {
@@ -72,6 +81,7 @@ impl Format {
             Format::Pcap => "pcap",
             Format::PcapNg => "pcapng",
             Format::MongoReplay => "mongoreplay",
+            Format::MongodRecording => "mongod recording",
         }
     }
 
@@ -80,9 +90,12 @@ impl Format {
     }
 }
 
-/// The format of a file by its first bytes.
+/// The format of a file by its first bytes (a directory is a server's traffic recording).
 pub fn detect(path: &Path) -> Result<Format, ImportError> {
-    let mut head = [0u8; 32];
+    if path.is_dir() {
+        return Ok(Format::MongodRecording);
+    }
+    let mut head = [0u8; 64];
     let mut file = std::fs::File::open(path).map_err(|source| ImportError::Open {
         path: path.to_owned(),
         source,
@@ -97,10 +110,12 @@ pub fn detect(path: &Path) -> Result<Format, ImportError> {
         Some([0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4]) => Ok(Format::Pcap),
         Some([0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]) => Ok(Format::Pcap),
         _ if mongoreplay::looks_like(head) => Ok(Format::MongoReplay),
+        _ if mongod::looks_like(head) => Ok(Format::MongodRecording),
         _ => Err(ImportError::UnknownFormat {
             path: path.to_owned(),
             what: format!(
-                "it starts with {:02x?}; pcap, pcapng and mongoreplay playback files are read",
+                "it starts with {:02x?}; pcap, pcapng, mongoreplay playback files and mongod \
+                 traffic recordings are read",
                 &head[..head.len().min(8)]
             ),
         }),
@@ -193,10 +208,12 @@ pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
         formats.push(detect(path)?);
     }
     let packets = formats.iter().all(|f| f.is_packets());
-    if !packets && formats.iter().any(|f| f.is_packets()) {
+    if formats.iter().any(|f| *f != formats[0]) && !packets {
         return Err(ImportError::UnknownFormat {
             path: opts.files[0].clone(),
-            what: "packet captures and mongoreplay files cannot be imported together".into(),
+            what: "packet captures, mongoreplay files and mongod recordings cannot be imported \
+                   together"
+                .into(),
         });
     }
     let mut output = opts.output.clone();
@@ -204,10 +221,10 @@ pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
         let names: Vec<String> = opts.files.iter().map(|p| p.display().to_string()).collect();
         output.source = format!("{}: {}", formats[0].name(), names.join(", "));
     }
-    if packets {
-        import_packets(opts, output)
-    } else {
-        import_playback(opts, output)
+    match formats[0] {
+        _ if packets => import_packets(opts, output),
+        Format::MongodRecording => import_recordings(opts, output),
+        _ => import_playback(opts, output),
     }
 }
 
@@ -245,6 +262,22 @@ fn import_playback(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSum
             }
             Err(e) => return Err(e),
         }
+    }
+    summary.written = out.finish(0)?;
+    Ok(summary)
+}
+
+fn import_recordings(
+    opts: &ImportOptions,
+    output: OutputSpec,
+) -> Result<ImportSummary, ImportError> {
+    let mut out = output::Output::new(output);
+    let mut summary = ImportSummary::default();
+    for (i, path) in opts.files.iter().enumerate() {
+        summary.files.push(path.display().to_string());
+        let base = (i as u64) << 48;
+        let (read, damaged) = (&mut summary.mongod, &mut summary.damaged);
+        mongod::read_input(path, &mut out, base, opts.keep_internal, read, damaged)?;
     }
     summary.written = out.finish(0)?;
     Ok(summary)

@@ -157,3 +157,72 @@ pub fn mongoreplay_import(data: &[u8]) {
     let _ = result;
     let _ = std::fs::remove_file(&path);
 }
+
+/// A mongod/mongos traffic recording file: scanned for its layout (each framing over the whole
+/// input), then read up to where the layout fits into a capture written to a scratch file. Any
+/// outcome but a panic; what the scan accepts, the reading accepts too (it never meets a packet
+/// the scan refused), and a capture that was written reads back to its `end` record.
+pub fn mongod_recording_import(data: &[u8]) {
+    use mongotape::import::mongod::{self, Anchor, Pass, RecordingRead};
+    use mongotape::import::output::{Output, OutputSpec};
+    use mongotape::redact::Redaction;
+    let open = || Ok::<_, std::io::Error>(Cursor::new(data));
+    let scan = match mongod::detect::scan(open, None).expect("reading memory") {
+        Ok(scan) => scan,
+        Err(misfits) => {
+            let _ = mongod::refusal(Path::new("fuzz"), &misfits).to_string();
+            return;
+        }
+    };
+    assert!(scan.end <= data.len() as u64 && scan.packets > 0);
+    assert_eq!(scan.file_len, data.len() as u64);
+    let mut whole = mongod::checksum::CrcReader::new(data);
+    whole.drain().expect("reading memory");
+    assert_eq!(scan.crc, whole.crc);
+    let path = std::env::temp_dir().join(format!(
+        "mongotape-fuzz-mongod-{}.mtape",
+        std::process::id()
+    ));
+    let mut out = Output::new(OutputSpec {
+        path: path.clone(),
+        force: true,
+        zstd_level: 1,
+        redaction: Redaction::Credentials,
+        upstream: String::new(),
+        source: "mongod recording: fuzz".into(),
+    });
+    let mut read = RecordingRead::default();
+    let mut anchor = Anchor::default();
+    anchor.learn(Path::new("fuzz"), &scan);
+    let pass = Pass {
+        key_base: 0,
+        keep_internal: data.first().is_some_and(|b| b & 1 == 1),
+        anchor,
+    };
+    let mut sessions = std::collections::HashMap::new();
+    let result = mongod::read_packets(
+        Cursor::new(data),
+        Path::new("fuzz"),
+        &scan,
+        &pass,
+        &mut sessions,
+        &mut out,
+        &mut read,
+    );
+    assert!(
+        result.is_ok(),
+        "the scan accepted what the reading refused: {result:?}"
+    );
+    assert_eq!(read.packets, scan.packets);
+    if out.close_all("end", 0).is_ok() && out.finish(0).is_ok() {
+        let records: Vec<_> = mongotape::capture::CaptureReader::open(&path)
+            .expect("a capture just written")
+            .map(|r| r.expect("a capture just written reads"))
+            .collect();
+        assert_eq!(
+            records.last().map(|r| r.kind),
+            Some(mongotape::capture::RecordKind::End)
+        );
+    }
+    let _ = std::fs::remove_file(&path);
+}

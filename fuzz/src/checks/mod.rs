@@ -15,7 +15,7 @@ mod shape;
 mod wire;
 
 pub use capture::capture_reader;
-pub use import::{mongoreplay_import, pcap_import};
+pub use import::{mongod_recording_import, mongoreplay_import, pcap_import};
 pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
@@ -40,6 +40,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("pcap_import", pcap_import),
     ("plan", plan),
     ("mongoreplay_import", mongoreplay_import),
+    ("mongod_recording_import", mongod_recording_import),
 ];
 
 /// The check of a target, by name.
