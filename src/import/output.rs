@@ -94,6 +94,7 @@ impl Output {
             segment: None,
             redaction: Some(self.spec.redaction.name().into()),
             source: Some(self.spec.source.clone()),
+            slice: None,
         };
         let (path, level) = (&self.spec.path, self.spec.zstd_level);
         let writer = if self.spec.force {

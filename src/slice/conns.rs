@@ -17,7 +17,8 @@ pub struct Awaiting {
     pub fate: Fate,
     /// The request was a getMore of this cursor: its reply may close it.
     pub get_more: Option<i64>,
-    /// A first reply came (exhaust replies may follow with moreToCome).
+    /// A first reply came (exhaust replies may follow with moreToCome), or none is waited for:
+    /// the slicer does not count it among the kept requests awaiting a reply.
     pub answered: bool,
 }
 

@@ -10,7 +10,7 @@ use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{
     CaptureError, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, RecordSource,
 };
-use crate::wire::info::client_metadata;
+use crate::wire::info::{client_metadata, is_handshake_command};
 use crate::wire::{Message, MsgHeader, ReplyInfo, RequestInfo};
 use std::collections::{HashMap, VecDeque};
 
@@ -185,7 +185,7 @@ impl<S: RecordSource> Slicer<S> {
             RecordKind::Close => {
                 if let Some(conn) = self.conns.get_mut(&id) {
                     for a in conn.awaiting.drain(..) {
-                        if !a.answered && !a.fate.is_drop() {
+                        if !a.answered {
                             self.awaiting_kept -= 1;
                         }
                     }
@@ -258,7 +258,10 @@ impl<S: RecordSource> Slicer<S> {
         if let (Some(i), Some(h)) = (&info, MsgHeader::parse(&record.payload).ok().flatten()) {
             if i.expects_reply {
                 let get_more = (i.command == "getMore").then_some(i.cursor_id).flatten();
-                self.await_reply(id, h.request_id, fate, get_more);
+                // Past --until, reading goes on for the replies of kept requests, but not for a
+                // monitoring hello's (an exhaust stream answers it for as long as it lives).
+                let waited = !is_handshake_command(&i.command);
+                self.await_reply(id, h.request_id, fate, get_more, waited);
             }
         }
         self.push(record, fate, What::Request);
@@ -305,8 +308,16 @@ impl<S: RecordSource> Slicer<S> {
         Fate::Keep
     }
 
-    fn await_reply(&mut self, id: u64, request_id: i32, fate: Fate, get_more: Option<i64>) {
-        if !fate.is_drop() {
+    fn await_reply(
+        &mut self,
+        id: u64,
+        request_id: i32,
+        fate: Fate,
+        get_more: Option<i64>,
+        waited: bool,
+    ) {
+        let waited = waited && !fate.is_drop();
+        if waited {
             self.awaiting_kept += 1;
         }
         let conn = self.conns.entry(id).or_default();
@@ -314,10 +325,10 @@ impl<S: RecordSource> Slicer<S> {
             request_id,
             fate,
             get_more,
-            answered: false,
+            answered: !waited,
         });
         if let Some(a) = evicted {
-            if !a.answered && !a.fate.is_drop() {
+            if !a.answered {
                 self.awaiting_kept -= 1;
             }
         }
@@ -337,7 +348,7 @@ impl<S: RecordSource> Slicer<S> {
         };
         conn.last_reply = Some(fate);
         if let Some(a) = &answered {
-            if !a.answered && !a.fate.is_drop() {
+            if !a.answered {
                 self.awaiting_kept -= 1;
             }
             if !fate.is_drop() {
