@@ -79,7 +79,7 @@ impl Recorded {
         let mut all = vec!["slice".as_ref(), self.capture.as_os_str(), "-o".as_ref()];
         all.push(out.as_os_str());
         all.push("--json".as_ref());
-        all.extend(args.iter().map(|a| std::ffi::OsStr::new(a)));
+        all.extend(args.iter().map(std::ffi::OsStr::new));
         let r = mongotape(&all);
         assert!(r.success(), "slice {args:?}: {}", r.stderr);
         assert!(r.stderr.contains("mongotape: kept "), "{}", r.stderr);

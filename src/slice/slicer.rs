@@ -415,7 +415,9 @@ impl<S: RecordSource> Slicer<S> {
                 }
             }
             (What::Close, _) => {
-                if self.conns.remove(&id).is_some_and(|c| c.emitted) {
+                // Its state goes with it, whether or not it went out.
+                let emitted = self.conns.remove(&id).is_some_and(|c| c.emitted);
+                if emitted {
                     self.emit(entry.record);
                 }
             }
