@@ -117,5 +117,28 @@ impl<S: RecordSource> RecordSource for Either<S> {
     }
 }
 
+impl<S: RecordSource> RecordSource for Slicer<S> {
+    fn metadata(&self) -> &crate::capture::Metadata {
+        self.inner().metadata()
+    }
+    fn next_record(
+        &mut self,
+    ) -> Option<Result<crate::capture::Record, crate::capture::CaptureError>> {
+        Slicer::next_record(self)
+    }
+    fn offset(&self) -> u64 {
+        self.inner().offset()
+    }
+    fn compressed_offset(&self) -> u64 {
+        self.inner().compressed_offset()
+    }
+    fn saw_end(&self) -> bool {
+        self.complete()
+    }
+    fn records_read(&self) -> u64 {
+        self.inner().records_read()
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use super::txn::{Statement, Txns, Verdict};
 use super::{Fate, SliceOptions};
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{
-    CaptureError, EndEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind, RecordSource,
+    CaptureError, EndEvent, GapEvent, OpenEvent, Record, RecordKind, RecordSource,
 };
 use crate::wire::info::{client_metadata, is_handshake_command};
 use crate::wire::{Message, MsgHeader, ReplyInfo, RequestInfo};
@@ -97,6 +97,15 @@ impl<S: RecordSource> Slicer<S> {
 
     pub fn into_inner(self) -> S {
         self.inner
+    }
+
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// An end record went out: the capture's, or the window's when it ended first.
+    pub fn complete(&self) -> bool {
+        self.end_written
     }
 
     /// The next kept record, `None` at the end, or a reading error of the capture.
@@ -485,26 +494,5 @@ impl<S: RecordSource> Slicer<S> {
         let ts = ts_ns.max(self.last_ts);
         self.emit(Record::json(RecordKind::End, 0, ts, &end));
         self.end_written = true;
-    }
-}
-
-impl<S: RecordSource> RecordSource for Slicer<S> {
-    fn metadata(&self) -> &Metadata {
-        self.inner.metadata()
-    }
-    fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
-        Slicer::next_record(self)
-    }
-    fn offset(&self) -> u64 {
-        self.inner.offset()
-    }
-    fn compressed_offset(&self) -> u64 {
-        self.inner.compressed_offset()
-    }
-    fn saw_end(&self) -> bool {
-        self.end_written
-    }
-    fn records_read(&self) -> u64 {
-        self.inner.records_read()
     }
 }

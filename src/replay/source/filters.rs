@@ -40,3 +40,14 @@ impl Filters {
                 .any(|p| ns_matches(p, &req.db, &ns))
     }
 }
+
+impl super::SourceResult {
+    /// What `--since`/`--until`/`--app` left out of the first pass counts as filtered, as
+    /// `--command`'s does.
+    pub(super) fn left_out(&mut self, iteration: u64, slice: Option<crate::slice::SliceSummary>) {
+        if let (0, Some(s)) = (iteration, slice) {
+            self.requests_read += s.dropped_requests_total();
+            self.filtered += s.dropped_requests_total();
+        }
+    }
+}

@@ -242,11 +242,7 @@ impl Feed<'_> {
         if go_on {
             go_on = self.flush_all(&mut held);
         }
-        if let (0, Some(s)) = (self.iteration, reader.summary()) {
-            // What --since/--until/--app left out counts as filtered, as --command's does.
-            self.result.requests_read += s.dropped_requests_total();
-            self.result.filtered += s.dropped_requests_total();
-        }
+        self.result.left_out(self.iteration, reader.summary());
         self.progress
             .store(base + reader.compressed_offset(), Ordering::Relaxed);
         if self.iteration == 0 {
