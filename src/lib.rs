@@ -30,13 +30,16 @@
 //!   bounded table of shapes and the map of open cursors that charges a getMore to its shape.
 //! - [`plan`]: query plans: the `explain` command for a request, and its reply as one line
 //!   (`IXSCAN {status: 1} -> FETCH`) with the keys and documents examined.
+//! - [`slice`]: `mongotape slice` and the `--since`/`--until`/`--app` filters of `cat`, `analyze`
+//!   and `replay`: what a time window and filters keep of a capture, streamed, as a capture that
+//!   stays replayable (connections opened before the window, cursors, transactions whole).
 //! - [`metrics`]: live metrics for `record --metrics` and `replay --metrics`: bounded labels, an
 //!   atomic latency histogram, the Prometheus exposition and its HTTP endpoint.
 //!
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape plan < proxy replay import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < proxy replay import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -56,4 +59,5 @@ pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod shape;
+pub mod slice;
 pub mod wire;

@@ -60,6 +60,28 @@ impl<R: std::io::Read> RecordSource for CaptureReader<R> {
     }
 }
 
+/// A source lent out: read through it, then asked what it saw.
+impl<S: RecordSource + ?Sized> RecordSource for &mut S {
+    fn metadata(&self) -> &Metadata {
+        (**self).metadata()
+    }
+    fn next_record(&mut self) -> Option<Result<Record, CaptureError>> {
+        (**self).next_record()
+    }
+    fn offset(&self) -> u64 {
+        (**self).offset()
+    }
+    fn compressed_offset(&self) -> u64 {
+        (**self).compressed_offset()
+    }
+    fn saw_end(&self) -> bool {
+        (**self).saw_end()
+    }
+    fn records_read(&self) -> u64 {
+        (**self).records_read()
+    }
+}
+
 impl RecordSource for CaptureSet {
     fn metadata(&self) -> &Metadata {
         CaptureSet::metadata(self)

@@ -174,6 +174,10 @@ pub struct Metadata {
     /// such as `pcap: run.pcap`. Absent for a capture the proxy recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Only in a slice (`mongotape slice`): the capture it was cut from and the filters, such as
+    /// `run.mtape: since=90s app=checkout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 use super::exit::usage;
 use super::output;
 use clap::Args;
-use mongotape::report::analyze::analyze_files_explained;
+use mongotape::report::analyze::analyze_files_sliced;
 use mongotape::report::analyze::explain::ExplainTarget;
 use mongotape::report::analyze::text::render_text;
 use mongotape::report::analyze::Limits;
@@ -42,6 +42,8 @@ pub struct AnalyzeArgs {
     /// body); 0 lists none.
     #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
     slowest: usize,
+    #[command(flatten)]
+    window: super::window::WindowArgs,
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
@@ -61,8 +63,14 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         max_shapes: args.max_shapes,
         slowest: args.slowest,
     };
-    let report =
-        analyze_files_explained(&args.files, args.label.as_deref(), limits, explain.as_ref())?;
+    let slice = args.window.options()?;
+    let (report, sliced) = analyze_files_sliced(
+        &args.files,
+        args.label.as_deref(),
+        limits,
+        explain.as_ref(),
+        slice,
+    )?;
     if args.json {
         output::json(&report)?;
     } else {
@@ -73,5 +81,10 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         output::note!("mongotape: HTML report written to {}", path.display());
     }
     let c = &report.capture;
-    Ok(super::view::damage_status(&c.read_errors, c.complete).into())
+    let status = super::view::damage_status(&c.read_errors, c.complete);
+    if let Some(s) = sliced.filter(|s| s.nothing_kept()) {
+        super::window::nothing_matched("the report is empty", Some(&s));
+        return Ok(super::exit::Exit::NothingReplayed.into());
+    }
+    Ok(status.into())
 }

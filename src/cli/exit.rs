@@ -16,7 +16,8 @@ pub enum Exit {
     DamagedCapture = 3,
     /// `replay`: a threshold (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`) was crossed.
     Threshold = 4,
-    /// `replay`: nothing was replayed (everything filtered out, an empty capture, handshakes only).
+    /// `replay`: nothing was replayed (everything filtered out, an empty capture, handshakes
+    /// only); `cat`, `analyze`, `slice`: the filters matched nothing.
     NothingReplayed = 5,
     /// `merge`: some shard reports are missing or their replay failed; the rest were merged.
     IncompleteMerge = 6,
@@ -44,7 +45,9 @@ impl Exit {
             Exit::Usage => "usage error (a bad option or argument)",
             Exit::DamagedCapture => "the capture is damaged; read and reported up to the damage",
             Exit::Threshold => "a replay threshold was crossed (reports still written)",
-            Exit::NothingReplayed => "nothing was replayed (filtered out, empty, handshakes only)",
+            Exit::NothingReplayed => {
+                "nothing was replayed or matched the filters (filtered out, empty, handshakes only)"
+            }
             Exit::IncompleteMerge => "merge: shard reports missing or failed; the rest merged",
         }
     }

@@ -39,8 +39,21 @@ pub const CAT: About = About {
   mongotape cat run.mtape -n 20                          # the first 20 messages, one JSON line each
   mongotape cat run.mtape --command insert --ns shop.orders --pretty
   mongotape cat run.mtape --canonical | jq -c .body      # bodies as bsondump writes them
-  mongotape cat run.mtape --conn 3 --events --no-body    # one connection's story",
-    exits: READS,
+  mongotape cat run.mtape --conn 3 --events --no-body    # one connection's story
+  mongotape cat run.mtape --since 90s --until 2m --app checkout --no-body",
+    exits: &[Ok, Failure, Usage, DamagedCapture, NothingReplayed],
+};
+
+pub const SLICE: About = About {
+    examples: "Examples:
+  mongotape slice run.mtape --since 90s --until 5m -o part.mtape     # offsets from the first record
+  mongotape slice run.mtape --app checkout --namespace shop.orders -o orders.mtape
+  mongotape slice /var/lib/mongotape --since 2026-12-01T10:00:00Z --until 2026-12-01T10:05:00Z \\
+      -o incident.mtape --json > incident-slice.json
+
+A getMore or killCursors is kept only with the reply that opened its cursor, a transaction whole or
+not at all; stderr says what was left out and why. See docs/slice.md.",
+    exits: &[Ok, Failure, Usage, DamagedCapture, NothingReplayed],
 };
 
 pub const REPLAY: About = About {

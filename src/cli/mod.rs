@@ -14,8 +14,10 @@ mod record;
 mod record_live;
 mod replay;
 mod replay_ab;
+mod slice;
 mod thresholds;
 mod view;
+mod window;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -59,6 +61,10 @@ enum Command {
     /// Print a capture's messages as JSON lines.
     #[command(after_help = help::CAT.after_help())]
     Cat(view::CatArgs),
+    /// Part of a capture as a capture of its own: a time window, some applications, drivers,
+    /// clients, connections, namespaces or commands; cursors and transactions kept whole.
+    #[command(after_help = help::SLICE.after_help())]
+    Slice(slice::SliceArgs),
     /// Replay a capture against a server and measure what the server spends.
     #[command(after_help = help::REPLAY.after_help())]
     Replay(Box<replay::ReplayArgs>),
@@ -106,6 +112,10 @@ pub fn main() -> ExitCode {
         }
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
+        Command::Slice(mut args) => {
+            args.quiet |= quiet;
+            slice::run(args)
+        }
         Command::Replay(mut args) => {
             args.quiet |= quiet;
             replay::run(*args)

@@ -98,6 +98,8 @@ pub struct ReplayArgs {
     /// Replay only these recorded connection ids (comma-separated, repeatable).
     #[arg(long = "connection", value_delimiter = ',')]
     connection_ids: Vec<u64>,
+    #[command(flatten)]
+    window: super::window::WindowArgs,
     /// Rename a database: `from:to` (repeatable).
     #[arg(long = "db-map", value_name = "FROM:TO")]
     db_map: Vec<String>,
@@ -285,6 +287,8 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
         namespaces: std::mem::take(&mut args.namespaces),
         exclude_namespaces: std::mem::take(&mut args.exclude_namespaces),
         connections: std::mem::take(&mut args.connection_ids),
+        window: args.window.options()?,
+        window_labels: args.window.labels(),
     };
     config.db_map = db_map;
     config.server_pid = args.server_pid.first().copied();

@@ -65,7 +65,7 @@ pub struct CatArgs {
     /// Only this command (repeatable); replies follow their request's command.
     #[arg(long = "command")]
     commands: Vec<String>,
-    /// Only this namespace, `db` or `db.collection` (repeatable).
+    /// Only this namespace, `db`, `db.collection` or a prefix ending in `*` (repeatable).
     #[arg(long = "ns")]
     namespaces: Vec<String>,
     /// Leave out message bodies.
@@ -88,10 +88,16 @@ pub struct CatArgs {
     /// (`latency_us` from request to reply in the capture, shape, body, the reply's outcome).
     #[arg(long, value_name = "K")]
     slowest: Option<usize>,
+    #[command(flatten)]
+    window: super::window::WindowArgs,
 }
 
 pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
-    let mut reader = CaptureSet::open(&args.files)?;
+    let filtered = !(args.window.is_empty()
+        && args.conns.is_empty()
+        && args.commands.is_empty()
+        && args.namespaces.is_empty());
+    let mut reader = args.window.options()?.apply(CaptureSet::open(&args.files)?);
     let options = CatOptions {
         conns: args.conns,
         commands: args.commands,
@@ -134,5 +140,10 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
     }
     // With --limit the listing may stop before the end record.
     let complete = end.complete || args.limit.is_some_and(|l| end.lines >= l);
-    Ok(damage_status(&end.capture_errors, complete).into())
+    let status = damage_status(&end.capture_errors, complete);
+    if filtered && end.lines == 0 {
+        super::window::nothing_matched("nothing printed", reader.summary().as_ref());
+        return Ok(Exit::NothingReplayed.into());
+    }
+    Ok(status.into())
 }

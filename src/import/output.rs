@@ -113,6 +113,7 @@ impl Output {
             segment: None,
             redaction: Some(self.spec.redaction.name().into()),
             source: Some(self.spec.source.clone()),
+            slice: None,
         };
         let plan = SegmentPlan {
             path: self.spec.path.clone(),

@@ -152,6 +152,7 @@ pub(crate) fn options_report(c: &ReplayConfig) -> OptionsReport {
             .map(|x| format!("namespace!={x}")),
     );
     filters.extend(f.connections.iter().map(|x| format!("connection={x}")));
+    filters.extend(f.window_labels.iter().cloned());
     OptionsReport {
         pacing: c.pacing.describe(),
         connections: c.connections,

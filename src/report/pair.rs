@@ -44,6 +44,9 @@ pub struct Pending {
 }
 
 /// What a reply answered.
+// Handed back once per reply and matched at once, never stored: boxing would cost an allocation
+// per reply for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Answer {
     Request(Pending),

@@ -43,6 +43,13 @@ pub struct RequestInfo {
     pub expects_reply: bool,
     /// The cursor a getMore continues.
     pub cursor_id: Option<i64>,
+    /// The cursors a killCursors (command or legacy opcode) closes.
+    pub killed_cursors: Vec<i64>,
+    /// `autocommit` as sent: `Some(false)` on every statement of a multi-document transaction,
+    /// commit and abort included.
+    pub autocommit: Option<bool>,
+    /// `startTransaction: true`: the transaction's first statement.
+    pub start_transaction: bool,
     /// Documents carried (inserts, updates, deletes), from the body array or a document sequence.
     pub documents: usize,
 }
@@ -78,8 +85,9 @@ impl RequestInfo {
                 expects_reply: true,
                 ..legacy("getMore", &g.full_collection_name, 0)
             },
-            Body::KillCursors(_) => RequestInfo {
+            Body::KillCursors(k) => RequestInfo {
                 command: "killCursors".into(),
+                killed_cursors: k.cursor_ids.clone(),
                 ..Default::default()
             },
             Body::Reply(_) => RequestInfo {
@@ -163,6 +171,13 @@ fn from_command(body: &RawDocument) -> RequestInfo {
             }
             "lsid" => info.lsid = value.as_document().map(|d| d.to_owned()),
             "txnNumber" => info.txn_number = as_i64(value),
+            "autocommit" => info.autocommit = value.as_bool(),
+            "startTransaction" => info.start_transaction = value.as_bool() == Some(true),
+            "cursors" if info.command == "killCursors" => {
+                if let Some(arr) = value.as_array() {
+                    info.killed_cursors = arr.into_iter().flatten().filter_map(as_i64).collect();
+                }
+            }
             "documents" | "updates" | "deletes" => {
                 if let Some(arr) = value.as_array() {
                     info.documents += arr.into_iter().count();
@@ -307,6 +322,31 @@ mod tests {
             ),
             ("getMore", Some(991), "bench.c")
         );
+    }
+
+    #[test]
+    fn transaction_fields_and_killed_cursors() {
+        let m = msg(
+            MsgFlags::empty(),
+            vec![Section::Body(rawdoc! {
+                "find": "c", "lsid": { "id": 1 }, "txnNumber": 3i64, "startTransaction": true,
+                "autocommit": false, "$db": "bench"
+            })],
+        );
+        let info = RequestInfo::of(&m);
+        assert_eq!(
+            (info.autocommit, info.start_transaction),
+            (Some(false), true)
+        );
+        let m = msg(
+            MsgFlags::empty(),
+            vec![Section::Body(
+                rawdoc! { "killCursors": "c", "cursors": [5i64, 6i64], "$db": "bench" },
+            )],
+        );
+        let info = RequestInfo::of(&m);
+        assert_eq!(info.killed_cursors, vec![5, 6]);
+        assert_eq!(info.namespace(), "bench.c");
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! `--command`, `--namespace` and `--connection` (and their `!=` forms): which recorded requests are
-//! replayed. Decided once per recorded request, before it is copied for every clone.
+//! replayed. Decided once per recorded request, before it is copied for every clone. The matching
+//! is `slice::filter`'s, shared with `slice` and `cat`; `--since`, `--until` and `--app` read the
+//! capture through a [`crate::slice::Slicer`] (`window`), which keeps cursors and transactions
+//! whole.
 
 use crate::replay::request::Request;
+use crate::slice::filter::ns_matches;
+use crate::slice::SliceOptions;
 
 /// Which recorded requests are replayed. Empty lists accept everything.
 #[derive(Debug, Clone, Default)]
@@ -12,13 +17,10 @@ pub struct Filters {
     pub namespaces: Vec<String>,
     pub exclude_namespaces: Vec<String>,
     pub connections: Vec<u64>,
-}
-
-fn ns_matches(pattern: &str, db: &str, ns: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => ns.starts_with(prefix),
-        None => pattern == ns || pattern == db,
-    }
+    /// `--since`, `--until`, `--app`: applied to the records as they are read.
+    pub window: SliceOptions,
+    /// The same said for the report (`since=90s`).
+    pub window_labels: Vec<String>,
 }
 
 impl Filters {
@@ -39,15 +41,13 @@ impl Filters {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn namespace_patterns() {
-        assert!(ns_matches("bench", "bench", "bench.c"));
-        assert!(ns_matches("bench.c", "bench", "bench.c"));
-        assert!(!ns_matches("bench.d", "bench", "bench.c"));
-        assert!(ns_matches("ben*", "bench", "bench.c"));
+impl super::SourceResult {
+    /// What `--since`/`--until`/`--app` left out of the first pass counts as filtered, as
+    /// `--command`'s does.
+    pub(super) fn left_out(&mut self, iteration: u64, slice: Option<crate::slice::SliceSummary>) {
+        if let (0, Some(s)) = (iteration, slice) {
+            self.requests_read += s.dropped_requests_total();
+            self.filtered += s.dropped_requests_total();
+        }
     }
 }

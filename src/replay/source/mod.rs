@@ -5,7 +5,7 @@
 //! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
 //! queued, and a pass reuses the previous one's connections.
 
-use crate::capture::{CaptureSet, Record, RecordKind};
+use crate::capture::{CaptureSet, Record, RecordKind, RecordSource};
 use crate::figures::summary::new_ns_histogram;
 use crate::replay::lane;
 use crate::replay::measure::{outcome, step_phases::Marker};
@@ -190,7 +190,7 @@ impl Feed<'_> {
     /// One pass over the capture. False when the replay should stop.
     fn pass(&mut self) -> bool {
         let mut reader = match CaptureSet::open(&self.cfg.inputs) {
-            Ok(r) => r,
+            Ok(r) => self.cfg.filters.window.clone().apply(r),
             Err(e) => {
                 self.result.capture_error = Some(e.to_string());
                 return false;
@@ -242,6 +242,7 @@ impl Feed<'_> {
         if go_on {
             go_on = self.flush_all(&mut held);
         }
+        self.result.left_out(self.iteration, reader.summary());
         self.progress
             .store(base + reader.compressed_offset(), Ordering::Relaxed);
         if self.iteration == 0 {

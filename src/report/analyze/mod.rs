@@ -31,7 +31,8 @@ use std::collections::BTreeMap;
 
 pub use pass::{
     analyze, analyze_explained, analyze_file, analyze_files, analyze_files_explained,
-    analyze_files_limited, analyze_files_with, analyze_limited, analyze_with, Limits,
+    analyze_files_limited, analyze_files_sliced, analyze_files_with, analyze_limited, analyze_with,
+    Limits,
 };
 
 /// What a request is for, seen from the workload.

@@ -12,6 +12,7 @@ use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, 
 use crate::figures::slowest::DEFAULT_SLOWEST;
 use crate::report::inspect::Driver;
 use crate::shape::DEFAULT_MAX_SHAPES;
+use crate::slice::{SliceOptions, SliceSummary};
 use bson::RawDocumentBuf;
 use std::path::Path;
 
@@ -185,20 +186,35 @@ pub fn analyze_files_explained(
     limits: Limits,
     explain: Option<&super::explain::ExplainTarget>,
 ) -> Result<AnalyzeReport, CaptureError> {
-    let reader = CaptureSet::open(inputs)?;
+    let (report, _) =
+        analyze_files_sliced(inputs, label, limits, explain, SliceOptions::default())?;
+    Ok(report)
+}
+
+/// [`analyze_files_explained`] of the part of the captures that `slice` keeps (`--since`,
+/// `--until`, `--app`); with the slice's counts when it was sliced.
+pub fn analyze_files_sliced(
+    inputs: &[std::path::PathBuf],
+    label: Option<&str>,
+    limits: Limits,
+    explain: Option<&super::explain::ExplainTarget>,
+    slice: SliceOptions,
+) -> Result<(AnalyzeReport, Option<SliceSummary>), CaptureError> {
+    let mut reader = slice.apply(CaptureSet::open(inputs)?);
     let path = inputs.first().map(|p| p.as_path()).unwrap_or(Path::new(""));
     let label = label.map(str::to_owned).unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    Ok(analyze_explained(
-        reader,
+    let report = analyze_explained(
+        &mut reader,
         &path.display().to_string(),
         Some(&label),
         limits,
         explain,
-    ))
+    );
+    Ok((report, reader.summary()))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub use slowest::slowest;
 
 use super::pair::{Answer, Pairer};
 use crate::capture::{CaptureError, Record, RecordKind, RecordSource};
+use crate::slice::filter::ns_matches;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -25,7 +26,7 @@ pub struct CatOptions {
     pub conns: Vec<u64>,
     /// Only requests of these commands and their replies; all when empty.
     pub commands: Vec<String>,
-    /// Only these namespaces, `db` or `db.collection`; all when empty.
+    /// Only these namespaces, `db`, `db.collection` or a prefix ending in `*`; all when empty.
     pub namespaces: Vec<String>,
     /// Leave out message bodies.
     pub no_body: bool,
@@ -187,11 +188,8 @@ impl<'a> Selector<'a> {
             return false;
         }
         if !o.namespaces.is_empty() {
-            let ns = info.namespace();
-            return o
-                .namespaces
-                .iter()
-                .any(|n| &ns == n || ns.starts_with(&format!("{n}.")));
+            let (db, ns) = (info.db.as_deref().unwrap_or(""), info.namespace());
+            return o.namespaces.iter().any(|n| ns_matches(n, db, &ns));
         }
         true
     }
