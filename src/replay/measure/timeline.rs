@@ -5,7 +5,7 @@
 //! ([`super::knee`]): at most [`MAX_COMMANDS`] commands, in coarse histograms.
 
 use super::hdr;
-use super::knee::{Bucket, CommandBucket};
+use super::knee::{command_histogram, Bucket, CommandBucket};
 use super::sample::Sample;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -25,11 +25,6 @@ const LIVE_SECONDS: usize = 2;
 
 pub fn coarse_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(100, 3_600_000_000_000, 2).expect("static bounds are valid")
-}
-
-/// One significant digit (steps of ~6%, ~4 KiB live): a command's second for the knee's 2x rule.
-pub fn command_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 1).expect("static bounds are valid")
 }
 
 /// A second's latencies: a histogram while operations may still land in it, then packed into its

@@ -2,10 +2,9 @@
 //! every shard's operations together, and the connections of all the shards.
 
 use super::input::ShardInput;
-use super::sum::Second;
-use crate::replay::measure::knee::{self, Bucket, CommandBucket, KneeReport};
+use super::seconds::Second;
+use crate::replay::measure::knee::{self, Bucket, KneeReport};
 use crate::replay::report::OpenLoopReport;
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 pub(super) fn find(
@@ -15,26 +14,7 @@ pub(super) fn find(
     start: f64,
     duration_s: f64,
 ) -> Option<KneeReport> {
-    let buckets: Vec<Bucket<'_>> = seconds
-        .iter()
-        .map(|(&unix_s, s)| Bucket {
-            unix_s,
-            ops: s.ops,
-            latency: Cow::Borrowed(&s.latency),
-            busy_ns: (s.busy_us * 1e3) as u64,
-            max_lag_ns: (s.max_lag_us * 1e3) as u64,
-            commands: s
-                .per_command
-                .iter()
-                .map(|(cmd, (replies, busy_us, h))| CommandBucket {
-                    command: Cow::Borrowed(cmd),
-                    replies: *replies,
-                    busy_ns: (busy_us * 1e3) as u64,
-                    latency: Cow::Borrowed(h),
-                })
-                .collect(),
-        })
-        .collect();
+    let buckets: Vec<Bucket<'_>> = seconds.iter().map(|(&t, s)| s.bucket(t)).collect();
     // Each shard's connections open at once at most, added up.
     let connections = inputs
         .iter()

@@ -1,13 +1,15 @@
 //! Adding shard reports up: histograms first, every figure that derives from them read off the sums.
 
+use super::seconds::Second;
 use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use crate::replay::measure::buckets::BucketTimeline;
 use crate::replay::measure::hdr;
+use crate::replay::measure::knee::command_histogram;
 use crate::replay::measure::metrics::{
     coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
     DIVERGENCE_EXAMPLES,
 };
-use crate::replay::measure::timeline::{command_histogram, CommandSecondReport};
+use crate::replay::measure::timeline::CommandSecondReport;
 
 use crate::replay::merge::input::ShardInput;
 use crate::replay::merge::MergeError;
@@ -65,18 +67,6 @@ struct Sums {
     seconds: BTreeMap<u64, Second>,
 }
 
-/// One Unix second of every shard.
-pub(super) struct Second {
-    pub ops: u64,
-    pub errors: u64,
-    pub max_lag_us: f64,
-    pub latency: Histogram<u64>,
-    pub replies: u64,
-    pub busy_us: f64,
-    /// Per command: replies, busy µs, latency.
-    pub per_command: BTreeMap<String, (u64, f64, Histogram<u64>)>,
-}
-
 impl Sums {
     fn add(&mut self, input: &ShardInput) -> Result<(), MergeError> {
         let d = Decoder { path: &input.path };
@@ -103,15 +93,7 @@ impl Sums {
             d.add_into(into, &format!("recorded {cmd}"), text)?;
         }
         for s in &input.report.timeline {
-            let e = self.seconds.entry(s.unix_s).or_insert_with(|| Second {
-                ops: 0,
-                errors: 0,
-                max_lag_us: 0.0,
-                latency: coarse_histogram(),
-                replies: 0,
-                busy_us: 0.0,
-                per_command: BTreeMap::new(),
-            });
+            let e = self.seconds.entry(s.unix_s).or_insert_with(Second::new);
             e.ops += s.ops;
             e.errors += s.errors;
             e.max_lag_us = e.max_lag_us.max(s.max_lag_us);

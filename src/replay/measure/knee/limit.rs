@@ -8,7 +8,8 @@
 //! - the connections' busy share: that time summed over the second's replies, over
 //!   `connections` x 1 s. A connection has one request in flight at a time, so at a share near 1
 //!   every connection was waiting for a reply all the time, and the most they can carry is
-//!   `connections / time per operation` (`ceiling_ops_per_s`).
+//!   `connections / time per operation` (`ceiling_ops_per_s`, the time per operation taken over
+//!   all the second's operations: the achieved rate over the busy share).
 //!
 //! `connections` when the server's time held and the busy share is at least [`BUSY_SHARE`];
 //! `replayer` when the server's time held, the connections were mostly idle and yet requests went
@@ -57,7 +58,7 @@ impl Limit {
 pub struct Figures {
     /// The replay connections open at once at most (all shards).
     pub connections: u64,
-    /// Mean time from send to reply per operation.
+    /// Time from send to reply per operation of the second (a moreToCome request adds none).
     pub service_us: Option<f64>,
     /// That time against the same commands' baselines, weighted by the second's replies.
     pub service_ratio: Option<f64>,
@@ -76,21 +77,15 @@ pub struct Figures {
 pub(super) fn at(s: &Schedule<'_>, b: &Bucket<'_>, baselines: &Baselines<'_>) -> (Limit, Figures) {
     let connections = s.connections.max(1);
     let (mut actual, mut expected) = (0.0, 0.0);
-    let mut replies = 0;
     for c in &b.commands {
-        replies += c.replies;
         if let Some(g) = baselines.get(&*c.command).filter(|g| g.replies > 0) {
             actual += c.busy_ns as f64;
             expected += c.replies as f64 * g.service_ns();
         }
     }
-    // Without per-command seconds (a report from before them), the second's own replies.
-    let replies = if replies == 0 {
-        b.latency.len()
-    } else {
-        replies
-    };
-    let service_ns = (replies > 0).then(|| b.busy_ns as f64 / replies as f64);
+    // Per operation of the second, answered or not: a moreToCome request holds its connection
+    // only while it is sent.
+    let service_ns = (b.ops > 0 && b.busy_ns > 0).then(|| b.busy_ns as f64 / b.ops as f64);
     let service_ratio = (expected > 0.0).then(|| actual / expected);
     let busy_share = b.busy_ns as f64 / (connections as f64 * 1e9);
     // No command of the second has a baseline: nothing says the server slowed.
@@ -102,9 +97,7 @@ pub(super) fn at(s: &Schedule<'_>, b: &Bucket<'_>, baselines: &Baselines<'_>) ->
     } else {
         Limit::Server
     };
-    let ceiling = service_ns
-        .filter(|ns| *ns > 0.0)
-        .map(|ns| connections as f64 * 1e9 / ns);
+    let ceiling = service_ns.map(|ns| connections as f64 * 1e9 / ns);
     let top = [0.0, f64::MAX]
         .into_iter()
         .filter_map(|t| s.pacing.rate_at(t))
@@ -136,9 +129,9 @@ pub(super) fn sentence(limit: Limit, k: &KneeReport) -> String {
     let busy = format!("{:.0}%", f.busy_share.unwrap_or_default() * 100.0);
     match limit {
         Limit::Connections => format!(
-            "the knee at {} is {}'s ceiling ({n} connection{} x {per_op} per operation, busy {busy} of the time): try --connections {}",
+            "the limit is the connections: {} ceiling is ~{} ({n} connection{} x {per_op} per operation, busy {busy} of the time): try --connections {}",
+            if n == 1 { "one connection's".to_owned() } else { format!("{n} connections'") },
             units::rounded_rate(f.ceiling_ops_per_s.unwrap_or_default()),
-            if n == 1 { "one connection".to_owned() } else { format!("{n} connections") },
             if n == 1 { "" } else { "s" },
             f.try_connections.unwrap_or(2 * n),
         ),

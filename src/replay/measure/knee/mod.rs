@@ -74,6 +74,11 @@ pub struct Baseline {
     pub from_s: f64,
 }
 
+/// One significant digit (steps of ~6%, ~4 KiB live): a command's second, for the 2x rule.
+pub fn command_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 1).expect("static bounds are valid")
+}
+
 /// One wall-clock second of the timeline.
 pub struct Bucket<'a> {
     pub unix_s: u64,
@@ -197,7 +202,7 @@ pub fn find(schedule: &Schedule<'_>, buckets: &[Bucket<'_>]) -> Option<KneeRepor
 fn gather<'b>(t: f64, b: &'b Bucket<'_>, baselines: &mut Baselines<'b>) {
     for c in &b.commands {
         let g = baselines.entry(&c.command).or_insert_with(|| Gathered {
-            latency: crate::replay::measure::timeline::command_histogram(),
+            latency: command_histogram(),
             replies: 0,
             busy_ns: 0,
             from_s: t,
@@ -276,23 +281,22 @@ fn summary(k: &KneeReport, pacing: &Pacing) -> String {
         );
     };
     let command = k.command.as_deref().unwrap_or("the mix");
+    let achieved = units::rounded_rate(k.achieved_ops_per_s.unwrap_or_default());
     let what = match reason {
         "p99" => format!(
-            "{command} p99 {} vs its baseline {}",
+            "{command} p99 {} vs its baseline {}, {achieved} achieved",
             units::rounded_us(k.p99_us.unwrap_or_default()),
             units::rounded_us(k.baseline_p99_us)
         ),
         _ => format!(
-            "{} completed, below {:.0}% of those due",
-            units::rounded_rate(k.achieved_ops_per_s.unwrap_or_default()),
+            "{achieved} achieved, below {:.0}% of the schedule",
             THROUGHPUT_SHARE * 100.0
         ),
     };
     let mut out = format!(
-        "knee at ~{} ({} in): {what}, {} achieved",
+        "knee at ~{} ({} in): {what}",
         units::rounded_rate(rate),
         units::rounded_us(k.at_s.unwrap_or_default() * 1e6),
-        units::rounded_rate(k.achieved_ops_per_s.unwrap_or_default()),
     );
     if let Some(limit) = k.limit.as_deref().and_then(Limit::of_name) {
         out.push_str("; ");

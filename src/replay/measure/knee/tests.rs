@@ -141,7 +141,7 @@ fn a_saturated_connection_is_named_with_its_ceiling() {
     // 1,000/s at 1.3 ms with 30% to spare: 1.86 connections, at least 2x the one: 2.
     assert_eq!(f.try_connections, Some(2));
     assert!(
-        k.summary.ends_with("the knee at 770 ops/s is one connection's ceiling (1 connection x 1.3 ms per operation, busy 100% of the time): try --connections 2"),
+        k.summary.ends_with("the limit is the connections: one connection's ceiling is ~770 ops/s (1 connection x 1.3 ms per operation, busy 100% of the time): try --connections 2"),
         "{}",
         k.summary
     );
@@ -232,7 +232,7 @@ fn a_constant_rate_has_no_knee_when_the_mix_changes() {
     assert_eq!(k.at_s, Some(5.0));
     assert!(
         k.summary
-            .contains("300 ops/s completed, below 90% of those due"),
+            .contains("(5.0 s in): 300 ops/s achieved, below 90% of the schedule"),
         "{}",
         k.summary
     );
