@@ -2,9 +2,10 @@
 //! which the run stops keeping up, which command broke, and what held it back ([`limit`]).
 //!
 //! Definition, over the wall-clock seconds of the timeline that lie wholly inside the run's
-//! schedule (`docs/replay.md`, "The knee"). The knee is the first second past the first 10% of the
-//! schedule where the operations completed fall below [`THROUGHPUT_SHARE`] of those due, or, on a
-//! ramp, where a command with [`MIN_REPLIES`] replies in it has a p99 above [`P99_FACTOR`]
+//! schedule (`docs/replay.md`, "The knee"). The knee is the first second where the operations
+//! completed fall below [`THROUGHPUT_SHARE`] of those due (on a ramp from the first whole second:
+//! its lowest rates; at a constant rate past the first 10% of the schedule), or, on a ramp past
+//! the first 10%, where a command with [`MIN_REPLIES`] replies in it has a p99 above [`P99_FACTOR`]
 //! times its own baseline. Like is compared with like: each command against its own baseline, the
 //! p99 of its replies in the seconds that start in the first 10% of the schedule (at least the
 //! first whole second), or, for a command with fewer than [`MIN_REPLIES`] there, in the seconds
@@ -31,7 +32,7 @@ pub const MIN_REPLIES: u64 = 20;
 pub const P99_FACTOR: f64 = 2.0;
 pub const THROUGHPUT_SHARE: f64 = 0.9;
 
-pub const DEFINITION: &str = "first whole second after the first 10% of the schedule where completed operations fall below 90% of those due, or (ramps only) where a command with 20 replies in the second has a p99 latency above 2x its own baseline: its p99 in the first 10% of the schedule, or in its first seconds with 20 replies";
+pub const DEFINITION: &str = "first whole second where completed operations fall below 90% of those due (on a ramp from the first whole second, at a constant rate after the first 10% of the schedule), or, on a ramp after the first 10%, where a command with 20 replies in the second has a p99 latency above 2x its own baseline: its p99 in the first 10% of the schedule, or in its first seconds with 20 replies";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -150,14 +151,19 @@ pub fn find(schedule: &Schedule<'_>, buckets: &[Bucket<'_>]) -> Option<KneeRepor
     };
     let mut last_held = None;
     for &(t, b) in &inside {
-        if t < cut {
+        // The first 10% gives the baselines; on a ramp (its lowest rates) falling behind there
+        // is already the knee.
+        let baseline_period = t < cut;
+        if baseline_period && !ramp {
             gather(t, b, &mut baselines);
             continue;
         }
-        for g in baselines.values_mut() {
-            g.done |= g.replies >= MIN_REPLIES;
+        if !baseline_period {
+            for g in baselines.values_mut() {
+                g.done |= g.replies >= MIN_REPLIES;
+            }
         }
-        if let Some(knee) = judge(pacing, ramp, t, b, &baselines) {
+        if let Some(knee) = judge(pacing, ramp && !baseline_period, t, b, &baselines) {
             report.rate_ops_per_s = pacing.rate_at(t + 0.5);
             report.at_s = Some(t);
             report.achieved_ops_per_s = Some(b.ops as f64);
@@ -296,11 +302,22 @@ fn summary(k: &KneeReport, pacing: &Pacing) -> String {
     let mut out = format!(
         "knee at ~{} ({} in): {what}",
         units::rounded_rate(rate),
-        units::rounded_us(k.at_s.unwrap_or_default() * 1e6),
+        seconds_in(k.at_s.unwrap_or_default()),
     );
     if let Some(limit) = k.limit.as_deref().and_then(Limit::of_name) {
         out.push_str("; ");
         out.push_str(&limit::sentence(limit, k));
     }
     out
+}
+
+/// Seconds into the schedule as a sentence says them: `0.3 s`, `4.5 s`, `12 s`, `3m05s`.
+fn seconds_in(t: f64) -> String {
+    if t < 1.0 {
+        format!("{:.1} s", t.max(0.0))
+    } else if t < 60.0 {
+        units::rounded_us(t * 1e6)
+    } else {
+        units::clock(t)
+    }
 }

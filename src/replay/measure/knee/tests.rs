@@ -237,3 +237,39 @@ fn a_constant_rate_has_no_knee_when_the_mix_changes() {
         k.summary
     );
 }
+
+/// A ramp whose first whole second already falls behind (one connection at 2 ms carries 500/s;
+/// 600 are due): the knee is there, not the baseline; with nothing to compare the server's time
+/// with, the busy connection names itself.
+#[test]
+fn a_ramp_that_falls_behind_at_once_has_its_knee_in_the_first_second() {
+    let pacing = Pacing::Ramp {
+        from: 600.0,
+        to: 6000.0,
+        over_s: 20.0,
+        steps: 0,
+    };
+    let cmd = |_| {
+        [Cmd {
+            name: "insert",
+            n: 500,
+            latency_ns: 50_000_000,
+            service_ns: 2_000_000,
+        }]
+    };
+    let buckets: Vec<Bucket<'static>> = (0..20u64)
+        .map(|i| second(1_000 + i, 500, 48_000_000, &cmd(i)))
+        .collect();
+    let k = find(&schedule(&pacing, 1_000.0, 20.0, 1), &buckets).unwrap();
+    assert_eq!(k.at_s, Some(0.0), "{k:?}");
+    assert_eq!(k.reason.as_deref(), Some("throughput"));
+    assert_eq!(k.last_held_ops_per_s, None);
+    assert_eq!(k.limit.as_deref(), Some("connections"), "{k:?}");
+    assert_eq!(k.figures.service_ratio, None);
+    assert!(
+        k.summary
+            .starts_with("knee at ~740 ops/s (0.0 s in): 500 ops/s achieved"),
+        "{}",
+        k.summary
+    );
+}
