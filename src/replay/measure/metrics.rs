@@ -243,7 +243,7 @@ impl Metrics {
     }
 
     /// In an open-loop run (`open_loop`), the timeline's seconds kept per command too, for the
-    /// knee.
+    /// knee (its baselines, and the server's time against them).
     pub fn with_command_seconds(mut self, open_loop: bool) -> Metrics {
         if open_loop {
             self.timeline = self.timeline.per_command();

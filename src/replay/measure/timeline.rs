@@ -1,8 +1,8 @@
 //! The per-second timeline of a replay: wall-clock seconds (so the timelines of shards that ran
 //! together line up), each with its operations, errors, latency, schedule lag and the time its
 //! replies took from send to reply (`busy`: the connections' time waiting on the server). In an
-//! open-loop run each second also keeps its latency per command, for the knee
-//! ([`super::knee`]): at most [`MAX_COMMANDS`] commands, in coarse histograms.
+//! open-loop run each second also keeps its latency per command, for the knee ([`super::knee`]):
+//! at most [`MAX_COMMANDS`] commands over the first [`MAX_COMMAND_SECONDS`], in coarse histograms.
 
 use super::hdr;
 use super::knee::{command_histogram, Bucket, CommandBucket};
@@ -18,6 +18,9 @@ pub const MAX_COMMANDS: usize = 16;
 
 /// A bound on the timeline's memory: a day of seconds.
 const MAX_SECONDS: usize = 86_400;
+
+/// Seconds kept per command: an hour (~200 bytes a command's second once packed: at most ~12 MB).
+pub const MAX_COMMAND_SECONDS: usize = 3_600;
 
 /// Seconds behind the newest one that stay live: an operation is counted in the second it
 /// finished in, and lanes report a little out of order.
@@ -188,7 +191,11 @@ impl Timeline {
         while self.seconds.len() <= sec {
             self.seconds.push(Second::new());
         }
-        let command = self.command_index(s.command);
+        let command = if sec < MAX_COMMAND_SECONDS {
+            self.command_index(s.command)
+        } else {
+            None
+        };
         let t = &mut self.seconds[sec];
         t.ops += 1;
         t.errors += s.error as u64;
