@@ -266,6 +266,51 @@ fn replay_and_merge_pages_render_in_chromium() {
     );
 }
 
+/// A ramp's page: the rate intended and achieved and the schedule lag per second, the knee marked
+/// on both and said in a sentence, nothing cut at 1280 px.
+#[test]
+fn a_ramp_page_shows_its_schedule_and_knee_in_chromium() {
+    let _serial = one_at_a_time();
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let html = dir.path().join("ramp.html");
+    let html_arg = html.display().to_string();
+    let capture = workspace_root().join("captures/pymongo.mtape");
+    let r = replay(
+        &capture,
+        &server.uri(),
+        &["--rate", "100..30000", "--ramp", "4s", "--html", &html_arg],
+    );
+    let report: ReplayReport = serde_json::from_value(r.report.clone()).unwrap();
+    let rendered = assert_replay_page(&html, &report);
+    let dom = &rendered.dom;
+    let knee = report.knee.as_ref().expect("a ramp has a knee report");
+    assert!(
+        dom.contains(&format!("{}.", knee.summary)),
+        "the sentence: {}",
+        knee.summary
+    );
+    // The seconds wholly inside the 4 s schedule, intended and achieved, and the knee's two ends.
+    let inside = report
+        .timeline
+        .iter()
+        .map(|s| s.unix_s as f64 - report.started_at_unix_s + 0.5)
+        .filter(|t| *t >= 0.5 && *t <= 3.5)
+        .count();
+    let marker = if knee.at_s.is_some() { 2 } else { 0 };
+    let attr = |title: &str| chart_attr(dom, title, "data-points").expect(title);
+    assert_eq!(
+        attr("Rate intended and achieved"),
+        (2 * inside + marker).to_string()
+    );
+    assert_eq!(
+        attr("Schedule lag: the latest send in each second"),
+        (inside + marker).to_string()
+    );
+    shot(&html, dir.path(), "ramp.png");
+    assert_eq!(clipped_tables_at(&html, 1280), 0, "a table cut at 1280 px");
+}
+
 #[test]
 fn hostile_names_from_a_capture_are_escaped() {
     use mongotape::report::html::{BarChart, Page};

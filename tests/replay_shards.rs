@@ -230,6 +230,72 @@ fn rate_with_duration_sends_rate_times_duration_over_one_pass_of_connections() {
     );
 }
 
+/// The knee's fields agree with one another and with its sentence, whatever the machine's speed:
+/// which second breaks, and whether the server or the connections held it back, depend on the
+/// machine and its load, so neither is asserted.
+fn assert_knee_consistent(knee: &serde_json::Value, what: &str) {
+    let rate = f64_of(&knee["rate_ops_per_s"]);
+    let summary = knee["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.starts_with("knee at ~"),
+        "{what}: {summary}\n{knee:#}"
+    );
+    // Rounded: two significant digits, at most one decimal, in every figure of the sentence.
+    assert!(
+        !summary
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .any(|n| n.split_once('.').is_some_and(|(_, f)| f.len() > 1)),
+        "{what}: {summary}"
+    );
+    let rounded = format!("{:.0}", {
+        let step = 10f64.powi(rate.log10().floor() as i32 - 1);
+        (rate / step).round() * step
+    });
+    assert!(
+        summary.contains(&format!("~{rounded} ops/s")),
+        "{what}: {rate} in {summary}"
+    );
+    let baselines = knee["baselines"]
+        .as_object()
+        .expect("baselines per command");
+    // A knee in the ramp's first second comes before any baseline.
+    assert!(
+        baselines.contains_key("insert") || f64_of(&knee["at_s"]) < 1.0,
+        "{what}: {knee:#}"
+    );
+    if knee["reason"] == "p99" {
+        let command = knee["command"].as_str().expect("the command that broke");
+        let base = f64_of(&baselines[command]["p99_us"]);
+        assert_eq!(f64_of(&knee["baseline_p99_us"]), base, "{what}");
+        assert!(f64_of(&knee["p99_us"]) > 2.0 * base, "{what}: {knee:#}");
+        assert!(
+            summary.contains(&format!(": {command} p99 ")),
+            "{what}: {summary}"
+        );
+    }
+    let connections = f64_of(&knee["connections"]);
+    // A second without a reply (a stall) has no time per operation, and no ceiling.
+    if let Some(service) = knee["service_us"].as_f64() {
+        let ceiling = f64_of(&knee["ceiling_ops_per_s"]);
+        assert!(
+            (ceiling - connections * 1e6 / service).abs() < 1e-6 * ceiling,
+            "{what}: {knee:#}"
+        );
+    } else {
+        assert!(knee["ceiling_ops_per_s"].is_null(), "{what}: {knee:#}");
+    }
+    match knee["limit"].as_str() {
+        Some("connections") => {
+            assert!(summary.contains("ceiling is ~") && summary.contains("try --connections "));
+            assert!(knee["try_connections"].as_u64().unwrap() >= 2 * connections as u64);
+        }
+        Some("server") | Some("replayer") => {
+            assert!(summary.contains("the limit is the "), "{what}: {summary}")
+        }
+        other => panic!("{what}: limit {other:?}"),
+    }
+}
+
 #[test]
 fn a_ramp_reports_its_knee() {
     let server = Server::start_with(&["--standalone"]);
@@ -245,10 +311,36 @@ fn a_ramp_reports_its_knee() {
         "one connection cannot take 30,000/s: {}",
         r.describe()
     );
-    assert!(knee["definition"].as_str().unwrap().contains("p99"));
-    assert!(r.output.stdout.contains("knee: at"), "{}", r.output.stdout);
+    assert!(knee["definition"]
+        .as_str()
+        .unwrap()
+        .contains("its own baseline"));
+    // The capture's one connection.
+    assert_eq!(knee["connections"], 1, "{knee:#}");
+    assert_knee_consistent(knee, "one process");
+    assert_schema("replay", &r.report);
+    let summary = knee["summary"].as_str().unwrap();
+    assert!(r.output.stdout.contains(summary), "{}", r.output.stdout);
+    // Every second carries its busy time, and its commands for the knee.
+    let second = &r.report["timeline"][2];
+    assert!(f64_of(&second["busy_us"]) > 0.0, "{second:#}");
+    assert!(second["per_command"]["insert"]["replies"].as_u64() > Some(0));
     let wall = f64_of(&r.report["summary"]["wall_s"]);
     assert!((5.5..12.0).contains(&wall), "wall {wall}");
+
+    // Two shards, a clone of the capture's connection each: the merge finds the knee again on
+    // the seconds of both, over both shards' connections.
+    let dir = tempdir();
+    let ramp = ["--clones", "2", "--rate", "100..30000", "--ramp", "4s"];
+    let shards = replay_shards(&seed_capture(), &server.uri(), 2, dir.path(), &ramp);
+    let (out, merged) = merge(&shards, &dir.path().join("merged.json"));
+    assert!(out.success(), "{}", out.stderr);
+    let knee = &merged["knee"];
+    assert_eq!(knee["connections"], 2, "{knee:#}");
+    assert_knee_consistent(knee, "merged");
+    assert_schema("merge", &merged);
+    eprintln!("knee, one process: {}", r.report["knee"]["summary"]);
+    eprintln!("knee, merged: {}", knee["summary"]);
 }
 
 #[test]

@@ -36,7 +36,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "OPS")]
     rate: Option<String>,
     /// With --rate A..B: the ramp's length (`60s`, `2m` or seconds); the rate then holds at B.
-    /// The knee (where p99 breaks) is reported.
+    /// The knee is reported: where a command's p99 breaks or throughput falls behind, and
+    /// whether the server or the replayer's connections held the rate back.
     #[arg(long, value_name = "TIME", requires = "rate")]
     ramp: Option<String>,
     /// With --ramp: climb in K equal steps instead of linearly.

@@ -93,6 +93,51 @@ pub fn percent(v: f64) -> String {
     format!("{v:.1}%")
 }
 
+/// `v` to two significant digits, as a sentence says it (`1.873` -> `1.9`, `775` -> `780`,
+/// `0.41`); integral values print without a fraction.
+fn two_digits(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return "0".into();
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let step = 10f64.powi(magnitude - 1);
+    let r = (v / step).round() * step;
+    // Rounding up may add a digit (0.9997 -> 1.0): the decimals follow the rounded value.
+    let decimals = (1 - r.abs().log10().floor() as i32).max(0) as usize;
+    format!("{r:.decimals$}")
+}
+
+/// A duration in microseconds for a sentence: two significant digits, a space before the unit:
+/// `1.9 ms`, `410 µs`, `13 ms`, `2.8 s`.
+pub fn rounded_us(us: f64) -> String {
+    let us = if us.is_finite() { us.max(0.0) } else { 0.0 };
+    // The unit is chosen after rounding: 999.7 µs is `1.0 ms`, not `1000 µs`.
+    let (v, unit) = if us >= 999_500.0 {
+        (us / 1e6, "s")
+    } else if us >= 999.5 {
+        (us / 1e3, "ms")
+    } else if us >= 0.9995 {
+        (us, "µs")
+    } else {
+        (us * 1e3, "ns")
+    };
+    format!("{} {unit}", two_digits(v))
+}
+
+/// A rate for a sentence: two significant digits from 100 up (`775` -> `780 ops/s`), whole below.
+pub fn rounded_rate(ops_per_s: f64) -> String {
+    let v = if ops_per_s.is_finite() {
+        ops_per_s
+    } else {
+        0.0
+    };
+    if v.abs() >= 100.0 {
+        format!("{} ops/s", two_digits(v))
+    } else {
+        format!("{v:.0} ops/s")
+    }
+}
+
 /// A ratio: `1.25x`.
 pub fn ratio(v: f64) -> String {
     format!("{v:.2}x")
@@ -147,5 +192,18 @@ mod tests {
         assert_eq!(clock(185.0), "3m05s");
         assert_eq!(clock(7620.0), "2h07m");
         assert_eq!(clock(0.25), "250.00ms");
+    }
+
+    #[test]
+    fn sentences_say_two_digits() {
+        assert_eq!(rounded_us(1873.412), "1.9 ms");
+        assert_eq!(rounded_us(412.0), "410 µs");
+        assert_eq!(rounded_us(999.7), "1.0 ms");
+        assert_eq!(rounded_us(13_041.663), "13 ms");
+        assert_eq!(rounded_us(2_818_572.0), "2.8 s");
+        assert_eq!(rounded_us(0.25), "250 ns");
+        assert_eq!(rounded_rate(775.0), "780 ops/s");
+        assert_eq!(rounded_rate(9202.52), "9200 ops/s");
+        assert_eq!(rounded_rate(42.4), "42 ops/s");
     }
 }

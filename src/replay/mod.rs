@@ -250,11 +250,10 @@ pub(crate) async fn conclude(
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
     tally::add_counts(&mut report, shared, source);
-    tally::add_shapes(
-        &mut report,
-        &shared.metrics.lock().expect("metrics lock"),
-        source,
-    );
+    let metrics = shared.metrics.lock().expect("metrics lock");
+    tally::add_knee(&mut report, config, &metrics, wall_s);
+    tally::add_shapes(&mut report, &metrics, source);
+    drop(metrics);
     report.server = server;
     report.replayer = replayer;
     report
@@ -284,10 +283,12 @@ pub(crate) fn shared_state(
         deadline: config.duration.map(|d| start + d),
         cursors: Cursors::default(),
         metrics: Mutex::new(
-            Metrics::new(start.into_std()).with_why(measure::why::Why::new(
-                config.slowest,
-                config.capture_redacted(),
-            )),
+            Metrics::new(start.into_std())
+                .with_why(measure::why::Why::new(
+                    config.slowest,
+                    config.capture_redacted(),
+                ))
+                .with_command_seconds(config.pacing.open_loop()),
         ),
         budget: Budget::new(config.read_ahead_bytes.max(1)),
         slots: route::slots::ConnSlots::new(config.connection_limit().0),

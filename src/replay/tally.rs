@@ -52,15 +52,6 @@ pub(super) fn add_measurements(
     report.histograms = metrics.histograms();
     report.errors = metrics.why.errors.report();
     report.slowest = metrics.why.slowest.sorted();
-    if let Some(schedule) = &report.options.open_loop {
-        let duration_s = config.duration.map_or(wall_s, |d| d.as_secs_f64());
-        report.knee = measure::knee::find(
-            &schedule.pacing(),
-            report.started_at_unix_s,
-            duration_s,
-            &metrics.buckets(),
-        );
-    }
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
     if let Some(n) = config.connections {
@@ -77,6 +68,35 @@ pub(super) fn add_measurements(
     } else {
         report.session_order = Some(report::SessionOrderReport::default());
     }
+}
+
+/// The knee of an open-loop run, once the connections opened are counted.
+pub(super) fn add_knee(
+    report: &mut ReplayReport,
+    config: &ReplayConfig,
+    metrics: &Metrics,
+    wall_s: f64,
+) {
+    let Some(schedule) = &report.options.open_loop else {
+        return;
+    };
+    let pacing = schedule.pacing();
+    let connections = report
+        .connection_limit
+        .as_ref()
+        .map(|l| l.peak_open)
+        .filter(|n| *n > 0)
+        .or_else(|| config.connections.map(|n| n as u64 * config.clones as u64))
+        .unwrap_or(report.connections_opened);
+    report.knee = measure::knee::find(
+        &measure::knee::Schedule {
+            pacing: &pacing,
+            started_at_unix_s: report.started_at_unix_s,
+            duration_s: config.duration.map_or(wall_s, |d| d.as_secs_f64()),
+            connections,
+        },
+        &metrics.buckets(),
+    );
 }
 
 /// The query shapes: the feed's (with their recorded figures) and the lanes' replayed figures.

@@ -9,6 +9,8 @@ use super::knee::Bucket;
 use super::sample::Sample;
 use super::shapes::ShapeFigures;
 use super::step_phases::ReplayPhases;
+use super::timeline::Timeline;
+pub use super::timeline::{coarse_histogram, SecondReport};
 use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -18,10 +20,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Examples kept per command in the divergence report.
 pub const DIVERGENCE_EXAMPLES: usize = 5;
-
-pub fn coarse_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(100, 3_600_000_000_000, 2).expect("static bounds are valid")
-}
 
 struct Stat {
     count: u64,
@@ -64,77 +62,6 @@ impl Stat {
     }
 }
 
-struct Second {
-    ops: u64,
-    errors: u64,
-    latency: Latency,
-    max_lag_ns: u64,
-}
-
-/// A second's latencies: a histogram while operations may still land in it, then packed into its
-/// serialized form (a few hundred bytes, where the histogram takes ~30 KB), so that a day-long
-/// replay's timeline takes megabytes, not gigabytes.
-enum Latency {
-    Live(Histogram<u64>),
-    Packed(String),
-}
-
-/// Seconds behind the newest one that stay live: an operation is counted in the second it
-/// finished in, and lanes report a little out of order.
-const LIVE_SECONDS: usize = 2;
-
-impl Latency {
-    fn histogram(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
-        match self {
-            Latency::Live(h) => std::borrow::Cow::Borrowed(h),
-            // Packed from a histogram of ours: it decodes; an empty one otherwise.
-            Latency::Packed(text) => {
-                std::borrow::Cow::Owned(hdr::decode(text).unwrap_or_else(|_| coarse_histogram()))
-            }
-        }
-    }
-
-    fn live(&mut self) -> &mut Histogram<u64> {
-        if let Latency::Packed(_) = self {
-            *self = Latency::Live(self.histogram().into_owned());
-        }
-        match self {
-            Latency::Live(h) => h,
-            Latency::Packed(_) => unreachable!("unpacked just above"),
-        }
-    }
-
-    fn pack(&mut self) {
-        if let Latency::Live(h) = self {
-            *self = Latency::Packed(hdr::encode(h));
-        }
-    }
-
-    fn encoded(&self) -> String {
-        match self {
-            Latency::Live(h) => hdr::encode(h),
-            Latency::Packed(text) => text.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SecondReport {
-    /// Seconds since the first bucket.
-    pub second: usize,
-    /// The wall-clock second (Unix time) this bucket covers.
-    pub unix_s: u64,
-    pub ops: u64,
-    pub errors: u64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-    pub max_lag_us: f64,
-    /// The second's latency histogram (see [`hdr`]), for exact merging.
-    pub hdr: String,
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DivergenceReport {
     pub count: u64,
@@ -173,9 +100,7 @@ pub struct Metrics {
     overall: Stat,
     per_command: HashMap<Arc<str>, Stat>,
     per_namespace: HashMap<Arc<str>, Stat>,
-    timeline: Vec<Second>,
-    /// Seconds of `timeline` before this one are packed.
-    packed: usize,
+    timeline: Timeline,
     buckets: Buckets,
     lag: Histogram<u64>,
     behind_1ms: u64,
@@ -205,8 +130,7 @@ impl Metrics {
             overall: Stat::new(true),
             per_command: HashMap::new(),
             per_namespace: HashMap::new(),
-            timeline: Vec::new(),
-            packed: 0,
+            timeline: Timeline::new(wall.as_secs(), wall.subsec_nanos() as u64),
             buckets: Buckets::new(wall.as_nanos() as u64),
             lag: coarse_histogram(),
             behind_1ms: 0,
@@ -258,39 +182,7 @@ impl Metrics {
         self.behind_100ms += (s.lag_ns > 100_000_000) as u64;
         let since_ns = s.done.saturating_duration_since(self.start).as_nanos() as u64;
         self.buckets.record(since_ns, s.latency_ns, s.error);
-        let sec = (since_ns.saturating_add(self.start_subsec_ns) / 1_000_000_000) as usize;
-        // A bound on the timeline's memory: a day of seconds.
-        if sec < 86_400 {
-            if sec >= self.timeline.len() {
-                // The seconds now well behind the newest are done: packed.
-                let done = sec.saturating_sub(LIVE_SECONDS).min(self.timeline.len());
-                if done > self.packed {
-                    for t in &mut self.timeline[self.packed..done] {
-                        t.latency.pack();
-                    }
-                    self.packed = done;
-                }
-            }
-            while self.timeline.len() <= sec {
-                self.timeline.push(Second {
-                    ops: 0,
-                    errors: 0,
-                    latency: Latency::Live(coarse_histogram()),
-                    max_lag_ns: 0,
-                });
-            }
-            let t = &mut self.timeline[sec];
-            t.ops += 1;
-            t.errors += s.error as u64;
-            if let Some(ns) = s.latency_ns {
-                // A very late operation reopens its packed second; it is packed again later.
-                if sec < self.packed {
-                    self.packed = sec;
-                }
-                t.latency.live().saturating_record(ns.max(100));
-            }
-            t.max_lag_ns = t.max_lag_ns.max(s.lag_ns);
-        }
+        self.timeline.record(since_ns, &s);
     }
 
     pub fn diverged(
@@ -332,25 +224,7 @@ impl Metrics {
     }
 
     pub fn timeline(&self) -> Vec<SecondReport> {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        self.timeline
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let h = t.latency.histogram();
-                SecondReport {
-                    second: i,
-                    unix_s: self.start_unix_s + i as u64,
-                    hdr: t.latency.encoded(),
-                    ops: t.ops,
-                    errors: t.errors,
-                    p50_us: us(h.value_at_quantile(0.5)),
-                    p99_us: us(h.value_at_quantile(0.99)),
-                    max_us: us(h.max()),
-                    max_lag_us: us(t.max_lag_ns),
-                }
-            })
-            .collect()
+        self.timeline.report()
     }
 
     /// The timeline in buckets sized for the run's length.
@@ -365,15 +239,16 @@ impl Metrics {
 
     /// The timeline's seconds, for the knee.
     pub fn buckets(&self) -> Vec<Bucket<'_>> {
-        self.timeline
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Bucket {
-                unix_s: self.start_unix_s + i as u64,
-                ops: t.ops,
-                latency: t.latency.histogram(),
-            })
-            .collect()
+        self.timeline.buckets()
+    }
+
+    /// In an open-loop run (`open_loop`), the timeline's seconds kept per command too, for the
+    /// knee (its baselines, and the server's time against them).
+    pub fn with_command_seconds(mut self, open_loop: bool) -> Metrics {
+        if open_loop {
+            self.timeline = self.timeline.per_command();
+        }
+        self
     }
 
     pub fn histograms(&self) -> HistogramsReport {
@@ -434,12 +309,8 @@ mod tests {
                 m.record(sample(&cmd, start, sec * 1000 + i * 19, 100 + sec));
             }
         }
-        let live = m
-            .timeline
-            .iter()
-            .filter(|t| matches!(t.latency, Latency::Live(_)))
-            .count();
-        assert!(live <= LIVE_SECONDS + 2, "{live} seconds still live");
+        let live = m.timeline.live_seconds();
+        assert!(live <= 4, "{live} seconds still live");
         // A late operation reopens its second, and is counted.
         m.record(sample(&cmd, start, 5_500, 5_000));
         let timeline = m.timeline();

@@ -3,8 +3,10 @@
 //! - [`outcome`]: a reply's outcome read in place (recorded and live alike), and the comparison.
 //! - [`buckets`]: the timeline in buckets as wide as the run's length calls for.
 //! - [`hdr`]: histograms in reports, losslessly (HdrHistogram V2, base64), for exact merging.
-//! - [`knee`]: the rate at which an open-loop run stops keeping up.
+//! - [`knee`]: the rate at which an open-loop run stops keeping up, the command that broke, and
+//!   whether the server or the replayer's connections held it back.
 //! - [`metrics`]: latency per command and namespace, the timeline, schedule lag, divergences.
+//! - [`timeline`]: the per-second timeline (per command too in an open-loop run, for the knee).
 //! - [`observed`]: what one target answered to one request, for the A/B comparison.
 //! - [`sample`]: one finished operation, as metrics and the live figures take it.
 //! - [`live`]: `--metrics`, the same operations as live counters and histograms for a scrape.
@@ -26,4 +28,5 @@ pub mod sample;
 pub mod server;
 pub mod shapes;
 pub mod step_phases;
+pub mod timeline;
 pub mod why;

@@ -8,10 +8,14 @@
 //!
 //! - [`input`]: reading the shard reports, and which shards are there.
 //! - [`sum`]: adding histograms, summaries, timelines and the rest.
+//! - `seconds`: the timelines added up by wall-clock second.
+//! - `knee`: the knee found again on the merged seconds, with every shard's connections.
 //! - `shapes`: adding up per query shape, both sides, matched by hash.
 //! - `why`: errors by code added up, and the K slowest requests of all the shards.
 
 mod input;
+mod knee;
+mod seconds;
 mod shapes;
 mod sum;
 mod why;

@@ -1,13 +1,16 @@
 //! Adding shard reports up: histograms first, every figure that derives from them read off the sums.
 
+use super::seconds::Second;
 use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
 use crate::replay::measure::buckets::BucketTimeline;
 use crate::replay::measure::hdr;
-use crate::replay::measure::knee::{self, Bucket};
+use crate::replay::measure::knee::command_histogram;
 use crate::replay::measure::metrics::{
     coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
     DIVERGENCE_EXAMPLES,
 };
+use crate::replay::measure::timeline::CommandSecondReport;
+
 use crate::replay::merge::input::ShardInput;
 use crate::replay::merge::MergeError;
 use crate::replay::report::{
@@ -61,8 +64,7 @@ struct Sums {
     per_namespace: BTreeMap<String, Histogram<u64>>,
     recorded: BTreeMap<String, Histogram<u64>>,
     lag: Option<Histogram<u64>>,
-    /// By Unix second: ops, errors, max lag (µs), latency.
-    seconds: BTreeMap<u64, (u64, u64, f64, Histogram<u64>)>,
+    seconds: BTreeMap<u64, Second>,
 }
 
 impl Sums {
@@ -91,14 +93,23 @@ impl Sums {
             d.add_into(into, &format!("recorded {cmd}"), text)?;
         }
         for s in &input.report.timeline {
-            let e = self
-                .seconds
-                .entry(s.unix_s)
-                .or_insert_with(|| (0, 0, 0.0, coarse_histogram()));
-            e.0 += s.ops;
-            e.1 += s.errors;
-            e.2 = e.2.max(s.max_lag_us);
-            d.add_into(&mut e.3, &format!("timeline second {}", s.unix_s), &s.hdr)?;
+            let e = self.seconds.entry(s.unix_s).or_insert_with(Second::new);
+            e.ops += s.ops;
+            e.errors += s.errors;
+            e.max_lag_us = e.max_lag_us.max(s.max_lag_us);
+            e.replies += s.replies;
+            e.busy_us += s.busy_us;
+            let what = format!("timeline second {}", s.unix_s);
+            d.add_into(&mut e.latency, &what, &s.hdr)?;
+            for (cmd, c) in &s.per_command {
+                let into = e
+                    .per_command
+                    .entry(cmd.clone())
+                    .or_insert_with(|| (0, 0.0, command_histogram()));
+                into.0 += c.replies;
+                into.1 += c.busy_us;
+                d.add_into(&mut into.2, &format!("{what} {cmd}"), &c.hdr)?;
+            }
         }
         Ok(())
     }
@@ -162,16 +173,31 @@ fn timeline(sums: &Sums) -> Vec<SecondReport> {
     let us = |ns: u64| ns as f64 / 1000.0;
     sums.seconds
         .iter()
-        .map(|(&unix_s, (ops, errors, lag, h))| SecondReport {
+        .map(|(&unix_s, s)| SecondReport {
             second: (unix_s - first) as usize,
             unix_s,
-            ops: *ops,
-            errors: *errors,
-            p50_us: us(h.value_at_quantile(0.5)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            max_us: us(h.max()),
-            max_lag_us: *lag,
-            hdr: hdr::encode(h),
+            ops: s.ops,
+            errors: s.errors,
+            p50_us: us(s.latency.value_at_quantile(0.5)),
+            p99_us: us(s.latency.value_at_quantile(0.99)),
+            max_us: us(s.latency.max()),
+            max_lag_us: s.max_lag_us,
+            hdr: hdr::encode(&s.latency),
+            replies: s.replies,
+            busy_us: s.busy_us,
+            per_command: s
+                .per_command
+                .iter()
+                .map(|(cmd, (replies, busy_us, h))| {
+                    let c = CommandSecondReport {
+                        replies: *replies,
+                        busy_us: *busy_us,
+                        p99_us: us(h.value_at_quantile(0.99)),
+                        hdr: hdr::encode(h),
+                    };
+                    (cmd.clone(), c)
+                })
+                .collect(),
         })
         .collect()
 }
@@ -211,17 +237,8 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     add_cpu(&mut r, &inputs);
     r.plans = plans(&inputs);
     if let Some(schedule) = &r.options.open_loop {
-        let seconds: Vec<Bucket<'_>> = sums
-            .seconds
-            .iter()
-            .map(|(&unix_s, (ops, _, _, h))| Bucket {
-                unix_s,
-                ops: *ops,
-                latency: std::borrow::Cow::Borrowed(h),
-            })
-            .collect();
         let duration_s = r.options.duration_s.unwrap_or(wall_s);
-        r.knee = knee::find(&schedule.pacing(), start, duration_s, &seconds);
+        r.knee = super::knee::find(&inputs, &sums.seconds, schedule, start, duration_s);
     }
     r.histograms = HistogramsReport {
         format: hdr::FORMAT.into(),

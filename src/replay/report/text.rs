@@ -8,23 +8,20 @@ use crate::figures::units;
 use crate::replay::measure::knee::KneeReport;
 use crate::replay::pacing::Pacing;
 
+/// The knee's sentence (its figures rounded), and the baselines it was measured against.
 fn knee_text(k: &KneeReport) -> String {
-    match (k.rate_ops_per_s, &k.reason) {
-        (Some(rate), Some(reason)) => format!(
-            "knee: at {rate:.0} ops/s intended ({}s in), {}: p99 {} vs baseline {}, {:.0} ops/s achieved; last rate that held {}\n",
-            k.at_s.unwrap_or_default(),
-            if reason == "p99" { "p99 more than doubled" } else { "throughput below 90% of the schedule" },
-            units::duration_us(k.p99_us.unwrap_or_default()),
-            units::duration_us(k.baseline_p99_us),
-            k.achieved_ops_per_s.unwrap_or_default(),
-            k.last_held_ops_per_s.map_or("none".into(), |r| format!("{r:.0} ops/s")),
-        ),
-        _ => format!(
-            "knee: none, the server kept up (p99 baseline {}, last rate {})\n",
-            units::duration_us(k.baseline_p99_us),
-            k.last_held_ops_per_s.map_or("n/a".into(), |r| format!("{r:.0} ops/s")),
-        ),
+    let mut out = format!("{}\n", k.summary);
+    if k.rate_ops_per_s.is_none() && !k.baselines.is_empty() {
+        let mut by_replies: Vec<_> = k.baselines.iter().collect();
+        by_replies.sort_by_key(|(_, b)| std::cmp::Reverse(b.replies));
+        let each: Vec<String> = by_replies
+            .iter()
+            .take(3)
+            .map(|(c, b)| format!("{c} {}", units::rounded_us(b.p99_us)))
+            .collect();
+        out.push_str(&format!("  p99 baselines: {}\n", each.join(", ")));
     }
+    out
 }
 
 /// Under the command table: what `rec` is, and where the other percentiles are.

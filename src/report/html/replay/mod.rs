@@ -1,10 +1,13 @@
 //! `mongotape replay --html` (and `merge --html`): the replay report (`replay::report`) as one
 //! self-contained page: the summary's charts, the latency per command replayed and recorded
-//! ([`latency`]), per query shape likewise with a table of every shape (`shapes`), the timelines ([`timeline`]), the CPU spent by the server and by the replayer, the
+//! ([`latency`]), per query shape likewise with a table of every shape (`shapes`), an open-loop
+//! run against its schedule with its knee ([`schedule`]), the timelines ([`timeline`]), the CPU
+//! spent by the server and by the replayer, the
 //! divergences with their examples ([`divergences`]), the phases.
 
 mod divergences;
 mod latency;
+mod schedule;
 mod shapes;
 mod timeline;
 
@@ -39,6 +42,7 @@ pub fn render_html(r: &ReplayReport) -> String {
         ));
     }
     page = summary::summary_section(page, s);
+    page = schedule::section(page, r);
     page = latency::section(page, r);
     page = shapes::section(page, r);
     page = super::why::sections(page, &r.errors, &r.slowest, r.plans.as_deref());
@@ -179,6 +183,44 @@ mod tests {
         );
         assert!(html.contains("replayer (mongotape itself)"));
         assert!(html.contains("Wall time per phase"));
+    }
+
+    #[test]
+    fn a_ramp_draws_its_schedule_and_marks_its_knee() {
+        let mut r = report();
+        r.options.open_loop = Some(crate::replay::report::OpenLoopReport {
+            from: 100.0,
+            to: 1000.0,
+            over_s: 10.0,
+            steps: 0,
+        });
+        r.options.duration_s = Some(10.0);
+        r.started_at_unix_s = 99.5;
+        r.timeline = (0..12)
+            .map(|i| SecondReport {
+                second: i,
+                unix_s: 99 + i as u64,
+                ops: 100 + 90 * i as u64,
+                max_lag_us: 50.0 * i as f64,
+                ..SecondReport::default()
+            })
+            .collect();
+        r.knee = Some(crate::replay::measure::knee::KneeReport {
+            at_s: Some(6.5),
+            summary: "knee at ~730 ops/s (6.5 s in)".into(),
+            ..Default::default()
+        });
+        let html = render_html(&r);
+        assert!(html.contains("Against the schedule"));
+        assert!(html.contains("knee at ~730 ops/s (6.5 s in)."));
+        // Seconds 1..=9 lie wholly inside the schedule: 9 intended, 9 achieved, 2 for the knee.
+        assert!(html.contains(
+            "aria-label=\"Rate intended and achieved\" data-series=\"3\" data-points=\"20\""
+        ));
+        assert!(
+            html.contains("data-series=\"2\" data-points=\"11\""),
+            "the lag and its knee"
+        );
     }
 
     #[test]
