@@ -142,33 +142,6 @@ fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-fn scrape(addr: &str) -> String {
-    let mut stream =
-        TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to metrics at {addr}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert!(
-        head.contains("Content-Type: text/plain; version=0.0.4"),
-        "{head}"
-    );
-    body.to_owned()
-}
-
-/// `http://ADDR/metrics` as a process printed it.
-fn metrics_addr(stderr: &str) -> Option<String> {
-    let at = stderr.find("metrics on http://")? + "metrics on http://".len();
-    let rest = &stderr[at..];
-    Some(rest[..rest.find("/metrics")?].to_owned())
-}
-
 /// Per request command (decoded independently of the proxy), request and reply counts and bytes.
 struct CaptureCounts {
     commands: BTreeMap<String, u64>,

@@ -31,10 +31,26 @@ fn a_workload_sniffed_on_a_namespace_loopback_replays_to_an_equal_database() {
     let server = Server::start();
     let dir = tempdir();
     let capture = dir.path().join("live.mtape");
-    let live = LiveRecord::start("lo", server.port(), &capture, &[]);
+    let live = LiveRecord::start("lo", server.port(), &capture, &["--metrics", "127.0.0.1:0"]);
     assert!(python(WORKLOAD, &[server.uri()]).contains("done"));
     // The last replies cross the loopback before tcpdump hands them over.
     std::thread::sleep(Duration::from_millis(500));
+    let addr = metrics_addr(&live.log()).expect("the metrics address is printed");
+    let body = scrape(&addr);
+    let series = |line: &str| -> u64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(line)?.trim().parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no `{line}` in:\n{body}")) as u64
+    };
+    // 100 update_one calls, each its own command, each answered: counted, and timed from the
+    // packets' own times.
+    assert_eq!(series("mongotape_requests_total{command=\"update\"}"), 100);
+    assert_eq!(
+        series("mongotape_request_duration_seconds_count{command=\"update\"}"),
+        100
+    );
+    assert!(series("mongotape_connections_total") >= 1, "{body}");
+    assert!(series("mongotape_recorded_messages_total") >= 200, "{body}");
     let (status, log) = live.stop();
     assert!(
         status.success(),

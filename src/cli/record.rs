@@ -94,14 +94,14 @@ pub struct RecordArgs {
     /// recorder's queue and drops, capture bytes and segments. Example: `--metrics 127.0.0.1:9216`
     /// (`0.0.0.0:9216` for a scraper on another machine). See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
-    metrics: Option<String>,
+    pub(super) metrics: Option<String>,
     /// Record by sniffing the packets that cross this network interface (`lo`, `eth0`, `any`)
     /// instead of proxying: no change to the application, no hop. Runs tcpdump (libpcap), so it
     /// needs root or CAP_NET_RAW; TLS traffic cannot be read this way (use the proxy, or the
     /// server's own traffic recording). Rotation, limits and redaction as when proxying.
     /// Example: `--interface eth0 --server-port 27017`. See docs/import.md, "Live sniffing".
     #[arg(long, value_name = "IFACE", requires = "out",
-          conflicts_with_all = ["no_record", "tls_cert", "metrics", "advertise_host"])]
+          conflicts_with_all = ["no_record", "tls_cert", "advertise_host"])]
     pub(super) interface: Option<String>,
     /// With --interface: a server's port (repeatable; default 27017). Its side of each
     /// connection is the server's.

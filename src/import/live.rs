@@ -11,7 +11,7 @@
 //! segments are missing. TLS traffic cannot be read this way: its bytes are encrypted.
 
 use super::error::ImportError;
-use super::output::{Limits, Output, OutputSpec};
+use super::output::{Limits, Meter, Output, OutputSpec};
 use super::tcp::role::{ServerSpec, DEFAULT_PORT};
 use super::{pcap, ImportSummary, PacketImport};
 use crate::capture::EndReason;
@@ -250,7 +250,11 @@ pub fn start(opts: &LiveOptions) -> Result<Sniffing, ImportError> {
 impl Sniffing {
     /// Records until `stop` is set, a limit of the options is reached, or tcpdump ends; the
     /// capture is then closed with its `end` record.
-    pub fn run(self, stop: Arc<AtomicBool>) -> Result<LiveSummary, ImportError> {
+    pub fn run(
+        self,
+        stop: Arc<AtomicBool>,
+        meter: Option<Box<dyn Meter>>,
+    ) -> Result<LiveSummary, ImportError> {
         let Sniffing {
             sniffer,
             stdout,
@@ -264,7 +268,10 @@ impl Sniffing {
             let deadline = opts.limits.duration.map(|d| Instant::now() + d);
             std::thread::spawn(move || control(&sniffer, &done, &stop, deadline))
         };
-        let output = Output::with_limits(opts.output.clone(), opts.limits.clone());
+        let mut output = Output::with_limits(opts.output.clone(), opts.limits.clone());
+        if let Some(meter) = meter {
+            output.set_meter(meter);
+        }
         let mut run = PacketImport::with_output(opts.servers.clone(), opts.window, output);
         let mut reported = 0u64;
         let source = PathBuf::from(format!("tcpdump -i {}", opts.interface));

@@ -57,6 +57,20 @@ pub struct Limits {
     pub duration: Option<Duration>,
 }
 
+/// What a live recording shows as it goes (`record --interface --metrics`): every connection
+/// opened and closed, every whole message (as it crossed the wire, before redaction) and what
+/// the capture holds. The default methods do nothing.
+pub trait Meter: Send {
+    fn opened(&mut self, _conn: u64) {}
+    fn closed(&mut self, _conn: u64) {}
+    fn message(&mut self, _conn: u64, _request: bool, _frame: &[u8], _ts_ns: u64) {}
+    /// A message written (`redacted`: with something replaced).
+    fn recorded(&mut self, _redacted: bool) {}
+    fn gap(&mut self, _messages: u64, _bytes: u64, _unredactable: bool) {}
+    /// A record written; the capture's bytes on disk so far.
+    fn written(&mut self, _file_bytes: u64) {}
+}
+
 struct ConnOut {
     id: u64,
     handshakes: u32,
@@ -69,6 +83,8 @@ pub struct Output {
     writer: Option<SegmentWriter>,
     /// A limit ended the capture: later records are not written.
     ended: Option<EndReason>,
+    meter: Option<Box<dyn Meter>>,
+    file_bytes: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     redactor: Redactor,
     conns: HashMap<u64, ConnOut>,
     next_conn: u64,
@@ -89,6 +105,8 @@ impl Output {
             limits,
             writer: None,
             ended: None,
+            meter: None,
+            file_bytes: None,
             redactor,
             conns: HashMap::new(),
             next_conn: 1,
@@ -125,6 +143,7 @@ impl Output {
         };
         let writer = SegmentWriter::create(plan, meta, self.spec.zstd_level)?;
         self.last_ts = start_unix_ns;
+        self.file_bytes = Some(writer.bytes_counter());
         self.writer = Some(writer);
         Ok(())
     }
@@ -144,6 +163,11 @@ impl Output {
             writer.finish(Some(end))?;
         }
         Ok(self.written)
+    }
+
+    /// Tells `meter` what happens from now on.
+    pub fn set_meter(&mut self, meter: Box<dyn Meter>) {
+        self.meter = Some(meter);
     }
 
     /// The limit that ended the capture, if one did.
@@ -174,12 +198,18 @@ impl Output {
         if let Kept::Ended(reason) = writer.write(&record)? {
             self.ended = Some(reason);
         }
+        if let (Some(meter), Some(bytes)) = (self.meter.as_mut(), &self.file_bytes) {
+            meter.written(bytes.load(std::sync::atomic::Ordering::Relaxed));
+        }
         Ok(())
     }
 
     /// A loss of the whole capture (`conn_id` 0), such as packets the kernel dropped.
     pub fn capture_gap(&mut self, reason: String, ts_ns: u64) -> Result<(), ImportError> {
         let ts = self.ts(ts_ns);
+        if let Some(meter) = self.meter.as_mut() {
+            meter.gap(0, 0, false);
+        }
         self.written.gap_records += 1;
         let gap = GapEvent {
             dropped_messages: 0,
@@ -234,6 +264,9 @@ impl Output {
             },
         );
         self.written.connections += 1;
+        if let Some(meter) = self.meter.as_mut() {
+            meter.opened(id);
+        }
         let open = OpenEvent {
             client: client.into(),
             upstream: server.into(),
@@ -244,6 +277,13 @@ impl Output {
     }
 
     fn gap(&mut self, id: u64, lost: Lost, ts: u64) -> Result<(), ImportError> {
+        if let Some(meter) = self.meter.as_mut() {
+            meter.gap(
+                lost.messages,
+                lost.bytes,
+                lost.reason.starts_with("unredactable"),
+            );
+        }
         self.written.gap_records += 1;
         self.written.dropped_messages += lost.messages;
         self.written.dropped_bytes += lost.bytes;
@@ -272,6 +312,9 @@ impl Output {
             .get_mut(&conn)
             .expect("opened before its messages");
         let id = state.id;
+        if let Some(meter) = self.meter.as_mut() {
+            meter.message(id, request, &bytes, ts);
+        }
         let metadata = if request && state.handshakes < HANDSHAKE_SEARCH {
             state.handshakes += 1;
             let found = client_metadata(&bytes);
@@ -283,14 +326,16 @@ impl Output {
             None
         };
         let len = bytes.len() as u64;
+        let mut redacted = false;
         let payload = match self
             .redactor
             .message_within(&bytes, direction, &mut state.budget)
         {
             Ok(None) => bytes,
-            Ok(Some(redacted)) => {
+            Ok(Some(changed)) => {
                 self.written.redacted_messages += 1;
-                Bytes::from(redacted)
+                redacted = true;
+                Bytes::from(changed)
             }
             Err(e) => {
                 self.written.unredactable_messages += 1;
@@ -304,6 +349,9 @@ impl Output {
         };
         self.written.messages += 1;
         self.written.wire_bytes += len;
+        if let Some(meter) = self.meter.as_mut() {
+            meter.recorded(redacted);
+        }
         self.write(Record::new(kind, id, ts, payload))?;
         if let Some(meta) = metadata {
             self.write(Record::new(RecordKind::ClientMetadata, id, ts, meta))?;
@@ -344,6 +392,9 @@ impl Output {
         let Some(state) = self.conns.remove(&key) else {
             return Ok(());
         };
+        if let Some(meter) = self.meter.as_mut() {
+            meter.closed(state.id);
+        }
         let ts = self.ts(ts_ns);
         let close = CloseEvent {
             side,

@@ -18,6 +18,7 @@
 //! - [`pki`]: a test PKI made with rcgen ([`Pki`]) and secantusd-rs serving TLS with it.
 //! - [`schema`]: the reports' JSON Schemas in `docs/schemas/` ([`assert_schema`]).
 //! - [`sniff`]: `tcpdump` and `dumpcap` capturing a port on the loopback ([`Sniffer`]).
+//! - [`scrape`]: the metrics endpoint's address and one scrape ([`scrape()`], [`metrics_addr`]).
 //! - [`netns`]: a network namespace of the test's own ([`Netns`]).
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
 //!
@@ -41,6 +42,7 @@ mod raw;
 mod record;
 mod replay;
 mod schema;
+mod scrape;
 mod server;
 mod sniff;
 
@@ -57,6 +59,7 @@ pub use raw::*;
 pub use record::*;
 pub use replay::*;
 pub use schema::*;
+pub use scrape::*;
 pub use server::*;
 pub use sniff::*;
 

@@ -222,6 +222,11 @@ impl LiveRecord {
         }
     }
 
+    /// What it printed so far.
+    pub fn log(&self) -> String {
+        self.log.text()
+    }
+
     /// Waits for it to end by itself (`--duration`); its exit status and output.
     pub fn wait(mut self, timeout: Duration) -> (std::process::ExitStatus, String) {
         let mut child = self.child.take().unwrap();
