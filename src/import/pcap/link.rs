@@ -24,6 +24,8 @@ pub struct Segment<'a> {
     pub seq: u32,
     pub syn: bool,
     pub ack: bool,
+    /// The acknowledgement number (meaningful with `ack`): the next byte the sender expects.
+    pub ack_number: u32,
     pub fin: bool,
     pub rst: bool,
     /// The payload bytes captured.
@@ -97,6 +99,7 @@ pub fn segment(linktype: i32, data: &[u8], orig_len: u32) -> Result<Segment<'_>,
         seq: tcp.sequence_number(),
         syn: tcp.syn(),
         ack: tcp.ack(),
+        ack_number: tcp.acknowledgment_number(),
         fin: tcp.fin(),
         rst: tcp.rst(),
         payload: tcp.payload(),

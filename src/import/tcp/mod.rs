@@ -140,6 +140,9 @@ impl Reassembler {
             }
             return Ok(());
         }
+        if seg.ack {
+            flow.streams[1 - end].acked(seg.ack_number);
+        }
         if !seg.syn {
             if flow.streams[1 - end].has_held() {
                 // The other side sent: it received what the capture lacks.
@@ -159,7 +162,8 @@ impl Reassembler {
             return self.close(key, Some(end), true, ts_ns, events);
         }
         if seg.fin {
-            flow.streams[end].fin = true;
+            let len = (seg.payload.len() as u32).saturating_add(seg.missing);
+            flow.streams[end].fin_at(seg.seq, len);
             let first = *flow.first_fin.get_or_insert(end);
             if flow.streams[1 - end].fin {
                 return self.close(key, Some(first), false, ts_ns, events);

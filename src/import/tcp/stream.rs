@@ -39,7 +39,15 @@ pub struct Stream {
     pub frames: Frames,
     /// A FIN was seen from this side.
     pub fin: bool,
+    /// The furthest the other side acknowledged: bytes of this side it received.
+    peer_ack: Option<u32>,
+    /// The sequence number of this side's FIN, once seen: its data ends there.
+    fin_seq: Option<u32>,
 }
+
+/// The most acknowledged-but-unseen bytes believed at a stream's end (a larger distance is a
+/// bogus acknowledgement number, not a loss).
+const MAX_UNSEEN: i32 = 64 << 20;
 
 impl Stream {
     /// A direction whose SYN was seen (`Some(isn)`: in step from its first byte) or not.
@@ -52,6 +60,8 @@ impl Stream {
             window,
             frames: Frames::new(syn.is_some()),
             fin: false,
+            peer_ack: None,
+            fin_seq: None,
         }
     }
 
@@ -136,10 +146,41 @@ impl Stream {
         self.drain(io);
     }
 
-    /// The connection ended: every hole declared, the last message's fate said.
+    /// This side's FIN, carried by a segment at `seq` with `len` bytes of payload.
+    pub fn fin_at(&mut self, seq: u32, len: u32) {
+        self.fin = true;
+        self.fin_seq.get_or_insert(seq.wrapping_add(len));
+    }
+
+    /// The other side acknowledged up to `ack`.
+    pub fn acked(&mut self, ack: u32) {
+        let further = match self.peer_ack {
+            Some(prev) => (ack.wrapping_sub(prev) as i32) > 0,
+            None => true,
+        };
+        if further {
+            self.peer_ack = Some(ack);
+        }
+    }
+
+    /// The connection ended: every hole declared, bytes the other side acknowledged but the
+    /// capture never held (the tail of a stream, missed) a hole too, the last message's fate
+    /// said.
     pub fn finish(&mut self, ts_ns: u64, io: &mut Io) {
         while self.has_held() {
             self.declare_hole(io);
+        }
+        if let (Some(next), Some(ack)) = (self.next, self.peer_ack) {
+            // The data ends at the FIN when it was seen; else an acknowledged FIN that was not
+            // captured takes one sequence number, which is no loss.
+            let end = match self.fin_seq {
+                Some(fin) if (ack.wrapping_sub(fin) as i32) > 0 => fin,
+                _ => ack,
+            };
+            let beyond = end.wrapping_sub(next) as i32;
+            if beyond > 1 && beyond <= MAX_UNSEEN {
+                self.skip(beyond as u64, ts_ns, io);
+            }
         }
         self.frames.finish(ts_ns, &mut io.out);
     }

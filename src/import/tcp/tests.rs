@@ -44,6 +44,7 @@ fn seg<'a>(from_client: bool, seq: u32, flags: &str, payload: &'a [u8]) -> Segme
         seq,
         syn: flags.contains('S'),
         ack: flags.contains('A'),
+        ack_number: 0,
         fin: flags.contains('F'),
         rst: flags.contains('R'),
         payload,
@@ -126,4 +127,28 @@ fn without_a_syn_the_port_and_the_first_message_tell_the_sides() {
     ]);
     assert_eq!(seen.messages, vec![(true, q)]);
     assert_eq!(seen.events, vec!["close 1 Server true"]);
+}
+
+/// The server's reply was never captured, but the client acknowledged its bytes before closing:
+/// the capture lacks them, which is a gap, not silence.
+#[test]
+fn a_reply_acknowledged_but_never_captured_is_a_gap() {
+    let (q, a) = (msg(1, 0), msg(2, 1));
+    let (nq, na) = (q.len() as u32, a.len() as u32);
+    let mut fin = seg(true, 101 + nq, "FA", b"");
+    fin.ack_number = 501 + na;
+    let mut last = seg(false, 501 + na, "FA", b"");
+    last.ack_number = 101 + nq + 1;
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101, "A", &q),
+        // the reply's segment is not in the capture
+        fin,
+        last,
+    ]);
+    assert_eq!(seen.messages, vec![(true, q)]);
+    assert_eq!(seen.gaps.len(), 1, "{:?}", seen.gaps);
+    assert_eq!(seen.gaps[0].bytes, u64::from(na));
+    assert_eq!(seen.events, vec!["close 1 Client false"]);
 }
