@@ -98,8 +98,9 @@ pub struct Metrics {
     start_unix_s: u64,
     start_subsec_ns: u64,
     overall: Stat,
-    per_command: HashMap<Arc<str>, Stat>,
-    per_namespace: HashMap<Arc<str>, Stat>,
+    /// Looked up for every reply (foldhash: the names come from the capture, not a hostile peer).
+    per_command: HashMap<Arc<str>, Stat, foldhash::fast::RandomState>,
+    per_namespace: HashMap<Arc<str>, Stat, foldhash::fast::RandomState>,
     timeline: Timeline,
     buckets: Buckets,
     lag: Histogram<u64>,
@@ -128,8 +129,8 @@ impl Metrics {
             start_unix_s: wall.as_secs(),
             start_subsec_ns: wall.subsec_nanos() as u64,
             overall: Stat::new(true),
-            per_command: HashMap::new(),
-            per_namespace: HashMap::new(),
+            per_command: HashMap::default(),
+            per_namespace: HashMap::default(),
             timeline: Timeline::new(wall.as_secs(), wall.subsec_nanos() as u64),
             buckets: Buckets::new(wall.as_nanos() as u64),
             lag: coarse_histogram(),
@@ -252,7 +253,7 @@ impl Metrics {
     }
 
     pub fn histograms(&self) -> HistogramsReport {
-        let all = |m: &HashMap<Arc<str>, Stat>| {
+        let all = |m: &HashMap<Arc<str>, Stat, foldhash::fast::RandomState>| {
             m.iter()
                 .map(|(k, v)| (k.to_string(), hdr::encode(&v.latency)))
                 .collect()

@@ -10,7 +10,6 @@ use crate::replay::request::rewrite;
 use crate::replay::request::{Request, Scope, Skip};
 use crate::replay::route::op::Op;
 use crate::replay::route::Lanes;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Commands that change what later requests see (collections, indexes). With `--connections N` the
@@ -27,7 +26,7 @@ const BARRIERS: &[&str] = &[
     "cloneCollectionAsCapped",
 ];
 
-fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
+fn intern(map: &mut super::FastMap<String, Arc<str>>, s: &str) -> Arc<str> {
     match map.get(s) {
         Some(a) => a.clone(),
         None => {

@@ -35,7 +35,9 @@ pub mod shard;
 const MAX_HELD: usize = 10_000;
 
 /// The requests of each recorded connection waiting for their recorded replies.
-type Held = HashMap<u64, VecDeque<Request>>;
+type Held = FastMap<u64, VecDeque<Request>>;
+/// The feed's maps looked up per request: foldhash, not SipHash (the lanes wait on this thread).
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 pub struct SourceConfig {
     /// The capture: one file, or segments read as one.
@@ -105,8 +107,8 @@ struct Feed<'a> {
     pass_base_ns: u64,
     /// Compressed bytes read so far, over every pass (for the progress bar).
     progress: Arc<AtomicU64>,
-    commands: HashMap<String, Arc<str>>,
-    namespaces: HashMap<String, Arc<str>>,
+    commands: FastMap<String, Arc<str>>,
+    namespaces: FastMap<String, Arc<str>>,
     /// Scratch for the namespace of each copy (interned without allocating).
     ns_buf: String,
     /// New ObjectId `_id`s for passes after the first; `None` when there is only one pass.
@@ -115,7 +117,7 @@ struct Feed<'a> {
     cursor_ns: CursorNamespaces,
     /// Step markers of this pass, and those waiting in `held` (by connection and request id).
     markers: MarkerSeq,
-    held_markers: HashMap<(u64, i32), Marker>,
+    held_markers: FastMap<(u64, i32), Marker>,
     /// This shard's part of the capture (`--shard`).
     shard: Option<shard::ShardPlan>,
     /// The first request due after the `--duration` deadline was reached: no more passes.
@@ -127,7 +129,7 @@ struct Feed<'a> {
     session_order: crate::replay::route::session_order::SessionOrder,
     /// When each open recorded connection was opened (its open event, else its first message),
     /// until its first replayed request takes it as its connect lead (then `None`).
-    opened: HashMap<u64, Option<u64>>,
+    opened: FastMap<u64, Option<u64>>,
     /// The query shape of each request, and the recorded figures per shape.
     shapes: shapes::FeedShapes,
 }
@@ -197,7 +199,7 @@ impl Feed<'_> {
             }
         };
         let base = self.progress.load(Ordering::Relaxed);
-        let mut held = Held::new();
+        let mut held = Held::default();
         self.markers.new_pass();
         self.shapes.new_pass(self.iteration == 0);
         self.held_markers.clear();
@@ -312,9 +314,8 @@ impl Feed<'_> {
         let Some(req) = self.understood(record) else {
             return true;
         };
-        let q = held.entry(record.conn_id).or_default();
+        let mut q = held.remove(&record.conn_id).unwrap_or_default();
         q.push_back(req);
-        let mut q = std::mem::take(q);
         let ok = self.flush(&mut q, false);
         held.insert(record.conn_id, q);
         ok
@@ -475,18 +476,18 @@ pub fn run(
         iteration: 0,
         pass_base_ns: 0,
         progress,
-        commands: HashMap::new(),
-        namespaces: HashMap::new(),
+        commands: FastMap::default(),
+        namespaces: FastMap::default(),
         ns_buf: String::new(),
         ids: (cfg.repeat != Some(1)).then(IdRemap::default),
         cursor_ns: CursorNamespaces::default(),
         markers: MarkerSeq::default(),
-        held_markers: HashMap::new(),
+        held_markers: FastMap::default(),
         shard: plan,
         past_deadline: false,
         order: crate::replay::route::order::Order::new(cfg.unordered),
         session_order: crate::replay::route::session_order::SessionOrder::default(),
-        opened: HashMap::new(),
+        opened: FastMap::default(),
         shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
     };
     feed.passes();
