@@ -2,6 +2,9 @@
 // workloads share, written with the legacy driver's API as far as a current server accepts it.
 #include "common.hpp"
 
+#include <cctype>
+#include <fstream>
+
 namespace wl {
 
 std::string host_of(const std::string& uri) {
@@ -31,6 +34,22 @@ std::string host_of(const std::string& uri) {
         }
     }
     return host;
+}
+
+#ifndef MONGOTAPE_WORKLOAD_DATA
+#error "build with -DMONGOTAPE_WORKLOAD_DATA=<tools/workloads/data> (tools/workloads/run does)"
+#endif
+
+std::string data_file(const std::string& name) {
+    std::string path = std::string(MONGOTAPE_WORKLOAD_DATA) + "/" + name;
+    std::ifstream in(path.c_str(), std::ios::binary);
+    if (!in) throw Failure("cannot read " + path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string s = text.str();
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(0, 1);
+    return s;
 }
 
 Workload::Workload(const std::string& name, int argc, char** argv) : name_(name) {
@@ -104,9 +123,9 @@ long Workload::count(const std::string& coll, const BSONObj& query) {
     return reply["n"].numberLong();
 }
 
-void Workload::insert(const std::string& coll, const BSONObj& doc) {
+void Workload::insert(const std::string& coll, const BSONObj& doc, const mongo::WriteConcern* wc) {
     // Throws mongo::OperationException on a write error.
-    conn_.insert(ns(coll), doc);
+    conn_.insert(ns(coll), doc, 0, wc);
 }
 
 void Workload::insert_w0(const std::string& coll, const BSONObj& doc) {

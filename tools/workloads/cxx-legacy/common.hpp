@@ -196,6 +196,9 @@ inline std::string json_str(const std::string& s) {
     return out.str();
 }
 
+// tools/workloads/data/NAME, its trailing whitespace stripped (the directory is compiled in).
+std::string data_file(const std::string& name);
+
 // host:port of a single-host mongodb:// URI. The legacy driver knows none of the URI options the
 // other clients take; the ones that change nothing on the wire are accepted, any other is refused.
 std::string host_of(const std::string& uri);
@@ -223,8 +226,9 @@ class Workload {
 
     // Acknowledged `count` command (also the barrier after w:0 writes).
     long count(const std::string& coll, const BSONObj& query = BSONObj());
-    // DBClientConnection::insert, acknowledged: an `insert` command over OP_QUERY.
-    void insert(const std::string& coll, const BSONObj& doc);
+    // DBClientConnection::insert, acknowledged: an `insert` command over OP_QUERY (with the
+    // connection's default write concern, sent as `writeConcern: {}`, unless `wc` is given).
+    void insert(const std::string& coll, const BSONObj& doc, const mongo::WriteConcern* wc = NULL);
     // Unacknowledged writes: the commands with writeConcern {w: 0}, through runCommand.
     void insert_w0(const std::string& coll, const BSONObj& doc);
     void update_w0(const std::string& coll, const BSONObj& q, const BSONObj& u, bool upsert = false);
