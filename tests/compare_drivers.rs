@@ -74,7 +74,7 @@ fn every_seed_workload_from_every_client_records_analyzes_and_replays() {
             .collect();
         assert_eq!(
             clients,
-            ["pymongo", "mongosh", "php", "node", "rust"],
+            ["pymongo", "mongosh", "php", "node", "rust", "cxx-legacy"],
             "{workload}"
         );
         for r in results {

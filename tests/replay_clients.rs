@@ -1,6 +1,6 @@
 //! Equivalence: a workload recorded against one server, replayed into a second, empty one, leaves
 //! the same database, document by document, for each real client (pymongo, mongosh, PHP, the
-//! Node.js and Rust drivers).
+//! Node.js and Rust drivers, the legacy C++ driver, whose OP_QUERY commands replay as OP_MSG).
 
 mod common;
 
@@ -46,6 +46,16 @@ fn node_basic_replays_to_an_equal_database() {
 #[test]
 fn rust_basic_replays_to_an_equal_database() {
     equivalence(Client::Rust, "basic", 1.0);
+}
+
+#[test]
+fn cxx_legacy_basic_replays_to_an_equal_database() {
+    equivalence(Client::CxxLegacy, "basic", 1.0);
+}
+
+#[test]
+fn cxx_legacy_randstring_replays_to_an_equal_database() {
+    equivalence(Client::CxxLegacy, "randstring", 0.05);
 }
 
 #[test]

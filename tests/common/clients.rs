@@ -1,5 +1,6 @@
-//! The real clients (pymongo, mongosh, PHP, the Node.js and Rust drivers): whether they are
-//! installed, and one workload run through `tools/workloads/run`, its step lines parsed.
+//! The real clients (pymongo, mongosh, PHP, the Node.js and Rust drivers, the legacy C++ driver):
+//! whether they are installed, and one workload run through `tools/workloads/run`, its step lines
+//! parsed.
 
 use super::process::run_command;
 use super::{workspace_root, SETUP_HINT};
@@ -20,9 +21,14 @@ pub enum Client {
     Php,
     Node,
     Rust,
+    /// The legacy C++ driver (libmongoclient 1.1.3): OP_QUERY only, no TLS or compression options,
+    /// no client metadata; not in [`Client::ALL`].
+    CxxLegacy,
 }
 
 impl Client {
+    /// The five current drivers, which run every workload with every URI option (TLS,
+    /// compressors); [`Client::CxxLegacy`] is apart.
     pub const ALL: [Client; 5] = [
         Client::Pymongo,
         Client::Mongosh,
@@ -39,11 +45,13 @@ impl Client {
             Client::Php => "php",
             Client::Node => "node",
             Client::Rust => "rust",
+            Client::CxxLegacy => "cxx-legacy",
         }
     }
 
     /// Panics with a pointer to tools/setup when the client is not installed (the Rust driver's
-    /// client is built from this crate instead: [`rust_workload_bin`]).
+    /// client is built from this crate instead: [`rust_workload_bin`]; the C++ one by
+    /// `tools/workloads/run`, which needs g++ and the driver's headers).
     pub fn require_installed(self) {
         if self == Client::Rust {
             rust_workload_bin();
@@ -56,6 +64,14 @@ impl Client {
                 |_| true,
             ),
             Client::Mongosh => ("mongosh", &["--version"], |_| true),
+            Client::CxxLegacy => (
+                "sh",
+                &[
+                    "-c",
+                    "command -v \"${CXX:-g++}\" && test -f /usr/include/mongo/client/dbclient.h",
+                ],
+                |_| true,
+            ),
             Client::Php => ("php", &["-m"], |out| {
                 out.lines().any(|line| line.trim() == "mongodb")
             }),
@@ -147,11 +163,12 @@ fn is_package_variable(name: &str) -> bool {
         )
 }
 
-/// Panics unless every client is installed.
+/// Panics unless every client is installed (the legacy C++ driver too).
 pub fn require_clients() {
     for client in Client::ALL {
         client.require_installed();
     }
+    Client::CxxLegacy.require_installed();
 }
 
 /// One step a workload reported: a JSON line `{"step", "ops", "seconds", "result"}`.
