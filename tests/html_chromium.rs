@@ -16,12 +16,16 @@ fn shot(page: &Path, dir: &Path, name: &str) -> Ink {
     screenshot_ok(page, &dir.join(name))
 }
 
-/// Points a chart draws, from the report: the bucketed timeline's, all series together.
+/// Points a chart draws, from the report: the bucketed timeline's, all series together; p99
+/// only in buckets of 100 replies or more (in fewer it is the max, drawn once).
 fn timeline_points(r: &ReplayReport) -> (usize, usize) {
     let points = r.timeline_buckets.points();
     let latency = points
         .iter()
-        .map(|p| [p.p50_us, p.p99_us, p.max_us].iter().flatten().count())
+        .map(|p| {
+            let p99 = p.p99_us.filter(|_| p.samples >= 100);
+            [p.p50_us, p99, p.max_us].iter().flatten().count()
+        })
         .sum();
     (2 * points.len(), latency)
 }
@@ -45,6 +49,11 @@ fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
         throughput.to_string()
     );
     assert_eq!(attr("Latency over time"), latency.to_string());
+    // In buckets of a few replies p99 is the max: drawn only where it says more, as the legend says.
+    assert!(
+        dom.contains(">p99 (100+ replies)</text>"),
+        "the p99 line says where it is drawn"
+    );
     // One small chart per command with replies (up to 8), replayed and recorded on each.
     let commands: Vec<&String> = report
         .summary
@@ -90,6 +99,73 @@ fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
     rendered
 }
 
+/// The charts name drivers as the tables do (`pymongo 4.20.0 (C extension)`), never by their raw
+/// handshake label (`PyMongo|c 4.20.0|`).
+fn assert_drivers_for_people(dom: &str, analyzed: &serde_json::Value) {
+    let figure = figure_of(dom, "Server vs client time per driver");
+    for d in analyzed["drivers"].as_array().unwrap() {
+        let raw = d["driver"].as_str().unwrap();
+        let people = mongotape::figures::drivers::label_for_people(raw);
+        assert_ne!(raw, people, "a raw label to normalize");
+        assert!(!dom.contains(raw), "{raw:?} on the page");
+        assert!(figure.contains(&people), "{people:?} not in the chart");
+    }
+}
+
+/// A series zero everywhere draws no bar and is named as such; no bar of 0 has a width, none
+/// runs past its axis.
+fn assert_zero_not_drawn(dom: &str, analyzed: &serde_json::Value) {
+    for mark in dom.split("<rect class=\"mark\"").skip(1) {
+        let attr = |name: &str| -> f64 {
+            let at = mark.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            mark[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let (x, width, value) = (attr("x"), attr("width"), attr("data-value"));
+        assert!(value > 0.0 || width < 0.5, "a bar of 0, {width} px wide");
+        assert!(
+            x + width <= 860.0,
+            "a bar past the axis: x {x}, width {width}"
+        );
+    }
+    // Extra requests no driver needed (getLastError at least, with a modern driver): said once
+    // under the chart, not drawn, not in the legend.
+    let figure = figure_of(dom, "Extra requests per logical operation, per driver");
+    let drivers = analyzed["drivers"].as_array().unwrap();
+    let zero: Vec<&str> = [
+        "handshake",
+        "sessions",
+        "getMore",
+        "killCursors",
+        "getLastError",
+    ]
+    .into_iter()
+    .filter(|k| {
+        drivers
+            .iter()
+            .all(|d| d["workload"]["per_op"]["extra"][k].as_f64().unwrap_or(0.0) == 0.0)
+    })
+    .collect();
+    assert!(zero.contains(&"getLastError"), "{zero:?}");
+    let said = format!("{}: 0 throughout.", zero.join(", "));
+    assert!(figure.contains(&said), "{said:?} not in {figure}");
+    for k in zero {
+        assert!(
+            !figure.contains(&format!(">{k}</text>")),
+            "{k} in the legend"
+        );
+    }
+}
+
+/// The `<figure>` whose caption is `title`.
+fn figure_of<'a>(dom: &'a str, title: &str) -> &'a str {
+    let caption = format!("<figcaption>{title}</figcaption>");
+    let at = dom
+        .find(&caption)
+        .unwrap_or_else(|| panic!("no chart {title:?}"));
+    let end = dom[at..].find("</figure>").unwrap() + at;
+    &dom[at..end]
+}
+
 #[test]
 fn analyze_and_compare_pages_render_in_chromium() {
     let _serial = one_at_a_time();
@@ -120,7 +196,7 @@ fn analyze_and_compare_pages_render_in_chromium() {
     ] {
         assert!(rendered.dom.contains(title), "{title:?} missing");
     }
-    assert!(rendered.dom.contains("PyMongo"), "the driver is named");
+    assert!(rendered.dom.contains("pymongo 4."), "the driver is named");
     assert!(rendered.dom.contains("<polyline"), "line charts have lines");
     assert!(
         !rendered.dom.contains("rendered:") && !rendered.dom.contains(" marks<"),
@@ -150,6 +226,8 @@ fn analyze_and_compare_pages_render_in_chromium() {
         small, charted,
         "charts for commands answered more than once"
     );
+    assert_drivers_for_people(&rendered.dom, &analyzed);
+    assert_zero_not_drawn(&rendered.dom, &analyzed);
     shot(&html, dir.path(), "analyze.png");
     assert_eq!(clipped_tables_at(&html, 1280), 0, "a table cut at 1280 px");
 

@@ -183,6 +183,31 @@ fn a_checksum_that_does_not_match_is_reported_for_its_file() {
     );
     let verified = format!("checksums: {} verified, 1 mismatched", lines.len() - 1);
     assert!(run.stdout.contains(&verified), "{}", run.stdout);
+
+    // The same figures as JSON, by the schema: the file's layout, its mismatch.
+    let out = dir.path().join("json.mtape");
+    let json = import(&recording, &out, &["--json"]);
+    assert_eq!(json.status.code(), Some(3), "{}", json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("import JSON");
+    assert_schema("import", &report);
+    let m = &report["mongod"];
+    assert_eq!(report["format"], "mongod_recording");
+    assert!(report["packets"].is_null() && report["mongoreplay"].is_null());
+    assert_eq!(m["checksums_verified"], lines.len() - 1, "{m}");
+    let mismatches = m["checksum_mismatches"].as_array().unwrap();
+    assert!(
+        mismatches.len() == 1 && mismatches[0].as_str().unwrap().contains(name),
+        "{m}"
+    );
+    let layouts = m["layouts"].as_array().unwrap();
+    assert_eq!(layouts.len(), lines.len(), "one per file: {m}");
+    assert!(
+        layouts
+            .iter()
+            .all(|l| l["layout"].as_str().unwrap().starts_with("events4-us")),
+        "{m}"
+    );
+    assert!(layouts.iter().any(|l| l["file"] == name), "{m}");
 }
 
 #[test]

@@ -120,4 +120,30 @@ fn a_truncated_playback_file_imports_up_to_the_cut_and_exits_3() {
         RecordKind::End,
         "the capture is whole"
     );
+
+    // The same figures as JSON, by the schema.
+    let file = playback.display().to_string();
+    let json = mongotape(&[
+        "import",
+        &file,
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+        "-j",
+    ]);
+    assert_eq!(json.status.code(), Some(3), "{}", json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("import JSON");
+    assert_schema("import", &report);
+    assert_eq!(report["format"], "mongoreplay");
+    assert_eq!(report["damaged"].as_array().unwrap().len(), 1, "{report}");
+    let ops = format!(
+        "imported {} mongoreplay operations",
+        report["mongoreplay"]["ops"]
+    );
+    assert!(run.stdout.starts_with(&ops), "{ops}: {}", run.stdout);
+    let messages = got
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Request | RecordKind::Reply))
+        .count();
+    assert_eq!(report["written"]["messages"], messages, "{report}");
 }

@@ -396,6 +396,29 @@ fn edited_pcap_imports_with_its_gaps(dir: &Path, capture: &Path, pcap: &Path) {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{}", run.stdout));
     assert_eq!(retransmitted, duplicated, "{}", run.stdout);
+    // The same figures as JSON, by the schema.
+    let port = port.to_string();
+    let json = import(
+        &[&edited_path],
+        &out,
+        &["--server-port", &port, "--force", "-j"],
+    );
+    assert!(json.success(), "{}", json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("import JSON");
+    assert_schema("import", &report);
+    assert_eq!(report["format"], "packets");
+    let p = &report["packets"];
+    assert_eq!(p["tcp"]["retransmitted"], duplicated, "{report}");
+    assert!(
+        p["tcp"]["holes"].as_u64() >= Some(removed.len() as u64),
+        "{p}"
+    );
+    assert_eq!(p["packets"], edited.len(), "{p}");
+    assert_eq!(
+        report["written"]["gap_records"],
+        gap_records.len(),
+        "{report}"
+    );
 
     let fresh = Server::start();
     let r = try_replay(&out, &fresh.uri(), &[]);

@@ -91,6 +91,44 @@ fn readers_memory_stays_flat_as_the_capture_grows() {
     }
 }
 
+/// `slice` streams (docs/slice.md, Memory): over 10x the messages, with a filter that keeps
+/// nearly everything (every message paired, every cursor tracked, every record written) and with
+/// ones that keep little (a command, one connection), its peak stays the same.
+#[test]
+fn slice_memory_stays_flat_as_the_capture_grows() {
+    let dir = tempdir();
+    let small = big(dir.path(), "small.mtape", 40_000);
+    let large = big(dir.path(), "large.mtape", 400_000);
+    let out = dir.path().join("slice.mtape");
+    for filter in [
+        vec!["--since", "2s"],
+        vec!["--command", "find,getMore"],
+        vec!["--connection", "2"],
+    ] {
+        let run = |file: &Path| {
+            let mut command = Command::new(mongotape_bin());
+            command
+                .args(["slice", file.to_str().unwrap(), "--json", "--force", "-o"])
+                .arg(&out)
+                .args(&filter);
+            let (run, peak) = run_command_peak_rss(command, Duration::from_secs(300));
+            assert!(run.status.success(), "slice {filter:?}: {}", run.stderr);
+            let summary: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            assert_schema("slice", &summary);
+            let kept = summary["kept"]["requests"].as_u64().unwrap();
+            assert!(kept > 0, "slice {filter:?} kept nothing: {summary}");
+            (peak, summary["read"]["requests"].as_u64().unwrap())
+        };
+        let ((small_peak, small_read), (large_peak, large_read)) = (run(&small), run(&large));
+        assert!(
+            large_read >= 9 * small_read,
+            "{small_read} then {large_read} requests read"
+        );
+        let what = format!("slice {}", filter.join(" "));
+        assert_flat(&what, small_peak, large_peak, MARGIN);
+    }
+}
+
 /// Captures a killed proxy leaves: one connection with 50,000 against 500,000 requests never
 /// answered (all three readers), and 20,000 against 200,000 connections still open with a
 /// request each. The readers keep at most 10,000 unanswered requests (1,000 on one connection),

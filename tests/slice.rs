@@ -84,6 +84,7 @@ impl Recorded {
         assert!(r.success(), "slice {args:?}: {}", r.stderr);
         assert!(r.stderr.contains("mongotape: kept "), "{}", r.stderr);
         let summary: Value = serde_json::from_str(&r.stdout).expect("summary JSON");
+        assert_schema("slice", &summary);
         assert_valid(&out);
         (out, summary)
     }

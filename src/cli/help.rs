@@ -98,6 +98,9 @@ pub const IMPORT: About = About {
   # a mongod's own traffic recording (a directory of *.bin files and checksum.txt)
   mongotape import /var/lib/mongodb/traffic/rec1 -o run.mtape
 
+  # the summary as JSON (docs/schemas/import.schema.json), for a script
+  mongotape import run.pcap -o run.mtape --json | jq .packets.tcp
+
 See docs/import.md.",
     exits: &[Ok, Failure, Usage, DamagedCapture],
 };

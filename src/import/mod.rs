@@ -13,6 +13,7 @@ pub mod mongod;
 pub mod mongoreplay;
 pub mod output;
 pub mod pcap;
+pub mod report;
 pub mod tcp;
 
 pub use error::ImportError;
@@ -49,6 +50,8 @@ pub struct Skipped {
 /// What an import read and wrote.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImportSummary {
+    /// What was read: `packets`, `mongoreplay` or `mongod_recording`.
+    pub format: &'static str,
     pub files: Vec<String>,
     pub packets: u64,
     pub tcp_segments: u64,
@@ -141,7 +144,10 @@ impl PacketImport {
         PacketImport {
             tcp: Reassembler::new(servers, window),
             output,
-            summary: ImportSummary::default(),
+            summary: ImportSummary {
+                format: "packets",
+                ..ImportSummary::default()
+            },
             first_ts: None,
             last_ts: 0,
         }
@@ -246,16 +252,15 @@ fn import_packets(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSumm
 
 fn import_playback(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
     let mut out = output::Output::new(output);
-    let mut summary = ImportSummary::default();
+    let mut summary = ImportSummary {
+        format: "mongoreplay",
+        ..ImportSummary::default()
+    };
     for (i, path) in opts.files.iter().enumerate() {
         summary.files.push(path.display().to_string());
-        match mongoreplay::read_file(path, &mut out, (i as u64) << 40) {
-            Ok(read) => {
-                let m = &mut summary.mongoreplay;
-                m.ops += read.ops;
-                m.shortened_replies += read.shortened_replies;
-                m.not_messages += read.not_messages;
-            }
+        let read = &mut summary.mongoreplay;
+        match mongoreplay::read_file(path, &mut out, (i as u64) << 40, read) {
+            Ok(()) => {}
             Err(e) if e.is_damage() => {
                 tracing::warn!("{e}; the operations before it were imported");
                 summary.damaged.push(e.to_string());
@@ -272,7 +277,10 @@ fn import_recordings(
     output: OutputSpec,
 ) -> Result<ImportSummary, ImportError> {
     let mut out = output::Output::new(output);
-    let mut summary = ImportSummary::default();
+    let mut summary = ImportSummary {
+        format: "mongod_recording",
+        ..ImportSummary::default()
+    };
     for (i, path) in opts.files.iter().enumerate() {
         summary.files.push(path.display().to_string());
         let base = (i as u64) << 48;

@@ -40,7 +40,12 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// Reads one playback file into `out`, connection keys offset by `key_base` (several files do not
 /// share connections).
-pub fn read_file(path: &Path, out: &mut Output, key_base: u64) -> Result<OpsRead, ImportError> {
+pub fn read_file(
+    path: &Path,
+    out: &mut Output,
+    key_base: u64,
+    read: &mut OpsRead,
+) -> Result<(), ImportError> {
     let open = |source| ImportError::Open {
         path: path.to_owned(),
         source,
@@ -49,7 +54,7 @@ pub fn read_file(path: &Path, out: &mut Output, key_base: u64) -> Result<OpsRead
     let mut head = [0u8; 2];
     let gz = file.read(&mut head).map_err(open)? == 2 && head == [0x1f, 0x8b];
     let file = BufReader::new(std::fs::File::open(path).map_err(open)?);
-    read(file, gz, path, out, key_base)
+    self::read(file, gz, path, out, key_base, read)
 }
 
 /// [`read_file`] over any reader (`gz`: a gzip stream); `path` names it in errors.
@@ -59,7 +64,8 @@ pub fn read<'a, R: Read + 'a>(
     path: &'a Path,
     out: &mut Output,
     key_base: u64,
-) -> Result<OpsRead, ImportError> {
+    read: &mut OpsRead,
+) -> Result<(), ImportError> {
     let input: Box<dyn Read + 'a> = if gz {
         Box::new(flate2::read::MultiGzDecoder::new(input))
     } else {
@@ -71,7 +77,7 @@ pub fn read<'a, R: Read + 'a>(
         offset: 0,
         buf: Vec::new(),
     }
-    .run(out, key_base)
+    .run(out, key_base, read)
 }
 
 struct Reader<'a> {
@@ -121,7 +127,13 @@ impl Reader<'_> {
         RawDocument::from_bytes(&self.buf).map_err(|e| format!("not a BSON document: {e}"))
     }
 
-    fn run(mut self, out: &mut Output, key_base: u64) -> Result<OpsRead, ImportError> {
+    /// Counts into `read` as it goes: a file damaged part-way still counts what it held.
+    fn run(
+        mut self,
+        out: &mut Output,
+        key_base: u64,
+        read: &mut OpsRead,
+    ) -> Result<(), ImportError> {
         self.next_doc()?
             .ok_or_else(|| self.bad(0, "the file is empty"))?;
         let is_playback = self
@@ -131,7 +143,6 @@ impl Reader<'_> {
         if !is_playback {
             return Err(self.bad(0, "no playbackfileversion: not a mongoreplay playback file"));
         }
-        let mut read = OpsRead::default();
         let mut last_ts = 0;
         while let Some(at) = self.next_doc()? {
             let op = self
@@ -140,10 +151,9 @@ impl Reader<'_> {
                 .map_err(|what| self.bad(at, format!("not a RecordedOp: {what}")))?;
             read.ops += 1;
             last_ts = op.ts_ns;
-            op.write(out, key_base, &mut read)?;
+            op.write(out, key_base, read)?;
         }
-        out.close_all("still open when the playback file ended", last_ts)?;
-        Ok(read)
+        out.close_all("still open when the playback file ended", last_ts)
     }
 }
 

@@ -143,6 +143,7 @@ pub fn mongoreplay_import(data: &[u8]) {
         Path::new("fuzz"),
         &mut out,
         0,
+        &mut Default::default(),
     );
     if out.finish(0).is_ok() {
         let records: Vec<_> = mongotape::capture::CaptureReader::open(&path)

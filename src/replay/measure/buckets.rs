@@ -141,6 +141,8 @@ pub struct TimelinePoint {
     pub t_s: f64,
     pub ops: u64,
     pub errors: u64,
+    /// Replies with a latency in the bucket: what its percentiles are taken over.
+    pub samples: u64,
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub max_us: Option<f64>,
@@ -250,6 +252,7 @@ impl BucketTimeline {
                     t_s: i as f64 * width as f64 / 1e9,
                     ops,
                     errors,
+                    samples: h.as_ref().map_or(0, |h| h.len()),
                     p50_us: h.as_ref().map(|h| us(h, 0.5)),
                     p99_us: h.as_ref().map(|h| us(h, 0.99)),
                     max_us: h.as_ref().map(|h| h.max() as f64 / 1e3),

@@ -1,6 +1,7 @@
 //! `mongotape analyze --html`: the report as one self-contained page with charts.
 
 use super::{BarChart, LineChart, Page};
+use crate::figures::drivers::label_for_people;
 use crate::figures::units::{self, duration_ns, duration_us};
 use crate::report::analyze::tables;
 use crate::report::analyze::{
@@ -90,7 +91,7 @@ fn server_or_client(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]
         )
         .bar_chart(
             BarChart::new("Server vs client time per driver", "s")
-                .categories(drivers.iter().map(|d| d.driver.clone()))
+                .categories(drivers.iter().map(|d| label_for_people(&d.driver)))
                 .series("server", drivers.iter().map(|d| secs(d.workload.times.server_ns)))
                 .color(SERVER)
                 .series("client", drivers.iter().map(|d| secs(d.workload.times.client_ns)))
@@ -119,7 +120,7 @@ fn server_or_client(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]
             .categories(
                 conns
                     .iter()
-                    .map(|c| format!("conn {} · {}", c.id, c.driver)),
+                    .map(|c| format!("conn {} · {}", c.id, label_for_people(&c.driver))),
             )
             .series("server", conns.iter().map(|c| share(c, c.times.server_ns)))
             .color(SERVER)
@@ -190,7 +191,7 @@ fn latency(mut page: Page, r: &AnalyzeReport, drivers: &[&DriverReport]) -> Page
             .categories(ops.iter().map(|c| c.to_string()));
         for d in drivers {
             chart = chart.series_opt(
-                &d.driver,
+                &label_for_people(&d.driver),
                 ops.iter().map(|c| d.per_command.get(*c).map(|l| l.p50_us)),
             );
         }
@@ -209,7 +210,7 @@ fn per_operation(page: Page, drivers: &[&DriverReport]) -> Page {
     };
     let mut chart = BarChart::new("Extra requests per logical operation, per driver", "")
         .note("Requests beyond the operations themselves, on workload connections; monitoring connections are not counted.")
-        .categories(drivers.iter().map(|d| d.driver.clone()));
+        .categories(drivers.iter().map(|d| label_for_people(&d.driver)));
     for k in [
         Category::Handshake,
         Category::Sessions,

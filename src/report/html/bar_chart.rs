@@ -1,5 +1,6 @@
 //! Horizontal bar charts as inline SVG, one row per category, the series grouped (one bar each) or
-//! stacked. A value that was not measured is drawn as "n/a", not as a zero bar.
+//! stacked. A value that was not measured is drawn as "n/a", not as a zero bar; a series that is
+//! zero in every category is not drawn but named under the chart ("0 throughout").
 
 use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
 use super::esc;
@@ -82,6 +83,12 @@ impl BarChart {
             .unwrap_or(0.0)
     }
 
+    /// True when the series is zero wherever it was measured (and measured somewhere).
+    fn zero_throughout(&self, s: usize) -> bool {
+        let values = &self.series[s].values;
+        values.iter().any(Option::is_some) && values.iter().flatten().all(|v| *v == 0.0)
+    }
+
     pub fn render_svg(&self) -> String {
         let (ncat, nser) = (self.categories.len(), self.series.len());
         if ncat == 0 || nser == 0 {
@@ -91,14 +98,34 @@ impl BarChart {
                 "<p class=\"empty\">no data</p>".into(),
             );
         }
-        let g = self.geometry();
+        let (zero, drawn): (Vec<usize>, Vec<usize>) =
+            (0..nser).partition(|&i| self.zero_throughout(i));
+        let mut note = self.note.clone();
+        if !zero.is_empty() {
+            let names: Vec<&str> = zero.iter().map(|&i| self.series[i].name.as_str()).collect();
+            let said = format!("{}: 0 throughout.", names.join(", "));
+            note = Some(match note {
+                Some(n) => format!("{n} {said}"),
+                None => said,
+            });
+        }
+        if drawn.is_empty() {
+            let empty = "<p class=\"empty\">0 throughout</p>".to_owned();
+            return figure(&self.title, &note, empty);
+        }
+        let g = self.geometry(&drawn);
+        let nser = drawn.len();
         let mut s = format!(
             "<svg class=\"chart bar\" viewBox=\"0 0 {W} {:.0}\" role=\"img\" aria-label=\"{}\" \
              data-categories=\"{ncat}\" data-series=\"{nser}\">",
             g.height(ncat),
             esc(&self.title)
         );
-        s.push_str(&legend(&self.series, 14.0, g.x0));
+        s.push_str(&legend(
+            drawn.iter().map(|&i| (i, &self.series[i])),
+            14.0,
+            g.x0,
+        ));
         let axis_y = g.y0 + ncat as f64 * g.row_h;
         for t in &g.ticks {
             let x = g.x0 + g.sx(*t);
@@ -112,7 +139,7 @@ impl BarChart {
             );
         }
         for (c, cat) in self.categories.iter().enumerate() {
-            self.draw_row(&mut s, &g, c, cat);
+            self.draw_row(&mut s, &g, &drawn, c, cat);
         }
         let _ = write!(
             s,
@@ -120,15 +147,15 @@ impl BarChart {
             g.y0,
             x0 = g.x0
         );
-        figure(&self.title, &self.note, s)
+        figure(&self.title, &note, s)
     }
 
     /// Where things go: the value axis from the longest row, the label column from the longest
-    /// category name, the row height from the number of bars in a row.
-    fn geometry(&self) -> Geometry {
+    /// category name, the row height from the number of bars in a row (the `drawn` series).
+    fn geometry(&self, drawn: &[usize]) -> Geometry {
         let max = (0..self.categories.len())
             .map(|c| {
-                let vals = (0..self.series.len()).map(|s| self.value(s, c));
+                let vals = drawn.iter().map(|&s| self.value(s, c));
                 if self.stacked {
                     vals.sum()
                 } else {
@@ -137,7 +164,12 @@ impl BarChart {
             })
             .fold(0.0, f64::max);
         let ticks = nice_ticks(0.0, if max > 0.0 { max } else { 1.0 }, 5);
-        let top = *ticks.last().unwrap_or(&1.0);
+        // A top of 0 (ticks of a subnormal maximum) would draw every bar across the whole axis.
+        let top = ticks
+            .last()
+            .copied()
+            .filter(|t| t.is_normal() && *t > 0.0)
+            .unwrap_or(1.0);
         let label_w = self
             .categories
             .iter()
@@ -150,7 +182,7 @@ impl BarChart {
         let row_h = if self.stacked {
             24.0
         } else {
-            self.series.len() as f64 * bar_h + 10.0
+            drawn.len() as f64 * bar_h + 10.0
         };
         Geometry {
             ticks,
@@ -164,7 +196,7 @@ impl BarChart {
     }
 
     /// One category: its label, its bars (or "n/a"), and their values.
-    fn draw_row(&self, s: &mut String, g: &Geometry, c: usize, cat: &str) {
+    fn draw_row(&self, s: &mut String, g: &Geometry, drawn: &[usize], c: usize, cat: &str) {
         let (x0, bar_h, row_h) = (g.x0, g.bar_h, g.row_h);
         let ry = g.y0 + c as f64 * row_h;
         let _ = write!(
@@ -176,12 +208,13 @@ impl BarChart {
             esc(&truncate(cat, 40))
         );
         let mut acc = 0.0;
-        for (i, se) in self.series.iter().enumerate() {
+        for (k, &i) in drawn.iter().enumerate() {
+            let se = &self.series[i];
             let v = self.value(i, c);
             let (x, y) = if self.stacked {
                 (x0 + g.sx(acc), ry + (row_h - bar_h) / 2.0)
             } else {
-                (x0, ry + 5.0 + i as f64 * bar_h)
+                (x0, ry + 5.0 + k as f64 * bar_h)
             };
             if se.values.get(c).copied().flatten().is_none() {
                 if !self.stacked {
@@ -247,7 +280,7 @@ struct Geometry {
 impl Geometry {
     /// A value's length along the axis.
     fn sx(&self, v: f64) -> f64 {
-        (v / self.top) * (self.x1 - self.x0)
+        ((v / self.top) * (self.x1 - self.x0)).clamp(0.0, self.x1 - self.x0)
     }
 
     fn height(&self, ncat: usize) -> f64 {

@@ -62,10 +62,15 @@ pub(super) fn truncate(s: &str, max: usize) -> String {
     }
 }
 
-pub(super) fn legend<T>(series: &[Series<T>], y: f64, x0: f64) -> String {
+/// The legend of `series`, each with its index in the chart (its default colour).
+pub(super) fn legend<'a, T: 'a>(
+    series: impl IntoIterator<Item = (usize, &'a Series<T>)>,
+    y: f64,
+    x0: f64,
+) -> String {
     let mut s = String::new();
     let mut x = x0;
-    for (i, se) in series.iter().enumerate() {
+    for (i, se) in series {
         let name = truncate(&se.name, 40);
         let _ = write!(
             s,
@@ -127,5 +132,43 @@ mod tests {
             .contains("no data"));
         assert_eq!(nice_ticks(0.0, 7.3, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0]);
         assert_eq!(nice_ticks(0.0, 100.000000001, 5).last(), Some(&100.0));
+    }
+
+    /// A series zero in every category draws no bar and no legend entry, and is named under the
+    /// chart; a chart of only such series says so; no value draws a bar past the axis.
+    #[test]
+    fn zero_throughout_draws_nothing_and_says_so() {
+        let b = BarChart::new("extra", "")
+            .categories(["a", "b"])
+            .series("getMore", [0.5, 0.25])
+            .series("killCursors", [0.0, 0.0])
+            .series_opt("getLastError", [Some(0.0), None])
+            .stacked()
+            .render_svg();
+        assert_eq!(b.matches("class=\"mark\"").count(), 2, "{b}");
+        assert!(
+            b.contains("killCursors, getLastError: 0 throughout."),
+            "{b}"
+        );
+        assert!(!b.contains(">killCursors</text>"), "not in the legend: {b}");
+        let zero = BarChart::new("none", "")
+            .categories(["a"])
+            .series("x", [0.0])
+            .render_svg();
+        assert!(
+            zero.contains("<p class=\"empty\">0 throughout</p>"),
+            "{zero}"
+        );
+        assert!(!zero.contains("class=\"mark\""), "{zero}");
+        let tiny = BarChart::new("tiny", "")
+            .categories(["a", "b"])
+            .series("x", [f64::from_bits(1), 0.0])
+            .render_svg();
+        let widths: Vec<f64> = tiny
+            .split("width=\"")
+            .skip(1)
+            .filter_map(|w| w.split('"').next()?.parse().ok())
+            .collect();
+        assert!(widths.iter().all(|w| *w <= W), "{tiny}");
     }
 }

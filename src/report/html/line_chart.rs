@@ -127,7 +127,7 @@ impl LineChart {
                 .map(|se| se.values.iter().filter(|p| p.1.is_finite()).count())
                 .sum::<usize>()
         );
-        s.push_str(&legend(&self.series, 14.0, x0));
+        s.push_str(&legend(self.series.iter().enumerate(), 14.0, x0));
         for t in &sc.yticks {
             let y = sc.py(*t);
             let _ = write!(

@@ -1,11 +1,16 @@
 //! The replay page's timelines, in buckets as wide as the run's length calls for (a 0.03 s replay
 //! in 100 µs buckets, a ten-minute one in 2 s buckets); a latency line breaks over buckets without
-//! a reply.
+//! a reply, and p99 over buckets of fewer than [`P99_SAMPLES`] replies (there it is the maximum, or
+//! next to it: the two lines would be drawn one over the other).
 
 use crate::figures::units;
 use crate::replay::measure::buckets::{BucketTimeline, TimelinePoint};
 use crate::replay::report::ReplayReport;
 use crate::report::html::{LineChart, Page};
+
+/// Replies a bucket needs for its p99 to be drawn: with fewer, the 99th percentile is the largest
+/// reply or the one below it.
+pub const P99_SAMPLES: u64 = 100;
 
 pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     let (points, width_ns) = points(r);
@@ -37,10 +42,14 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
             LineChart::new("Latency over time", "time into the replay", "µs")
                 .x_unit("s")
                 .note(&format!(
-                    "{note} A line breaks where a bucket had no reply."
+                    "{note} A line breaks where a bucket had no reply; p99 is drawn only in \
+                     buckets of {P99_SAMPLES} replies or more (in fewer it is the max)."
                 ))
                 .series("p50", line(&|p| p.p50_us))
-                .series("p99", line(&|p| p.p99_us))
+                .series(
+                    &format!("p99 ({P99_SAMPLES}+ replies)"),
+                    line(&|p| p.p99_us.filter(|_| p.samples >= P99_SAMPLES)),
+                )
                 .series("max", line(&|p| p.max_us))
                 .dashed(),
         )
@@ -69,6 +78,8 @@ fn points(r: &ReplayReport) -> (Vec<TimelinePoint>, u64) {
                 t_s: s.second as f64,
                 ops: s.ops,
                 errors: s.errors,
+                // Reports older than `replies` count their operations.
+                samples: if s.replies > 0 { s.replies } else { s.ops },
                 p50_us: busy.map(|_| s.p50_us),
                 p99_us: busy.map(|_| s.p99_us),
                 max_us: busy.map(|_| s.max_us),

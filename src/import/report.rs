@@ -1,0 +1,104 @@
+//! What `mongotape import --json` prints: the import's figures, the ones its text gives, with
+//! the section of the input's kind filled in and the others null
+//! (`docs/schemas/import.schema.json`).
+
+use super::mongod::RecordingRead;
+use super::mongoreplay::OpsRead;
+use super::tcp::TcpStats;
+use super::{ImportSummary, Skipped, Written};
+use serde::Serialize;
+
+/// The summary of one import as JSON.
+#[derive(Debug, Serialize)]
+pub struct ImportReport<'a> {
+    pub schema_version: u32,
+    /// `packets` (pcap and pcapng), `mongoreplay` or `mongod_recording`.
+    pub format: &'static str,
+    pub files: &'a [String],
+    /// The capture written.
+    pub out: String,
+    pub written: &'a Written,
+    pub damaged: &'a [String],
+    pub packets: Option<Packets<'a>>,
+    pub mongoreplay: Option<&'a OpsRead>,
+    pub mongod: Option<Recording<'a>>,
+}
+
+/// Packet captures: packets read and left out, and what TCP reassembly met.
+#[derive(Debug, Serialize)]
+pub struct Packets<'a> {
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub skipped: &'a Skipped,
+    pub unknown_linktypes: &'a [String],
+    pub tcp: &'a TcpStats,
+}
+
+/// mongod/mongos traffic recordings: the layout of each file and the checksums.
+#[derive(Debug, Serialize)]
+pub struct Recording<'a> {
+    pub packets: u64,
+    pub messages: u64,
+    pub session_events: u64,
+    pub internal_sessions: u64,
+    pub internal_messages: u64,
+    pub layouts: Vec<FileLayout<'a>>,
+    pub checksums_verified: u64,
+    pub checksum_mismatches: &'a [String],
+    pub unverified: &'a [String],
+}
+
+/// One recording file and the layout it was read with (`none fits` when none was).
+#[derive(Debug, Serialize)]
+pub struct FileLayout<'a> {
+    pub file: &'a str,
+    pub layout: &'a str,
+}
+
+impl ImportSummary {
+    /// This summary as JSON, the capture written at `out`.
+    pub fn report(&self, out: &std::path::Path) -> ImportReport<'_> {
+        let format = match self.format {
+            "" => "packets",
+            f => f,
+        };
+        ImportReport {
+            schema_version: crate::figures::SCHEMA_VERSION,
+            format,
+            files: &self.files,
+            out: out.display().to_string(),
+            written: &self.written,
+            damaged: &self.damaged,
+            packets: (format == "packets").then(|| Packets {
+                packets: self.packets,
+                tcp_segments: self.tcp_segments,
+                skipped: &self.skipped,
+                unknown_linktypes: &self.unknown_linktypes,
+                tcp: &self.tcp,
+            }),
+            mongoreplay: (format == "mongoreplay").then_some(&self.mongoreplay),
+            mongod: (format == "mongod_recording").then(|| recording(&self.mongod)),
+        }
+    }
+}
+
+fn recording(r: &RecordingRead) -> Recording<'_> {
+    Recording {
+        packets: r.packets,
+        messages: r.messages,
+        session_events: r.session_events,
+        internal_sessions: r.internal_sessions,
+        internal_messages: r.internal_messages,
+        layouts: r
+            .layouts
+            .iter()
+            .map(|entry| {
+                let (file, layout) = entry.split_once(": ").unwrap_or(("", entry));
+                FileLayout { file, layout }
+            })
+            .collect(),
+        checksums_verified: r.checksums_verified,
+        checksum_mismatches: &r.checksum_mismatches,
+        unverified: &r.unverified,
+    }
+}
