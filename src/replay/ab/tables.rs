@@ -80,18 +80,20 @@ pub fn comparison(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Ta
 
 /// A command or namespace longer than this is cut in the text (whole on the page and in JSON).
 const KEY_WIDTH: usize = 26;
+/// A target's label in a column header.
+const LABEL_WIDTH: usize = 10;
 
 /// The comparison for a terminal, in two tables that fit 100 columns with three targets: each
 /// target's count and latency, then each candidate's ratios against the control (the median
 /// with its interval and p99; the mean, with the p50 and p99 apart, on the page and in JSON).
 pub fn comparison_text(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> [Table; 2] {
-    let control = r.targets.first().map_or("", |t| t.label.as_str());
+    let short = short_labels(r);
     let mut latency = vec![key.to_string(), "ops".into(), "errors".into()];
-    latency.extend(r.targets.iter().map(|x| format!("{} p50/p99", x.label)));
+    latency.extend(short.iter().map(|l| format!("{l} p50/p99")));
     let mut ratios = vec![key.to_string()];
-    for x in r.targets.iter().skip(1) {
-        ratios.push(format!("{}/{control} median (interval)", x.label));
-        ratios.push(format!("{}/{control} p99", x.label));
+    for l in short.iter().skip(1) {
+        ratios.push(format!("{l} median"));
+        ratios.push(format!("{l} p99"));
     }
     let (mut latency, mut ratios) = (Table::new(latency), Table::new(ratios));
     let all = std::iter::once(("all", &r.overall));
@@ -120,6 +122,33 @@ pub fn comparison_text(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) 
         ratios.row(cells);
     }
     [latency, ratios]
+}
+
+/// Each target's label cut short for a column header (the targets' table gives them whole), so
+/// that three targets fit in 100 columns; numbered (`2:one doc...`) when two cut alike.
+fn short_labels(r: &AbReport) -> Vec<String> {
+    let cut_alike: Vec<String> = r
+        .targets
+        .iter()
+        .map(|t| cut(&t.label, LABEL_WIDTH))
+        .collect();
+    let unique = cut_alike
+        .iter()
+        .enumerate()
+        .all(|(i, l)| !cut_alike[..i].contains(l));
+    if unique {
+        return cut_alike;
+    }
+    r.targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{}:{}", i + 1, cut(&t.label, LABEL_WIDTH - 2)))
+        .collect()
+}
+
+/// A label cut for a sentence of the text report.
+pub fn cut_label(label: &str) -> String {
+    cut(label, 20)
 }
 
 fn interval(e: Option<RatioEstimate>) -> String {

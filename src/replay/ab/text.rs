@@ -28,8 +28,10 @@ impl AbReport {
                 "per {key}: ops, errors per target, latency p50 / p99 per target\n"
             ));
             out.push_str(&latency.render());
+            let control = self.targets.first().map_or("", |t| t.label.as_str());
             out.push_str(&format!(
-                "per {key}: ratios against the control (the mean ratio in the JSON and HTML)\n"
+                "per {key}: ratios to {}, median (95% interval) and p99; means in JSON/HTML\n",
+                tables::cut_label(control)
             ));
             out.push_str(&ratios.render());
             out.push('\n');
@@ -203,7 +205,7 @@ mod tests {
             );
         }
         assert!(
-            text.contains("B/A median (interval)") && text.contains("1.23x (1.12x-1.34x)"),
+            text.contains("B median") && text.contains("1.23x (1.12x-1.34x)"),
             "{text}"
         );
         assert!(
