@@ -84,7 +84,10 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let status = super::view::damage_status(&c.read_errors, c.complete);
     if let Some(s) = sliced.filter(|s| s.nothing_kept()) {
         super::window::nothing_matched("the report is empty", Some(&s));
-        return Ok(super::exit::Exit::NothingReplayed.into());
+        // A damaged capture says so first (exit 3), as `cat` does.
+        if matches!(status, super::exit::Exit::Ok) {
+            return Ok(super::exit::Exit::NothingReplayed.into());
+        }
     }
     Ok(status.into())
 }

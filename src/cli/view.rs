@@ -143,7 +143,10 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
     let status = damage_status(&end.capture_errors, complete);
     if filtered && end.lines == 0 {
         super::window::nothing_matched("nothing printed", reader.summary().as_ref());
-        return Ok(Exit::NothingReplayed.into());
+        // A damaged capture says so first: what matched nothing may be what the damage cut.
+        if matches!(status, Exit::Ok) {
+            return Ok(Exit::NothingReplayed.into());
+        }
     }
     Ok(status.into())
 }
