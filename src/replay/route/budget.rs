@@ -95,8 +95,7 @@ impl Budget {
 }
 
 /// The memory a heap allocation of `n` bytes takes with glibc's malloc: an 8-byte header, rounded
-/// up to 16 bytes, 32 at least. The binary allocates with mimalloc (no header, four size classes
-/// per doubling) comes within ~10% (the 344-byte op: 352 bytes with glibc, 384 with mimalloc).
+/// up to 16 bytes, 32 at least (the 344-byte op: 352 bytes).
 pub fn heap_block(n: usize) -> usize {
     if n == 0 {
         0
