@@ -16,8 +16,9 @@
 //!   to a recorder thread on the side; the recorder never slows forwarding.
 //! - [`import`]: `mongotape import`. Captures made from other recordings: pcap and pcapng files
 //!   (the packets' layers read, TCP reassembled by mongotape, holes kept as gaps), mongoreplay
-//!   playback files and mongod/mongos traffic recordings. Writes captures
-//!   as the recorder does, alongside the proxy.
+//!   playback files and mongod/mongos traffic recordings; and `record --interface`, the same
+//!   reassembly on packets sniffed live (`live`, through tcpdump). Writes captures as the
+//!   recorder does, alongside the proxy.
 //! - [`redact`]: what a capture may keep: credentials always removed, and with `--redact values`
 //!   every string and binary value replaced by a keyed hash of the same length.
 //! - [`replay`]: `mongotape replay`. Reissues a capture against a server at a chosen pace and
