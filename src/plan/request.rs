@@ -127,7 +127,8 @@ pub fn explain_request(msg: &[u8]) -> Result<RawDocumentBuf, RequestError> {
             }
         }
         for (identifier, docs) in &sequences {
-            if elements.iter().any(|e| e.key == *identifier) {
+            // A sequence stands for a field of the body: left out as that field would be.
+            if LEFT_OUT.contains(identifier) || elements.iter().any(|e| e.key == *identifier) {
                 continue;
             }
             inner.sub(ARRAY, identifier, |arr| {
