@@ -272,33 +272,34 @@ mod tests {
     #[test]
     fn a_shortened_reply_gets_its_length_and_anything_else_is_refused() {
         let docs = [bson::rawdoc! { "a": 1 }, bson::rawdoc! { "b": "two" }];
-        let mut reply = Vec::new();
-        reply.extend_from_slice(&[0u8; 4]);
-        reply.extend_from_slice(&7i32.to_le_bytes());
-        reply.extend_from_slice(&3i32.to_le_bytes());
-        reply.extend_from_slice(&1i32.to_le_bytes());
-        reply.extend_from_slice(&0i32.to_le_bytes()); // responseFlags
-        reply.extend_from_slice(&0i64.to_le_bytes()); // cursorID
-        reply.extend_from_slice(&0i32.to_le_bytes()); // startingFrom
-        reply.extend_from_slice(&2i32.to_le_bytes()); // numberReturned
-        for d in &docs {
-            reply.extend_from_slice(d.as_bytes());
+        let reply = crate::wire::legacy::OpReply {
+            response_flags: 0,
+            cursor_id: 0,
+            starting_from: 0,
+            number_returned: 2,
+            documents: docs.to_vec(),
         }
-        let full = reply.len() as i32;
-        reply[..4].copy_from_slice(&full.to_le_bytes());
-        let cut = 36 + docs[0].as_bytes().len();
+        .encode(7, 3);
+        let cut = reply.len() - docs[1].as_bytes().len();
         let mut read = OpsRead::default();
         let kept = whole(reply[..cut].to_vec(), &mut read).unwrap();
         assert_eq!(kept.len(), cut);
-        assert_eq!(
-            i32::from_le_bytes(kept[..4].try_into().unwrap()) as usize,
-            cut
-        );
+        let header = MsgHeader::parse(&kept).unwrap().unwrap();
+        assert_eq!(header.message_length, cut);
         assert_eq!(read.shortened_replies, 1);
         assert_eq!(whole(reply.clone(), &mut read).unwrap().to_vec(), reply);
         // A request cut short, or a body too short for a header, is not a message.
-        let mut query = reply[..cut].to_vec();
-        query[12..16].copy_from_slice(&2004i32.to_le_bytes());
+        let full_query = crate::wire::legacy::OpQuery {
+            flags: 0,
+            full_collection_name: "db.$cmd".into(),
+            number_to_skip: 0,
+            number_to_return: -1,
+            query: bson::rawdoc! { "find": "c", "filter": { "a": 1 } },
+            return_fields_selector: None,
+        }
+        .encode(9);
+        let query = full_query[..full_query.len() - 4].to_vec();
+        let cut = query.len();
         assert_eq!(whole(query, &mut read), Err(cut as u64));
         assert_eq!(whole(vec![1, 2, 3], &mut read), Err(3));
     }
