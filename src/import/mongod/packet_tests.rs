@@ -2,16 +2,9 @@ use super::*;
 
 /// An OP_MSG `{ping: 1}` with the given ids.
 fn ping(request_id: i32, response_to: i32) -> Vec<u8> {
+    use crate::wire::op_msg::{MsgFlags, OpMsg};
     let doc = bson::rawdoc! { "ping": 1, "$db": "admin" };
-    let mut m = Vec::new();
-    let len = (16 + 4 + 1 + doc.as_bytes().len()) as i32;
-    for v in [len, request_id, response_to, 2013] {
-        m.extend_from_slice(&v.to_le_bytes());
-    }
-    m.extend_from_slice(&0u32.to_le_bytes());
-    m.push(0);
-    m.extend_from_slice(doc.as_bytes());
-    m
+    OpMsg::with_body(doc, MsgFlags::empty()).encode(request_id, response_to)
 }
 
 fn packet(code: Option<u8>, strings: &[&str], message: &[u8]) -> Vec<u8> {
