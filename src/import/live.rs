@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 /// How often the kernel's drop counter is asked for.
 const STATS_EVERY: Duration = Duration::from_secs(1);
+/// How long tcpdump may take to stop after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the control thread looks at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -166,6 +168,15 @@ impl Sniffer {
 
     /// Waits for tcpdump to end; its last counters are read. An error when it never captured.
     fn end(mut self, interface: &str) -> Result<KernelStats, ImportError> {
+        // Asked to stop (SIGTERM) before this; one that does not within the bound is killed.
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        if matches!(self.child.try_wait(), Ok(None)) {
+            tracing::warn!("tcpdump did not stop within {STOP_TIMEOUT:?} of SIGTERM: killed");
+            self.signal(Signal::KILL);
+        }
         let status = self.child.wait();
         if let Some(t) = self.stderr.take() {
             let _ = t.join();
