@@ -161,6 +161,21 @@ fn without_the_capture_privilege_or_tcpdump_it_says_what_is_missing() {
     assert!(!out.success(), "{}", out.stderr);
     assert!(out.stderr.contains("CAP_NET_RAW"), "{}", out.stderr);
 
+    // Proxy options have no meaning when sniffing: refused, not ignored.
+    let mut cmd = std::process::Command::new(mongotape_bin());
+    cmd.args([
+        "record",
+        "--interface",
+        "lo",
+        "--upstream",
+        "127.0.0.1:1",
+        "-o",
+    ])
+    .arg(&capture);
+    let out = run_command(cmd, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+
     let mut cmd = std::process::Command::new(mongotape_bin());
     cmd.env("MONGOTAPE_TCPDUMP", "/nonexistent/tcpdump")
         .args(["record", "--interface", "lo", "--force", "-o"])

@@ -101,7 +101,8 @@ pub struct RecordArgs {
     /// server's own traffic recording). Rotation, limits and redaction as when proxying.
     /// Example: `--interface eth0 --server-port 27017`. See docs/import.md, "Live sniffing".
     #[arg(long, value_name = "IFACE", requires = "out",
-          conflicts_with_all = ["no_record", "tls_cert", "advertise_host"])]
+          conflicts_with_all = ["no_record", "tls_cert", "advertise_host", "listen", "upstream",
+                                "threads", "max_queue_mb", "topology_interval_secs"])]
     pub(super) interface: Option<String>,
     /// With --interface: a server's port (repeatable; default 27017). Its side of each
     /// connection is the server's.
