@@ -135,6 +135,14 @@ fn a_replay_into_a_server_that_holds_the_data_reports_duplicate_key_and_what_it_
         .collect();
     assert!(us.windows(2).all(|w| w[0] >= w[1]), "{us:?}");
     assert!(slow.iter().all(|s| s["recorded_us"].as_f64().is_some()));
+    // Each with its recorded connection's application (from the handshake) and its shape.
+    for s in slow {
+        assert_eq!(s["application"], "why-app", "{s}");
+        assert!(
+            s["shape_hash"].as_str().is_some_and(|h| h.len() == 16),
+            "{s}"
+        );
+    }
 
     // Two shards of the same replay, merged: the errors add up, the K slowest of both are kept.
     let mut shards = Vec::new();
@@ -331,4 +339,38 @@ fn with_a2_a_candidate_like_a_is_judged_against_the_copy_and_order_alone_is_no_d
         example["control"].is_string() && example["candidate"].is_string(),
         "{example}"
     );
+}
+
+/// Seeds 40 documents, then reads them back in batches of 3 (a find and 13 getMores on the same
+/// cursor). Arguments: URI.
+const BATCHED_READS: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000, appname='batches').why
+db.b.insert_many([{'_id': i, 'v': i % 7} for i in range(40)])
+assert len(list(db.b.find({'v': {'$gte': 0}}).batch_size(3))) == 40
+"#;
+
+#[test]
+fn a_replays_slowest_getmores_carry_the_shape_of_the_find_that_opened_their_cursor() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "batches", BATCHED_READS);
+    let target = Server::start_with(&["--standalone"]);
+    // Every request kept: the getMores are among them whatever their latencies.
+    let run = try_replay(&capture, &target.uri(), &["--fast", "--slowest", "100"]);
+    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    let slow = run.report["slowest"].as_array().unwrap();
+    let find = slow
+        .iter()
+        .find(|s| s["command"] == "find")
+        .unwrap_or_else(|| panic!("no find among {slow:?}"));
+    assert_eq!(find["shape"], "find why.b {v: {$gte: ?number}}", "{find}");
+    let getmores: Vec<&Value> = slow.iter().filter(|s| s["command"] == "getMore").collect();
+    assert_eq!(getmores.len(), 13, "{slow:?}");
+    for g in getmores {
+        assert_eq!(g["shape"], find["shape"], "{g}");
+        assert_eq!(g["shape_hash"], find["shape_hash"], "{g}");
+        assert_eq!(g["application"], "batches", "{g}");
+    }
 }

@@ -132,6 +132,11 @@ impl Slowest {
         }
     }
 
+    /// The requests kept, in no order.
+    pub fn requests(&self) -> impl Iterator<Item = &SlowRequest> {
+        self.heap.iter().map(|r| &r.0.request)
+    }
+
     /// The requests kept, slowest first.
     pub fn sorted(&self) -> Vec<SlowRequest> {
         let mut v: Vec<&Ranked> = self.heap.iter().map(|r| &r.0).collect();

@@ -51,7 +51,6 @@ pub(super) fn add_measurements(
     report.started_at_unix_s = metrics.started_at_unix_s();
     report.histograms = metrics.histograms();
     report.errors = metrics.why.errors.report();
-    report.slowest = metrics.why.slowest.sorted();
     report.phases = metrics.phases.reports();
     report.unacknowledged = metrics.unacknowledged;
     if let Some(n) = config.connections {
@@ -99,12 +98,14 @@ pub(super) fn add_knee(
     );
 }
 
-/// The query shapes: the feed's (with their recorded figures) and the lanes' replayed figures.
+/// The query shapes: the feed's (with their recorded figures) and the lanes' replayed figures;
+/// the slowest requests with the feed's shapes and applications.
 pub(super) fn add_shapes(report: &mut ReplayReport, metrics: &Metrics, source: &SourceResult) {
     let built = report::shapes::of(&source.shapes, &metrics.shapes);
     report.shapes = built.shapes;
     report.histograms.per_shape = built.replayed;
     report.recorded.per_shape = built.recorded;
+    report.slowest = metrics.why.slowest(&source.shapes, &source.applications);
 }
 
 /// What was sent, skipped and read, and whether the run completed.

@@ -362,6 +362,7 @@ fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8]), latency_ns: u64, 
         recorded_ns: op.recorded.as_ref().and_then(|r| r.latency_ns),
         latency_ns,
         error,
+        shape: op.shape,
     });
     if let Some(recorded) = &op.recorded {
         let fields = recorded.differences(live);

@@ -2,12 +2,18 @@
 //! (`errors_by_code`) and the K slowest requests replayed (`slowest`), each with its query shape.
 //! The shape and the body are read from the request's bytes only for an error whose entry still
 //! names fewer than three shapes, and for a request slow enough to enter the list: the hot path
-//! pays for neither.
+//! pays for neither. A kept request's shape is the feed's when it has one (a getMore's is then
+//! its cursor's) and its application its recorded connection's: both are looked up once the run
+//! is done ([`Why::slowest`]), in tables the feed keeps.
 
 use crate::figures::errors::{ErrorSeen, ErrorTally, DEFAULT_MAX_ERROR_ENTRIES};
 use crate::figures::slowest::{body_text, SlowRequest, Slowest, DEFAULT_SLOWEST};
-use crate::shape::Shaper;
+use crate::shape::{ShapeId, ShapeStats, ShapeTable, Shaper};
 use crate::wire::Message;
+use std::collections::HashMap;
+
+/// Shape ids remembered for the kept requests before they are pruned to those still kept.
+const MAX_SLOTS: usize = 10_000;
 
 /// One answered request as the lane hands it over.
 pub struct Answered<'a> {
@@ -24,13 +30,17 @@ pub struct Answered<'a> {
     pub recorded_ns: Option<u64>,
     pub latency_ns: u64,
     pub error: bool,
+    /// Its shape in the feed's table (a getMore's: its cursor's).
+    pub shape: Option<ShapeId>,
 }
 
 #[derive(Debug)]
 pub struct Why {
     pub errors: ErrorTally,
-    pub slowest: Slowest,
+    slowest: Slowest,
     shaper: Shaper,
+    /// The feed's shape of each kept request, by (recorded connection, request id).
+    slots: HashMap<(u64, i32), ShapeId>,
 }
 
 impl Default for Why {
@@ -47,6 +57,7 @@ impl Why {
             errors: ErrorTally::new(DEFAULT_MAX_ERROR_ENTRIES, redacted),
             slowest: Slowest::new(slowest),
             shaper: Shaper::new(),
+            slots: HashMap::new(),
         }
     }
 
@@ -83,6 +94,36 @@ impl Why {
             body_cut,
         };
         self.slowest.push(a.latency_ns, request);
+        if let Some(id) = a.shape {
+            if self.slots.len() >= MAX_SLOTS {
+                let kept = &self.slowest;
+                let live: std::collections::HashSet<(u64, i32)> = kept
+                    .requests()
+                    .map(|r| (r.connection, r.request_id))
+                    .collect();
+                self.slots.retain(|k, _| live.contains(k));
+            }
+            self.slots.insert((a.origin_conn, a.origin_request), id);
+        }
+    }
+
+    /// The requests kept, slowest first, each with the feed's shape of it (`shapes`) when it has
+    /// one and the application name of its recorded connection (`applications`).
+    pub fn slowest(
+        &self,
+        shapes: &ShapeTable<ShapeStats>,
+        applications: &HashMap<u64, String>,
+    ) -> Vec<crate::figures::slowest::SlowRequest> {
+        let mut out = self.slowest.sorted();
+        for r in &mut out {
+            let key = (r.connection, r.request_id);
+            if let Some((shape, _)) = self.slots.get(&key).and_then(|&id| shapes.get(id)) {
+                r.shape_hash = Some(shape.hash());
+                r.shape = Some(shape.text.clone());
+            }
+            r.application = applications.get(&r.connection).cloned();
+        }
+        out
     }
 }
 

@@ -12,19 +12,19 @@ use crate::replay::measure::{outcome, step_phases::Marker};
 use crate::replay::request::kill_cursors::{self, CursorNamespaces};
 use crate::replay::request::{self, ids::IdRemap, sessions::Sessions, Request, Skip};
 use crate::replay::route::{shared::Shared, Lanes, Router, SpawnLane};
-use crate::shape::{ShapeStats, ShapeTable};
 use crate::wire::header::MsgHeader;
 use filters::Filters;
-use hdrhistogram::Histogram;
 use markers::MarkerSeq;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
 
+mod apps;
 mod copies;
+mod result;
+pub use result::SourceResult;
 pub mod filters;
 pub mod markers;
 pub mod peak;
@@ -56,39 +56,6 @@ pub struct SourceConfig {
     pub unordered: bool,
     /// Distinct query shapes kept; the rest are counted under `other` (`--max-shapes`).
     pub max_shapes: usize,
-}
-
-/// What the reader saw, for the report.
-#[derive(Debug, Default)]
-pub struct SourceResult {
-    /// Where and why reading stopped early (truncated or corrupt capture).
-    pub capture_error: Option<String>,
-    pub requests_read: u64,
-    pub skipped: BTreeMap<&'static str, u64>,
-    pub filtered: u64,
-    pub iterations: u64,
-    /// Recorded time from the first to the last replayed request of one pass.
-    pub recorded_span_ns: u64,
-    /// Recorded latency (request to reply in the capture) per command, of the first pass: what
-    /// `analyze` measures, for the requests this replay replays.
-    pub recorded_latency: BTreeMap<String, Histogram<u64>>,
-    /// The query shapes of the requests replayed (each lane's figures point into it by id), with
-    /// their recorded figures.
-    pub shapes: ShapeTable<ShapeStats>,
-    pub lanes: Vec<JoinHandle<()>>,
-}
-impl SourceResult {
-    /// Keeps every reading error of the capture, in order, the first one first.
-    fn capture_damage(&mut self, what: String) {
-        match &mut self.capture_error {
-            Some(e) if e.len() < 4096 => {
-                e.push_str("; ");
-                e.push_str(&what);
-            }
-            Some(_) => {}
-            None => self.capture_error = Some(what),
-        }
-    }
 }
 
 /// The feed's state over all passes.
@@ -276,6 +243,10 @@ impl Feed<'_> {
             }
             RecordKind::Reply => self.on_reply(held, record),
             RecordKind::Close => self.on_close(held, record),
+            RecordKind::ClientMetadata => {
+                apps::remember(&mut self.result.applications, record);
+                true
+            }
             _ => true,
         }
     }
