@@ -66,14 +66,14 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
     // takes every such outlier in: on a busy machine it can reach below 1 with the effect real.
     let median = &run.report["per_command"]["insert"]["ratios"][0]["median"];
     assert!(
-        ratio_bounds(median).0 > 1.05,
+        ratio_bounds(median).0 > 1.0,
         "inserts into 20 more indexes not found slower per request: {median}\n{}",
         run.output.stdout
     );
     let insert = run.ratio("insert", "indexed");
     let (low, high) = ratio_bounds(insert);
     let mean = insert["ratio"].as_f64().expect("ratio");
-    assert!(mean > 1.05 && low <= mean && mean <= high, "{insert}");
+    assert!(mean > 1.0 && low <= mean && mean <= high, "{insert}");
     assert_eq!(median["pairs"], 1500, "{median}");
     let sentence = run.report["per_command"]["insert"]["ratios"][0]["sentence"]
         .as_str()
@@ -111,6 +111,15 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
         assert_eq!(t["complete"], true);
         assert!(t["server_cpu_us_per_op"].as_f64().is_some(), "{label}: {t}");
     }
+    // The server's own CPU, which the machine's load does not lengthen as it does latencies: the
+    // indexed server spends more per operation (1.6-2x in runs on this machine).
+    let cpu = |label: &str| run.target(label)["server_cpu_us_per_op"].as_f64().unwrap();
+    assert!(
+        cpu("indexed") > cpu("plain"),
+        "server CPU per op: indexed {} against plain {}",
+        cpu("indexed"),
+        cpu("plain")
+    );
     assert_eq!(run.report["schema_version"], 1);
     assert_eq!(run.report["kind"], "ab");
     // The machine's load: flagged in JSON, text and HTML alike.
