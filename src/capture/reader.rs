@@ -75,7 +75,13 @@ pub struct CaptureReader<R: Read> {
     done: bool,
     saw_end: bool,
     records: u64,
+    /// A record's bytes as read, reused from record to record (the record keeps a copy of its
+    /// payload); given back to the allocator past [`SCRATCH_KEPT`].
+    scratch: Vec<u8>,
 }
+
+/// The most a reader keeps of its scratch buffer between records.
+const SCRATCH_KEPT: usize = 1 << 20;
 
 impl CaptureReader<File> {
     /// Opens a capture file. Only a regular file (or a link to one) is opened: a FIFO would block
@@ -143,6 +149,7 @@ impl<R: Read> CaptureReader<R> {
             done: false,
             saw_end: false,
             records: 0,
+            scratch: Vec::new(),
         };
         reader.read_header()?;
         Ok(reader)
@@ -279,13 +286,23 @@ impl<R: Read> CaptureReader<R> {
                 ),
             });
         }
-        let mut body = vec![0u8; len + 4];
-        self.fill(&mut body)
-            .map_err(|short| self.short_error("record", short))?;
-        let record = Record::decode(&body, self.offset)
-            .map_err(|e| CaptureError::from_record(e, self.compressed_offset()))?;
-        self.offset += 4 + body.len() as u64;
-        Ok(Some(record))
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
+        body.resize(len + 4, 0);
+        let filled = self.fill(&mut body);
+        let record = filled
+            .map_err(|short| self.short_error("record", short))
+            .and_then(|()| {
+                Record::decode(&body, self.offset)
+                    .map_err(|e| CaptureError::from_record(e, self.compressed_offset()))
+            });
+        if record.is_ok() {
+            self.offset += 4 + body.len() as u64;
+        }
+        if body.capacity() <= SCRATCH_KEPT {
+            self.scratch = body;
+        }
+        Ok(Some(record?))
     }
 }
 

@@ -65,6 +65,10 @@ pub struct ReplayArgs {
     /// recorded and replayed latency, body); 0 lists none.
     #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
     slowest: usize,
+    /// Threads that send requests and read replies (default: one fewer than the cores, at least
+    /// 1; the capture reader has a thread of its own).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     /// With --connections: `namespace` (default) keeps a write and every later request on its
     /// namespace in recorded order across connections; `none` lets everything run side by side
     /// (the most load a capture can give, e.g. to find a server's ceiling; a read may then see the
@@ -269,6 +273,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     }
     config.max_open_connections = args.max_open_connections;
     config.slowest = args.slowest;
+    config.threads = args.threads.map(usize::from);
     config.duration = args
         .duration
         .map(|d| positive_secs(d, "--duration"))

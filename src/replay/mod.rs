@@ -130,6 +130,7 @@ fn open_inputs(config: &ReplayConfig) -> Result<(u64, tokio::runtime::Runtime), 
         .sum();
     drop(set);
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config::worker_threads(config.threads))
         .enable_all()
         .build()
         .map_err(ReplayError::Runtime)?;
@@ -255,7 +256,10 @@ pub(crate) async fn conclude(
     tally::add_shapes(&mut report, &metrics, source);
     drop(metrics);
     report.server = server;
-    report.replayer = replayer;
+    report.replayer = report::ReplayerReport {
+        threads: Some(config::worker_threads(config.threads)),
+        ..replayer
+    };
     report
 }
 

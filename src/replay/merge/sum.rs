@@ -411,6 +411,7 @@ fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
         r.replayer = ReplayerReport {
             cpu_s: Some(cpu),
             cpu_us_per_op: Some(cpu / ops * 1e6),
+            threads: None,
         };
         r.summary.client_cpu_us_per_op = r.replayer.cpu_us_per_op;
     }

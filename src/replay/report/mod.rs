@@ -45,6 +45,8 @@ pub struct ServerReport {
 pub struct ReplayerReport {
     pub cpu_s: Option<f64>,
     pub cpu_us_per_op: Option<f64>,
+    /// Worker threads that sent and received (`--threads`), beside the capture reader's.
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
