@@ -7,10 +7,16 @@ mod common;
 use common::*;
 
 fn on_eight_connections(workload: &str, scale: f64) {
-    on_eight_connections_with(workload, scale, &[]);
+    let r = on_eight_connections_with(workload, scale, &[]);
+    // One fewer than the cores by default, at least one.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        r.report["replayer"]["threads"].as_u64(),
+        Some(cores.saturating_sub(1).max(1) as u64)
+    );
 }
 
-fn on_eight_connections_with(workload: &str, scale: f64, extra: &[&str]) {
+fn on_eight_connections_with(workload: &str, scale: f64, extra: &[&str]) -> Replay {
     let dir = tempdir();
     let a = Server::start();
     let db = "bench";
@@ -32,6 +38,7 @@ fn on_eight_connections_with(workload: &str, scale: f64, extra: &[&str]) {
     assert!(ordering["mean_in_flight"].as_f64() > Some(0.0));
     assert!(r.output.stdout.contains("requests in flight on average"));
     assert_same_db(&expected, &dump_db(&b.uri(), db));
+    r
 }
 
 #[test]
@@ -54,4 +61,21 @@ fn lookup_replays_on_eight_connections_without_divergence() {
 #[test]
 fn basic_replays_on_eight_connections_two_open_at_a_time() {
     on_eight_connections_with("basic", 1.0, &["--max-open-connections", "2"]);
+}
+
+/// The lanes spread over more threads than the cores: a write and what follows it on another
+/// lane, run by another thread, keep their order all the same. `--threads 0` is a usage error.
+#[test]
+fn lookup_replays_on_eight_connections_run_by_three_threads() {
+    let r = on_eight_connections_with("lookup", 0.2, &["--threads", "3"]);
+    assert_eq!(r.report["replayer"]["threads"], 3, "{}", r.describe());
+    let zero = mongotape(&[
+        "replay",
+        "x.mtape",
+        "--target",
+        "127.0.0.1:1",
+        "--threads",
+        "0",
+    ]);
+    assert_eq!(zero.status.code(), Some(2), "{}", zero.stderr);
 }
