@@ -374,3 +374,36 @@ fn a_replays_slowest_getmores_carry_the_shape_of_the_find_that_opened_their_curs
         assert_eq!(g["application"], "batches", "{g}");
     }
 }
+
+/// Ten documents in one unordered insert. Arguments: URI.
+const UNORDERED_BATCH: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000).why
+db.u.insert_many([{'_id': i} for i in range(10)], ordered=False)
+"#;
+
+#[test]
+fn an_unordered_batch_into_a_server_that_holds_it_counts_each_duplicate() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "unordered", UNORDERED_BATCH);
+    let run = try_replay(&capture, &server.uri(), &["--fast"]);
+    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    assert_schema("replay", &run.report);
+    let all = entries(&run.report);
+    let dup = entry(&all, "insert", 11000);
+    // One reply, ten documents refused.
+    assert_eq!(
+        (&dup["count"], &dup["statements"]),
+        (&1.into(), &10.into()),
+        "{dup}"
+    );
+    assert!(
+        run.output
+            .stdout
+            .contains("DuplicateKey (11000) 1 on insert (10 write errors)"),
+        "{}",
+        run.output.stdout
+    );
+}

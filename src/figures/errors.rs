@@ -7,7 +7,7 @@
 //! in `errors_by_code_other`; at most [`MAX_SHAPES_PER_ERROR`] shapes and one message each.
 
 use crate::wire::codes;
-use crate::wire::reply::ReplyFields;
+use crate::wire::reply::{ReplyFields, WriteError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -15,6 +15,8 @@ use std::collections::HashMap;
 pub const DEFAULT_MAX_ERROR_ENTRIES: usize = 1_000;
 /// Shapes named per entry.
 pub const MAX_SHAPES_PER_ERROR: usize = 3;
+/// Distinct write-error codes counted from one reply (the rest of its entries are not counted).
+const MAX_CODES_PER_REPLY: usize = 16;
 /// An `errmsg` example is cut past this many bytes.
 pub const MAX_ERRMSG: usize = 300;
 /// Errors of an entry whose shape is looked up before it stops trying (its shapes are then the
@@ -26,6 +28,10 @@ const SHAPE_TRIES: u32 = 64;
 pub struct ErrorShape {
     pub hash: String,
     pub shape: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The errors of one command with one code.
@@ -42,6 +48,10 @@ pub struct ErrorByCode {
     pub write_error: bool,
     /// Replies that failed this way.
     pub count: u64,
+    /// Of a write error: the `writeErrors` entries with this code in those replies (an
+    /// unordered insert of 1,000 documents the target holds: 1 reply, 1,000 statements).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub statements: u64,
     /// The first error's message (redacted when the capture is: `docs/analyze.md`).
     pub errmsg: Option<String>,
     /// Up to [`MAX_SHAPES_PER_ERROR`] query shapes of the requests that failed.
@@ -77,6 +87,8 @@ pub struct ErrorSeen<'a> {
     pub code_name: Option<&'a str>,
     pub errmsg: Option<&'a str>,
     pub write_error: bool,
+    /// The `writeErrors` entries of the reply with this code (0 for a command error).
+    pub statements: u64,
 }
 
 impl<'a> ErrorSeen<'a> {
@@ -88,6 +100,7 @@ impl<'a> ErrorSeen<'a> {
                 code_name: f.code_name,
                 errmsg: f.errmsg,
                 write_error: false,
+                statements: 0,
             });
         }
         let w = f.write_error.filter(|_| f.write_errors > 0)?;
@@ -96,17 +109,45 @@ impl<'a> ErrorSeen<'a> {
             code_name: w.code_name,
             errmsg: w.errmsg,
             write_error: true,
+            statements: f.write_errors as u64,
         })
     }
 
     /// The error a whole reply frame reports (read again only for a reply already known to
     /// have failed: the hot path never pays for it).
-    pub fn of_frame(frame: &'a [u8], keep: impl FnOnce(ErrorSeen<'_>)) {
+    /// A reply whose write errors have several codes gives one error per code, each with its
+    /// own entries counted.
+    pub fn of_frame(frame: &'a [u8], mut keep: impl FnMut(ErrorSeen<'_>)) {
         let Ok(body) = crate::wire::reply::body(frame) else {
             return;
         };
-        if let Some(seen) = body.fields().ok().as_ref().and_then(ErrorSeen::of) {
-            keep(seen);
+        let Ok(fields) = body.fields() else {
+            return;
+        };
+        let Some(seen) = ErrorSeen::of(&fields) else {
+            return;
+        };
+        let doc = body.doc.as_deref().unwrap_or_default();
+        if !seen.write_error || fields.write_errors < 2 {
+            return keep(seen);
+        }
+        // Each code once, in the order first seen, with its first entry's name and message.
+        let mut codes: Vec<(WriteError<'_>, u64)> = Vec::new();
+        for w in crate::wire::reply::write_errors(doc) {
+            match codes.iter().position(|(c, _)| c.code == w.code) {
+                Some(i) => codes[i].1 += 1,
+                None if codes.len() < MAX_CODES_PER_REPLY => codes.push((w, 1)),
+                None => {}
+            }
+        }
+        for (w, statements) in codes {
+            keep(ErrorSeen {
+                code: w.code,
+                code_name: w.code_name,
+                errmsg: w.errmsg,
+                write_error: true,
+                statements,
+            });
         }
     }
 }
@@ -177,6 +218,7 @@ impl ErrorTally {
                         code_name,
                         write_error: seen.write_error,
                         count: 0,
+                        statements: 0,
                         errmsg,
                         shapes: Vec::new(),
                     },
@@ -188,6 +230,7 @@ impl ErrorTally {
         };
         let e = &mut self.entries[at];
         e.report.count += 1;
+        e.report.statements += seen.statements;
         if e.report.shapes.len() < MAX_SHAPES_PER_ERROR && e.shape_tries < SHAPE_TRIES {
             e.shape_tries += 1;
             if let Some((hash, text)) = shape() {
@@ -242,6 +285,7 @@ impl ErrorsReport {
             match mine {
                 Some(m) => {
                     m.count += e.count;
+                    m.statements += e.statements;
                     m.errmsg = m.errmsg.take().or_else(|| e.errmsg.clone());
                     m.code_name = m.code_name.take().or_else(|| e.code_name.clone());
                     for s in &e.shapes {
@@ -269,7 +313,11 @@ impl ErrorsReport {
             .iter()
             .take(3)
             .map(|e| {
-                let what = if e.write_error { " (write error)" } else { "" };
+                let what = match (e.write_error, e.statements > e.count) {
+                    (true, true) => format!(" ({} write errors)", grouped(e.statements)),
+                    (true, false) => " (write error)".to_owned(),
+                    _ => String::new(),
+                };
                 format!("{} {} on {}{what}", e.name(), grouped(e.count), e.command)
             })
             .collect();
@@ -387,6 +435,61 @@ mod tests {
             .contains("docs/production.md"));
     }
 
+    /// An OP_MSG reply frame with `doc` as its body.
+    fn frame(doc: &bson::RawDocumentBuf) -> Vec<u8> {
+        let mut msg = crate::wire::OpMsgWriter::new(64, crate::wire::MsgFlags::empty());
+        msg.body().extend_from_slice(doc.as_bytes());
+        msg.finish()
+    }
+
+    #[test]
+    fn an_unordered_batch_counts_every_write_error_under_its_own_code() {
+        let dup = |i: i32| rawdoc! {"index": i, "code": 11000, "errmsg": "E11000 dup"};
+        let mixed = rawdoc! {"ok": 1.0, "n": 2, "writeErrors": [
+        dup(0), {"index": 1, "code": 121, "codeName": "DocumentValidationFailure",
+        "errmsg": "failed validation"}, dup(2), dup(3)]};
+        let mut t = ErrorTally::new(10, false);
+        let f = frame(&mixed);
+        for _ in 0..2 {
+            ErrorSeen::of_frame(&f, |seen| t.add("insert", &seen, || None));
+        }
+        let r = t.report();
+        let by = |code| {
+            r.errors_by_code
+                .iter()
+                .find(|e| e.code == Some(code))
+                .unwrap()
+        };
+        // Two replies, each with three DuplicateKey entries and one validation failure.
+        assert_eq!((by(11000).count, by(11000).statements), (2, 6));
+        assert_eq!((by(121).count, by(121).statements), (2, 2));
+        assert_eq!(
+            by(121).code_name.as_deref(),
+            Some("DocumentValidationFailure")
+        );
+        let line = r.line().unwrap();
+        assert!(
+            line.contains("DuplicateKey (11000) 2 on insert (6 write errors)"),
+            "{line}"
+        );
+        // One entry alone reads as before; a command error has no statements.
+        let one = rawdoc! {"ok": 1.0, "n": 0, "writeErrors": [dup(0)]};
+        let failed = rawdoc! {"ok": 0.0, "code": 26, "errmsg": "ns not found"};
+        let mut t = ErrorTally::new(10, false);
+        ErrorSeen::of_frame(&frame(&one), |seen| t.add("insert", &seen, || None));
+        ErrorSeen::of_frame(&frame(&failed), |seen| t.add("drop", &seen, || None));
+        let r = t.report();
+        let of = |r: &ErrorsReport, command: &str| {
+            let e = r.errors_by_code.iter().find(|e| e.command == command);
+            e.map(|e| e.statements).unwrap()
+        };
+        assert_eq!((of(&r, "insert"), of(&r, "drop")), (1, 0));
+        assert!(r.line().unwrap().contains("1 on insert (write error)"));
+        let mut sum = r.clone();
+        sum.add(&r, 10);
+        assert_eq!(of(&sum, "insert"), 2);
+    }
+
     #[test]
     fn entries_past_the_cap_are_counted_apart_and_reports_add_up() {
         let mut t = ErrorTally::new(2, false);
@@ -396,6 +499,7 @@ mod tests {
                 code_name: None,
                 errmsg: None,
                 write_error: false,
+                statements: 0,
             };
             t.add("find", &seen, || None);
         }

@@ -254,6 +254,22 @@ fn first<'a>(e: &Element<'a>) -> Option<&'a [u8]> {
     items.next()?.ok()?.as_doc()
 }
 
+/// Every entry of a reply document's `writeErrors`, in order (none when it has none).
+pub fn write_errors(doc: &[u8]) -> impl Iterator<Item = WriteError<'_>> {
+    let array = bson_raw::iter(doc)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|e| e.key == "writeErrors")
+        .and_then(|e| e.as_doc());
+    array
+        .and_then(|a| bson_raw::iter(a).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.as_doc().map(write_error))
+}
+
 fn write_error(doc: &[u8]) -> WriteError<'_> {
     let mut w = WriteError::default();
     for e in bson_raw::iter(doc).into_iter().flatten().flatten() {

@@ -140,6 +140,7 @@ mod tests {
                 code_name: Some("DuplicateKey".into()),
                 write_error: true,
                 count: 30,
+                statements: 30,
                 errmsg: Some("E11000 duplicate key error <b>".into()),
                 shapes: vec![ErrorShape {
                     hash: "0123456789abcdef".into(),
