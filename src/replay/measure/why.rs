@@ -41,6 +41,8 @@ pub struct Why {
     shaper: Shaper,
     /// The feed's shape of each kept request, by (recorded connection, request id).
     slots: HashMap<(u64, i32), ShapeId>,
+    /// The size of `slots` at which those no longer kept are dropped.
+    prune_at: usize,
 }
 
 impl Default for Why {
@@ -58,6 +60,7 @@ impl Why {
             slowest: Slowest::new(slowest),
             shaper: Shaper::new(),
             slots: HashMap::new(),
+            prune_at: MAX_SLOTS,
         }
     }
 
@@ -95,13 +98,15 @@ impl Why {
         };
         self.slowest.push(a.latency_ns, request);
         if let Some(id) = a.shape {
-            if self.slots.len() >= MAX_SLOTS {
+            if self.slots.len() >= self.prune_at {
                 let kept = &self.slowest;
                 let live: std::collections::HashSet<(u64, i32)> = kept
                     .requests()
                     .map(|r| (r.connection, r.request_id))
                     .collect();
                 self.slots.retain(|k, _| live.contains(k));
+                // With K past the bound, pruning at twice what is kept stays linear.
+                self.prune_at = MAX_SLOTS.max(2 * self.slots.len());
             }
             self.slots.insert((a.origin_conn, a.origin_request), id);
         }
@@ -133,4 +138,61 @@ fn shape(shaper: &mut Shaper, request: &[u8]) -> Option<(String, String)> {
     let msg = Message::parse(request).ok()?;
     let view = shaper.request(&msg)?.view();
     Some((crate::shape::hash(view.text), view.text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{MsgFlags, OpMsgWriter};
+    use bson::rawdoc;
+
+    fn find(filter: bson::RawDocumentBuf) -> Vec<u8> {
+        let mut w = OpMsgWriter::new(128, MsgFlags::empty());
+        let doc = rawdoc! {"find": "c", "filter": filter, "$db": "d"};
+        w.body().extend_from_slice(doc.as_bytes());
+        w.finish()
+    }
+
+    #[test]
+    fn kept_requests_take_the_feeds_shape_and_application_and_the_ids_stay_bounded() {
+        let mut shapes: ShapeTable<ShapeStats> = ShapeTable::new(10);
+        let mut shaper = Shaper::new();
+        let opened = find(rawdoc! {"a": 1});
+        let id = shapes.id(&shaper.request_wire(&opened).unwrap().view());
+        // A getMore's own shape would be `getMore d.c`; the feed charged it to the find's.
+        let get_more = {
+            let mut w = OpMsgWriter::new(64, MsgFlags::empty());
+            let doc = rawdoc! {"getMore": 7_i64, "collection": "c", "$db": "d"};
+            w.body().extend_from_slice(doc.as_bytes());
+            w.finish()
+        };
+        let mut why = Why::new(3, false);
+        let reply = find(rawdoc! {});
+        for i in 0..(3 * MAX_SLOTS as u64) {
+            why.answered(&Answered {
+                command: "getMore",
+                namespace: "d.c",
+                request: &get_more,
+                reply: &reply,
+                origin_conn: i % 5,
+                origin_request: i as i32,
+                offset_ns: i,
+                recorded_ns: None,
+                latency_ns: i,
+                error: false,
+                shape: Some(id),
+            });
+            assert!(why.slots.len() <= MAX_SLOTS, "{i}");
+        }
+        let apps = HashMap::from([(0, "shop".to_owned())]);
+        let kept = why.slowest(&shapes, &apps);
+        assert_eq!(kept.len(), 3);
+        for r in &kept {
+            assert_eq!(r.shape.as_deref(), Some("find d.c {a: ?number}"), "{r:?}");
+            assert_eq!(
+                r.application.as_deref(),
+                (r.connection == 0).then_some("shop")
+            );
+        }
+    }
 }
