@@ -341,6 +341,27 @@ fn with_a2_a_candidate_like_a_is_judged_against_the_copy_and_order_alone_is_no_d
     );
 }
 
+/// Where [`recorded_and_replayed`] replays.
+enum ReplayInto {
+    /// A server just started.
+    Fresh,
+    /// The server the workload was recorded against, which holds what it wrote.
+    TheRecordingServer,
+}
+
+/// `script` (arguments: URI) recorded through the proxy in front of a standalone server, then
+/// replayed with `args`; the replay completed.
+fn recorded_and_replayed(script: &str, into: ReplayInto, args: &[&str]) -> Replay {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "workload", script);
+    let fresh = matches!(into, ReplayInto::Fresh).then(|| Server::start_with(&["--standalone"]));
+    let target = fresh.as_ref().unwrap_or(&server);
+    let run = try_replay(&capture, &target.uri(), args);
+    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    run
+}
+
 /// Seeds 40 documents, then reads them back in batches of 3 (a find and 13 getMores on the same
 /// cursor). Arguments: URI.
 const BATCHED_READS: &str = r#"
@@ -353,13 +374,12 @@ assert len(list(db.b.find({'v': {'$gte': 0}}).batch_size(3))) == 40
 
 #[test]
 fn a_replays_slowest_getmores_carry_the_shape_of_the_find_that_opened_their_cursor() {
-    let server = Server::start_with(&["--standalone"]);
-    let dir = tempdir();
-    let (capture, _) = record_python(&server, dir.path(), "batches", BATCHED_READS);
-    let target = Server::start_with(&["--standalone"]);
     // Every request kept: the getMores are among them whatever their latencies.
-    let run = try_replay(&capture, &target.uri(), &["--fast", "--slowest", "100"]);
-    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    let run = recorded_and_replayed(
+        BATCHED_READS,
+        ReplayInto::Fresh,
+        &["--fast", "--slowest", "100"],
+    );
     let slow = run.report["slowest"].as_array().unwrap();
     let find = slow
         .iter()
@@ -385,11 +405,7 @@ db.u.insert_many([{'_id': i} for i in range(10)], ordered=False)
 
 #[test]
 fn an_unordered_batch_into_a_server_that_holds_it_counts_each_duplicate() {
-    let server = Server::start_with(&["--standalone"]);
-    let dir = tempdir();
-    let (capture, _) = record_python(&server, dir.path(), "unordered", UNORDERED_BATCH);
-    let run = try_replay(&capture, &server.uri(), &["--fast"]);
-    assert_eq!(run.report["complete"], true, "{}", run.describe());
+    let run = recorded_and_replayed(UNORDERED_BATCH, ReplayInto::TheRecordingServer, &["--fast"]);
     assert_schema("replay", &run.report);
     let all = entries(&run.report);
     let dup = entry(&all, "insert", 11000);

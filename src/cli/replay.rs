@@ -66,7 +66,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
     slowest: usize,
     /// Threads that send requests and read replies (default: one fewer than the cores, at least
-    /// 1; the capture reader has a thread of its own).
+    /// 1; the capture reader has a thread of its own). Example: `--threads 2` on an 8-core machine
+    /// that also runs the server under test, to leave it the other cores.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
     /// With --connections: `namespace` (default) keeps a write and every later request on its

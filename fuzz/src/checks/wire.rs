@@ -1,6 +1,7 @@
 //! Targets over `wire/`: framing, every opcode, OP_COMPRESSED, the OP_MSG view, BSON inspection.
 
 use super::{framed, mode, op_msg_of, op_query_of, op_reply_of, OP_MSG};
+use mongotape::figures::errors::{ErrorSeen, ErrorTally};
 use mongotape::wire::bson_raw::{self, DocWriter};
 use mongotape::wire::compressed;
 use mongotape::wire::info::{self, client_metadata};
@@ -76,6 +77,15 @@ pub fn message_parse(data: &[u8]) {
         return;
     };
     inspect(&msg);
+    // A reply's errors as the reports count them: every write error walked, at most 16 codes.
+    let mut tally = ErrorTally::default();
+    let mut codes = 0;
+    ErrorSeen::of_frame(data, |seen| {
+        codes += 1;
+        tally.add("fuzz", &seen, || None);
+    });
+    assert!(codes <= 16, "{codes} error entries from one reply");
+    let _ = tally.report().line();
     let plain = encode(&msg);
     let again = Message::parse(&plain).expect("a re-encoded message parses");
     assert_eq!(again.body, msg.body, "re-encoding changed the message");
