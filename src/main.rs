@@ -4,6 +4,10 @@
 
 mod cli;
 
+/// mimalloc, not glibc's malloc: see Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

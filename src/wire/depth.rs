@@ -50,8 +50,14 @@ pub fn depth(doc: &[u8], limit: usize) -> Result<Option<usize>, RawError> {
 /// Whether `doc` nests at most [`MAX_DEPTH`] levels. Malformed bytes count as within the limit:
 /// the parser that reads them next reports them with its own error.
 pub fn within_limit(doc: &[u8]) -> bool {
-    !matches!(depth(doc, MAX_DEPTH), Ok(None))
+    doc.len() < SHORTEST_TOO_DEEP || !matches!(depth(doc, MAX_DEPTH), Ok(None))
 }
+
+/// The fewest bytes a document nesting past [`MAX_DEPTH`] takes: 5 for the top level (its length
+/// and terminator), and at least 7 for each level below (the element's type byte, an empty key's
+/// NUL, the embedded document's length and terminator). Anything shorter is within the limit
+/// without a walk: every inserted document of an ordinary workload.
+const SHORTEST_TOO_DEEP: usize = 5 + 7 * MAX_DEPTH;
 
 /// Checks `doc` against [`MAX_DEPTH`], for walks that return errors.
 pub fn check(doc: &[u8]) -> Result<(), TooDeep> {
@@ -118,6 +124,30 @@ mod tests {
         let deep = nested(100_000);
         assert_eq!(depth(&deep, MAX_DEPTH), Ok(None));
         assert_eq!(check(&deep), Err(TooDeep { limit: MAX_DEPTH }));
+    }
+
+    /// `levels` nested documents under empty keys: the shortest bytes that nest that deep.
+    fn tightest(levels: usize) -> Vec<u8> {
+        let mut doc = vec![5, 0, 0, 0, 0];
+        for _ in 1..levels {
+            let mut outer = ((doc.len() + 7) as i32).to_le_bytes().to_vec();
+            outer.extend_from_slice(&[bson_raw::DOCUMENT, 0]);
+            outer.extend_from_slice(&doc);
+            outer.push(0);
+            doc = outer;
+        }
+        doc
+    }
+
+    #[test]
+    fn the_shortcut_for_short_documents_never_passes_a_too_deep_one() {
+        let too_deep = tightest(MAX_DEPTH + 1);
+        assert_eq!(too_deep.len(), SHORTEST_TOO_DEEP);
+        assert_eq!(depth(&too_deep, MAX_DEPTH + 1), Ok(Some(MAX_DEPTH + 1)));
+        assert!(!within_limit(&too_deep));
+        let deepest_allowed = tightest(MAX_DEPTH);
+        assert!(deepest_allowed.len() < SHORTEST_TOO_DEEP);
+        assert!(within_limit(&deepest_allowed));
     }
 
     #[test]

@@ -309,11 +309,13 @@ impl Feed<'_> {
             recorded.latency_ns = Some(record.ts_ns.saturating_sub(req.ts_ns));
             req.recorded = Some(recorded);
             if self.iteration == 0 {
-                self.result
-                    .recorded_latency
-                    .entry(req.command.to_string())
-                    .or_insert_with(new_ns_histogram)
-                    .saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
+                let latency = &mut self.result.recorded_latency;
+                if !latency.contains_key(&*req.command) {
+                    latency.insert(req.command.to_string(), new_ns_histogram());
+                }
+                if let Some(h) = latency.get_mut(&*req.command) {
+                    h.saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
+                }
             }
             self.cursor_ns.learn(req);
             if let (Some(id), Some(outcome)) = (req.shape, &req.recorded) {
