@@ -57,7 +57,7 @@ impl Collector for ReplayCollector {
         let c = &self.shared.counters;
         let elapsed = self.shared.start.elapsed();
         let read = self.read_bytes.load(Ordering::Relaxed);
-        let routed = Counters::get(&c.routed);
+        let routed = Counters::get(&c.routed.0);
         self.live.encode(e)?;
         expose::counter(
             e,

@@ -77,7 +77,7 @@ pub(super) fn progress_bar(
             let c = Counts {
                 elapsed_s: started.elapsed().as_secs_f64(),
                 sent: Counters::get(&shared.counters.sent),
-                routed: Counters::get(&shared.counters.routed),
+                routed: Counters::get(&shared.counters.routed.0),
                 read: pos.load(Ordering::Relaxed),
                 len,
             };

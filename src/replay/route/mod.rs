@@ -214,7 +214,7 @@ impl Router {
             None => false,
         };
         if delivered && request {
-            shared::Counters::bump(&self.shared.counters.routed);
+            shared::Counters::bump(&self.shared.counters.routed.0);
         }
         if !delivered {
             self.shared.budget.release(len);

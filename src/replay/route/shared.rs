@@ -67,7 +67,7 @@ pub struct Counters {
     pub stray_replies: AtomicU64,
     pub sent: AtomicU64,
     /// Requests handed to the lanes (the replay's whole count once the capture is read).
-    pub routed: AtomicU64,
+    pub routed: OwnLine,
     /// Requests sent compressed (OP_COMPRESSED with the compressor the target agreed to).
     pub compressed: AtomicU64,
     /// `--connections N`: requests that followed a write on another connection, those that had to
@@ -76,6 +76,13 @@ pub struct Counters {
     pub order_waits: AtomicU64,
     pub order_wait_ns: AtomicU64,
 }
+
+/// A counter on a cache line of its own. The capture reader bumps `routed` for every request
+/// while the lanes bump `sent`: on one line, the line would move between the cores twice per
+/// request.
+#[derive(Default)]
+#[repr(align(128))]
+pub struct OwnLine(pub AtomicU64);
 
 impl Counters {
     pub fn get(c: &AtomicU64) -> u64 {
