@@ -21,8 +21,24 @@ impl FrameSplitter {
     }
 
     /// The buffer to read into: it holds at most one partial frame plus whatever was just read.
+    ///
+    /// A frame longer than [`READ_RESERVE`] gets room for the rest of it at once (its length was
+    /// checked against the protocol's bound; the room is address space until bytes arrive): one
+    /// allocation, where growing by doubling copied a large message at every step and, with an
+    /// allocator that does not grow a block in place, held the old block beside the new one.
     pub fn read_buf(&mut self) -> &mut BytesMut {
-        if self.buf.capacity() - self.buf.len() < READ_RESERVE / 4 {
+        let buffered = self.buf.len();
+        let spare = self.buf.capacity() - buffered;
+        let frame = MsgHeader::peek_length(&self.buf)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let rest = frame.saturating_sub(buffered);
+        if frame > READ_RESERVE && rest > 0 {
+            if spare < rest {
+                self.buf.reserve(rest);
+            }
+        } else if spare < READ_RESERVE / 4 {
             self.buf.reserve(READ_RESERVE);
         }
         &mut self.buf
@@ -101,6 +117,34 @@ mod tests {
                 assert_eq!(s.pending(), 0);
             }
         }
+    }
+
+    #[test]
+    fn a_large_frame_gets_its_room_in_one_allocation() {
+        let len = 5 * 1024 * 1024;
+        let mut frame = vec![0u8; len];
+        frame[..4].copy_from_slice(&(len as i32).to_le_bytes());
+        frame[12..16].copy_from_slice(&2013i32.to_le_bytes());
+        let mut s = FrameSplitter::new();
+        let mut cap = s.read_buf().capacity();
+        let mut growths = 0;
+        for chunk in frame.chunks(16 * 1024 + 7) {
+            let buf = s.read_buf();
+            if buf.capacity() != cap {
+                growths += 1;
+                cap = buf.capacity();
+            }
+            assert!(buf.capacity() - buf.len() >= chunk.len());
+            buf.extend_from_slice(chunk);
+        }
+        assert_eq!(growths, 1, "the frame's room grew more than once");
+        assert!(
+            cap < len + READ_RESERVE,
+            "capacity {cap} for a {len}-byte frame"
+        );
+        assert_eq!(s.next_frame().unwrap().unwrap().len(), len);
+        // Small frames are read as before: room for a whole read ahead.
+        assert!(s.read_buf().capacity() >= READ_RESERVE / 4);
     }
 
     #[test]
