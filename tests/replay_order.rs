@@ -14,6 +14,21 @@ fn on_eight_connections(workload: &str, scale: f64) {
         r.report["replayer"]["threads"].as_u64(),
         Some(cores.saturating_sub(1).max(1) as u64)
     );
+    // The capture reader's thread is a part of the replayer's CPU, and the text says how much.
+    let replayer = &r.report["replayer"];
+    let (all, reader) = (
+        replayer["cpu_s"].as_f64(),
+        replayer["reader_cpu_s"].as_f64(),
+    );
+    assert!(
+        matches!((all, reader), (Some(a), Some(r)) if r > 0.0 && r <= a),
+        "{replayer}"
+    );
+    assert!(
+        r.output.stdout.contains("of it reading the capture"),
+        "{}",
+        r.output.stdout
+    );
 }
 
 fn on_eight_connections_with(workload: &str, scale: f64, extra: &[&str]) -> Replay {

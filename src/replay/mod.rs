@@ -256,8 +256,14 @@ pub(crate) async fn conclude(
     tally::add_shapes(&mut report, &metrics, source);
     drop(metrics);
     report.server = server;
+    let ops = report.summary.ops;
     report.replayer = report::ReplayerReport {
         threads: Some(config::worker_threads(config.threads)),
+        reader_cpu_s: source.reader_cpu_s,
+        reader_cpu_us_per_op: source
+            .reader_cpu_s
+            .filter(|_| ops > 0)
+            .map(|s| s / ops as f64 * 1e6),
         ..replayer
     };
     report

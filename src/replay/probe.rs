@@ -127,7 +127,7 @@ impl ServerProbe {
             (Some(b), Some(a)) => ReplayerReport {
                 cpu_s: Some(a - b),
                 cpu_us_per_op: per_1k(a - b).map(|ms| ms * 1000.0),
-                threads: None,
+                ..ReplayerReport::default()
             },
             _ => ReplayerReport::default(),
         };

@@ -408,10 +408,13 @@ fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
         .collect();
     if !replayer.is_empty() {
         let cpu: f64 = replayer.iter().sum();
+        let reader: Option<f64> = inputs.iter().map(|i| i.report.replayer.reader_cpu_s).sum();
         r.replayer = ReplayerReport {
             cpu_s: Some(cpu),
             cpu_us_per_op: Some(cpu / ops * 1e6),
             threads: None,
+            reader_cpu_s: reader,
+            reader_cpu_us_per_op: reader.map(|c| c / ops * 1e6),
         };
         r.summary.client_cpu_us_per_op = r.replayer.cpu_us_per_op;
     }

@@ -47,6 +47,9 @@ pub struct ReplayerReport {
     pub cpu_us_per_op: Option<f64>,
     /// Worker threads that sent and received (`--threads`), beside the capture reader's.
     pub threads: Option<usize>,
+    /// The capture reader thread's part of `cpu_s`: reading, pairing and writing out the requests.
+    pub reader_cpu_s: Option<f64>,
+    pub reader_cpu_us_per_op: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -203,8 +203,13 @@ impl ReplayReport {
             ));
         }
         if let (Some(cpu), Some(per)) = (self.replayer.cpu_s, self.replayer.cpu_us_per_op) {
+            let reader = self
+                .replayer
+                .reader_cpu_us_per_op
+                .map(|r| format!(", {} of it reading the capture", units::duration_us(r)))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "replayer CPU: {} ({} per op)\n",
+                "replayer CPU: {} ({} per op{reader})\n",
                 units::duration_s(cpu),
                 units::duration_us(per)
             ));

@@ -415,6 +415,12 @@ impl Feed<'_> {
     }
 }
 
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
 /// Runs the feed to the end of the last pass; returns what it saw and the lanes to wait for.
 pub fn run(
     cfg: SourceConfig,
@@ -463,9 +469,11 @@ pub fn run(
         opened: FastMap::default(),
         shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
     };
+    let cpu_before = thread_cpu_s();
     feed.passes();
     feed.router.close_all();
     let mut result = feed.result;
+    result.reader_cpu_s = Some(thread_cpu_s() - cpu_before);
     result.iterations = feed.iteration;
     result.shapes = std::mem::take(&mut feed.shapes.table);
     result.lanes = std::mem::take(&mut feed.router.joins);

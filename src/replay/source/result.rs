@@ -25,6 +25,8 @@ pub struct SourceResult {
     /// Each recorded connection's application name, from its handshake.
     pub applications: HashMap<u64, String>,
     pub lanes: Vec<JoinHandle<()>>,
+    /// CPU time of the reader's thread, over all passes.
+    pub reader_cpu_s: Option<f64>,
 }
 
 impl SourceResult {
