@@ -28,9 +28,10 @@
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client < measure < request report explain < route merge < lane endpoint progress < source < config < tally probe ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge < lane endpoint progress < source < config < tally probe ab
 //!
-//! `pacing` and `client` know only what is outside `replay/`; `measure` reads `client` (for
+//! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
+//! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
 //! sit below `route`.
 
@@ -42,6 +43,7 @@ pub mod explain;
 pub mod lane;
 pub mod measure;
 pub mod merge;
+pub mod names;
 pub mod pacing;
 pub mod probe;
 mod progress;

@@ -126,15 +126,21 @@ impl Shaper {
         if !(matches!(msg.body, Body::Msg(_)) && info.command == "insert") {
             return self.request(msg);
         }
+        Some(self.insert(info.db.as_deref(), info.collection.as_deref()))
+    }
+
+    /// The shape of an OP_MSG `insert` whose `$db` and collection are known: its namespace alone,
+    /// the same shape [`Shaper::request_wire`] gives it.
+    pub fn insert(&mut self, db: Option<&str>, collection: Option<&str>) -> Shaped<'_> {
         self.reset();
-        match (info.db.as_deref(), info.collection.as_deref()) {
+        match (db, collection) {
             (Some(db), Some(c)) => self.head_in("insert", db, c),
             (Some(db), None) => self.head("insert", db),
             (None, Some(c)) => self.head("insert", c),
             (None, None) => self.head("insert", ""),
         }
         self.cap();
-        Some(Shaped::Own(self.view()))
+        Shaped::Own(self.view())
     }
 
     fn reset(&mut self) {

@@ -197,7 +197,7 @@ pub fn replay_rewrite(data: &[u8]) {
     let wire = Bytes::from(message_of(m, rest, "bench.$cmd"));
     let understood = understand(1, 2, &wire).or_else(|_| {
         understand_kill_cursors(1, 2, &wire, |id| {
-            (id % 2 == 0).then(|| ("bench".to_owned(), "c".to_owned()))
+            (id % 2 == 0).then(|| ("bench".into(), "c".into()))
         })
     });
     let Ok(req) = understood else { return };

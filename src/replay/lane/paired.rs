@@ -10,6 +10,7 @@ use super::conns::Conns;
 use super::step::Step;
 use super::{drain, finish, send_following_primary};
 use crate::replay::measure::observed::{asks_order, Observed};
+use crate::replay::names::Name;
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
 use crate::replay::route::shared::{Counters, Shared};
@@ -24,8 +25,8 @@ use tokio::sync::watch;
 struct Pair {
     hub: Arc<Shared>,
     len: usize,
-    command: Arc<str>,
-    namespace: Arc<str>,
+    command: Name,
+    namespace: Name,
     shape: Option<ShapeId>,
     /// Step markers are paired too but have nothing to compare.
     marker: bool,

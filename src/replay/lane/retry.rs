@@ -66,7 +66,7 @@ mod tests {
     use crate::wire::op_msg::{MsgFlags, OpMsg};
     use bson::{rawdoc, RawDocumentBuf};
 
-    fn op(command: &str, body: RawDocumentBuf) -> Op {
+    fn op(command: &'static str, body: RawDocumentBuf) -> Op {
         let bytes = OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0);
         Op {
             bytes,

@@ -12,6 +12,7 @@ use super::step_phases::ReplayPhases;
 use super::timeline::Timeline;
 pub use super::timeline::{coarse_histogram, SecondReport};
 use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary};
+use crate::replay::names::Name;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -99,8 +100,8 @@ pub struct Metrics {
     start_subsec_ns: u64,
     overall: Stat,
     /// Looked up for every reply (foldhash: the names come from the capture, not a hostile peer).
-    per_command: HashMap<Arc<str>, Stat, foldhash::fast::RandomState>,
-    per_namespace: HashMap<Arc<str>, Stat, foldhash::fast::RandomState>,
+    per_command: HashMap<Name, Stat, foldhash::fast::RandomState>,
+    per_namespace: HashMap<Name, Stat, foldhash::fast::RandomState>,
     timeline: Timeline,
     buckets: Buckets,
     lag: Histogram<u64>,
@@ -253,7 +254,7 @@ impl Metrics {
     }
 
     pub fn histograms(&self) -> HistogramsReport {
-        let all = |m: &HashMap<Arc<str>, Stat, foldhash::fast::RandomState>| {
+        let all = |m: &HashMap<Name, Stat, foldhash::fast::RandomState>| {
             m.iter()
                 .map(|(k, v)| (k.to_string(), hdr::encode(&v.latency)))
                 .collect()
@@ -286,7 +287,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn sample<'a>(cmd: &'a Arc<str>, start: Instant, at_ms: u64, latency_us: u64) -> Sample<'a> {
+    fn sample<'a>(cmd: &'a Name, start: Instant, at_ms: u64, latency_us: u64) -> Sample<'a> {
         Sample {
             command: cmd,
             namespace: cmd,
@@ -301,7 +302,7 @@ mod tests {
 
     #[test]
     fn finished_seconds_are_packed_and_report_the_same() {
-        let cmd: Arc<str> = Arc::from("find");
+        let cmd = Name::from("find");
         let start = Instant::now();
         let mut m = Metrics::new(start);
         // 300 seconds, 50 operations each, at 100 + second µs.

@@ -1,14 +1,14 @@
 //! One finished operation, as the lanes hand it to the run's [`super::metrics::Metrics`] and to the
 //! live figures of `--metrics` ([`super::live::LiveMetrics`]).
 
+use crate::replay::names::Name;
 use crate::shape::ShapeId;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// One finished operation.
 pub struct Sample<'a> {
-    pub command: &'a Arc<str>,
-    pub namespace: &'a Arc<str>,
+    pub command: &'a Name,
+    pub namespace: &'a Name,
     /// None for moreToCome requests.
     pub latency_ns: Option<u64>,
     pub error: bool,

@@ -7,11 +7,11 @@
 use super::hdr;
 use super::knee::{command_histogram, Bucket, CommandBucket};
 use super::sample::Sample;
+use crate::replay::names::Name;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Commands whose seconds are kept one by one; a later command counts only in the whole mix.
 pub const MAX_COMMANDS: usize = 16;
@@ -152,7 +152,7 @@ pub struct Timeline {
     /// Seconds before this one are packed.
     packed: usize,
     /// `Some` when seconds are kept per command: the commands, in the order first seen.
-    commands: Option<Vec<Arc<str>>>,
+    commands: Option<Vec<Name>>,
 }
 
 impl Timeline {
@@ -228,7 +228,7 @@ impl Timeline {
     }
 
     /// The command's place in `commands`, when seconds are kept per command and it has one.
-    fn command_index(&mut self, command: &Arc<str>) -> Option<usize> {
+    fn command_index(&mut self, command: &Name) -> Option<usize> {
         let commands = self.commands.as_mut()?;
         match commands.iter().position(|c| c == command) {
             Some(i) => Some(i),
@@ -332,8 +332,8 @@ mod tests {
 
     #[test]
     fn an_open_loop_second_keeps_a_few_commands_and_the_busy_time() {
-        let names: Vec<Arc<str>> = (0..MAX_COMMANDS + 3)
-            .map(|i| Arc::from(format!("c{i}")))
+        let names: Vec<Name> = (0..MAX_COMMANDS + 3)
+            .map(|i| Name::Counted(std::sync::Arc::from(format!("c{i}"))))
             .collect();
         let mut t = Timeline::new(1_000, 0).per_command();
         for (i, name) in names.iter().enumerate() {

@@ -6,6 +6,7 @@ use super::as_command::{malformed, op_msg};
 use super::recorded::{Request, Skip};
 use super::understand::understand;
 use crate::replay::measure::outcome::Outcome;
+use crate::replay::names::Name;
 use crate::wire::compressed;
 use crate::wire::header::{MsgHeader, OpCode};
 use crate::wire::legacy::OpKillCursors;
@@ -22,7 +23,7 @@ pub fn understand_kill_cursors(
     conn_id: u64,
     ts_ns: u64,
     wire: &Bytes,
-    namespace_of: impl Fn(i64) -> Option<(String, String)>,
+    namespace_of: impl Fn(i64) -> Option<(Name, Name)>,
 ) -> Result<Request, Skip> {
     let header = MsgHeader::parse(wire)
         .ok()
@@ -49,7 +50,7 @@ pub fn understand_kill_cursors(
         }
     }
     let (db, collection) = namespace.ok_or(Skip::Unsupported)?;
-    let body = rawdoc! { "killCursors": collection.as_str(), "cursors": ids, "$db": db.as_str() };
+    let body = rawdoc! { "killCursors": &*collection, "cursors": ids, "$db": &*db };
     let mut req = understand(conn_id, ts_ns, &op_msg(body, false, header.request_id))?;
     // It had no reply: nothing to wait for in the capture, nothing to compare but success.
     req.recorded = Some(Outcome {
@@ -62,7 +63,7 @@ pub fn understand_kill_cursors(
 /// Recorded cursor id -> `(db, collection)` it was opened on, from the recorded replies; forgotten
 /// when the recording shows the cursor exhausted or killed. Bounded: past the limit it starts over.
 #[derive(Default)]
-pub struct CursorNamespaces(HashMap<i64, (String, String)>);
+pub struct CursorNamespaces(HashMap<i64, (Name, Name)>);
 
 impl CursorNamespaces {
     const LIMIT: usize = 100_000;
@@ -83,7 +84,7 @@ impl CursorNamespaces {
         }
     }
 
-    pub fn get(&self, cursor: i64) -> Option<(String, String)> {
+    pub fn get(&self, cursor: i64) -> Option<(Name, Name)> {
         self.0.get(&cursor).cloned()
     }
 }
@@ -101,14 +102,14 @@ mod tests {
             .encode(8),
         );
         let ns = |c: i64| match c {
-            5 | 7 => Some(("bench".to_string(), "c".to_string())),
-            6 => Some(("bench".to_string(), "other".to_string())),
+            5 | 7 => Some((Name::from("bench"), Name::from("c"))),
+            6 => Some((Name::from("bench"), Name::from("other"))),
             _ => None,
         };
         assert_eq!(understand(1, 1, &wire).unwrap_err(), Skip::Unsupported);
         let req = understand_kill_cursors(1, 1, &wire, ns).unwrap();
         assert_eq!(
-            (&*req.command, req.db.as_str(), req.collection.as_deref()),
+            (&*req.command, &*req.db, req.collection.as_deref()),
             ("killCursors", "bench", Some("c"))
         );
         assert_eq!(req.cursor_refs, vec![5, 7]);

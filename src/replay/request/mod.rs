@@ -2,7 +2,7 @@
 //!
 //! Here: what a request is (command, database, collection, session, transaction, the cursors it
 //! names) and whether it is replayed at all ([`Skip`]), decided once per recorded request whatever
-//! its opcode ([`understand`]; legacy ones come in through [`as_command`], OP_KILL_CURSORS through
+//! its opcode ([`understand`], its names shared through [`crate::replay::names`]; legacy ones come in through [`as_command`], OP_KILL_CURSORS through
 //! [`kill_cursors`]). Then, per copy: [`rewrite`] (with
 //! [`db_map`] for databases and [`sessions`] for live `lsid`s) and [`ids`] (new ObjectId `_id`s on
 //! every pass after the first).
@@ -17,4 +17,4 @@ pub mod sessions;
 pub mod understand;
 
 pub use recorded::{Request, Scope, Skip};
-pub use understand::understand;
+pub use understand::{understand, understand_with};

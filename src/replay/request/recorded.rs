@@ -2,10 +2,10 @@
 //! ([`Skip`]), and which copy of the traffic a copy of it belongs to ([`Scope`]).
 
 use crate::replay::measure::outcome::Outcome;
+use crate::replay::names::Name;
 use crate::shape::ShapeId;
 use crate::wire::compressed::Compressor;
 use bytes::Bytes;
-use std::sync::Arc;
 
 /// A copy of the traffic (repeat iteration x clone): each recorded request is written out once per
 /// copy, and the sessions, cursors and lanes of one copy never serve another.
@@ -43,9 +43,9 @@ pub struct Request {
     pub ts_ns: u64,
     pub request_id: i32,
     pub msg: Bytes,
-    pub command: Arc<str>,
-    pub db: String,
-    pub collection: Option<String>,
+    pub command: Name,
+    pub db: Name,
+    pub collection: Option<Name>,
     pub expects_reply: bool,
     /// The raw bytes of the recorded `lsid.id` (or of the whole lsid when it has no `id`).
     pub lsid: Option<Vec<u8>>,
@@ -65,7 +65,7 @@ impl Request {
     pub fn namespace(&self) -> String {
         match &self.collection {
             Some(c) => format!("{}.{c}", self.db),
-            None => self.db.clone(),
+            None => self.db.to_string(),
         }
     }
 

@@ -147,7 +147,7 @@ mod tests {
         );
         let req = understand(1, 10, &wire).unwrap();
         assert_eq!(
-            (&*req.command, req.db.as_str(), req.expects_reply),
+            (&*req.command, &*req.db, req.expects_reply),
             ("insert", "bench", true)
         );
         assert!(req.lsid.is_some());

@@ -6,6 +6,7 @@ use super::as_command::{
     from_op_delete, from_op_get_more, from_op_insert, from_op_query, from_op_update,
 };
 use super::recorded::{Request, Skip};
+use crate::replay::names::{Name, Names};
 use crate::wire::bson_raw;
 use crate::wire::compressed::{self, Compressor};
 use crate::wire::header::{MsgHeader, OpCode};
@@ -13,7 +14,6 @@ use crate::wire::info::is_handshake_command;
 use crate::wire::op_msg_view::SectionView;
 use crate::wire::{depth, OpMsgView};
 use bytes::Bytes;
-use std::sync::Arc;
 
 /// Whether a document of the message nests past `wire::depth::MAX_DEPTH` levels.
 fn too_deep(view: &OpMsgView<'_>) -> bool {
@@ -27,6 +27,16 @@ fn too_deep(view: &OpMsgView<'_>) -> bool {
 
 /// Decides whether a recorded request is replayed and, if so, turns it into a plain OP_MSG.
 pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Skip> {
+    understand_with(conn_id, ts_ns, wire, &mut Names::default())
+}
+
+/// [`understand`], the request's command, database and collection taken from `names`.
+pub fn understand_with(
+    conn_id: u64,
+    ts_ns: u64,
+    wire: &Bytes,
+    names: &mut Names,
+) -> Result<Request, Skip> {
     let header = MsgHeader::parse(wire)
         .ok()
         .flatten()
@@ -35,7 +45,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         OpCode::Msg => wire.clone(),
         OpCode::Compressed => {
             let (compressor, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
-            let mut req = understand(conn_id, ts_ns, &Bytes::from(inner))?;
+            let mut req = understand_with(conn_id, ts_ns, &Bytes::from(inner), names)?;
             req.compressor = (compressor != Compressor::Noop).then_some(compressor);
             return Ok(req);
         }
@@ -59,14 +69,13 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
     if is_handshake_command(first.key) {
         return Err(Skip::Handshake);
     }
-    let command: Arc<str> = Arc::from(first.key);
     let mut req = Request {
         conn_id,
         ts_ns,
         request_id: header.request_id,
-        collection: first.as_str().map(str::to_owned),
-        command,
-        db: String::new(),
+        collection: first.as_str().map(|c| names.get(c)),
+        command: names.get(first.key),
+        db: Name::default(),
         expects_reply: !view.more_to_come(),
         lsid: None,
         transaction: None,
@@ -76,17 +85,29 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
         shape: None,
         msg: Bytes::new(),
     };
-    let mut txn_number = None;
-    let mut autocommit_false = false;
     if &*req.command == "getMore" {
         req.cursor_refs.extend(first.as_i64());
     }
+    read_fields(&mut req, els, names)?;
+    req.msg = msg;
+    Ok(req)
+}
+
+/// The body's fields after the command: database, a getMore's collection, the cursors a
+/// killCursors names, session and transaction.
+fn read_fields(
+    req: &mut Request,
+    els: bson_raw::Elements<'_>,
+    names: &mut Names,
+) -> Result<(), Skip> {
+    let mut txn_number = None;
+    let mut autocommit_false = false;
     for e in els {
         let e = e.map_err(|_| Skip::Malformed)?;
         match e.key {
-            "$db" => req.db = e.as_str().unwrap_or_default().to_owned(),
+            "$db" => req.db = names.get(e.as_str().unwrap_or_default()),
             "collection" if &*req.command == "getMore" => {
-                req.collection = e.as_str().map(str::to_owned)
+                req.collection = e.as_str().map(|c| names.get(c))
             }
             "cursors" if &*req.command == "killCursors" => {
                 if let Some(arr) = e.as_doc().and_then(|d| bson_raw::elements(d).ok()) {
@@ -103,8 +124,7 @@ pub fn understand(conn_id: u64, ts_ns: u64, wire: &Bytes) -> Result<Request, Ski
     if autocommit_false {
         req.transaction = txn_number;
     }
-    req.msg = msg;
-    Ok(req)
+    Ok(())
 }
 
 fn lsid_key(lsid: &[u8]) -> Vec<u8> {
@@ -115,7 +135,7 @@ fn lsid_key(lsid: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::replay) mod tests {
     use super::*;
     use crate::wire::legacy::{OpGetMore, OpQuery};
     use crate::wire::op_msg::{MsgFlags, OpMsg, Section};
@@ -191,7 +211,7 @@ pub(super) mod tests {
             ..q
         };
         let req = understand(1, 1, &Bytes::from(q.encode(3))).unwrap();
-        assert_eq!((&*req.command, req.db.as_str()), ("count", "bench"));
+        assert_eq!((&*req.command, &*req.db), ("count", "bench"));
         let g = OpGetMore {
             full_collection_name: "bench.c".into(),
             number_to_return: 5,

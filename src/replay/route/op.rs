@@ -5,10 +5,10 @@ use super::budget::heap_block;
 use super::order::{After, Completes};
 use crate::replay::measure::outcome::Outcome;
 use crate::replay::measure::step_phases::Marker;
+use crate::replay::names::Name;
 use crate::replay::request::Scope;
 use crate::shape::ShapeId;
 use crate::wire::compressed::Compressor;
-use std::sync::Arc;
 
 /// One request ready to send on one replay connection.
 #[derive(Debug)]
@@ -17,8 +17,8 @@ pub struct Op {
     /// Where the live cursor ids go (offset of an int64, recorded id).
     pub cursor_patches: Vec<(usize, i64)>,
     pub expects_reply: bool,
-    pub command: Arc<str>,
-    pub namespace: Arc<str>,
+    pub command: Name,
+    pub namespace: Name,
     /// Recorded time since the first replayed request (plus earlier repeat iterations).
     pub offset_ns: u64,
     /// Position in the whole replay, for `--rate`.
@@ -83,8 +83,8 @@ mod tests {
             bytes: vec![0; len],
             cursor_patches: Vec::new(),
             expects_reply: true,
-            command: Arc::from("insert"),
-            namespace: Arc::from("db.c"),
+            command: Name::from("insert"),
+            namespace: Name::from("db.c"),
             offset_ns: 0,
             seq: 0,
             scope: 0,

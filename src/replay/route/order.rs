@@ -11,6 +11,7 @@
 //! its requests in emission order.
 
 use super::shared::{Counters, Shared};
+use crate::replay::names::Name;
 use crate::replay::request::{Request, Scope};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -95,8 +96,8 @@ impl Namespace {
 pub struct Order {
     /// `--order none`: nothing waits, nothing is followed (the most concurrency, no guarantee).
     off: bool,
-    namespaces: HashMap<(Scope, Arc<str>), Namespace>,
-    txn_writes: HashMap<(Scope, Vec<u8>, i64), Vec<Arc<str>>>,
+    namespaces: HashMap<(Scope, Name), Namespace>,
+    txn_writes: HashMap<(Scope, Vec<u8>, i64), Vec<Name>>,
 }
 
 impl Order {
@@ -110,7 +111,7 @@ impl Order {
 
     /// The lane a request of `namespace` must go to: that of an unacknowledged write before it,
     /// whose completion no reply will tell.
-    pub fn lane_of(&self, scope: Scope, namespace: &Arc<str>) -> Option<usize> {
+    pub fn lane_of(&self, scope: Scope, namespace: &Name) -> Option<usize> {
         if self.off {
             return None;
         }
@@ -126,7 +127,7 @@ impl Order {
         scope: Scope,
         lane: usize,
         req: &Request,
-        namespace: &Arc<str>,
+        namespace: &Name,
     ) -> (Option<After>, Option<Completes>) {
         if self.off {
             return (None, None);
@@ -240,7 +241,7 @@ mod tests {
 
     #[test]
     fn a_read_after_a_write_on_another_lane_waits_for_it() {
-        let ns: Arc<str> = Arc::from("db.c");
+        let ns = Name::from("db.c");
         let mut order = Order::default();
         let insert = request(rawdoc! { "insert": "c", "$db": "db", "documents": [{"_id": 1}] });
         assert_eq!(&*insert.command, "insert");
@@ -261,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_write_after_reads_on_other_lanes_waits_for_all_of_them() {
-        let ns: Arc<str> = Arc::from("db.c");
+        let ns = Name::from("db.c");
         let mut order = Order::default();
         let insert = request(rawdoc! { "insert": "c", "$db": "db", "documents": [{"_id": 1}] });
         let find = request(rawdoc! { "find": "c", "$db": "db" });
@@ -295,7 +296,7 @@ mod tests {
 
     #[test]
     fn answered_reads_are_forgotten() {
-        let ns: Arc<str> = Arc::from("db.c");
+        let ns = Name::from("db.c");
         let mut order = Order::default();
         let find = request(rawdoc! { "find": "c", "$db": "db" });
         for i in 0..10_000 {
@@ -308,7 +309,7 @@ mod tests {
 
     #[test]
     fn with_order_none_nothing_waits_or_follows() {
-        let ns: Arc<str> = Arc::from("db.c");
+        let ns = Name::from("db.c");
         let mut order = Order::new(true);
         let insert = request(rawdoc! { "insert": "c", "$db": "db", "documents": [{"_id": 1}] });
         let find = request(rawdoc! { "find": "c", "$db": "db" });

@@ -5,12 +5,12 @@
 use super::markers;
 use super::Feed;
 use crate::replay::measure::step_phases::Marker;
+use crate::replay::names::Name;
 use crate::replay::request::db_map::{CopyDb, DbMap};
 use crate::replay::request::rewrite;
 use crate::replay::request::{Request, Scope, Skip};
 use crate::replay::route::op::Op;
 use crate::replay::route::Lanes;
-use std::sync::Arc;
 
 /// Commands that change what later requests see (collections, indexes). With `--connections N` the
 /// requests before one finish before it is sent, and it finishes before anything after it is sent.
@@ -25,17 +25,6 @@ const BARRIERS: &[&str] = &[
     "convertToCapped",
     "cloneCollectionAsCapped",
 ];
-
-fn intern(map: &mut super::FastMap<String, Arc<str>>, s: &str) -> Arc<str> {
-    match map.get(s) {
-        Some(a) => a.clone(),
-        None => {
-            let a: Arc<str> = Arc::from(s);
-            map.insert(s.to_owned(), a.clone());
-            a
-        }
-    }
-}
 
 impl Feed<'_> {
     /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
@@ -155,7 +144,7 @@ impl Feed<'_> {
         let mut op = Op {
             cursor_patches: out.cursor_patches,
             expects_reply: req.expects_reply,
-            command: intern(&mut self.commands, &req.command),
+            command: req.command.clone(),
             namespace,
             offset_ns,
             seq: self.seq,
@@ -200,9 +189,9 @@ impl Feed<'_> {
             .wrapping_add(clone)
     }
 
-    /// The copy's namespace, interned: built in a reused buffer, so interning finds it without
-    /// allocating.
-    fn namespace(&mut self, map: &CopyDb<'_>, req: &Request) -> Arc<str> {
+    /// The copy's namespace, kept once ([`crate::replay::names`]): built in a reused buffer, so
+    /// finding it allocates nothing.
+    fn namespace(&mut self, map: &CopyDb<'_>, req: &Request) -> Name {
         let mut ns = std::mem::take(&mut self.ns_buf);
         ns.clear();
         ns.push_str(&map.map_db(&req.db));
@@ -210,7 +199,7 @@ impl Feed<'_> {
             ns.push('.');
             ns.push_str(c);
         }
-        let interned = intern(&mut self.namespaces, &ns);
+        let interned = self.names.get(&ns);
         self.ns_buf = ns;
         interned
     }

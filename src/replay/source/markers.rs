@@ -3,6 +3,7 @@
 //! (not sent: the lane marks the phase when it gets there, `lane::reach_marker`).
 
 use crate::replay::measure::step_phases::Marker;
+use crate::replay::names::Name;
 use crate::replay::request::{Request, Scope};
 use crate::replay::route::op::Op;
 use std::sync::Arc;
@@ -46,8 +47,8 @@ pub fn marker_request(conn_id: u64, ts_ns: u64, request_id: i32) -> Request {
         ts_ns,
         request_id,
         msg: bytes::Bytes::new(),
-        command: Arc::from("ping"),
-        db: String::new(),
+        command: Name::from("ping"),
+        db: Name::default(),
         collection: None,
         expects_reply: false,
         lsid: None,
@@ -66,7 +67,7 @@ pub fn marker_op(marker: Marker, req: &Request, offset_ns: u64, seq: u64, scope:
         cursor_patches: Vec::new(),
         expects_reply: false,
         command: req.command.clone(),
-        namespace: Arc::from(""),
+        namespace: Name::default(),
         offset_ns,
         seq,
         scope,

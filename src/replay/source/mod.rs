@@ -74,8 +74,8 @@ struct Feed<'a> {
     pass_base_ns: u64,
     /// Compressed bytes read so far, over every pass (for the progress bar).
     progress: Arc<AtomicU64>,
-    commands: FastMap<String, Arc<str>>,
-    namespaces: FastMap<String, Arc<str>>,
+    /// Commands, databases and collections, each kept once for all the requests that name it.
+    names: crate::replay::names::Names,
     /// Scratch for the namespace of each copy (interned without allocating).
     ns_buf: String,
     /// New ObjectId `_id`s for passes after the first; `None` when there is only one pass.
@@ -99,6 +99,8 @@ struct Feed<'a> {
     opened: FastMap<u64, Option<u64>>,
     /// The query shape of each request, and the recorded figures per shape.
     shapes: shapes::FeedShapes,
+    /// Recorded latency per command, of the first pass (the result's, once the feed ends).
+    recorded_latency: FastMap<crate::replay::names::Name, hdrhistogram::Histogram<u64>>,
 }
 
 impl Feed<'_> {
@@ -254,8 +256,13 @@ impl Feed<'_> {
     /// What a recorded request is, or `None` when it is not replayed (counted in the first pass).
     /// A step marker, though not replayed, comes back as a placeholder.
     fn understood(&mut self, record: &Record) -> Option<Request> {
-        let understood = request::understand(record.conn_id, record.ts_ns, &record.payload)
-            .or_else(|skip| self.legacy_kill_cursors(skip, record));
+        let understood = request::understand_with(
+            record.conn_id,
+            record.ts_ns,
+            &record.payload,
+            &mut self.names,
+        )
+        .or_else(|skip| self.legacy_kill_cursors(skip, record));
         match understood {
             Err(skip) => {
                 if self.iteration == 0 {
@@ -285,16 +292,14 @@ impl Feed<'_> {
         let Some(req) = self.understood(record) else {
             return true;
         };
-        let mut q = held.remove(&record.conn_id).unwrap_or_default();
+        let q = held.entry(record.conn_id).or_default();
         q.push_back(req);
-        let ok = self.flush(&mut q, false);
-        held.insert(record.conn_id, q);
-        ok
+        self.flush(q, false)
     }
 
     /// A recorded reply completes the request it answers. False when the replay should stop.
     fn on_reply(&mut self, held: &mut Held, record: &Record) -> bool {
-        let Some(mut q) = held.remove(&record.conn_id) else {
+        let Some(q) = held.get_mut(&record.conn_id) else {
             return true;
         };
         let response_to = MsgHeader::parse(&record.payload)
@@ -309,13 +314,10 @@ impl Feed<'_> {
             recorded.latency_ns = Some(record.ts_ns.saturating_sub(req.ts_ns));
             req.recorded = Some(recorded);
             if self.iteration == 0 {
-                let latency = &mut self.result.recorded_latency;
-                if !latency.contains_key(&*req.command) {
-                    latency.insert(req.command.to_string(), new_ns_histogram());
-                }
-                if let Some(h) = latency.get_mut(&*req.command) {
-                    h.saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
-                }
+                self.recorded_latency
+                    .entry(req.command.clone())
+                    .or_insert_with(new_ns_histogram)
+                    .saturating_record(record.ts_ns.saturating_sub(req.ts_ns).max(100));
             }
             self.cursor_ns.learn(req);
             if let (Some(id), Some(outcome)) = (req.shape, &req.recorded) {
@@ -327,9 +329,7 @@ impl Feed<'_> {
                 self.shapes.reply(req, id, outcome, figures);
             }
         }
-        let ok = self.flush(&mut q, false);
-        held.insert(record.conn_id, q);
-        ok
+        self.flush(q, false)
     }
 
     /// A recorded connection closed: its queue goes out, and its lanes close after it.
@@ -455,8 +455,7 @@ pub fn run(
         iteration: 0,
         pass_base_ns: 0,
         progress,
-        commands: FastMap::default(),
-        namespaces: FastMap::default(),
+        names: crate::replay::names::Names::default(),
         ns_buf: String::new(),
         ids: (cfg.repeat != Some(1)).then(IdRemap::default),
         cursor_ns: CursorNamespaces::default(),
@@ -468,6 +467,7 @@ pub fn run(
         session_order: crate::replay::route::session_order::SessionOrder::default(),
         opened: FastMap::default(),
         shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
+        recorded_latency: FastMap::default(),
     };
     let cpu_before = thread_cpu_s();
     feed.passes();
@@ -475,6 +475,10 @@ pub fn run(
     let mut result = feed.result;
     result.reader_cpu_s = Some(thread_cpu_s() - cpu_before);
     result.iterations = feed.iteration;
+    result.recorded_latency = std::mem::take(&mut feed.recorded_latency)
+        .into_iter()
+        .map(|(command, h)| (command.to_string(), h))
+        .collect();
     result.shapes = std::mem::take(&mut feed.shapes.table);
     result.lanes = std::mem::take(&mut feed.router.joins);
     result

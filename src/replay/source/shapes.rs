@@ -9,6 +9,7 @@ use crate::replay::measure::outcome::Outcome;
 use crate::replay::request::Request;
 use crate::shape::stats::ReplyFigures;
 use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper};
+use crate::wire::header::{MsgHeader, OpCode};
 
 /// The feed's shapes: the table every id points into, with the recorded figures.
 #[derive(Debug, Default)]
@@ -67,7 +68,13 @@ impl FeedShapes {
     /// The shape of a recorded request from its bytes as recorded (any opcode, compressed or
     /// not); `count`: its recorded figures are this replay's. `None` for bytes that do not decode.
     fn shape(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
-        let (id, continues) = match self.shaper.request_wire(wire)? {
+        let shaped = if is_op_msg_insert(wire, req) {
+            // Its namespace alone, known already: the command is not read again.
+            self.shaper.insert(Some(&req.db), req.collection.as_deref())
+        } else {
+            self.shaper.request_wire(wire)?
+        };
+        let (id, continues) = match shaped {
             Shaped::Own(view) => (self.table.id(&view), false),
             Shaped::Continues { cursors, fallback } => {
                 let known = cursors.first().and_then(|c| self.cursors.shape(*c));
@@ -111,6 +118,17 @@ impl FeedShapes {
     }
 }
 
+/// An insert recorded as a plain OP_MSG with a `$db` (the request's database is empty when the
+/// body has none, and the shape then tells the two apart).
+fn is_op_msg_insert(wire: &[u8], req: &Request) -> bool {
+    &*req.command == "insert"
+        && !req.db.is_empty()
+        && MsgHeader::parse(wire)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.op_code == OpCode::Msg)
+}
+
 /// What the capture says of a reply besides its outcome.
 #[derive(Debug, Clone, Copy)]
 pub struct Recorded {
@@ -118,4 +136,51 @@ pub struct Recorded {
     pub bytes: u64,
     /// Kept in the recorded figures (the first pass).
     pub count: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::request::understand::tests::msg;
+    use crate::replay::request::understand::understand;
+    use crate::wire::op_msg::MsgFlags;
+    use bson::rawdoc;
+
+    /// The shape an insert gets from its known namespace is the one reading it gives, for the
+    /// forms the shortcut takes and those it leaves to the shaper.
+    #[test]
+    fn an_insert_shaped_from_its_namespace_has_the_shape_read_from_its_bytes() {
+        let inserts = [
+            msg(
+                MsgFlags::empty(),
+                rawdoc! {"insert": "c", "ordered": true, "$db": "bench"},
+                true,
+            ),
+            msg(
+                MsgFlags::empty(),
+                rawdoc! {"insert": "c", "documents": [{"a": 1}], "$db": "b"},
+                false,
+            ),
+            msg(MsgFlags::empty(), rawdoc! {"insert": "c", "$db": ""}, true),
+            msg(
+                MsgFlags::empty(),
+                rawdoc! {"insert": 5, "$db": "bench"},
+                true,
+            ),
+            msg(MsgFlags::empty(), rawdoc! {"insert": "c"}, true),
+        ];
+        for wire in inserts {
+            let req = understand(1, 1, &wire).unwrap();
+            let mut feed = FeedShapes::new(100, false);
+            let id = feed.request(&wire, &req, true).unwrap();
+            let mut shaper = Shaper::new();
+            let read = shaper.request_wire(&wire).unwrap().view();
+            let (shape, stats) = feed.table.get(id).unwrap();
+            assert_eq!(
+                (&*shape.text, &*shape.command, &*shape.namespace),
+                (read.text, read.command, read.namespace)
+            );
+            assert_eq!(stats.count, 1);
+        }
+    }
 }

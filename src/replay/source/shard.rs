@@ -129,13 +129,17 @@ impl Groups {
         let mut groups = Groups::default();
         let mut cursor_conn: HashMap<i64, u64> = HashMap::new();
         let mut txn_conn: HashMap<(Vec<u8>, i64), u64> = HashMap::new();
+        let mut names = crate::replay::names::Names::default();
         while let Some(record) = reader.next_record() {
             let record = record?;
             match record.kind {
                 RecordKind::Request => {
-                    let Ok(req) =
-                        request::understand(record.conn_id, record.ts_ns, &record.payload)
-                    else {
+                    let Ok(req) = request::understand_with(
+                        record.conn_id,
+                        record.ts_ns,
+                        &record.payload,
+                        &mut names,
+                    ) else {
                         continue;
                     };
                     groups.find(req.conn_id);
