@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --example replay_baseline
 //! target/release/examples/replay_baseline 127.0.0.1:PORT [COUNT] [CONNECTIONS] [DB]
-//!     [--retryable] [--server-pid PID] [--json]
+//!     [--retryable] [--server-pid PID] [--threads N] [--json]
 //! ```
 //!
 //! The documents are those of `tools/workloads/*/inserts` (`{_id: i, name, value, pad}`, 150 bytes),
@@ -12,7 +12,8 @@
 //! retryable inserts carry once the replayer has rewritten them: an `lsid` (one session per
 //! connection) and an increasing `txnNumber`, so the server does the same work as for a replay.
 //! Prints ops/s and its own CPU µs per insert (and the server's CPU per 1,000 inserts with
-//! `--server-pid`); `--json` prints one JSON object instead.
+//! `--server-pid`); `--json` prints one JSON object instead. `--threads N`: the runtime's worker
+//! threads (default: tokio's, one per core).
 
 use bson::{rawdoc, RawDocumentBuf};
 use mongotape::replay::client::{Conn, Target};
@@ -28,12 +29,13 @@ struct Args {
     db: String,
     retryable: bool,
     server_pid: Option<u32>,
+    threads: Option<usize>,
     json: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
     let mut positional = Vec::new();
-    let (mut retryable, mut server_pid, mut json) = (false, None, false);
+    let (mut retryable, mut server_pid, mut json, mut threads) = (false, None, false, None);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -44,6 +46,14 @@ fn parse_args() -> anyhow::Result<Args> {
                     .next()
                     .ok_or_else(|| anyhow::anyhow!("--server-pid PID"))?;
                 server_pid = Some(pid.parse()?);
+            }
+            "--threads" => {
+                let n: usize = it
+                    .next()
+                    .ok_or_else(|| anyhow::anyhow!("--threads N"))?
+                    .parse()?;
+                anyhow::ensure!(n > 0, "--threads must be at least 1");
+                threads = Some(n);
             }
             _ if a.starts_with("--") => anyhow::bail!("unknown option {a}"),
             _ => positional.push(a),
@@ -63,6 +73,7 @@ fn parse_args() -> anyhow::Result<Args> {
             .unwrap_or_else(|| "baseline".into()),
         retryable,
         server_pid,
+        threads,
         json,
     })
 }
@@ -119,9 +130,11 @@ fn insert(body: RawDocumentBuf, doc: RawDocumentBuf) -> Vec<u8> {
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
     let lanes = encode(&args);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        builder.worker_threads(n);
+    }
+    let runtime = builder.enable_all().build()?;
     let tick = clock_tick_s();
     let target = args.target.clone();
     let server_pid = args.server_pid;
@@ -169,6 +182,7 @@ fn main() -> anyhow::Result<()> {
             "{}",
             serde_json::json!({
                 "count": args.count, "connections": args.conns, "retryable": args.retryable,
+                "threads": args.threads,
                 "wall_s": wall, "ops_per_s": n / wall, "client_cpu_s": cpu,
                 "client_cpu_us_per_op": cpu / n * 1e6,
                 "server_cpu_s": server_cpu, "server_cpu_s_per_1k_ops": server_per_1k,
