@@ -72,11 +72,14 @@ impl Conns {
                     .secondary_host()
                     .unwrap_or_else(|| shared.servers.lane_host()),
             };
+            // Opening a connection is rare against sending on one: its futures (handshake,
+            // authentication) are boxed, so the lane's future for every request stays small
+            // (it is moved for every request).
             if self.side(side).1.is_none() && !self.uncapped {
-                let slot = self.take_slot(shared, side, &host, abort).await?;
+                let slot = Box::pin(self.take_slot(shared, side, &host, abort)).await?;
                 *self.side(side).1 = Some(slot);
             }
-            let conn = connect(shared, &host, op.compressor, abort).await?;
+            let conn = Box::pin(connect(shared, &host, op.compressor, abort)).await?;
             *self.side(side).0 = Some(conn);
             if side == Side::Primary {
                 self.generation = generation;
@@ -130,8 +133,8 @@ impl Conns {
             out = &mut wait => return out,
             () = shared.slots.claim() => {}
         }
-        self.close(shared, Side::Primary).await;
-        self.close(shared, Side::Secondary).await;
+        Box::pin(self.close(shared, Side::Primary)).await;
+        Box::pin(self.close(shared, Side::Secondary)).await;
         wait.await
     }
 

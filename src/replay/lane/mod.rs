@@ -143,12 +143,13 @@ async fn send_following_primary(
             return Err(last_error);
         }
         retries += 1;
-        shared
-            .servers
-            .rediscover(&shared.target, conns.generation, shared.op_timeout)
-            .await?;
+        let rediscover =
+            shared
+                .servers
+                .rediscover(&shared.target, conns.generation, shared.op_timeout);
+        Box::pin(rediscover).await?;
         Counters::bump(counter);
-        result = one(shared, conns, *op, abort).await;
+        result = Box::pin(one(shared, conns, *op, abort)).await;
     }
 }
 

@@ -39,9 +39,18 @@ pub(super) async fn one(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
-    let live_cursors = match ready(shared, conns, &mut op, intended, abort).await? {
-        Ok(live_cursors) => live_cursors,
-        Err(step) => return Ok(step),
+    let live_cursors = if at_once(conns, &op, intended) {
+        if past_deadline(shared) {
+            return Ok(Step::Skipped);
+        }
+        Vec::new()
+    } else {
+        // Boxed: its waits make a large future, which the lane would otherwise move for every
+        // request, even those with nothing to wait for (`--fast`).
+        match Box::pin(ready(shared, conns, &mut op, intended, abort)).await? {
+            Ok(live_cursors) => live_cursors,
+            Err(step) => return Ok(step),
+        }
     };
     let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
     let sent_at = Instant::now();
@@ -105,6 +114,25 @@ pub(super) async fn one(
     })
 }
 
+/// Whether [`ready`] has nothing to do for the op: not a step marker, no connection to open ahead
+/// of it, no due time, no write to follow, no cursor id to patch.
+fn at_once(conns: &Conns, op: &Op, intended: Option<Instant>) -> bool {
+    op.marker.is_none()
+        && !(conns.primary.is_none() && op.connect_lead_ns > 0)
+        && intended.is_none()
+        && op.after.is_none()
+        && op.cursor_patches.is_empty()
+}
+
+/// Past the `--duration` deadline: the request is not sent (counted).
+fn past_deadline(shared: &Shared) -> bool {
+    let past = shared.deadline.is_some_and(|d| Instant::now() >= d);
+    if past {
+        Counters::bump(&shared.counters.after_deadline);
+    }
+    past
+}
+
 /// Everything before the op is sent: a step marker reached, the connection opened ahead of time,
 /// the due time, the order's turn, the cursor ids patched. The live cursor ids, or the step the op
 /// ends with.
@@ -116,13 +144,12 @@ async fn ready(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Result<Vec<i64>, Step>, ConnError> {
     if let Some(marker) = &op.marker {
-        let reached = conns
-            .idle(shared, reach_marker(shared, marker, intended, abort))
-            .await;
+        let reached =
+            Box::pin(conns.idle(shared, reach_marker(shared, marker, intended, abort))).await;
         return Ok(Err(if reached { Step::Skipped } else { Step::Stop }));
     }
     if conns.primary.is_none() && op.connect_lead_ns > 0 {
-        if let Some(stop) = connect_ahead(shared, conns, op, intended, abort).await? {
+        if let Some(stop) = Box::pin(connect_ahead(shared, conns, op, intended, abort)).await? {
             return Ok(Err(stop));
         }
     }
@@ -225,11 +252,7 @@ async fn wait_until_due(
             return Some(Step::Stop);
         }
     }
-    if shared.deadline.is_some_and(|d| Instant::now() >= d) {
-        Counters::bump(&shared.counters.after_deadline);
-        return Some(Step::Skipped);
-    }
-    None
+    past_deadline(shared).then_some(Step::Skipped)
 }
 
 /// Sleeps until `at` (not at all when it has passed). False when the replay was aborted meanwhile.
