@@ -110,7 +110,21 @@ async fn send_following_primary(
     op: Op,
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
-    let mut result = one(shared, conns, op, abort).await;
+    let first = one(shared, conns, op, abort).await;
+    if matches!(first, Ok(Step::NotPrimary(_) | Step::Dropped(..))) {
+        // Rare, and a large future: boxed, so the common path's stays small.
+        return Box::pin(follow_primary(shared, conns, first, abort)).await;
+    }
+    first
+}
+
+/// [`send_following_primary`] once the first send answered "not primary" or was dropped.
+async fn follow_primary(
+    shared: &Shared,
+    conns: &mut Conns,
+    mut result: Result<Step, ConnError>,
+    abort: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<Step, ConnError> {
     let mut retries = 0;
     loop {
         let (op, counter, last_error) = match result {
@@ -143,13 +157,12 @@ async fn send_following_primary(
             return Err(last_error);
         }
         retries += 1;
-        let rediscover =
-            shared
-                .servers
-                .rediscover(&shared.target, conns.generation, shared.op_timeout);
-        Box::pin(rediscover).await?;
+        shared
+            .servers
+            .rediscover(&shared.target, conns.generation, shared.op_timeout)
+            .await?;
         Counters::bump(counter);
-        result = Box::pin(one(shared, conns, *op, abort)).await;
+        result = one(shared, conns, *op, abort).await;
     }
 }
 

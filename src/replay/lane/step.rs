@@ -39,18 +39,9 @@ pub(super) async fn one(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
-    let live_cursors = if at_once(conns, &op, intended) {
-        if past_deadline(shared) {
-            return Ok(Step::Skipped);
-        }
-        Vec::new()
-    } else {
-        // Boxed: its waits make a large future, which the lane would otherwise move for every
-        // request, even those with nothing to wait for (`--fast`).
-        match Box::pin(ready(shared, conns, &mut op, intended, abort)).await? {
-            Ok(live_cursors) => live_cursors,
-            Err(step) => return Ok(step),
-        }
+    let live_cursors = match before_send(shared, conns, &mut op, intended, abort).await? {
+        Ok(live_cursors) => live_cursors,
+        Err(step) => return Ok(step),
     };
     let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
     let sent_at = Instant::now();
@@ -101,7 +92,7 @@ pub(super) async fn one(
             plans.answered(slot, &op.bytes);
         }
     }
-    measure(shared, &op, (&live, &frame), latency_ns, lag_ns);
+    measure(shared, &op, (&live, &frame, done), latency_ns, lag_ns);
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
@@ -112,6 +103,24 @@ pub(super) async fn one(
         acknowledged: true,
         observed,
     })
+}
+
+/// [`ready`], when it has anything to do: boxed, since its waits make a large future, which the
+/// lane would otherwise move for every request, even those with nothing to wait for (`--fast`).
+async fn before_send(
+    shared: &Shared,
+    conns: &mut Conns,
+    op: &mut Op,
+    intended: Option<Instant>,
+    abort: &mut watch::Receiver<bool>,
+) -> Result<Result<Vec<i64>, Step>, ConnError> {
+    if at_once(conns, op, intended) {
+        return Ok(match past_deadline(shared) {
+            true => Err(Step::Skipped),
+            false => Ok(Vec::new()),
+        });
+    }
+    Box::pin(ready(shared, conns, op, intended, abort)).await
 }
 
 /// Whether [`ready`] has nothing to do for the op: not a step marker, no connection to open ahead
@@ -369,8 +378,15 @@ fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
 }
 
 /// Records the answered op, and how its reply differs from the recorded one.
-fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8]), latency_ns: u64, lag_ns: u64) {
-    let (live, frame) = reply;
+/// `reply`: the live outcome, the reply's bytes and when it was read.
+fn measure(
+    shared: &Shared,
+    op: &Op,
+    reply: (&Outcome, &[u8], Instant),
+    latency_ns: u64,
+    lag_ns: u64,
+) {
+    let (live, frame, done) = reply;
     let reply_bytes = frame.len();
     let error = !live.ok || live.write_errors > 0;
     let mut metrics = shared.metrics.lock().expect("metrics lock");
@@ -409,7 +425,7 @@ fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8]), latency_ns: u64, 
         error,
         code: live.code,
         lag_ns,
-        done: StdInstant::now(),
+        done: done.into_std(),
         shape: op.shape.map(|id| ShapeSample {
             id,
             continues: continues(op),
