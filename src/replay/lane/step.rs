@@ -115,9 +115,10 @@ async fn before_send(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Result<Vec<i64>, Step>, ConnError> {
     if at_once(conns, op, intended) {
-        return Ok(match past_deadline(shared) {
-            true => Err(Step::Skipped),
-            false => Ok(Vec::new()),
+        return Ok(if past_deadline(shared) {
+            Err(Step::Skipped)
+        } else {
+            Ok(Vec::new())
         });
     }
     Box::pin(ready(shared, conns, op, intended, abort)).await
@@ -153,12 +154,13 @@ async fn ready(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Result<Vec<i64>, Step>, ConnError> {
     if let Some(marker) = &op.marker {
-        let reached =
-            Box::pin(conns.idle(shared, reach_marker(shared, marker, intended, abort))).await;
+        let reached = conns
+            .idle(shared, reach_marker(shared, marker, intended, abort))
+            .await;
         return Ok(Err(if reached { Step::Skipped } else { Step::Stop }));
     }
     if conns.primary.is_none() && op.connect_lead_ns > 0 {
-        if let Some(stop) = Box::pin(connect_ahead(shared, conns, op, intended, abort)).await? {
+        if let Some(stop) = connect_ahead(shared, conns, op, intended, abort).await? {
             return Ok(Err(stop));
         }
     }
