@@ -40,6 +40,17 @@ fn speed_two_takes_about_half_the_recorded_time() {
         "wall {wall} / span {span} = {ratio}"
     );
     assert_same_db(&expected, &dump_db(&b.uri(), "pace"));
+    // The lag splits into the requests the lane reached in time (the clock's own lag) and those
+    // held by an earlier reply: the 21 reads 25 ms apart wait for their time.
+    let lag = &r.report["lag"];
+    let (all, clock, held) = (
+        lag["latency"]["count"].as_u64().unwrap(),
+        lag["clock"]["count"].as_u64().unwrap(),
+        lag["held"].as_u64().unwrap(),
+    );
+    assert_eq!(clock + held, all, "{lag}");
+    assert!(clock >= 15, "{lag}");
+    assert_eq!(lag["from_send"]["count"], 0, "closed loop: {lag}");
 
     let r = replay(&capture, &b.uri(), &["--fast"]);
     let fast = f64_of(&r.report["summary"]["wall_s"]);
@@ -85,9 +96,13 @@ fn rate_holds_its_rate_and_connections_really_open() {
         "rate {rate}: {}",
         r.describe()
     );
-    // Open loop: latency counts from the intended time, so it is at least the lag.
+    // Open loop: latency counts from the intended time, so it is at least the latency from the
+    // send (the server's own), which the lag report carries beside it for every reply.
     let p50 = f64_of(&r.report["summary"]["overall"]["latency"]["p50_us"]);
-    assert!(p50 > 0.0);
+    let from_send = &r.report["lag"]["from_send"];
+    assert_eq!(from_send["count"], 21 * 15, "{from_send}");
+    let served = f64_of(&from_send["p50_us"]);
+    assert!(served > 0.0 && served <= p50 * 1.01, "{served} / {p50}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Step 4 of the pipeline: one lane is one replay connection. It takes its requests in order, waits
 //! for each one's time, patches live cursor ids in, sends, reads the reply, and measures
-//! (`step`). A failure of the target ends the whole replay.
+//! (`step`; how late it went out, and whose lateness that was: `lag`). A failure of the target ends
+//! the whole replay.
 
 use crate::replay::client::ConnError;
 use crate::replay::route::op::Op;
@@ -12,6 +13,7 @@ use step::{one, Step};
 use tokio::sync::mpsc::{error::TryRecvError, UnboundedReceiver};
 
 mod conns;
+mod lag;
 mod paired;
 mod retry;
 mod step;

@@ -2,6 +2,7 @@
 //! checked against its recorded reply and measured.
 
 use super::conns::{Conns, Side};
+use super::lag::Lag;
 use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
 use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
@@ -39,15 +40,21 @@ pub(super) async fn one(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
+    // Reached after its time: whatever lag it has is not the clock's.
+    let held = intended.is_some_and(|d| Instant::now() > d);
     let live_cursors = match before_send(shared, conns, &mut op, intended, abort).await? {
         Ok(live_cursors) => live_cursors,
         Err(step) => return Ok(step),
     };
     let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
     let sent_at = Instant::now();
-    let lag_ns = intended.map_or(0, |d| {
-        sent_at.saturating_duration_since(d).as_nanos() as u64
-    });
+    let mut lag = Lag {
+        ns: intended.map_or(0, |d| {
+            sent_at.saturating_duration_since(d).as_nanos() as u64
+        }),
+        held,
+        from_send: None,
+    };
     let id = match send(shared, conn, &mut op).await {
         Ok(id) => id,
         Err(e) => return dropped(shared, op, side, e),
@@ -56,19 +63,14 @@ pub(super) async fn one(
         if side == Side::Primary {
             conns.unconfirmed = true;
         }
-        return Ok(unacknowledged(shared, &op, lag_ns));
+        return Ok(unacknowledged(shared, &op, lag));
     }
     let frame = match conn.recv(id).await {
         Ok(frame) => frame,
         Err(e) => return dropped(shared, op, side, e),
     };
     let done = Instant::now();
-    let origin = if shared.pacing.open_loop() {
-        intended.unwrap_or(sent_at)
-    } else {
-        sent_at
-    };
-    let latency_ns = done.saturating_duration_since(origin).as_nanos() as u64;
+    let latency_ns = lag.latency(shared, intended, sent_at, done);
     let live = outcome::scan(&frame).map_err(|source| ConnError::Wire {
         addr: conn.addr().to_owned(),
         source,
@@ -92,7 +94,7 @@ pub(super) async fn one(
             plans.answered(slot, &op.bytes);
         }
     }
-    measure(shared, &op, (&live, &frame, done), latency_ns, lag_ns);
+    measure(shared, &op, (&live, &frame, done), latency_ns, lag);
     let observed = shared
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
@@ -183,14 +185,16 @@ async fn ready(
 }
 
 /// A request sent that expects no reply (moreToCome): counted, with no latency.
-fn unacknowledged(shared: &Shared, op: &Op, lag_ns: u64) -> Step {
+fn unacknowledged(shared: &Shared, op: &Op, lag: Lag) -> Step {
     shared.metrics.lock().expect("metrics lock").record(Sample {
         command: &op.command,
         namespace: &op.namespace,
         latency_ns: None,
         error: false,
         code: None,
-        lag_ns,
+        lag_ns: lag.ns,
+        held: lag.held,
+        from_send_ns: None,
         done: StdInstant::now(),
         shape: op.shape.map(|id| ShapeSample {
             id,
@@ -381,13 +385,7 @@ fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
 
 /// Records the answered op, and how its reply differs from the recorded one.
 /// `reply`: the live outcome, the reply's bytes and when it was read.
-fn measure(
-    shared: &Shared,
-    op: &Op,
-    reply: (&Outcome, &[u8], Instant),
-    latency_ns: u64,
-    lag_ns: u64,
-) {
+fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8], Instant), latency_ns: u64, lag: Lag) {
     let (live, frame, done) = reply;
     let reply_bytes = frame.len();
     let error = !live.ok || live.write_errors > 0;
@@ -426,7 +424,9 @@ fn measure(
         latency_ns: Some(latency_ns),
         error,
         code: live.code,
-        lag_ns,
+        lag_ns: lag.ns,
+        held: lag.held,
+        from_send_ns: lag.from_send,
         done: done.into_std(),
         shape: op.shape.map(|id| ShapeSample {
             id,

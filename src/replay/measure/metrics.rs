@@ -78,6 +78,19 @@ pub struct LagReport {
     /// Operations sent more than 1 ms / 100 ms after their intended time.
     pub behind_1ms: u64,
     pub behind_100ms: u64,
+    /// The lag of the operations their lane reached before their intended time: what the pacing
+    /// clock and the way to the socket added, the replayer's own lateness.
+    #[serde(default)]
+    pub clock: LatencySummary,
+    /// Operations their lane reached only after their intended time, held by earlier replies on
+    /// its connection, the order's rules or an open-loop backlog: their lag is not the clock's.
+    #[serde(default)]
+    pub held: u64,
+    /// Open loop: the latency counted from the actual send (the server's own), where the
+    /// summary counts from the intended send time; the two differ by the lag. Empty in closed
+    /// loop.
+    #[serde(default)]
+    pub from_send: LatencySummary,
 }
 
 /// The histograms behind the report's percentiles, serialized ([`hdr`]).
@@ -89,6 +102,10 @@ pub struct HistogramsReport {
     pub per_command: BTreeMap<String, String>,
     pub per_namespace: BTreeMap<String, String>,
     pub lag: String,
+    /// The lag of the operations their lane reached in time ([`LagReport::clock`]).
+    pub clock_lag: String,
+    /// Open loop: the latency from the actual send ([`LagReport::from_send`]).
+    pub from_send: String,
     /// Per query shape, by hash (`other` past the cap): the latency of its own requests.
     pub per_shape: BTreeMap<String, String>,
 }
@@ -105,8 +122,11 @@ pub struct Metrics {
     timeline: Timeline,
     buckets: Buckets,
     lag: Histogram<u64>,
+    clock_lag: Histogram<u64>,
+    from_send: Histogram<u64>,
     behind_1ms: u64,
     behind_100ms: u64,
+    held: u64,
     divergences: BTreeMap<String, DivergenceReport>,
     /// Requests sent with moreToCome: no reply, so no latency.
     pub unacknowledged: u64,
@@ -135,8 +155,11 @@ impl Metrics {
             timeline: Timeline::new(wall.as_secs(), wall.subsec_nanos() as u64),
             buckets: Buckets::new(wall.as_nanos() as u64),
             lag: coarse_histogram(),
+            clock_lag: coarse_histogram(),
+            from_send: coarse_histogram(),
             behind_1ms: 0,
             behind_100ms: 0,
+            held: 0,
             divergences: BTreeMap::new(),
             unacknowledged: 0,
             phases: ReplayPhases::new(start),
@@ -180,6 +203,14 @@ impl Metrics {
             self.unacknowledged += 1;
         }
         self.lag.saturating_record(s.lag_ns.max(100));
+        if s.held {
+            self.held += 1;
+        } else {
+            self.clock_lag.saturating_record(s.lag_ns.max(100));
+        }
+        if let Some(ns) = s.from_send_ns {
+            self.from_send.saturating_record(ns.max(100));
+        }
         self.behind_1ms += (s.lag_ns > 1_000_000) as u64;
         self.behind_100ms += (s.lag_ns > 100_000_000) as u64;
         let since_ns = s.done.saturating_duration_since(self.start).as_nanos() as u64;
@@ -265,6 +296,8 @@ impl Metrics {
             per_command: all(&self.per_command),
             per_namespace: all(&self.per_namespace),
             lag: hdr::encode(&self.lag),
+            clock_lag: hdr::encode(&self.clock_lag),
+            from_send: hdr::encode(&self.from_send),
             per_shape: BTreeMap::new(),
         }
     }
@@ -274,6 +307,9 @@ impl Metrics {
             latency: LatencySummary::from_ns_histogram(&self.lag),
             behind_1ms: self.behind_1ms,
             behind_100ms: self.behind_100ms,
+            clock: LatencySummary::from_ns_histogram(&self.clock_lag),
+            held: self.held,
+            from_send: LatencySummary::from_ns_histogram(&self.from_send),
         }
     }
 
@@ -295,6 +331,8 @@ mod tests {
             error: false,
             code: None,
             lag_ns: 0,
+            held: false,
+            from_send_ns: None,
             done: start + Duration::from_millis(at_ms),
             shape: None,
         }

@@ -15,6 +15,12 @@ pub struct Sample<'a> {
     /// The server's error code, when the reply gave one.
     pub code: Option<i32>,
     pub lag_ns: u64,
+    /// The lane reached the request only after its intended time (earlier replies on its
+    /// connection, the order's rules): its lag is not the pacing clock's.
+    pub held: bool,
+    /// Open loop, where the latency counts from the intended send time: the latency from the
+    /// actual send (the server's own). None in closed loop, where the latency is that already.
+    pub from_send_ns: Option<u64>,
     pub done: Instant,
     /// The request's query shape, and what its reply returned.
     pub shape: Option<ShapeSample>,

@@ -64,6 +64,8 @@ struct Sums {
     per_namespace: BTreeMap<String, Histogram<u64>>,
     recorded: BTreeMap<String, Histogram<u64>>,
     lag: Option<Histogram<u64>>,
+    clock_lag: Option<Histogram<u64>>,
+    from_send: Option<Histogram<u64>>,
     seconds: BTreeMap<u64, Second>,
 }
 
@@ -77,6 +79,15 @@ impl Sums {
             &h.overall,
         )?;
         d.add_into(self.lag.get_or_insert_with(coarse_histogram), "lag", &h.lag)?;
+        // Absent from the reports of older binaries.
+        if !h.clock_lag.is_empty() {
+            let into = self.clock_lag.get_or_insert_with(coarse_histogram);
+            d.add_into(into, "clock_lag", &h.clock_lag)?;
+        }
+        if !h.from_send.is_empty() {
+            let into = self.from_send.get_or_insert_with(coarse_histogram);
+            d.add_into(into, "from_send", &h.from_send)?;
+        }
         for (cmd, text) in &h.per_command {
             let into = self.per_command.entry(cmd.clone()).or_insert_with(ns_sum);
             d.add_into(into, cmd, text)?;
@@ -230,6 +241,17 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
             .unwrap_or_default(),
         behind_1ms: inputs.iter().map(|i| i.report.lag.behind_1ms).sum(),
         behind_100ms: inputs.iter().map(|i| i.report.lag.behind_100ms).sum(),
+        clock: sums
+            .clock_lag
+            .as_ref()
+            .map(LatencySummary::from_ns_histogram)
+            .unwrap_or_default(),
+        held: inputs.iter().map(|i| i.report.lag.held).sum(),
+        from_send: sums
+            .from_send
+            .as_ref()
+            .map(LatencySummary::from_ns_histogram)
+            .unwrap_or_default(),
     };
     r.divergences = divergences(&inputs);
     r.timeline = timeline(&sums);
@@ -246,6 +268,8 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         per_command: encode_all(&sums.per_command),
         per_namespace: encode_all(&sums.per_namespace),
         lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
+        clock_lag: sums.clock_lag.as_ref().map(hdr::encode).unwrap_or_default(),
+        from_send: sums.from_send.as_ref().map(hdr::encode).unwrap_or_default(),
         per_shape: BTreeMap::new(),
     };
     let shapes = super::shapes::add_up(&inputs)?;

@@ -47,6 +47,26 @@ impl ReplayReport {
             units::duration_us(lag.max_us),
             self.lag.behind_1ms
         );
+        if self.lag.held > 0 {
+            let clock = &self.lag.clock;
+            out.push_str(&format!(
+                "  {} of {} ops held past their time by earlier replies on their connection or \
+                 the order; the rest (the clock's own lag): p50 {} p99 {}\n",
+                self.lag.held,
+                lag.count,
+                units::duration_us(clock.p50_us),
+                units::duration_us(clock.p99_us),
+            ));
+        }
+        let from_send = &self.lag.from_send;
+        if self.options.open_loop.is_some() && from_send.count > 0 {
+            out.push_str(&format!(
+                "  latency from the send (the server's own; the table counts from the intended \
+                 time): p50 {} p99 {}\n",
+                units::duration_us(from_send.p50_us),
+                units::duration_us(from_send.p99_us),
+            ));
+        }
         let p50 = self.summary.overall.latency.p50_us;
         if p50 > 0.0 && lag.p50_us > LAG_SMALL * p50 {
             let part = if self.options.open_loop.is_some() {
@@ -303,6 +323,7 @@ fn command_cells(name: &str, c: &CommandSummary, recorded: Option<&LatencySummar
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::report::OpenLoopReport;
 
     fn report(pacing: Pacing, lag_p50_us: f64, p50_us: f64) -> ReplayReport {
         let mut r = ReplayReport::default();
@@ -357,6 +378,37 @@ mod tests {
         let small = report(Pacing::Recorded { speed: 1.0 }, 5.0, 50.0).render_text();
         assert!(small.contains("schedule lag: p50 5.0µs"), "{small}");
         assert!(!small.contains("WARNING"), "{small}");
+        assert!(
+            !small.contains("held"),
+            "nothing held, no second line: {small}"
+        );
+        let mut held = report(Pacing::Recorded { speed: 1.0 }, 40.0, 500.0);
+        held.lag.held = 7;
+        held.lag.clock.p50_us = 3.0;
+        held.lag.clock.p99_us = 60.0;
+        let held = held.render_text();
+        assert!(
+            held.contains(
+                "7 of 100 ops held past their time by earlier replies on their connection or \
+                 the order; the rest (the clock's own lag): p50 3.0µs p99 60.0µs"
+            ),
+            "{held}"
+        );
+        assert!(!held.contains("from the send"), "closed loop: {held}");
+        let rate = Pacing::Rate { ops_per_s: 200.0 };
+        let mut open = report(rate, 30.0, 250.0);
+        open.options.open_loop = OpenLoopReport::of(&rate);
+        open.lag.from_send.count = 100;
+        open.lag.from_send.p50_us = 220.0;
+        open.lag.from_send.p99_us = 900.0;
+        let open = open.render_text();
+        assert!(
+            open.contains(
+                "latency from the send (the server's own; the table counts from the \
+                 intended time): p50 220.0µs p99 900.0µs"
+            ),
+            "{open}"
+        );
         let big = report(Pacing::Recorded { speed: 1.0 }, 800.0, 53.0).render_text();
         assert!(
             big.contains("WARNING: lag p50 800.0µs is 15.1x the p50 latency (53.0µs)"),
