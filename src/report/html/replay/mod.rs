@@ -212,8 +212,25 @@ mod tests {
             summary: "knee at ~730 ops/s (6.5 s in)".into(),
             ..Default::default()
         });
+        r.lag.latency.count = 900;
+        r.lag.latency.p50_us = 12.0;
+        r.lag.latency.p99_us = 4_000.0;
+        r.lag.clock.p50_us = 3.0;
+        r.lag.clock.p99_us = 80.0;
+        r.lag.held = 25;
+        r.lag.from_send.count = 900;
+        r.lag.from_send.p50_us = 210.0;
+        r.lag.from_send.p99_us = 950.0;
         let html = render_html(&r);
         assert!(html.contains("Against the schedule"));
+        assert!(
+            html.contains("p50 3.0µs, p99 80.0µs; 25 of 900 held past their time"),
+            "the lag split"
+        );
+        assert!(
+            html.contains("own at this pace: p50 210.0µs, p99 950.0µs"),
+            "the latency from the send"
+        );
         assert!(html.contains("knee at ~730 ops/s (6.5 s in)."));
         // Seconds 1..=9 lie wholly inside the schedule: 9 intended, 9 achieved, 2 for the knee.
         assert!(html.contains(

@@ -2,6 +2,7 @@
 //! the rate achieved, how late requests went out, and the knee marked on both charts with its
 //! sentence ([`crate::replay::measure::knee`]).
 
+use crate::figures::units;
 use crate::replay::measure::metrics::SecondReport;
 use crate::replay::report::ReplayReport;
 use crate::report::html::{LineChart, Page};
@@ -70,5 +71,32 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     if let Some(k) = &r.knee {
         page = page.paragraph(&format!("{}.", k.summary));
     }
-    page.line_chart(rates).line_chart(late)
+    page.paragraph(&whose_lag(r))
+        .line_chart(rates)
+        .line_chart(late)
+}
+
+/// The lag in one sentence: the clock's own, how many requests earlier work held, and the
+/// latency from the send beside the table's, which counts from the intended time.
+fn whose_lag(r: &ReplayReport) -> String {
+    let (lag, clock, from_send) = (&r.lag.latency, &r.lag.clock, &r.lag.from_send);
+    let mut out = format!(
+        "Schedule lag p50 {}, p99 {}; the clock's own (the requests reached before their time) \
+         p50 {}, p99 {}; {} of {} held past their time by earlier replies or the order.",
+        units::duration_us(lag.p50_us),
+        units::duration_us(lag.p99_us),
+        units::duration_us(clock.p50_us),
+        units::duration_us(clock.p99_us),
+        r.lag.held,
+        lag.count,
+    );
+    if from_send.count > 0 {
+        out.push_str(&format!(
+            " Latency from the send, the server's own at this pace: p50 {}, p99 {} (the tables \
+             count from the intended time).",
+            units::duration_us(from_send.p50_us),
+            units::duration_us(from_send.p99_us),
+        ));
+    }
+    out
 }
