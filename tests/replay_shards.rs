@@ -339,6 +339,24 @@ fn a_ramp_reports_its_knee() {
     assert_eq!(knee["connections"], 2, "{knee:#}");
     assert_knee_consistent(knee, "merged");
     assert_schema("merge", &merged);
+    // The lag's split and the open loop's latency from the send add up over the shards.
+    let lag = &merged["lag"];
+    let count = |v: &serde_json::Value| v.as_u64().unwrap_or(u64::MAX);
+    let of_shards = |f: &dyn Fn(&serde_json::Value) -> u64| -> u64 {
+        shards.iter().map(|p| f(&read_json(p)["lag"])).sum()
+    };
+    assert_eq!(
+        count(&lag["clock"]["count"]) + count(&lag["held"]),
+        count(&lag["latency"]["count"]),
+        "{lag:#}"
+    );
+    assert_eq!(count(&lag["held"]), of_shards(&|l| count(&l["held"])));
+    let replies = count(&lag["from_send"]["count"]);
+    assert_eq!(replies, of_shards(&|l| count(&l["from_send"]["count"])));
+    assert!(
+        replies > 0,
+        "an open loop keeps the latency from the send: {lag:#}"
+    );
     eprintln!("knee, one process: {}", r.report["knee"]["summary"]);
     eprintln!("knee, merged: {}", knee["summary"]);
 }

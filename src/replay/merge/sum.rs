@@ -53,6 +53,24 @@ impl Decoder<'_> {
     }
 }
 
+/// The lag of all the shards: percentiles from the summed histograms, counts summed.
+fn lag(inputs: &[ShardInput], sums: &Sums) -> LagReport {
+    let of = |h: &Option<Histogram<u64>>| {
+        h.as_ref()
+            .map(LatencySummary::from_ns_histogram)
+            .unwrap_or_default()
+    };
+    let count = |f: fn(&LagReport) -> u64| inputs.iter().map(|i| f(&i.report.lag)).sum();
+    LagReport {
+        latency: of(&sums.lag),
+        behind_1ms: count(|l| l.behind_1ms),
+        behind_100ms: count(|l| l.behind_100ms),
+        clock: of(&sums.clock_lag),
+        held: count(|l| l.held),
+        from_send: of(&sums.from_send),
+    }
+}
+
 fn ns_sum() -> Histogram<u64> {
     new_ns_histogram()
 }
@@ -233,26 +251,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     r.recorded = RecordedReport::of(&sums.recorded);
     r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
     r.skipped = skipped(&inputs);
-    r.lag = LagReport {
-        latency: sums
-            .lag
-            .as_ref()
-            .map(LatencySummary::from_ns_histogram)
-            .unwrap_or_default(),
-        behind_1ms: inputs.iter().map(|i| i.report.lag.behind_1ms).sum(),
-        behind_100ms: inputs.iter().map(|i| i.report.lag.behind_100ms).sum(),
-        clock: sums
-            .clock_lag
-            .as_ref()
-            .map(LatencySummary::from_ns_histogram)
-            .unwrap_or_default(),
-        held: inputs.iter().map(|i| i.report.lag.held).sum(),
-        from_send: sums
-            .from_send
-            .as_ref()
-            .map(LatencySummary::from_ns_histogram)
-            .unwrap_or_default(),
-    };
+    r.lag = lag(&inputs, &sums);
     r.divergences = divergences(&inputs);
     r.timeline = timeline(&sums);
     r.timeline_buckets = buckets(&inputs)?;
