@@ -98,13 +98,13 @@ impl Sums {
         )?;
         d.add_into(self.lag.get_or_insert_with(coarse_histogram), "lag", &h.lag)?;
         // Absent from the reports of older binaries.
-        if !h.clock_lag.is_empty() {
-            let into = self.clock_lag.get_or_insert_with(coarse_histogram);
-            d.add_into(into, "clock_lag", &h.clock_lag)?;
-        }
-        if !h.from_send.is_empty() {
-            let into = self.from_send.get_or_insert_with(coarse_histogram);
-            d.add_into(into, "from_send", &h.from_send)?;
+        for (into, what, text) in [
+            (&mut self.clock_lag, "clock_lag", &h.clock_lag),
+            (&mut self.from_send, "from_send", &h.from_send),
+        ] {
+            if !text.is_empty() {
+                d.add_into(into.get_or_insert_with(coarse_histogram), what, text)?;
+            }
         }
         for (cmd, text) in &h.per_command {
             let into = self.per_command.entry(cmd.clone()).or_insert_with(ns_sum);
