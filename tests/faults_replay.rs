@@ -401,3 +401,30 @@ fn a_reply_to_an_earlier_request_is_named_when_the_wait_runs_out() {
         r.describe()
     );
 }
+
+/// `--duration` ends the run at its deadline even when the capture holds far more connections
+/// than may be open: the lanes still waiting for a connection slot then give up (counted as
+/// `after_deadline`), instead of each opening its connection in turn long after the deadline.
+#[test]
+fn the_duration_deadline_ends_lanes_waiting_for_a_connection_slot() {
+    let dir = tempdir();
+    let capture = never_closed(dir.path(), 20_000);
+    let server = Server::start_with(&["--standalone"]);
+    let started = Instant::now();
+    let r = try_replay(
+        &capture,
+        server.addr(),
+        &["--duration", "2", "--max-open-connections", "16"],
+    );
+    let took = started.elapsed();
+    eprintln!(
+        "FIGURE --duration 2 over 20,000 never-closed connections, 16 at a time: {took:?}, {} \
+         inserts sent, {} after the deadline",
+        r.count("insert"),
+        r.skipped("after_deadline")
+    );
+    assert!(r.output.success(), "{}", r.describe());
+    assert!(took < Duration::from_secs(10), "{took:?}\n{}", r.describe());
+    assert!(r.count("insert") < 20_000, "{}", r.describe());
+    assert!(r.skipped("after_deadline") > 0, "{}", r.describe());
+}

@@ -88,8 +88,8 @@ impl PlanShapes {
     }
 }
 
-/// What the explain task returns: each slot explained, with its plan or error.
-type Explained = Vec<(u32, Result<plan::PlanSummary, String>)>;
+/// The explains done so far: each slot with its plan or error.
+type Explained = Arc<Mutex<Vec<(u32, Result<plan::PlanSummary, String>)>>>;
 
 /// A request to explain, or its error before it could be sent.
 struct Job {
@@ -102,7 +102,8 @@ pub struct PlanRunner {
     shapes: Arc<PlanShapes>,
     claimed: Mutex<Vec<bool>>,
     jobs: Mutex<Option<UnboundedSender<Job>>>,
-    task: Mutex<Option<JoinHandle<Explained>>>,
+    task: Mutex<Option<JoinHandle<()>>>,
+    done: Explained,
 }
 
 impl PlanRunner {
@@ -114,23 +115,28 @@ impl PlanRunner {
         timeout: Duration,
     ) -> PlanRunner {
         let (tx, mut rx) = unbounded_channel::<Job>();
-        let task = tokio::spawn(async move {
-            let mut conn: Option<Conn> = None;
-            let mut done = Vec::new();
-            while let Some(job) = rx.recv().await {
-                let result = match job.command {
-                    Ok(cmd) => explain(&mut conn, &target, &host, timeout, &cmd).await,
-                    Err(e) => Err(e),
-                };
-                done.push((job.slot, result));
-            }
-            done
-        });
+        let done: Explained = Arc::default();
+        let task = {
+            let done = done.clone();
+            tokio::spawn(async move {
+                let mut conn: Option<Conn> = None;
+                while let Some(job) = rx.recv().await {
+                    let result = match job.command {
+                        Ok(cmd) => explain(&mut conn, &target, &host, timeout, &cmd).await,
+                        Err(e) => Err(e),
+                    };
+                    done.lock()
+                        .expect("plan results lock")
+                        .push((job.slot, result));
+                }
+            })
+        };
         PlanRunner {
             shapes,
             claimed: Mutex::new(Vec::new()),
             jobs: Mutex::new(Some(tx)),
             task: Mutex::new(Some(task)),
+            done,
         }
     }
 
@@ -152,14 +158,46 @@ impl PlanRunner {
         }
     }
 
-    /// Waits for the explains asked so far; the plans in the order their shapes were met.
-    pub async fn finish(&self) -> Vec<PlanEntry> {
+    /// Waits at most `within` for the explains asked so far (a target that stops answering
+    /// costs one `within`, not one per shape); the plans in the order their shapes were met,
+    /// each explain still unanswered then kept as that shape's error.
+    pub async fn finish(&self, within: Duration) -> Vec<PlanEntry> {
         drop(self.jobs.lock().expect("plan jobs lock").take());
         let task = self.task.lock().expect("plan task lock").take();
-        let mut done = match task {
-            Some(task) => task.await.unwrap_or_default(),
-            None => Vec::new(),
-        };
+        if let Some(mut task) = task {
+            if tokio::time::timeout(within, &mut task).await.is_err() {
+                task.abort();
+                let why = format!(
+                    "not explained: the target had not answered within {} after the run \
+                     (--op-timeout)",
+                    crate::figures::units::duration_s(within.as_secs_f64())
+                );
+                return self.entries(&why);
+            }
+        }
+        self.entries("not explained")
+    }
+
+    /// Stops the explains at once (the replay was interrupted): the plans done so far, every
+    /// other claimed shape with `why` as its error.
+    pub fn cut(&self, why: &str) -> Vec<PlanEntry> {
+        drop(self.jobs.lock().expect("plan jobs lock").take());
+        if let Some(task) = self.task.lock().expect("plan task lock").take() {
+            task.abort();
+        }
+        self.entries(why)
+    }
+
+    /// Every claimed shape's entry, in slot order; one without a result has `missing` as its error.
+    fn entries(&self, missing: &str) -> Vec<PlanEntry> {
+        let mut done = std::mem::take(&mut *self.done.lock().expect("plan results lock"));
+        let claimed = self.claimed.lock().expect("plan claims lock").clone();
+        for (slot, _) in claimed.iter().enumerate().filter(|(_, c)| **c) {
+            let slot = slot as u32;
+            if !done.iter().any(|(s, _)| *s == slot) {
+                done.push((slot, Err(missing.to_owned())));
+            }
+        }
         done.sort_by_key(|(slot, _)| *slot);
         done.into_iter()
             .map(|(slot, result)| {

@@ -151,7 +151,10 @@ async fn replay(
         Err(report) => return report,
     };
     ready.report.connection_limit = Some(limit);
-    wait_for_start(config.start_at).await;
+    if let Err(why) = wait_for_start(config.start_at).await {
+        ready.report.error = Some(why);
+        return ready.report;
+    }
 
     let start = Instant::now();
     let plan_shapes = config
@@ -241,7 +244,15 @@ pub(crate) async fn conclude(
 ) -> ReplayReport {
     // The explains still running end first: the server's readings after the run include them.
     if let Some(plans) = &shared.plans {
-        report.plans = Some(plans.finish().await);
+        let finished = tokio::select! {
+            plans = plans.finish(config.op_timeout) => plans,
+            signal = stopped() => {
+                let why = format!("interrupted ({signal}) while explaining");
+                shared.abort.trigger(why.clone());
+                plans.cut(&format!("not explained: {why}"))
+            }
+        };
+        report.plans = Some(finished);
     }
     let server_cpu_after = probe
         .after(config.server_status && !shared.abort.is_set())
@@ -316,11 +327,16 @@ pub(crate) fn shared_state(
     }
 }
 
-/// `--start-at`: sleeps until then (a time already past starts at once).
-pub(crate) async fn wait_for_start(at: Option<std::time::SystemTime>) {
+/// `--start-at`: sleeps until then (a time already past starts at once); a stop signal meanwhile
+/// ends the wait with the reason the report gives.
+pub(crate) async fn wait_for_start(at: Option<std::time::SystemTime>) -> Result<(), String> {
     if let Some(wait) = at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok()) {
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            signal = stopped() => return Err(format!("interrupted ({signal}) before --start-at")),
+        }
     }
+    Ok(())
 }
 
 /// Runs the capture feed on its own thread until every lane it started is done, with the progress
@@ -401,6 +417,14 @@ async fn stop_signal() -> Option<&'static str> {
         r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
         _ = term.recv() => Some("SIGTERM"),
         _ = hup.recv() => Some("SIGHUP"),
+    }
+}
+
+/// The next stop signal; never, where none can be watched.
+async fn stopped() -> &'static str {
+    match stop_signal().await {
+        Some(signal) => signal,
+        None => std::future::pending().await,
     }
 }
 

@@ -124,7 +124,11 @@ async fn replay(
             Err(failed) => return AbReport::failed(&config, &ab, failed),
         }
     }
-    wait_for_start(config.start_at).await;
+    if let Err(why) = wait_for_start(config.start_at).await {
+        let mut first = ready.swap_remove(0).report;
+        first.error = Some(why);
+        return AbReport::failed(&config, &ab, first);
+    }
     let start = Instant::now();
     let plan_shapes = config
         .explain

@@ -49,14 +49,15 @@ impl Conns {
         }
     }
 
-    /// The connection for `op` (opened now if needed), and which one it is.
+    /// The connection for `op` (opened now if needed), and which one it is; `None` when the
+    /// `--duration` deadline passed while the lane waited for a connection slot.
     pub async fn pick(
         &mut self,
         shared: &Shared,
         op: &Op,
         live_cursors: &[i64],
         abort: &mut watch::Receiver<bool>,
-    ) -> Result<(&mut Conn, Side), ConnError> {
+    ) -> Result<Option<(&mut Conn, Side)>, ConnError> {
         let side =
             if shared.servers.has_secondaries() && goes_to_secondary(shared, op, live_cursors) {
                 Side::Secondary
@@ -76,7 +77,9 @@ impl Conns {
             // authentication) are boxed, so the lane's future for every request stays small
             // (it is moved for every request).
             if self.side(side).1.is_none() && !self.uncapped {
-                let slot = Box::pin(self.take_slot(shared, side, &host, abort)).await?;
+                let Some(slot) = Box::pin(self.take_slot(shared, side, &host, abort)).await? else {
+                    return Ok(None);
+                };
                 *self.side(side).1 = Some(slot);
             }
             let conn = Box::pin(connect(shared, &host, op.compressor, abort)).await?;
@@ -85,7 +88,10 @@ impl Conns {
                 self.generation = generation;
             }
         }
-        Ok((self.side(side).0.as_mut().expect("opened above"), side))
+        Ok(Some((
+            self.side(side).0.as_mut().expect("opened above"),
+            side,
+        )))
     }
 
     fn side(&mut self, side: Side) -> (&mut Option<Conn>, &mut Option<Slot>) {
@@ -96,24 +102,32 @@ impl Conns {
     }
 
     /// A slot for a new connection on `side`. A lane never waits for one while holding another
-    /// (that could deadlock): with none free, its other connection is closed first.
+    /// (that could deadlock): with none free, its other connection is closed first. `None` when
+    /// the `--duration` deadline passes meanwhile: what waits then is not sent.
     async fn take_slot(
         &mut self,
         shared: &Shared,
         side: Side,
         host: &crate::net::HostPort,
         abort: &mut watch::Receiver<bool>,
-    ) -> Result<Slot, ConnError> {
+    ) -> Result<Option<Slot>, ConnError> {
         if let Some(slot) = shared.slots.try_take() {
-            return Ok(slot);
+            return Ok(Some(slot));
         }
         let other = match side {
             Side::Primary => Side::Secondary,
             Side::Secondary => Side::Primary,
         };
         self.close(shared, other).await;
+        let deadline = async {
+            match shared.deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            slot = shared.slots.take() => Ok(slot),
+            slot = shared.slots.take() => Ok(Some(slot)),
+            () = deadline => Ok(None),
             _ = abort.wait_for(|a| *a) => Err(ConnError::Closed {
                 addr: host.to_string(),
                 during: "aborting",

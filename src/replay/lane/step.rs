@@ -46,7 +46,10 @@ pub(super) async fn one(
         Ok(live_cursors) => live_cursors,
         Err(step) => return Ok(step),
     };
-    let (conn, side) = conns.pick(shared, &op, &live_cursors, abort).await?;
+    let Some((conn, side)) = conns.pick(shared, &op, &live_cursors, abort).await? else {
+        Counters::bump(&shared.counters.after_deadline);
+        return Ok(Step::Skipped);
+    };
     let sent_at = Instant::now();
     let mut lag = Lag {
         ns: intended.map_or(0, |d| {
