@@ -211,6 +211,41 @@ fn a_checksum_that_does_not_match_is_reported_for_its_file() {
 }
 
 #[test]
+fn a_checksum_list_that_is_a_fifo_or_too_large_is_refused_at_once() {
+    let dir = tempdir();
+    let recording = dir.path().join("rec");
+    write_recording(&fixture("pymongo.mtape"), &recording, "events4-us", &[]);
+    let sums = recording.join("checksum.txt");
+    std::fs::remove_file(&sums).unwrap();
+    let made = Command::new("mkfifo").arg(&sums).status().unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let run = import(&recording, &dir.path().join("fifo.mtape"), &[]);
+    assert_eq!(run.status.code(), Some(1), "{}\n{}", run.stderr, run.stdout);
+    assert!(
+        run.stderr.contains("checksum.txt") && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "no wait on the FIFO"
+    );
+
+    // A list past 16 MiB is refused, not read in part (which would leave files unlisted).
+    std::fs::remove_file(&sums).unwrap();
+    let file = std::fs::File::create(&sums).unwrap();
+    file.set_len(16 * 1024 * 1024 + 1).unwrap();
+    let run = import(&recording, &dir.path().join("big.mtape"), &[]);
+    assert_eq!(run.status.code(), Some(1), "{}\n{}", run.stderr, run.stdout);
+    assert!(
+        run.stderr.contains("checksum.txt") && run.stderr.contains("16 MiB"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn cut_files_import_up_to_the_cut_and_garbage_is_refused_at_its_offset() {
     let dir = tempdir();
     let capture = fixture("pymongo.mtape");

@@ -11,6 +11,7 @@ mod common;
 use common::*;
 use mongotape::capture::{GapEvent, Record, RecordKind};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Commands and their request/reply counts, connections, and opcodes: what `inspect` says.
 fn inspect_digest(capture: &Path) -> serde_json::Value {
@@ -217,7 +218,56 @@ fn port_of(capture: &Path) -> String {
 #[test]
 fn pymongo_through_tcpdump_and_dumpcap_imports_to_the_proxys_capture() {
     let (dir, capture, pcap) = imports_equal(Client::Pymongo, "");
+    piped_pcap_imports_as_the_file_does(dir.path(), &capture, &pcap);
     edited_pcap_imports_with_its_gaps(dir.path(), &capture, &pcap);
+}
+
+/// The pcap piped into `import -` and `import /dev/stdin` (a pipe, read once as a stream)
+/// imports to the same capture as the file; a FIFO named as an input is refused at once.
+fn piped_pcap_imports_as_the_file_does(dir: &Path, capture: &Path, pcap: &Path) {
+    use std::io::Write;
+    let port = port_of(capture);
+    let from_file = dir.join("from-file.mtape");
+    let run = import(&[pcap], &from_file, &["--server-port", &port]);
+    assert!(run.success(), "import file: {}", run.stderr);
+    let want = inspect_digest(&from_file);
+    let bytes = std::fs::read(pcap).unwrap();
+    for name in ["-", "/dev/stdin"] {
+        let out = dir.join("piped.mtape");
+        let mut child = Command::new(mongotape_bin())
+            .args(["import", name, "-o"])
+            .arg(&out)
+            .args(["--server-port", &port, "--force"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = bytes.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(&feed));
+        let done = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            done.status.success(),
+            "import {name}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        assert_eq!(inspect_digest(&out), want, "import {name}");
+    }
+
+    let fifo = dir.join("named.pcap");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let run = import(&[&fifo], &dir.join("fifo.mtape"), &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("named.pcap") && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
 
 /// One packet of a tcpdump pcap (Ethernet, IPv4, TCP): its record header and frame.

@@ -102,10 +102,22 @@ impl CaptureReader<File> {
 
 /// Refuses what is not a regular file, saying what it is.
 pub(super) fn regular_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), CaptureError> {
+    match special_kind(meta) {
+        None => Ok(()),
+        Some(kind) => Err(CaptureError::NotAFile {
+            path: path.to_owned(),
+            kind,
+        }),
+    }
+}
+
+/// What a file is when it is not a regular file (`None` for a regular file): every reader of
+/// files opens only regular ones, since a FIFO blocks in open(2) until something writes to it.
+pub fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
-    let kind = if t.is_file() {
-        return Ok(());
+    Some(if t.is_file() {
+        return None;
     } else if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {
@@ -116,10 +128,6 @@ pub(super) fn regular_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), 
         "a device"
     } else {
         "a special file"
-    };
-    Err(CaptureError::NotAFile {
-        path: path.to_owned(),
-        kind,
     })
 }
 

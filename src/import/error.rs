@@ -16,6 +16,12 @@ pub enum ImportError {
         offset: u64,
         what: String,
     },
+    /// Only regular files are read (a FIFO would block for ever); standard input is named `-`.
+    #[error(
+        "{path} is {kind}, not a file: only regular files are imported (a pcap can be piped in \
+         as `-` or /dev/stdin)"
+    )]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{path}: not a format mongotape imports ({what})")]
     UnknownFormat { path: PathBuf, what: String },
     #[error("writing the imported capture: {0}")]

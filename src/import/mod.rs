@@ -8,6 +8,7 @@
 //! recordings. See `docs/import.md`.
 
 pub mod error;
+pub mod input;
 pub mod live;
 pub mod mongod;
 pub mod mongoreplay;
@@ -76,6 +77,8 @@ pub enum Format {
     MongoReplay,
     /// A mongod/mongos traffic recording: a directory of `*.bin` files or one file.
     MongodRecording,
+    /// Standard input: a pcap or pcapng piped in (which of the two, its first block says).
+    Piped,
 }
 
 impl Format {
@@ -85,29 +88,34 @@ impl Format {
             Format::PcapNg => "pcapng",
             Format::MongoReplay => "mongoreplay",
             Format::MongodRecording => "mongod recording",
+            Format::Piped => "packets from standard input",
         }
     }
 
     fn is_packets(self) -> bool {
-        matches!(self, Format::Pcap | Format::PcapNg)
+        matches!(self, Format::Pcap | Format::PcapNg | Format::Piped)
     }
 }
 
 /// The format of a file by its first bytes (a directory is a server's traffic recording).
 pub fn detect(path: &Path) -> Result<Format, ImportError> {
+    if input::is_stdin(path) {
+        return Ok(Format::Piped);
+    }
     if path.is_dir() {
         return Ok(Format::MongodRecording);
     }
     let mut head = [0u8; 64];
-    let mut file = std::fs::File::open(path).map_err(|source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    })?;
+    let mut file = input::open(path)?;
     let n = file.read(&mut head).map_err(|source| ImportError::Open {
         path: path.to_owned(),
         source,
     })?;
-    let head = &head[..n];
+    format_of(path, &head[..n])
+}
+
+/// The format of a file by its first bytes.
+fn format_of(path: &Path, head: &[u8]) -> Result<Format, ImportError> {
     match head.get(..4) {
         Some([0x0a, 0x0d, 0x0d, 0x0a]) => Ok(Format::PcapNg),
         Some([0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4]) => Ok(Format::Pcap),

@@ -50,10 +50,10 @@ pub fn read_file(
         path: path.to_owned(),
         source,
     };
-    let mut file = BufReader::new(std::fs::File::open(path).map_err(open)?);
+    let mut file = BufReader::new(super::input::open(path)?);
     let mut head = [0u8; 2];
     let gz = file.read(&mut head).map_err(open)? == 2 && head == [0x1f, 0x8b];
-    let file = BufReader::new(std::fs::File::open(path).map_err(open)?);
+    let file = BufReader::new(super::input::open(path)?);
     self::read(file, gz, path, out, key_base, read)
 }
 

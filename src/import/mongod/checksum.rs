@@ -2,6 +2,7 @@
 //! server wrote it, absolute on the recording host), a tab, and the CRC-32C of the file's bytes
 //! in hexadecimal. Files are matched by name, so a directory copied elsewhere still verifies.
 
+use crate::import::{input, ImportError};
 use std::collections::HashMap;
 use std::io::Read;
 
@@ -32,16 +33,40 @@ pub fn parse(text: &str) -> HashMap<String, u32> {
     sums
 }
 
-/// Reads `checksum.txt` of a directory: `None` when there is none.
-pub fn read(dir: &std::path::Path) -> std::io::Result<Option<HashMap<String, u32>>> {
+/// Reads `checksum.txt` of a directory: `None` when there is none. Only a regular file is read
+/// (a FIFO of that name would block for ever), and one past [`MAX_LEN`] is refused rather than
+/// read in part: a cut list would verify some files and call the rest unlisted.
+pub fn read(dir: &std::path::Path) -> Result<Option<HashMap<String, u32>>, ImportError> {
     let path = dir.join("checksum.txt");
-    let file = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let io = |source| ImportError::Open {
+        path: path.clone(),
+        source,
     };
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    input::check(&path, &meta)?;
+    if meta.len() > MAX_LEN {
+        return Err(ImportError::UnknownFormat {
+            path: path.clone(),
+            what: format!(
+                "{} bytes, more than the {} MiB a checksum list of any recording takes",
+                meta.len(),
+                MAX_LEN >> 20
+            ),
+        });
+    }
+    let file = input::open(&path)?;
     let mut text = Vec::new();
-    file.take(MAX_LEN).read_to_end(&mut text)?;
+    file.take(MAX_LEN + 1).read_to_end(&mut text).map_err(io)?;
+    if text.len() as u64 > MAX_LEN {
+        return Err(ImportError::UnknownFormat {
+            path: path.clone(),
+            what: format!("grew past {} MiB while being read", MAX_LEN >> 20),
+        });
+    }
     Ok(Some(parse(&String::from_utf8_lossy(&text))))
 }
 

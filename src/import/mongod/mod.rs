@@ -76,10 +76,7 @@ pub fn read_input(
     damaged: &mut Vec<String>,
 ) -> Result<(), ImportError> {
     let (files, sums) = if input.is_dir() {
-        let sums = checksum::read(input).map_err(|source| ImportError::Open {
-            path: input.join("checksum.txt"),
-            source,
-        })?;
+        let sums = checksum::read(input)?;
         (bin_files(input)?, sums)
     } else {
         (vec![input.to_owned()], None)

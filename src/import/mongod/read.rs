@@ -7,6 +7,7 @@ use super::internal::{Filter, Verdict};
 use super::packet::{self, Event};
 use crate::capture::Side;
 use crate::import::error::ImportError;
+use crate::import::input;
 use crate::import::output::Output;
 use bytes::Bytes;
 use serde::Serialize;
@@ -102,6 +103,7 @@ pub struct Session {
 
 /// Scans a file (`detect::scan`), its refusal an error that names each layout's misfit.
 pub fn scan_file(path: &Path) -> Result<Scan, ImportError> {
+    input::open(path)?;
     let open = || std::fs::File::open(path).map(|f| BufReader::with_capacity(256 * 1024, f));
     let io = |source| ImportError::Open {
         path: path.to_owned(),
@@ -139,10 +141,7 @@ pub fn read_file(
     out: &mut Output,
     read: &mut RecordingRead,
 ) -> Result<Anchor, ImportError> {
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = input::open(path)?;
     read_packets(BufReader::new(file), path, scan, pass, sessions, out, read)
 }
 

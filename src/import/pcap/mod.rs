@@ -51,11 +51,10 @@ pub fn read_file(
     path: &Path,
     each: &mut dyn FnMut(&Packet<'_>) -> Result<(), ImportError>,
 ) -> Result<u64, ImportError> {
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    })?;
-    read(file, path, each)
+    if super::input::is_stdin(path) {
+        return read(std::io::stdin(), path, each);
+    }
+    read(super::input::open(path)?, path, each)
 }
 
 /// [`read_file`] over any reader (the fuzz target and tests read from memory).
