@@ -188,3 +188,35 @@ fn without_the_capture_privilege_or_tcpdump_it_says_what_is_missing() {
         out.stderr
     );
 }
+
+#[test]
+fn a_capture_helper_that_never_reports_is_stopped_at_its_start_timeout() {
+    let dir = tempdir();
+    // A helper that says nothing and runs a child that keeps its pipes open.
+    let helper = dir.path().join("mute-tcpdump");
+    std::fs::write(&helper, "#!/bin/sh\nsleep 600 &\nsleep 600\n").unwrap();
+    let made = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&helper)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let mut cmd = std::process::Command::new(mongotape_bin());
+    cmd.env("MONGOTAPE_TCPDUMP", &helper)
+        .args(["record", "--interface", "lo", "-o"])
+        .arg(dir.path().join("mute.mtape"));
+    let out = run_command(cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("did not say it was capturing within 15s"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -15,8 +15,9 @@ use super::output::{Limits, Meter, Output, OutputSpec};
 use super::tcp::role::{ServerSpec, DEFAULT_PORT};
 use super::{pcap, ImportSummary, PacketImport};
 use crate::capture::EndReason;
-use rustix::process::{kill_process, Pid, Signal};
+use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -126,7 +127,10 @@ impl Sniffer {
             .arg(filter(&opts.servers))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // Its own process group, so that a stop reaches whatever it runs (a wrapper
+            // script's child keeps the pipes open otherwise, and the reader waits on them).
+            .process_group(0);
         let mut child = cmd.spawn().map_err(|e| ImportError::Sniffer {
             interface: opts.interface.clone(),
             what: if e.kind() == std::io::ErrorKind::NotFound {
@@ -166,6 +170,13 @@ impl Sniffer {
         }
     }
 
+    /// `sig` to tcpdump's process group: it and anything it started.
+    fn signal_group(&self, sig: Signal) {
+        if let Some(pid) = Pid::from_raw(self.child.id() as i32) {
+            let _ = kill_process_group(pid, sig);
+        }
+    }
+
     /// Waits for tcpdump to end; its last counters are read. An error when it never captured.
     fn end(mut self, interface: &str) -> Result<KernelStats, ImportError> {
         // Asked to stop (SIGTERM) before this; one that does not within the bound is killed.
@@ -175,11 +186,18 @@ impl Sniffer {
         }
         if matches!(self.child.try_wait(), Ok(None)) {
             tracing::warn!("tcpdump did not stop within {STOP_TIMEOUT:?} of SIGTERM: killed");
-            self.signal(Signal::KILL);
+            self.signal_group(Signal::KILL);
         }
         let status = self.child.wait();
+        // Its stderr ends with it; a reader still blocked after the bound is left behind.
         if let Some(t) = self.stderr.take() {
-            let _ = t.join();
+            let until = Instant::now() + Duration::from_secs(2);
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(POLL);
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
         let said = self.said.lock().unwrap_or_else(|p| p.into_inner());
         if said.listening {
@@ -241,13 +259,20 @@ pub fn start(opts: &LiveOptions) -> Result<Sniffing, ImportError> {
         }
         let exited = matches!(sniffer.child.try_wait(), Ok(Some(_)));
         if exited || Instant::now() >= deadline {
-            sniffer.signal(Signal::KILL);
-            return Err(sniffer.end(&opts.interface).err().unwrap_or_else(|| {
-                ImportError::Sniffer {
-                    interface: opts.interface.clone(),
-                    what: "tcpdump did not say it was capturing".into(),
-                }
-            }));
+            sniffer.signal_group(Signal::KILL);
+            let ended = sniffer.end(&opts.interface).err();
+            let silent = ImportError::Sniffer {
+                interface: opts.interface.clone(),
+                what: format!(
+                    "{} did not say it was capturing within {START_TIMEOUT:?}: stopped",
+                    opts.tcpdump.display()
+                ),
+            };
+            return Err(if exited {
+                ended.unwrap_or(silent)
+            } else {
+                silent
+            });
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -355,18 +380,24 @@ fn control(
     deadline: Option<Instant>,
 ) -> bool {
     let mut asked = Instant::now();
-    let mut stopping = false;
+    let mut stopping = None;
     let mut by_deadline = false;
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(POLL);
         let guard = sniffer.lock().unwrap_or_else(|p| p.into_inner());
         let Some(s) = guard.as_ref() else { break };
         let late = deadline.is_some_and(|d| Instant::now() >= d);
-        if !stopping && (stop.load(Ordering::Relaxed) || late) {
+        if stopping.is_none() && (stop.load(Ordering::Relaxed) || late) {
             s.signal(Signal::TERM);
-            stopping = true;
+            stopping = Some(Instant::now());
             by_deadline = late && !stop.load(Ordering::Relaxed);
-        } else if !stopping && asked.elapsed() >= STATS_EVERY {
+        } else if let Some(since) = stopping {
+            // One that does not end (or whose group keeps its output open) is killed, so
+            // that the reader sees the end of its pipe.
+            if since.elapsed() >= STOP_TIMEOUT {
+                s.signal_group(Signal::KILL);
+            }
+        } else if asked.elapsed() >= STATS_EVERY {
             s.signal(Signal::USR1);
             asked = Instant::now();
         }
