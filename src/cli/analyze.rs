@@ -47,6 +47,7 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    mongotape::capture::output::guard(&args.files, &[args.html.as_deref()])?;
     if !(args.explain_timeout.is_finite() && args.explain_timeout > 0.0) {
         return Err(usage(
             "--explain-timeout must be a positive number of seconds",

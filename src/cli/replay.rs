@@ -311,6 +311,8 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
 }
 
 pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let outputs = [args.report.as_deref(), args.html.as_deref()];
+    mongotape::capture::output::guard(&args.captures, &outputs)?;
     let config = replay_config(&mut args)?;
     // Every target read before anything is contacted: a malformed one is a usage error.
     for (i, uri) in args.target.iter().enumerate() {
