@@ -456,3 +456,57 @@ fn colour_on_a_terminal_unless_no_color_is_set() {
         "{plain:?}"
     );
 }
+
+/// The options of `sub` whose value is a duration or a time, as its `--help` lists them.
+fn timed_options(sub: &str) -> Vec<String> {
+    let help = mongotape(&[sub, "--help"]).stdout;
+    let timed = ["<DURATION>", "<SECS>", "<SECONDS>", "<TIME>"];
+    help.lines()
+        .filter(|l| timed.iter().any(|t| l.contains(t)))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_duration_option_out_of_range_is_a_usage_error_naming_it() {
+    let dir = tempdir();
+    let out = dir.path().join("x.mtape").display().to_string();
+    let capture = fixture("pymongo.mtape");
+    let commands: [(&str, Vec<&str>); 5] = [
+        ("record", vec!["record", "-u", "127.0.0.1:9", "-o", &out]),
+        ("replay", vec!["replay", &capture, "-t", "127.0.0.1:9"]),
+        (
+            "analyze",
+            vec!["analyze", &capture, "--explain", "127.0.0.1:9"],
+        ),
+        ("slice", vec!["slice", &capture, "-o", &out]),
+        ("cat", vec!["cat", &capture]),
+    ];
+    let mut walked = 0;
+    for (sub, before) in &commands {
+        let options = timed_options(sub);
+        assert!(!options.is_empty(), "{sub}: no duration option found");
+        for option in &options {
+            for value in ["1e300", "-1", "NaN", "1e19"] {
+                let arg = format!("{option}={value}");
+                let mut args = before.clone();
+                if option == "--ramp" {
+                    args.extend(["--rate", "1..2"]);
+                }
+                args.push(&arg);
+                let run = mongotape(&args);
+                assert_eq!(run.status.code(), Some(2), "{args:?}: {}", run.stderr);
+                assert!(
+                    run.stderr.contains(option.as_str()),
+                    "{args:?}: {}",
+                    run.stderr
+                );
+                assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+            }
+            walked += 1;
+        }
+    }
+    // record's eight, replay's seven, analyze's three and the windows of slice and cat.
+    assert!(walked >= 22, "{walked} options walked");
+}

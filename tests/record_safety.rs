@@ -593,3 +593,80 @@ fn a_report_is_not_written_through_a_link() {
         serde_json::from_slice(&std::fs::read(&ok_report).unwrap()).unwrap();
     assert!(report["schema_version"].is_number(), "{report}");
 }
+
+/// Runs `args` and asserts a usage error naming `output` and `input`.
+fn refused_as_input(args: &[&str], output: &Path, input: &Path) {
+    let out = mongotape(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.stderr);
+    for path in [output, input] {
+        let said = path.display().to_string();
+        assert!(
+            out.stderr.contains(&said),
+            "{args:?}: names {said}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn an_output_named_over_an_input_is_refused_and_the_input_kept() {
+    let dir = tempdir();
+    let original = std::fs::read(workspace_root().join("captures/pymongo.mtape")).unwrap();
+    let big = dir.path().join("big.mtape");
+    std::fs::write(&big, &original).unwrap();
+    let linked = dir.path().join("linked.mtape");
+    std::fs::hard_link(&big, &linked).unwrap();
+    let pcap = dir.path().join("x.pcap");
+    std::fs::write(&pcap, &original).unwrap();
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    std::fs::write(rec.join("trace-000001.mtape"), &original).unwrap();
+    let (b, l, p) = (
+        big.to_str().unwrap(),
+        linked.to_str().unwrap(),
+        pcap.to_str().unwrap(),
+    );
+    let slice = ["slice", b, "--command", "insert", "--force", "-o"];
+    refused_as_input(&[&slice[..], &[b]].concat(), &big, &big);
+    refused_as_input(&[&slice[..], &[l]].concat(), &linked, &big);
+    refused_as_input(&["import", p, "-o", p, "--force"], &pcap, &pcap);
+    let t = ["-t", "127.0.0.1:9"];
+    refused_as_input(&[&["replay", b, "-o", b][..], &t].concat(), &big, &big);
+    refused_as_input(
+        &[&["replay", b, "--html", l][..], &t].concat(),
+        &linked,
+        &big,
+    );
+    refused_as_input(&["analyze", b, "--html", b], &big, &big);
+    refused_as_input(&["merge", p, "-o", p], &pcap, &pcap);
+    refused_as_input(&["compare", b, "--html", l], &linked, &big);
+    let in_rec = rec.join("slice.mtape");
+    let r = rec.to_str().unwrap();
+    refused_as_input(
+        &[
+            "slice",
+            r,
+            "--command",
+            "insert",
+            "-o",
+            in_rec.to_str().unwrap(),
+        ],
+        &in_rec,
+        &rec,
+    );
+    assert!(!in_rec.exists());
+    for kept in [&big, &linked, &pcap, &rec.join("trace-000001.mtape")] {
+        assert_eq!(std::fs::read(kept).unwrap(), original, "{}", kept.display());
+    }
+    // --force replaces the name, not the inode: a hard link's other name keeps its bytes.
+    let out = dir.path().join("out.mtape");
+    std::fs::hard_link(&pcap, &out).unwrap();
+    let forced = mongotape(&[&slice[..], &[out.to_str().unwrap()]].concat());
+    assert!(
+        matches!(forced.status.code(), Some(0 | 5)),
+        "{}",
+        forced.stderr
+    );
+    assert_eq!(std::fs::read(&pcap).unwrap(), original);
+    assert_ne!(std::fs::read(&out).unwrap(), original);
+}

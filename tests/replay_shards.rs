@@ -660,3 +660,79 @@ fn shards_get_whole_sessions_balanced_by_recorded_operations() {
         out.stdout
     );
 }
+
+/// A replay report as the replayer writes one with nothing replayed, changed by `forge`.
+fn forged_report(dir: &Path, name: &str, forge: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut report = serde_json::to_value(mongotape::replay::report::ReplayReport::default())
+        .expect("a report serializes");
+    report["summary"]["kind"] = "replay".into();
+    report["complete"] = true.into();
+    forge(&mut report);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
+    path
+}
+
+/// Runs mongotape and asserts its status, that stderr says `said`, and that it stayed small.
+fn refused_small(args: &[&str], code: i32, said: &str) {
+    let run = Command::new(mongotape_bin())
+        .args(args)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .output()
+        .expect("run mongotape");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(code), "{args:?}: {stderr}");
+    assert!(stderr.contains(said), "{args:?}: {stderr}");
+}
+
+#[test]
+fn counts_and_lengths_a_report_or_an_option_claims_are_bounded_before_allocating() {
+    let dir = tempdir();
+    let d = dir.path();
+    let out = d.join("merged.json");
+    let o = out.to_str().unwrap();
+    let many = forged_report(d, "many.json", |r| {
+        r["shard"] =
+            serde_json::json!({"index": 0, "count": 4294967295u32, "label": "0/4294967295"});
+    });
+    let m = many.to_str().unwrap();
+    refused_small(&["merge", m, "-o", o], 1, "more than 100000");
+    // 40 bytes of HdrHistogram V2 header declaring a 0xFFFFFFFF-byte payload.
+    let mut header = vec![0u8; 40];
+    header[..4].copy_from_slice(&0x1c84_9313u32.to_be_bytes());
+    header[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+    header[12..16].copy_from_slice(&2u32.to_be_bytes());
+    let forged = base64::engine::general_purpose::STANDARD.encode(&header);
+    let hist = forged_report(d, "hist.json", |r| {
+        r["histograms"]["overall"] = forged.into()
+    });
+    let h = hist.to_str().unwrap();
+    refused_small(
+        &["merge", h, "-o", o],
+        1,
+        "4294967295-byte payload, 0 bytes",
+    );
+    // A file past the bound is not read, by merge nor by compare.
+    let big = d.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(100 * 1024 * 1024)
+        .unwrap();
+    let b = big.to_str().unwrap();
+    refused_small(&["merge", b, "-o", o], 1, "larger than any report");
+    refused_small(&["compare", b, b], 1, "larger than any report");
+    assert!(!out.exists());
+    let capture = seed_capture();
+    let c = capture.to_str().unwrap();
+    let t = "127.0.0.1:9";
+    refused_small(
+        &["replay", c, "-t", t, "--shard", "2/4294967295"],
+        2,
+        "at most 100000 shards",
+    );
+    refused_small(
+        &["replay", c, "-t", t, "--shards", "4294967295"],
+        2,
+        "at most 100000 shards",
+    );
+}

@@ -41,8 +41,8 @@ pub enum CaptureError {
         detail: String,
     },
     /// Creating the file failed: a symbolic link, a non-file, the system's refusal.
-    #[error(transparent)]
-    Output(super::output::OutputError),
+    #[error("{0}")]
+    Output(#[source] super::output::OutputError),
 }
 
 impl CaptureError {

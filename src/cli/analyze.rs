@@ -36,8 +36,9 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "URI")]
     explain: Option<String>,
     /// With --explain: seconds to wait for the server's connection or any one reply.
-    #[arg(long, default_value_t = 30.0, requires = "explain")]
-    explain_timeout: f64,
+    #[arg(long, default_value = "30", requires = "explain", value_name = "SECS",
+          value_parser = mongotape::figures::units::parse_duration)]
+    explain_timeout: std::time::Duration,
     /// The slowest requests listed (`slowest`: time, connection, application, shape, latency,
     /// body); 0 lists none.
     #[arg(long, value_name = "K", default_value_t = mongotape::figures::slowest::DEFAULT_SLOWEST)]
@@ -47,12 +48,8 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    if !(args.explain_timeout.is_finite() && args.explain_timeout > 0.0) {
-        return Err(usage(
-            "--explain-timeout must be a positive number of seconds",
-        ));
-    }
-    let timeout = std::time::Duration::from_secs_f64(args.explain_timeout);
+    mongotape::capture::output::guard(&args.files, &[args.html.as_deref()])?;
+    let timeout = args.explain_timeout;
     let explain = args
         .explain
         .as_deref()

@@ -35,6 +35,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    mongotape::capture::output::guard(&args.reports, &[args.html.as_deref()])?;
     let summaries = args
         .reports
         .iter()

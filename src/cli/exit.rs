@@ -94,6 +94,9 @@ fn is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
     if cause.is::<UsageError>() {
         return true;
     }
+    if let Some(e) = cause.downcast_ref::<mongotape::capture::output::OutputError>() {
+        return e.is_usage();
+    }
     if let Some(e) = cause.downcast_ref::<ReplayError>() {
         return match e {
             ReplayError::Option(_) => true,

@@ -59,6 +59,7 @@ enum RedactArg {
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    mongotape::capture::output::guard(&args.files, &[Some(&args.out)])?;
     if args.window == 0 || args.window > 1024 * 1024 {
         return Err(usage("--window must be between 1 and 1048576 KiB"));
     }

@@ -23,6 +23,8 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let outputs = [args.report.as_deref(), args.html.as_deref()];
+    mongotape::capture::output::guard(&args.reports, &outputs)?;
     let merged = mongotape::replay::merge::merge_files(&args.reports)?;
     if let Some(path) = &args.report {
         let json = serde_json::to_vec_pretty(&merged)?;

@@ -2,6 +2,7 @@ use super::output::note;
 use anyhow::Context;
 use clap::Args;
 use mongotape::capture::{CaptureError, SegmentPlan};
+use mongotape::figures::units::parse_duration;
 use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
@@ -47,8 +48,8 @@ pub struct RecordArgs {
     #[arg(long, requires = "tls_cert")]
     tls_ca: Option<PathBuf>,
     /// Seconds between two looks at the upstream's topology (new members get a listener).
-    #[arg(long, default_value_t = 10)]
-    topology_interval_secs: u64,
+    #[arg(long, default_value = "10", value_parser = parse_duration, value_name = "SECS")]
+    topology_interval_secs: Duration,
     /// Capture file to write (created readable by its owner only; an existing file is refused
     /// unless --force). With rotation, segments are numbered after it: trace-000001.mtape, ...
     #[arg(short, long, required_unless_present = "no_record")]
@@ -155,19 +156,6 @@ struct LimitArgs {
 enum RedactArg {
     Credentials,
     Values,
-}
-
-/// `90s`, `10m`, `1h30m`, or a number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = match s.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs),
-        Ok(_) => return Err(format!("{s} is not a positive duration")),
-        Err(_) => humantime::parse_duration(s).map_err(|e| format!("{s}: {e}"))?,
-    };
-    if d.is_zero() {
-        return Err(format!("{s} is not a positive duration"));
-    }
-    Ok(d)
 }
 
 fn megabytes(mb: Option<f64>, option: &str) -> anyhow::Result<Option<u64>> {
@@ -303,7 +291,7 @@ fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan
         },
         zstd_level: args.zstd_level,
         max_queue_bytes: args.max_queue_mb.saturating_mul(1024 * 1024),
-        topology_interval: Duration::from_secs(args.topology_interval_secs.max(1)),
+        topology_interval: args.topology_interval_secs,
     }
 }
 

@@ -3,6 +3,7 @@
 use super::exit::usage;
 use super::thresholds::ThresholdArgs;
 use clap::Args;
+use mongotape::figures::units::parse_duration;
 use mongotape::replay::client::Target;
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
@@ -38,8 +39,8 @@ pub struct ReplayArgs {
     /// With --rate A..B: the ramp's length (`60s`, `2m` or seconds); the rate then holds at B.
     /// The knee is reported: where a command's p99 breaks or throughput falls behind, and
     /// whether the server or the replayer's connections held the rate back.
-    #[arg(long, value_name = "TIME", requires = "rate")]
-    ramp: Option<String>,
+    #[arg(long, value_name = "TIME", requires = "rate", value_parser = parse_duration)]
+    ramp: Option<Duration>,
     /// With --ramp: climb in K equal steps instead of linearly.
     #[arg(long, value_name = "K", requires = "ramp")]
     ramp_steps: Option<u32>,
@@ -87,8 +88,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K")]
     repeat: Option<u64>,
     /// Stop after this many seconds; without --repeat the capture repeats until then.
-    #[arg(short, long, value_name = "SECONDS")]
-    duration: Option<f64>,
+    #[arg(short, long, value_name = "SECONDS", value_parser = parse_duration)]
+    duration: Option<Duration>,
     /// Replay only these commands (comma-separated, repeatable).
     #[arg(long = "command", value_delimiter = ',')]
     commands: Vec<String>,
@@ -135,8 +136,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     explain: bool,
     /// Seconds to wait for any one reply (or connection) before giving up on the target.
-    #[arg(long, default_value_t = 60.0)]
-    op_timeout: f64,
+    #[arg(long, default_value = "60", value_parser = parse_duration, value_name = "SECS")]
+    op_timeout: Duration,
     /// Memory for requests read ahead of the replay, in MiB.
     #[arg(long, default_value_t = 64)]
     read_ahead_mb: usize,
@@ -161,37 +162,13 @@ pub struct ReplayArgs {
     thresholds: ThresholdArgs,
 }
 
-fn positive_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
-    if !(v > 0.0 && v.is_finite()) {
-        return Err(usage(format!(
-            "{name} {v}: must be a positive number of seconds"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 fn non_negative_secs(v: f64, name: &str) -> anyhow::Result<Duration> {
     if !(v >= 0.0 && v.is_finite() && v <= 3600.0) {
         return Err(usage(format!(
-            "{name} {v}: must be a number of seconds from 0 to 3600"
+            "{name} {v:?}: must be a number of seconds from 0 to 3600"
         )));
     }
     Ok(Duration::from_secs_f64(v))
-}
-
-/// `60s`, `2m`, `1m30s` or plain seconds.
-fn duration_arg(v: &str, name: &str) -> anyhow::Result<Duration> {
-    match v.trim().parse::<f64>() {
-        Ok(s) => positive_secs(s, name),
-        Err(_) => humantime::parse_duration(v.trim())
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                usage(format!(
-                    "{name} {v:?}: expected a duration such as 60s or 2m"
-                ))
-            }),
-    }
 }
 
 fn rate_arg(v: &str) -> anyhow::Result<f64> {
@@ -213,7 +190,7 @@ fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
         (Some((a, b)), Some(ramp)) => Ok(Pacing::Ramp {
             from: rate_arg(a)?,
             to: rate_arg(b)?,
-            over_s: duration_arg(ramp, "--ramp")?.as_secs_f64(),
+            over_s: ramp.as_secs_f64(),
             steps: args.ramp_steps.unwrap_or(0),
         }),
         (Some(_), None) => Err(usage("--rate A..B needs --ramp TIME")),
@@ -227,10 +204,16 @@ fn pacing(args: &ReplayArgs) -> anyhow::Result<Pacing> {
 /// RFC 3339 (`2026-12-01T10:00:00Z`) or Unix seconds.
 fn start_at_arg(v: &str) -> anyhow::Result<std::time::SystemTime> {
     if let Ok(secs) = v.trim().parse::<f64>() {
-        if !(secs >= 0.0 && secs.is_finite()) {
-            return Err(usage(format!("--start-at {v:?}: negative")));
-        }
-        return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs));
+        // Up to the year 9999, as RFC 3339 says times.
+        return Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| d.as_secs() <= 253_402_300_799)
+            .map(|d| std::time::UNIX_EPOCH + d)
+            .ok_or_else(|| {
+                usage(format!(
+                    "--start-at {v:?}: expected Unix seconds from 0 to 253402300799 (the year 9999)"
+                ))
+            });
     }
     humantime::parse_rfc3339_weak(v.trim()).map_err(|_| {
         usage(format!(
@@ -275,10 +258,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.max_open_connections = args.max_open_connections;
     config.slowest = args.slowest;
     config.threads = args.threads.map(usize::from);
-    config.duration = args
-        .duration
-        .map(|d| positive_secs(d, "--duration"))
-        .transpose()?;
+    config.duration = args.duration;
     if let (None, Pacing::Ramp { over_s, .. }) = (config.duration, pacing) {
         // A ramp runs to its end by default.
         config.duration = Some(Duration::from_secs_f64(over_s));
@@ -302,7 +282,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.server_status = !args.no_server_status;
     config.idle_sample = non_negative_secs(args.idle_sample, "--idle-sample")?;
     config.explain = args.explain;
-    config.op_timeout = positive_secs(args.op_timeout, "--op-timeout")?;
+    config.op_timeout = args.op_timeout;
     config.read_ahead_bytes = args.read_ahead_mb.max(1) * 1024 * 1024;
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());
     config.label = args.label.first().cloned();
@@ -311,6 +291,8 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
 }
 
 pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let outputs = [args.report.as_deref(), args.html.as_deref()];
+    mongotape::capture::output::guard(&args.captures, &outputs)?;
     let config = replay_config(&mut args)?;
     // Every target read before anything is contacted: a malformed one is a usage error.
     for (i, uri) in args.target.iter().enumerate() {

@@ -47,6 +47,7 @@ pub struct SliceArgs {
 }
 
 pub fn run(args: SliceArgs) -> anyhow::Result<ExitCode> {
+    mongotape::capture::output::guard(&args.files, &[Some(&args.out)])?;
     let mut options = args.window.options()?;
     options.conns.drivers = args.drivers.clone();
     options.conns.clients = args.clients.clone();

@@ -11,6 +11,7 @@
 //! - [`drivers`]: a client's driver name and version as people say them.
 //! - [`errors`]: errors counted by command and code (`errors_by_code`), bounded.
 //! - [`slowest`]: the K slowest requests, a bounded min-heap, with their bodies as JSON.
+//! - [`report_file`]: reading a report file back, bounded (`merge`, `compare`).
 
 /// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
 /// Raised when a key is removed or renamed or changes type; adding a key keeps it.
@@ -20,6 +21,7 @@ pub mod buckets;
 pub mod drivers;
 pub mod errors;
 pub mod phases;
+pub mod report_file;
 pub mod slowest;
 pub mod summary;
 pub mod table;

@@ -9,6 +9,25 @@
 //! A value that is not finite prints as `0` where a unit is attached (charts) and as itself
 //! otherwise; a missing one (`None`) prints as `-`.
 
+/// The range of every duration option (`--op-timeout`, `--duration`, `--rotate-every`, ...):
+/// from a millisecond to a year. Past it a value is a typo, and far past it (about 1.8e19 s)
+/// `Duration::from_secs_f64` and `Instant + Duration` panic.
+pub const OPTION_DURATIONS: std::ops::RangeInclusive<std::time::Duration> =
+    std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(365 * 86_400);
+
+/// A duration option's value, for clap (which names the option in front of the message): `90s`,
+/// `10m`, `1h30m`, `250ms`, or a number of seconds (`2.5`), within [`OPTION_DURATIONS`].
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let range = "a duration from 1ms to 365 days (0.001 to 31536000 seconds)";
+    let parsed = match text.trim().parse::<f64>() {
+        Ok(secs) => std::time::Duration::try_from_secs_f64(secs).ok(),
+        Err(_) => humantime::parse_duration(text.trim()).ok(),
+    };
+    parsed
+        .filter(|d| OPTION_DURATIONS.contains(d))
+        .ok_or_else(|| format!("{text:?}: expected {range}, such as 30s or 2m"))
+}
+
 /// A duration in nanoseconds, in the unit its size calls for: `850ns`, `310.5µs`, `3.81ms`, `1.25s`;
 /// zero as `0` (an axis's origin needs no unit).
 pub fn duration_ns(ns: f64) -> String {
@@ -205,5 +224,22 @@ mod tests {
         assert_eq!(rounded_rate(775.0), "780 ops/s");
         assert_eq!(rounded_rate(9202.52), "9200 ops/s");
         assert_eq!(rounded_rate(42.4), "42 ops/s");
+    }
+
+    #[test]
+    fn a_duration_option_is_refused_out_of_its_range_not_panicked_on() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(
+            parse_duration("365days"),
+            Ok(Duration::from_secs(365 * 86_400))
+        );
+        for bad in [
+            "1e300", "1e19", "-1", "NaN", "inf", "0", "0s", "400days", "1e-9", "x",
+        ] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains("1ms to 365 days"), "{bad}: {e}");
+        }
     }
 }

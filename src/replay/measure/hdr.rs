@@ -28,9 +28,42 @@ pub fn decode_as<T: Counter>(text: &str) -> Result<Histogram<T>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("histogram is not base64: {e}"))?;
+    check_v2_length(&bytes)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))
+}
+
+/// The uncompressed V2 layout `encode` writes: a 40-byte header whose second word is the
+/// payload's length, which the deserializer allocates as declared (it must be the bytes present),
+/// and whose fourth the significant digits, which size the counts (ours keep 1 to 3: at most
+/// 56k counts for any range; 5 would be 6.3M).
+fn check_v2_length(bytes: &[u8]) -> Result<(), String> {
+    const V2_COOKIE: u32 = 0x1c84_9313;
+    const HEADER: usize = 40;
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    match (word(0), word(4), word(12)) {
+        (_, _, Some(digits)) if digits > 3 => Err(format!(
+            "histogram keeps {digits} significant digits, more than any report's (3)"
+        )),
+        (Some(V2_COOKIE), Some(declared), _) if bytes.len() >= HEADER => {
+            let present = bytes.len() - HEADER;
+            if declared as usize > present {
+                return Err(format!(
+                    "histogram declares a {declared}-byte payload, {present} bytes are present"
+                ));
+            }
+            Ok(())
+        }
+        _ => Err(format!(
+            "histogram is not uncompressed HdrHistogram V2 ({} bytes)",
+            bytes.len()
+        )),
+    }
 }
 
 /// `into += from`, widening `into` when `from` holds larger values. False when they cannot be added.
@@ -59,6 +92,13 @@ mod tests {
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert!(decode("not base64 !!").is_err());
+        // 40 bytes whose length word says 0xFFFFFFFF: refused before the 4 GiB buffer.
+        let mut forged = vec![0u8; 40];
+        forged[..4].copy_from_slice(&0x1c84_9313u32.to_be_bytes());
+        forged[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let text = base64::engine::general_purpose::STANDARD.encode(&forged);
+        let e = decode(&text).unwrap_err();
+        assert!(e.contains("4294967295-byte payload, 0 bytes"), "{e}");
         assert!(decode("AAAA").is_err());
         assert!(decode("").is_err());
     }

@@ -1,7 +1,7 @@
 //! Reading shard reports, and which shards of `N` are there, missing or failed.
 
 use crate::replay::merge::MergeError;
-use crate::replay::report::{MergeReport, ReplayReport};
+use crate::replay::report::{MergeReport, ReplayReport, MAX_SHARDS};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -11,25 +11,9 @@ pub struct ShardInput {
     pub report: ReplayReport,
 }
 
-/// Larger files are not replay reports (a report is a few hundred KiB).
-const MAX_REPORT_BYTES: u64 = 512 * 1024 * 1024;
-
 pub fn read(path: &Path) -> Result<ShardInput, MergeError> {
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|source| MergeError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    if meta.len() > MAX_REPORT_BYTES {
-        return Err(MergeError::NotAReport {
-            path: shown,
-            detail: format!("{} bytes is larger than any report", meta.len()),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(|source| MergeError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let bytes = crate::figures::report_file::read(path)?;
     let report: ReplayReport =
         serde_json::from_slice(&bytes).map_err(|e| MergeError::NotAReport {
             path: shown.clone(),
@@ -60,6 +44,12 @@ pub fn census(inputs: &[ShardInput]) -> Result<MergeReport, MergeError> {
             .map_or((0, 1), |s| (s.index, s.count))
     };
     let count = shard_of(&inputs[0]).1;
+    if count > MAX_SHARDS {
+        return Err(MergeError::Mismatch(format!(
+            "{} says it is one of {count} shards, more than {MAX_SHARDS}",
+            inputs[0].path
+        )));
+    }
     let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
     let mut failed = BTreeMap::new();
     for i in inputs {

@@ -28,11 +28,8 @@ pub use input::ShardInput;
 
 #[derive(Debug, Error)]
 pub enum MergeError {
-    #[error("cannot read shard report {path}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("shard report: {0}")]
+    Read(#[from] crate::figures::report_file::ReportFileError),
     #[error("shard report {path} is not a replay report: {detail}")]
     NotAReport { path: String, detail: String },
     #[error("shard report {path}: {detail}")]

@@ -188,6 +188,10 @@ pub struct ConnectionLimitReport {
     pub given_up: u64,
 }
 
+/// The most shards a capture is cut into (`--shard I/N`, `--shards N`, a report's `shard.count`):
+/// Kubernetes' bound on an Indexed Job's completions. The replayer and `merge` allocate per shard.
+pub const MAX_SHARDS: u32 = 100_000;
+
 /// Which part of the capture a shard replayed (`--shard I/N`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {

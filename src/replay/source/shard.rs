@@ -11,6 +11,7 @@
 
 use crate::capture::{CaptureError, CaptureSet, RecordKind};
 use crate::replay::measure::outcome;
+use crate::replay::report::MAX_SHARDS;
 use crate::replay::request;
 use crate::wire::header::MsgHeader;
 use std::cmp::Reverse;
@@ -42,6 +43,11 @@ impl Shard {
     pub fn new(index: u32, count: u32) -> Result<Shard, String> {
         if count == 0 || index >= count {
             return Err(format!("shard {index}/{count}: need 0 <= I < N"));
+        }
+        if count > MAX_SHARDS {
+            return Err(format!(
+                "shard {index}/{count}: at most {MAX_SHARDS} shards"
+            ));
         }
         Ok(Shard { index, count })
     }

@@ -20,10 +20,7 @@ pub struct ReportErrors {
 /// The `errors_by_code` of a report file (empty for a report written before it had them).
 pub fn load_errors(path: &Path) -> Result<ErrorsReport, CompareError> {
     let name = path.display().to_string();
-    let text = std::fs::read(path).map_err(|source| CompareError::Read {
-        path: name.clone(),
-        source,
-    })?;
+    let text = crate::figures::report_file::read(path)?;
     let value: serde_json::Value = serde_json::from_slice(&text)
         .map_err(|source| CompareError::Json { path: name, source })?;
     Ok(serde_json::from_value(value).unwrap_or_default())

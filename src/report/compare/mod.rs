@@ -23,11 +23,8 @@ use std::path::Path;
 /// Why a report could not be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("cannot read report {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] crate::figures::report_file::ReportFileError),
     #[error("report {path} is not JSON: {source}")]
     Json {
         path: String,
@@ -51,10 +48,7 @@ pub enum CompareError {
 /// Loads the summary of a report file.
 pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
     let name = path.display().to_string();
-    let text = std::fs::read(path).map_err(|source| CompareError::Read {
-        path: name.clone(),
-        source,
-    })?;
+    let text = crate::figures::report_file::read(path)?;
     let mut value: serde_json::Value =
         serde_json::from_slice(&text).map_err(|source| CompareError::Json {
             path: name.clone(),

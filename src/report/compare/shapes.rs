@@ -22,10 +22,7 @@ pub struct ShapeRows {
 /// The `shapes` of a report file: empty when it has none.
 pub fn load_shapes(path: &Path) -> Result<Vec<ShapeReport>, CompareError> {
     let name = path.display().to_string();
-    let text = std::fs::read(path).map_err(|source| CompareError::Read {
-        path: name.clone(),
-        source,
-    })?;
+    let text = crate::figures::report_file::read(path)?;
     let mut value: serde_json::Value =
         serde_json::from_slice(&text).map_err(|source| CompareError::Json {
             path: name.clone(),
