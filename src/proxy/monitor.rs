@@ -6,7 +6,7 @@
 use super::listen::ListenPlan;
 use super::streams::{Acceptor, Connector};
 use super::topology::{ask_hello, HelloFacts, Member, Topology};
-use super::ProxyError;
+use super::error::ProxyError;
 use crate::net::HostPort;
 use std::net::SocketAddr;
 use std::sync::Arc;
