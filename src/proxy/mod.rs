@@ -37,7 +37,7 @@ use budget::Budget;
 use clock::Clock;
 use conn::ConnContext;
 use limits::Limits;
-use listen::ListenPlan;
+use listen::{hostname, ListenPlan};
 use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
@@ -417,10 +417,4 @@ async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {
             writeln!(std::io::stderr(), "mongotape: {line}")
         };
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
 }
