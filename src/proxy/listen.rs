@@ -100,6 +100,13 @@ impl ListenPlan {
     }
 }
 
+/// This machine's name, for the capture's metadata and a listener bound to every interface.
+pub(super) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

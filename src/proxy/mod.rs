@@ -15,6 +15,7 @@
 pub mod budget;
 pub mod clock;
 pub mod conn;
+mod error;
 mod hello_watch;
 pub mod limits;
 pub mod listen;
@@ -28,14 +29,15 @@ pub mod supervise;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
-use crate::metrics::{MetricsError, MetricsServer};
+use crate::metrics::MetricsServer;
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::Redaction;
+pub use error::ProxyError;
 use budget::Budget;
 use clock::Clock;
 use conn::ConnContext;
 use limits::Limits;
-use listen::{ListenError, ListenPlan};
+use listen::{hostname, ListenPlan};
 use monitor::Monitor;
 use recorder::{Recorder, RecorderOptions};
 use stats::{Snapshot, Stats};
@@ -44,32 +46,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use streams::{Acceptor, Connector};
 use supervise::Shutdown;
-use thiserror::Error;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use topology::{Member, Topology};
-
-#[derive(Debug, Error)]
-pub enum ProxyError {
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        addr: String,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Capture(#[from] CaptureError),
-    #[error("--upstream")]
-    Upstream(#[from] NetError),
-    /// `--tls-cert`, `--tls-key`, `--tls-ca`: the error names the option.
-    #[error(transparent)]
-    ClientTls(NetError),
-    #[error(transparent)]
-    ListenPlan(#[from] ListenError),
-    #[error("upstream topology: {0}")]
-    Topology(String),
-    #[error(transparent)]
-    Metrics(#[from] MetricsError),
-}
 
 /// Connection-string options the proxy acts on, besides the TLS ones ([`crate::net::tls::TLS_OPTIONS`]).
 pub const UPSTREAM_OPTIONS: &[&str] = &[
@@ -438,10 +417,4 @@ async fn status_loop(stats: Arc<Stats>, mode: StatusMode) {
             writeln!(std::io::stderr(), "mongotape: {line}")
         };
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
 }

@@ -6,7 +6,7 @@
 use super::listen::ListenPlan;
 use super::streams::{Acceptor, Connector};
 use super::topology::{ask_hello, HelloFacts, Member, Topology};
-use super::ProxyError;
+use super::error::ProxyError;
 use crate::net::HostPort;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -220,7 +220,7 @@ impl Monitor {
         self.next_index += 1;
         let host = match &self.advertise_host {
             Some(h) => h.clone(),
-            None if local.ip().is_unspecified() => super::hostname(),
+            None if local.ip().is_unspecified() => super::listen::hostname(),
             None => local.ip().to_string(),
         };
         let advertised = HostPort {

@@ -8,7 +8,7 @@
 //! pipelines, where they are expressions, but not in inserted or returned documents.
 
 use super::hash::ValueKey;
-use super::RedactError;
+use super::error::RedactError;
 use crate::wire::depth;
 use bson::raw::{
     CStr, RawArray, RawArrayBuf, RawBinaryRef, RawBson, RawBsonRef, RawDocument,

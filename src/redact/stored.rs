@@ -5,7 +5,7 @@
 //! document keyed by a SCRAM mechanism is emptied wherever it stands, in either direction, so a
 //! projection or a pipeline that moves the user document around does not keep it.
 
-use super::RedactError;
+use super::error::RedactError;
 use bson::raw::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawJavaScriptCodeWithScope};
 use bson::RawDocumentBuf;
 

@@ -3,7 +3,7 @@
 //! ask of it, and the fates of its requests awaiting replies. Forgotten when it closes.
 
 use super::filter::ConnFacts;
-use super::Fate;
+use super::summary::Fate;
 use crate::capture::{OpenEvent, Record};
 use bson::RawDocument;
 use std::collections::VecDeque;

@@ -211,6 +211,24 @@ fn driver_matches(pattern: &str, name: &str) -> bool {
             .any(|part| part == p)
 }
 
+/// What a slice keeps. Empty: everything.
+#[derive(Debug, Clone, Default)]
+pub struct SliceOptions {
+    pub since: Option<Bound>,
+    pub until: Option<Bound>,
+    pub conns: ConnFilter,
+    pub messages: MessageFilter,
+}
+
+impl SliceOptions {
+    pub fn is_empty(&self) -> bool {
+        self.since.is_none()
+            && self.until.is_none()
+            && self.conns.is_empty()
+            && self.messages.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,50 +21,19 @@ mod slicer;
 pub mod summary;
 mod txn;
 
-pub use filter::{Bound, ConnFilter, FilterError, MessageFilter};
+pub use filter::{Bound, ConnFilter, FilterError, MessageFilter, SliceOptions};
 pub use slicer::Slicer;
-pub use summary::{Reason, SliceSummary};
+pub use summary::{Fate, Reason, SliceSummary};
 
 use crate::capture::RecordSource;
 
-/// What a slice keeps. Empty: everything.
-#[derive(Debug, Clone, Default)]
-pub struct SliceOptions {
-    pub since: Option<Bound>,
-    pub until: Option<Bound>,
-    pub conns: ConnFilter,
-    pub messages: MessageFilter,
-}
-
 impl SliceOptions {
-    pub fn is_empty(&self) -> bool {
-        self.since.is_none()
-            && self.until.is_none()
-            && self.conns.is_empty()
-            && self.messages.is_empty()
-    }
-
     /// `source` read through a [`Slicer`] when a filter is set, as it is otherwise.
     pub fn apply<S: RecordSource>(self, source: S) -> Either<S> {
         match self.is_empty() {
             true => Either::Whole(source),
             false => Either::Sliced(Box::new(Slicer::new(source, self))),
         }
-    }
-}
-
-/// A message's fate, once judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
-    Keep,
-    Drop(Reason),
-    /// Follows transaction `id`, undecided until its commit or abort.
-    Txn(u64),
-}
-
-impl Fate {
-    fn is_drop(self) -> bool {
-        matches!(self, Fate::Drop(_))
     }
 }
 

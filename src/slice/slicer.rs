@@ -5,7 +5,8 @@ use super::bounded::Bounded;
 use super::conns::{Awaiting, Conn};
 use super::summary::{Reason, SliceSummary};
 use super::txn::{Statement, Txns, Verdict};
-use super::{Fate, SliceOptions};
+use super::filter::SliceOptions;
+use super::summary::Fate;
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{
     CaptureError, EndEvent, GapEvent, OpenEvent, Record, RecordKind, RecordSource,

@@ -165,3 +165,18 @@ pub const ALL_REASONS: [Reason; 11] = [
     Reason::TransactionUnfinished,
     Reason::TransactionTooLong,
 ];
+
+/// A message's fate, once judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    Keep,
+    Drop(Reason),
+    /// Follows transaction `id`, undecided until its commit or abort.
+    Txn(u64),
+}
+
+impl Fate {
+    pub(super) fn is_drop(self) -> bool {
+        matches!(self, Fate::Drop(_))
+    }
+}

@@ -12,36 +12,13 @@ pub mod stream;
 use super::pcap::link::Segment;
 use frames::Out;
 use role::{Decided, Role, ServerSpec};
-use serde::Serialize;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+pub use stream::{Io, TcpStats};
 use stream::{Piece, Stream};
 
 /// Bytes held per direction while waiting for a missing segment, by default.
 pub const DEFAULT_WINDOW: usize = 4 << 20;
-
-/// What the reassembly counted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TcpStats {
-    pub connections: u64,
-    /// Connections whose ends match no server (`--server-port`/`--server`), left out.
-    pub ignored_connections: u64,
-    pub retransmitted: u64,
-    pub overlapping: u64,
-    pub out_of_order: u64,
-    /// Sequence holes: bytes the capture does not hold.
-    pub holes: u64,
-    /// Segments cut by the snaplen.
-    pub truncated: u64,
-    pub missing_bytes: u64,
-}
-
-/// The reassembly's output buffer and counters, lent to each direction.
-#[derive(Debug, Default)]
-pub struct Io {
-    pub stats: TcpStats,
-    pub out: Vec<Out>,
-}
 
 /// A connection as the capture will know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

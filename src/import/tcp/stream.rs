@@ -4,9 +4,32 @@
 //! handed to [`Frames`] as one) when the window fills, when the other side sends (it received
 //! what the capture lacks), or when the connection ends.
 
-use super::frames::{Frames, HOLE, SNAPLEN};
-use super::Io;
+use super::frames::{Frames, Out, HOLE, SNAPLEN};
+use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// What the reassembly counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TcpStats {
+    pub connections: u64,
+    /// Connections whose ends match no server (`--server-port`/`--server`), left out.
+    pub ignored_connections: u64,
+    pub retransmitted: u64,
+    pub overlapping: u64,
+    pub out_of_order: u64,
+    /// Sequence holes: bytes the capture does not hold.
+    pub holes: u64,
+    /// Segments cut by the snaplen.
+    pub truncated: u64,
+    pub missing_bytes: u64,
+}
+
+/// The reassembly's output buffer and counters, lent to each direction.
+#[derive(Debug, Default)]
+pub struct Io {
+    pub stats: TcpStats,
+    pub out: Vec<Out>,
+}
 
 /// The payload of one segment: `data` captured, `missing` more bytes the snaplen cut.
 #[derive(Debug, Clone, Copy)]

@@ -8,6 +8,7 @@
 //! differences with the noise a second baseline shows taken out ([`diff`]). `docs/ab.md`.
 
 pub mod collect;
+mod config;
 pub mod control;
 pub mod diff;
 pub mod model;
@@ -23,39 +24,12 @@ use super::route::shared::Shared;
 use super::{
     conclude, feed_lanes, prepare, shared_state, wait_for_start, ReplayConfig, ReplayError,
 };
-use collect::{Collector, Roles};
-use diff::DiffOptions;
+use collect::Collector;
+pub use config::{AbConfig, AbTarget};
 use report::AbReport;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tokio::time::Instant;
-
-/// One target of an A/B run.
-#[derive(Debug, Clone)]
-pub struct AbTarget {
-    pub uri: String,
-    pub label: String,
-    pub server_pid: Option<u32>,
-}
-
-/// What an A/B run is asked, beyond the replay's own options.
-#[derive(Debug, Clone)]
-pub struct AbConfig {
-    /// Control first, then the candidate, then (optionally) the control's copy.
-    pub targets: Vec<AbTarget>,
-    pub diff: DiffOptions,
-    pub bootstrap: stats::Bootstrap,
-}
-
-impl AbConfig {
-    pub fn roles(&self) -> Roles {
-        Roles {
-            count: self.targets.len(),
-            control: 0,
-            baseline: (self.targets.len() >= 3).then_some(2),
-        }
-    }
-}
 
 /// Fields every server fills from its own clock: not compared without a second baseline to show
 /// them as noise.

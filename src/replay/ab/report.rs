@@ -8,7 +8,7 @@ use super::collect::{Collected, PairCounts};
 use super::control::{self, ControlCheck};
 use super::diff::Differences;
 use super::stats::{PairSample, RatioEstimate};
-use super::AbConfig;
+use super::config::AbConfig;
 use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
 use crate::replay::report::ReplayReport;

@@ -5,7 +5,7 @@
 
 use super::report::{row_of, AbShapeRow};
 use super::stats::{PairSample, RatioEstimate};
-use super::AbConfig;
+use super::config::AbConfig;
 use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::Table;
 use crate::figures::units;

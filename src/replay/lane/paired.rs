@@ -8,7 +8,8 @@
 
 use super::conns::Conns;
 use super::step::Step;
-use super::{drain, finish, send_following_primary};
+use super::close::{drain, finish};
+use super::follow::send_following_primary;
 use crate::replay::measure::observed::{asks_order, Observed};
 use crate::replay::names::Name;
 use crate::replay::route::op::Op;

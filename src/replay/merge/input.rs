@@ -1,6 +1,6 @@
 //! Reading shard reports, and which shards of `N` are there, missing or failed.
 
-use crate::replay::merge::MergeError;
+use super::error::MergeError;
 use crate::replay::report::{MergeReport, ReplayReport, MAX_SHARDS};
 use std::collections::BTreeMap;
 use std::path::Path;

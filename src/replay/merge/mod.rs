@@ -13,6 +13,7 @@
 //! - `shapes`: adding up per query shape, both sides, matched by hash.
 //! - `why`: errors by code added up, and the K slowest requests of all the shards.
 
+mod error;
 mod input;
 mod knee;
 mod seconds;
@@ -22,23 +23,8 @@ mod why;
 
 use crate::replay::report::ReplayReport;
 use std::path::PathBuf;
-use thiserror::Error;
-
+pub use error::MergeError;
 pub use input::ShardInput;
-
-#[derive(Debug, Error)]
-pub enum MergeError {
-    #[error("shard report: {0}")]
-    Read(#[from] crate::figures::report_file::ReportFileError),
-    #[error("shard report {path} is not a replay report: {detail}")]
-    NotAReport { path: String, detail: String },
-    #[error("shard report {path}: {detail}")]
-    Histogram { path: String, detail: String },
-    #[error("shard reports disagree: {0}")]
-    Mismatch(String),
-    #[error("no shard report to merge")]
-    Empty,
-}
 
 /// Reads the shard reports at `paths` and adds them up.
 pub fn merge_files(paths: &[PathBuf]) -> Result<ReplayReport, MergeError> {

@@ -3,7 +3,7 @@
 //! and recorded). Shapes are matched by hash; a shape past one shard's cap stays in `other`.
 
 use super::input::ShardInput;
-use super::MergeError;
+use super::error::MergeError;
 use crate::replay::measure::hdr;
 use crate::replay::report::shapes::{self, Built, ReplayShape};
 use crate::shape::{Shape, ShapeStats};

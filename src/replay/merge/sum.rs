@@ -12,7 +12,7 @@ use crate::replay::measure::metrics::{
 use crate::replay::measure::timeline::CommandSecondReport;
 
 use crate::replay::merge::input::ShardInput;
-use crate::replay::merge::MergeError;
+use super::error::MergeError;
 use crate::replay::report::{
     MergeReport, RecordedReport, ReplayReport, ReplayerReport, SessionOrderReport,
 };

@@ -15,7 +15,7 @@
 //! `replayer` when the server's time held, the connections were mostly idle and yet requests went
 //! out [`LATE_NS`] or more behind their schedule (the replayer's own CPU or clock); else `server`.
 
-use super::{Baselines, Bucket, KneeReport, Schedule};
+use super::seconds::{Baselines, Bucket, Schedule};
 use crate::figures::units;
 use serde::{Deserialize, Serialize};
 
@@ -122,8 +122,7 @@ pub(super) fn at(s: &Schedule<'_>, b: &Bucket<'_>, baselines: &Baselines<'_>) ->
 }
 
 /// What held the run back, in words.
-pub(super) fn sentence(limit: Limit, k: &KneeReport) -> String {
-    let f = &k.figures;
+pub(super) fn sentence(limit: Limit, f: &Figures) -> String {
     let per_op = units::rounded_us(f.service_us.unwrap_or_default());
     let n = f.connections;
     let busy = format!("{:.0}%", f.busy_share.unwrap_or_default() * 100.0);

@@ -15,17 +15,18 @@
 //! before.
 
 mod limit;
+mod seconds;
 #[cfg(test)]
 mod tests;
 
 use crate::figures::units;
 use crate::replay::pacing::Pacing;
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 pub use limit::{Limit, BUSY_SHARE, SERVICE_HELD};
+pub use seconds::{command_histogram, Bucket, CommandBucket, Schedule};
+use seconds::{gather, Baselines, Gathered};
 
 /// Replies a command needs for a baseline, and in a second for that second to be compared.
 pub const MIN_REPLIES: u64 = 20;
@@ -74,60 +75,6 @@ pub struct Baseline {
     /// Seconds from the start of the schedule to its first second.
     pub from_s: f64,
 }
-
-/// One significant digit (steps of ~6%, ~4 KiB live): a command's second, for the 2x rule.
-pub fn command_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1_000, 3_600_000_000_000, 1).expect("static bounds are valid")
-}
-
-/// One wall-clock second of the timeline.
-pub struct Bucket<'a> {
-    pub unix_s: u64,
-    pub ops: u64,
-    pub latency: Cow<'a, Histogram<u64>>,
-    /// Time from send to reply of the second's replies, summed.
-    pub busy_ns: u64,
-    pub max_lag_ns: u64,
-    pub commands: Vec<CommandBucket<'a>>,
-}
-
-/// One command's replies in one second.
-pub struct CommandBucket<'a> {
-    pub command: Cow<'a, str>,
-    pub replies: u64,
-    pub busy_ns: u64,
-    pub latency: Cow<'a, Histogram<u64>>,
-}
-
-/// The run the seconds come from.
-pub struct Schedule<'a> {
-    pub pacing: &'a Pacing,
-    pub started_at_unix_s: f64,
-    pub duration_s: f64,
-    /// The replay connections open at once at most (all shards).
-    pub connections: u64,
-}
-
-/// A baseline being gathered, then frozen.
-struct Gathered {
-    latency: Histogram<u64>,
-    replies: u64,
-    busy_ns: u64,
-    from_s: f64,
-    done: bool,
-}
-
-impl Gathered {
-    fn p99_ns(&self) -> u64 {
-        self.latency.value_at_quantile(0.99)
-    }
-
-    fn service_ns(&self) -> f64 {
-        self.busy_ns as f64 / self.replies.max(1) as f64
-    }
-}
-
-type Baselines<'b> = BTreeMap<&'b str, Gathered>;
 
 /// The knee of the schedule; `None` for a run without one (not open loop) or without a whole
 /// second inside it.
@@ -202,24 +149,6 @@ pub fn find(schedule: &Schedule<'_>, buckets: &[Bucket<'_>]) -> Option<KneeRepor
         .collect();
     report.summary = summary(&report, pacing);
     Some(report)
-}
-
-/// The second's replies added to the baselines still gathering.
-fn gather<'b>(t: f64, b: &'b Bucket<'_>, baselines: &mut Baselines<'b>) {
-    for c in &b.commands {
-        let g = baselines.entry(&c.command).or_insert_with(|| Gathered {
-            latency: command_histogram(),
-            replies: 0,
-            busy_ns: 0,
-            from_s: t,
-            done: false,
-        });
-        if !g.done {
-            let _ = g.latency.add(&*c.latency);
-            g.replies += c.replies;
-            g.busy_ns += c.busy_ns;
-        }
-    }
 }
 
 struct Broke<'b> {
@@ -306,7 +235,7 @@ fn summary(k: &KneeReport, pacing: &Pacing) -> String {
     );
     if let Some(limit) = k.limit.as_deref().and_then(Limit::of_name) {
         out.push_str("; ");
-        out.push_str(&limit::sentence(limit, k));
+        out.push_str(&limit::sentence(limit, &k.figures));
     }
     out
 }

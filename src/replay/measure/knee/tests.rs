@@ -1,4 +1,6 @@
 use super::*;
+use hdrhistogram::Histogram;
+use std::borrow::Cow;
 use crate::figures::summary::new_ns_histogram;
 
 fn hist(latency_ns: u64, n: u64) -> Histogram<u64> {
