@@ -69,6 +69,9 @@ pub enum ProxyError {
     Topology(String),
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    /// The signal handlers, or the thread that watches them, could not be set up.
+    #[error("cannot watch the signals: {0}")]
+    Signals(std::io::Error),
 }
 
 /// Connection-string options the proxy acts on, besides the TLS ones ([`crate::net::tls::TLS_OPTIONS`]).
