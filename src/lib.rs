@@ -40,7 +40,7 @@
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < proxy replay import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < proxy replay < import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!

@@ -2,12 +2,13 @@
 //! real client on the loopback of a network namespace the test makes (its own `lo`: no other
 //! test's traffic), checked the way a proxy capture is: it replays to an equal database. Rotation
 //! and `--duration` apply as when proxying; without the capture privilege, or without tcpdump, it
-//! says so. Needs root, iproute2 and tcpdump, as CI has (tools/setup installs tcpdump).
+//! says so; it stops as the proxy does (the first signal drains, the second stops at once). Needs
+//! root, iproute2 and tcpdump, as CI has (tools/setup installs tcpdump).
 
 mod common;
 
 use common::*;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const WORKLOAD: &str = r#"
 import sys
@@ -61,6 +62,10 @@ fn a_workload_sniffed_on_a_namespace_loopback_replays_to_an_equal_database() {
         "the TLS limit is said at start:\n{log}"
     );
     assert!(log.contains("recorded "), "a summary at the end:\n{log}");
+    assert!(
+        log.contains("stopping (SIGINT): draining"),
+        "the first signal drains, as when proxying:\n{log}"
+    );
 
     let inspect = inspect_json(&capture);
     let text = inspect.to_string();
@@ -219,4 +224,43 @@ fn a_capture_helper_that_never_reports_is_stopped_at_its_start_timeout() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A tcpdump that says it is capturing, writes a pcap header and then nothing, and ignores SIGTERM
+/// (and the SIGUSR1 that asks for its counters), as one stuck in the kernel would.
+const DEAF_TCPDUMP: &str = "#!/bin/sh\n\
+trap '' TERM USR1\n\
+echo 'tcpdump: listening on lo, link-type EN10MB (Ethernet), snapshot length 262144 bytes' >&2\n\
+printf '\\324\\303\\262\\241\\002\\000\\004\\000\\000\\000\\000\\000\\000\\000\\000\\000\\377\\377\\000\\000\\001\\000\\000\\000'\n\
+exec sleep 600\n";
+
+#[test]
+fn the_first_signal_drains_and_the_second_stops_at_once() {
+    let dir = tempdir();
+    let fake = dir.path().join("tcpdump");
+    std::fs::write(&fake, DEAF_TCPDUMP).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let capture = dir.path().join("stuck.mtape");
+    let env = [("MONGOTAPE_TCPDUMP", fake.to_str().unwrap())];
+    let live = LiveRecord::start_env("lo", 27017, &capture, &[], &env);
+    // SIGHUP (an ssh session that dropped) drains as SIGTERM and SIGINT do.
+    live.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live.log().contains("stopping (SIGHUP): draining") {
+        assert!(Instant::now() < deadline, "no drain said:\n{}", live.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // tcpdump ignores the SIGTERM it was sent: the drain would wait for it up to its bound.
+    std::thread::sleep(Duration::from_millis(300));
+    let second = Instant::now();
+    live.signal(libc::SIGINT);
+    let (status, log) = live.wait(Duration::from_secs(5));
+    assert!(status.success(), "{status}:\n{log}");
+    assert!(log.contains("stopping at once (SIGINT)"), "{log}");
+    assert!(
+        second.elapsed() < Duration::from_secs(3),
+        "the second signal took {:?}:\n{log}",
+        second.elapsed()
+    );
+    assert_eq!(inspect_json(&capture)["complete"], true, "{log}");
 }

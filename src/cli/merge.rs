@@ -26,17 +26,18 @@ pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let outputs = [args.report.as_deref(), args.html.as_deref()];
     mongotape::capture::output::guard(&args.reports, &outputs)?;
     let merged = mongotape::replay::merge::merge_files(&args.reports)?;
-    if let Some(path) = &args.report {
-        let json = serde_json::to_vec_pretty(&merged)?;
-        super::output::report_file(path, &json, "merged report")?;
-    }
-    if let Some(path) = &args.html {
-        let html = mongotape::report::html::replay::render_html(&merged);
-        super::output::report_file(path, html.as_bytes(), "HTML report")?;
-    }
-    if !args.quiet {
-        super::output::text(&merged.render_text())?;
-    }
+    let out = super::output::Outputs {
+        report: args.report.as_deref(),
+        html: args.html.as_deref(),
+        quiet: args.quiet,
+    };
+    super::output::report(
+        &merged,
+        &out,
+        "merged report",
+        mongotape::report::html::replay::render_html,
+        |r| Some(r.render_text()),
+    )?;
     let Some(m) = &merged.merge else {
         return Ok(Exit::Ok.into());
     };

@@ -1,6 +1,6 @@
 //! Command-line definitions, one file per subcommand; `exit` (statuses), `output` (log, colour,
 //! stdout), `help` (each subcommand's examples and exit statuses) and `thresholds` (replay's
-//! gates) are shared.
+//! gates, as options) are shared.
 
 mod analyze;
 mod compare;

@@ -73,3 +73,35 @@ pub fn report_file(path: &std::path::Path, bytes: &[u8], what: &str) -> anyhow::
     mongotape::capture::output::write_report(path, bytes)
         .with_context(|| format!("cannot write the {what} to {}", path.display()))
 }
+
+/// Where a run's report goes (`replay`, an A/B replay, `merge`): its JSON to `-o`, its page to
+/// `--html`, its text on stdout unless quiet.
+pub struct Outputs<'a> {
+    pub report: Option<&'a std::path::Path>,
+    pub html: Option<&'a std::path::Path>,
+    pub quiet: bool,
+}
+
+/// Writes `report` where `to` says, in one order: the JSON file (`what` names it in an error),
+/// the HTML page, then the text (when `text` gives one: a run that failed before sending anything
+/// has no table to show).
+pub fn report<R: serde::Serialize>(
+    report: &R,
+    to: &Outputs<'_>,
+    what: &str,
+    html: impl FnOnce(&R) -> String,
+    text: impl FnOnce(&R) -> Option<String>,
+) -> anyhow::Result<()> {
+    if let Some(path) = to.report {
+        report_file(path, &serde_json::to_vec_pretty(report)?, what)?;
+    }
+    if let Some(path) = to.html {
+        report_file(path, html(report).as_bytes(), "HTML report")?;
+    }
+    if !to.quiet {
+        if let Some(text) = text(report) {
+            self::text(&text)?;
+        }
+    }
+    Ok(())
+}

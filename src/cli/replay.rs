@@ -304,12 +304,12 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    let out = super::output::Outputs {
+        report: args.report.as_deref(),
+        html: args.html.as_deref(),
+        quiet: args.quiet,
+    };
     if args.target.len() > 1 {
-        let out = super::replay_ab::Outputs {
-            report: args.report.as_deref(),
-            html: args.html.as_deref(),
-            quiet: args.quiet,
-        };
         return super::replay_ab::run(
             config,
             &args.target,
@@ -320,17 +320,13 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let report = replay::run(config)?;
-    if let Some(path) = &args.report {
-        let json = serde_json::to_vec_pretty(&report)?;
-        super::output::report_file(path, &json, "report")?;
-    }
-    if let Some(path) = &args.html {
-        let html = mongotape::report::html::replay::render_html(&report);
-        super::output::report_file(path, html.as_bytes(), "HTML report")?;
-    }
     // A replay that failed before sending anything has no table to show: only its error.
-    if !args.quiet && (report.error.is_none() || report.sent > 0) {
-        super::output::text(&report.render_text())?;
-    }
+    super::output::report(
+        &report,
+        &out,
+        "report",
+        mongotape::report::html::replay::render_html,
+        |r| (r.error.is_none() || r.sent > 0).then(|| r.render_text()),
+    )?;
     Ok(super::thresholds::exit_status(&report, &args.thresholds).into())
 }

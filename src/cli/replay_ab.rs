@@ -2,10 +2,10 @@
 //! else is in `mongotape::replay::ab`.
 
 use super::exit::Exit;
+use super::output::Outputs;
 use clap::Args;
 use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
 use mongotape::replay::ReplayConfig;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// Options of an A/B replay (two or three `--target`).
@@ -37,13 +37,6 @@ pub struct AbArgs {
     /// A/B: seed of the bootstrap (the same run gives the same intervals).
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
-}
-
-/// Where the A/B report goes.
-pub struct Outputs<'a> {
-    pub report: Option<&'a Path>,
-    pub html: Option<&'a Path>,
-    pub quiet: bool,
 }
 
 const DEFAULT_LABELS: [&str; 3] = ["A", "B", "A2"];
@@ -117,17 +110,13 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let ab_config = ab_config(uris, labels, pids, args)?;
     let report = ab::run(config, ab_config)?;
-    if let Some(path) = out.report {
-        let json = serde_json::to_vec_pretty(&report)?;
-        super::output::report_file(path, &json, "report")?;
-    }
-    if let Some(path) = out.html {
-        let html = mongotape::report::html::ab::render_html(&report);
-        super::output::report_file(path, html.as_bytes(), "HTML report")?;
-    }
-    if !out.quiet {
-        super::output::text(&report.render_text())?;
-    }
+    super::output::report(
+        &report,
+        &out,
+        "report",
+        mongotape::report::html::ab::render_html,
+        |r| Some(r.render_text()),
+    )?;
     if let Some(e) = &report.error {
         super::output::note!("mongotape: A/B replay: {e}");
         return Ok(Exit::Failure.into());

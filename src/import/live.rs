@@ -9,12 +9,16 @@
 //! (`pcap_stats`) is read every second (SIGUSR1 makes tcpdump print it); each increase becomes a
 //! `gap` record of the whole capture, beside the per-connection gaps the reassembly finds where
 //! segments are missing. TLS traffic cannot be read this way: its bytes are encrypted.
+//!
+//! It stops as the proxy does ([`crate::proxy::shutdown`]): the first signal asks tcpdump to stop
+//! and the packets it still holds are recorded (for up to [`STOP_TIMEOUT`]), the second kills it.
 
 use super::error::ImportError;
 use super::output::{Limits, Meter, Output, OutputSpec};
 use super::tcp::role::{ServerSpec, DEFAULT_PORT};
 use super::{pcap, ImportSummary, PacketImport};
 use crate::capture::EndReason;
+use crate::proxy::supervise::Shutdown;
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -26,9 +30,10 @@ use std::time::{Duration, Instant};
 
 /// How often the kernel's drop counter is asked for.
 const STATS_EVERY: Duration = Duration::from_secs(1);
-/// How long tcpdump may take to stop after SIGTERM before it is killed.
-const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the control thread looks at the stop flag.
+/// How long tcpdump may take to stop after SIGTERM before it is killed: the drain of the first
+/// signal.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the control thread looks at the shutdown and the limits.
 const POLL: Duration = Duration::from_millis(50);
 
 /// What to sniff and where the capture goes.
@@ -178,14 +183,22 @@ impl Sniffer {
     }
 
     /// Waits for tcpdump to end; its last counters are read. An error when it never captured.
-    fn end(mut self, interface: &str) -> Result<KernelStats, ImportError> {
-        // Asked to stop (SIGTERM) before this; one that does not within the bound is killed.
+    fn end(
+        mut self,
+        interface: &str,
+        shutdown: Option<&Shutdown>,
+    ) -> Result<KernelStats, ImportError> {
+        // Asked to stop (SIGTERM) before this; one that does not within the bound, or by the
+        // second signal, is killed.
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        let now = || shutdown.is_some_and(|s| *s.now.borrow());
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline && !now() {
             std::thread::sleep(POLL);
         }
         if matches!(self.child.try_wait(), Ok(None)) {
-            tracing::warn!("tcpdump did not stop within {STOP_TIMEOUT:?} of SIGTERM: killed");
+            if !now() {
+                tracing::warn!("tcpdump did not stop within {STOP_TIMEOUT:?} of SIGTERM: killed");
+            }
             self.signal_group(Signal::KILL);
         }
         let status = self.child.wait();
@@ -260,7 +273,7 @@ pub fn start(opts: &LiveOptions) -> Result<Sniffing, ImportError> {
         let exited = matches!(sniffer.child.try_wait(), Ok(Some(_)));
         if exited || Instant::now() >= deadline {
             sniffer.signal_group(Signal::KILL);
-            let ended = sniffer.end(&opts.interface).err();
+            let ended = sniffer.end(&opts.interface, None).err();
             let silent = ImportError::Sniffer {
                 interface: opts.interface.clone(),
                 what: format!(
@@ -284,11 +297,12 @@ pub fn start(opts: &LiveOptions) -> Result<Sniffing, ImportError> {
 }
 
 impl Sniffing {
-    /// Records until `stop` is set, a limit of the options is reached, or tcpdump ends; the
+    /// Records until `shutdown` drains (tcpdump stops, the packets it holds are recorded) or
+    /// stops at once (tcpdump is killed), a limit of the options is reached, or tcpdump ends; the
     /// capture is then closed with its `end` record.
     pub fn run(
         self,
-        stop: Arc<AtomicBool>,
+        shutdown: Shutdown,
         meter: Option<Box<dyn Meter>>,
     ) -> Result<LiveSummary, ImportError> {
         let Sniffing {
@@ -299,10 +313,13 @@ impl Sniffing {
         let dropped = sniffer.dropped.clone();
         let sniffer = Arc::new(Mutex::new(Some(sniffer)));
         let done = Arc::new(AtomicBool::new(false));
+        // A limit of the options reached (the capture is closed): tcpdump is stopped.
+        let ended = Arc::new(AtomicBool::new(false));
         let control = {
-            let (sniffer, done, stop) = (sniffer.clone(), done.clone(), stop.clone());
+            let (sniffer, done, ended) = (sniffer.clone(), done.clone(), ended.clone());
+            let shutdown = shutdown.clone();
             let deadline = opts.limits.duration.map(|d| Instant::now() + d);
-            std::thread::spawn(move || control(&sniffer, &done, &stop, deadline))
+            std::thread::spawn(move || control(&sniffer, &done, &ended, &shutdown, deadline))
         };
         let mut output = Output::with_limits(opts.output.clone(), opts.limits.clone());
         if let Some(meter) = meter {
@@ -315,7 +332,7 @@ impl Sniffing {
             run.packet(p)?;
             note_drops(&mut run.output, &dropped, &mut reported, p.ts_ns)?;
             if run.output.ended().is_some() {
-                stop.store(true, Ordering::Relaxed);
+                ended.store(true, Ordering::Relaxed);
             }
             Ok(())
         });
@@ -325,7 +342,7 @@ impl Sniffing {
         let sniffer = sniffer.expect("started");
         // Stopped already, unless reading ended first (an error writing the capture).
         sniffer.signal(Signal::TERM);
-        let kernel = sniffer.end(&opts.interface)?;
+        let kernel = sniffer.end(&opts.interface, Some(&shutdown))?;
         match read {
             Ok(_) => {}
             Err(e) if e.is_damage() => tracing::warn!("{e}; the packets before it were recorded"),
@@ -371,12 +388,13 @@ fn note_drops(
 }
 
 /// Asks tcpdump for its counters every second; stops it (SIGTERM: it flushes and prints its last
-/// counters) on `stop`, at the deadline, or when the reader is done. True when the deadline
-/// stopped it.
+/// counters) at the first signal, at the deadline, at a limit (`ended`), or when the reader is
+/// done; kills it at the second signal. True when the deadline stopped it.
 fn control(
     sniffer: &Mutex<Option<Sniffer>>,
     done: &AtomicBool,
-    stop: &AtomicBool,
+    ended: &AtomicBool,
+    shutdown: &Shutdown,
     deadline: Option<Instant>,
 ) -> bool {
     let mut asked = Instant::now();
@@ -386,11 +404,16 @@ fn control(
         std::thread::sleep(POLL);
         let guard = sniffer.lock().unwrap_or_else(|p| p.into_inner());
         let Some(s) = guard.as_ref() else { break };
+        if *shutdown.now.borrow() {
+            s.signal_group(Signal::KILL);
+            break;
+        }
         let late = deadline.is_some_and(|d| Instant::now() >= d);
-        if stopping.is_none() && (stop.load(Ordering::Relaxed) || late) {
+        let asked_to_stop = *shutdown.drain.borrow() || ended.load(Ordering::Relaxed);
+        if stopping.is_none() && (asked_to_stop || late) {
             s.signal(Signal::TERM);
             stopping = Some(Instant::now());
-            by_deadline = late && !stop.load(Ordering::Relaxed);
+            by_deadline = late && !asked_to_stop;
         } else if let Some(since) = stopping {
             // One that does not end (or whose group keeps its output open) is killed, so
             // that the reader sees the end of its pipe.

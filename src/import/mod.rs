@@ -2,7 +2,8 @@
 //! ordinary captures (every other subcommand reads them unchanged).
 //!
 //! `pcap` reads pcap and pcapng files and each packet's layers (and `live` the stream tcpdump
-//! writes for `record --interface`); `tcp` puts connections back together (mongotape's own
+//! writes for `record --interface`, which stops as the proxy does and feeds the proxy's metrics
+//! through `meter`); `tcp` puts connections back together (mongotape's own
 //! reassembly) and cuts them into whole messages; `output` writes the capture in the recorder's
 //! vocabulary. `mongoreplay` reads playback files and `mongod` the server's own traffic
 //! recordings. See `docs/import.md`.
@@ -10,6 +11,7 @@
 pub mod error;
 pub mod input;
 pub mod live;
+pub mod meter;
 pub mod mongod;
 pub mod mongoreplay;
 pub mod output;

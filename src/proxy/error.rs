@@ -27,4 +27,7 @@ pub enum ProxyError {
     Topology(String),
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    /// The signal handlers, or the thread that watches them, could not be set up.
+    #[error("cannot watch the signals: {0}")]
+    Signals(std::io::Error),
 }

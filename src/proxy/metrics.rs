@@ -78,7 +78,7 @@ struct PendingTable {
 pub struct ConnMeter<'a> {
     stats: &'a Stats,
     metrics: Option<&'a ProxyMetrics>,
-    pending: Mutex<PendingTable>,
+    pending: PendingReplies,
 }
 
 impl<'a> ConnMeter<'a> {
@@ -86,19 +86,49 @@ impl<'a> ConnMeter<'a> {
         ConnMeter {
             stats,
             metrics,
-            pending: Mutex::new(PendingTable {
-                slots: [Pending::default(); PENDING],
-                len: 0,
-                evict: 0,
-            }),
+            pending: PendingReplies::default(),
         }
     }
 
     /// A whole request, forwarded at `now_ns`.
     pub fn request(&self, frame: &[u8], now_ns: u64) {
-        Stats::add(&self.stats.requests, 1);
-        Stats::add(&self.stats.request_bytes, frame.len() as u64);
-        let Some(m) = self.metrics else { return };
+        self.pending
+            .request(self.stats, self.metrics, frame, now_ns);
+    }
+
+    /// A whole reply, read at `now_ns`.
+    pub fn reply(&self, frame: &[u8], now_ns: u64) {
+        self.pending.reply(self.stats, self.metrics, frame, now_ns);
+    }
+}
+
+/// One connection's requests awaiting their replies, for a meter that owns its figures
+/// ([`ConnMeter`] borrows them; `record --interface` holds them in an `Arc`).
+#[derive(Debug)]
+pub struct PendingReplies(Mutex<PendingTable>);
+
+impl Default for PendingReplies {
+    fn default() -> Self {
+        PendingReplies(Mutex::new(PendingTable {
+            slots: [Pending::default(); PENDING],
+            len: 0,
+            evict: 0,
+        }))
+    }
+}
+
+impl PendingReplies {
+    /// A whole request, forwarded (or seen) at `now_ns`, counted in `stats` and `metrics`.
+    pub fn request(
+        &self,
+        stats: &Stats,
+        metrics: Option<&ProxyMetrics>,
+        frame: &[u8],
+        now_ns: u64,
+    ) {
+        Stats::add(&stats.requests, 1);
+        Stats::add(&stats.request_bytes, frame.len() as u64);
+        let Some(m) = metrics else { return };
         let Some(p) = peek::request(frame) else {
             return;
         };
@@ -110,7 +140,7 @@ impl<'a> ConnMeter<'a> {
         };
         m.requests[command].fetch_add(1, Ordering::Relaxed);
         if p.expects_reply {
-            let mut t = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
             let at = if t.len < PENDING {
                 t.len += 1;
                 t.len - 1
@@ -126,39 +156,36 @@ impl<'a> ConnMeter<'a> {
         }
     }
 
-    /// A whole reply, read at `now_ns`.
-    pub fn reply(&self, frame: &[u8], now_ns: u64) {
-        Stats::add(&self.stats.replies, 1);
-        Stats::add(&self.stats.reply_bytes, frame.len() as u64);
-        let Some(m) = self.metrics else { return };
+    /// A whole reply, read at `now_ns`: its request's latency, or an unmatched reply.
+    pub fn reply(&self, stats: &Stats, metrics: Option<&ProxyMetrics>, frame: &[u8], now_ns: u64) {
+        Stats::add(&stats.replies, 1);
+        Stats::add(&stats.reply_bytes, frame.len() as u64);
+        let Some(m) = metrics else { return };
         let Some((response_to, outcome)) = peek::reply(frame) else {
             return;
         };
         if let ReplyOutcome::Error { code } = outcome {
             m.error_replies.add(code);
         }
-        let found = {
-            let mut t = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let len = t.len;
-            match t.slots[..len]
-                .iter()
-                .position(|p| p.request_id == response_to)
-            {
-                Some(at) => {
-                    let p = t.slots[at];
-                    t.slots[at] = t.slots[len - 1];
-                    t.len -= 1;
-                    Some(p)
-                }
-                None => None,
-            }
-        };
-        match found {
+        match self.take(response_to) {
             Some(p) => m.latency[p.command as usize].observe_ns(now_ns.saturating_sub(p.at_ns)),
             None => {
                 m.unmatched_replies.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// The request `response_to` answers, taken out of the table.
+    fn take(&self, response_to: i32) -> Option<Pending> {
+        let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let len = t.len;
+        let at = t.slots[..len]
+            .iter()
+            .position(|p| p.request_id == response_to)?;
+        let p = t.slots[at];
+        t.slots[at] = t.slots[len - 1];
+        t.len -= 1;
+        Some(p)
     }
 }
 

@@ -1,8 +1,13 @@
 //! How `record` stops: SIGTERM, SIGINT and SIGHUP as one stream; the first signal drains (the
 //! listeners close, requests already sent are answered for up to the drain timeout), the second
-//! stops at once. What a connection does with either is [`super::supervise`]'s.
+//! stops at once. What a connection does with either is [`super::supervise`]'s. `record
+//! --interface`, which runs no async runtime, raises the same [`Shutdown`] from a thread of its
+//! own ([`on_thread`]).
 
 use super::supervise::Shutdown;
+use super::ProxyError;
+use crate::metrics::MetricsServer;
+use prometheus_client::registry::Registry;
 use std::io::Write;
 use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -53,6 +58,37 @@ impl Signals {
         });
         Shutdown { drain, now }
     }
+}
+
+/// The [`Shutdown`] of a program without an async runtime of its own (`record --interface`):
+/// a thread with a runtime of one thread watches the signals, as [`Signals::shutdown`] says, and
+/// serves `metrics` (the endpoint and its registry), when given, until the second signal.
+pub fn on_thread(
+    drain_timeout: Duration,
+    metrics: Option<(MetricsServer, Registry)>,
+) -> Result<Shutdown, ProxyError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ProxyError::Signals)?;
+    // The handlers and the endpoint need the runtime's reactor; their tasks run on the thread.
+    let shutdown = runtime.block_on(async {
+        let signals = Signals::new().map_err(ProxyError::Signals)?;
+        if let Some((server, registry)) = metrics {
+            server.serve(registry)?;
+        }
+        Ok::<_, ProxyError>(signals.shutdown(drain_timeout))
+    })?;
+    let mut now = shutdown.now.clone();
+    std::thread::Builder::new()
+        .name("mongotape-signals".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let _ = now.wait_for(|up| *up).await;
+            })
+        })
+        .map_err(ProxyError::Signals)?;
+    Ok(shutdown)
 }
 
 fn say(line: std::fmt::Arguments) {

@@ -23,23 +23,25 @@
 //! Around the run: [`config`] (options, errors before replaying), [`probe`] (the server measured
 //! before and after), `progress` (`--progress`), [`endpoint`] (`--metrics`), [`report`] (the
 //! run's report, JSON and text; its `--html` page is [`crate::report::html::replay`]), [`merge`]
-//! (`mongotape merge`: the reports of a sharded replay added up exactly). This file starts the
-//! run and puts the report together, with `tally` filling it in from what was measured.
+//! (`mongotape merge`: the reports of a sharded replay added up exactly), [`gates`] (the pass/fail
+//! thresholds judged on the report, and how the run ended). This file starts the run and puts the
+//! report together, with `tally` filling it in from what was measured.
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client names < measure < request report explain < route merge < lane endpoint progress < source < config < tally probe ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < tally probe ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
 //! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
-//! sit below `route`.
+//! sit below `route`, and `gates`, which reads only the report, beside them.
 
 pub mod ab;
 pub mod client;
 pub mod config;
 pub mod endpoint;
 pub mod explain;
+pub mod gates;
 pub mod lane;
 pub mod measure;
 pub mod merge;

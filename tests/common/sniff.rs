@@ -194,7 +194,19 @@ pub struct LiveRecord {
 
 impl LiveRecord {
     pub fn start(interface: &str, port: u16, capture: &Path, extra: &[&str]) -> LiveRecord {
+        LiveRecord::start_env(interface, port, capture, extra, &[])
+    }
+
+    /// As [`LiveRecord::start`], with these variables in its environment (`MONGOTAPE_TCPDUMP`).
+    pub fn start_env(
+        interface: &str,
+        port: u16,
+        capture: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> LiveRecord {
         let mut child = Command::new(super::cli::mongotape_bin())
+            .envs(env.iter().copied())
             .args(["record", "--interface", interface, "--server-port"])
             .arg(port.to_string())
             .arg("-o")
@@ -239,6 +251,11 @@ impl LiveRecord {
         });
         std::thread::sleep(Duration::from_millis(100));
         (status, self.log.text())
+    }
+
+    /// Sends `signal` and returns at once.
+    pub fn signal(&self, signal: libc::c_int) {
+        super::process::send_signal(self.child.as_ref().unwrap().id(), signal);
     }
 
     /// SIGINT, then waits; its exit status and output.
