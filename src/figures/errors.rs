@@ -24,8 +24,9 @@ pub const MAX_ERRMSG: usize = 300;
 const SHAPE_TRIES: u32 = 64;
 
 /// A query shape an error came from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorShape {
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub hash: String,
     pub shape: String,
 }
@@ -35,7 +36,8 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The errors of one command with one code.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct ErrorByCode {
     pub command: String,
@@ -55,6 +57,7 @@ pub struct ErrorByCode {
     /// The first error's message (redacted when the capture is: `docs/analyze.md`).
     pub errmsg: Option<String>,
     /// Up to [`MAX_SHAPES_PER_ERROR`] query shapes of the requests that failed.
+    #[schemars(length(max = MAX_SHAPES_PER_ERROR))]
     pub shapes: Vec<ErrorShape>,
 }
 
@@ -71,7 +74,7 @@ impl ErrorByCode {
 }
 
 /// The `errors_by_code` part of a report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ErrorsReport {
     /// Most frequent first.

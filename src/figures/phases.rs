@@ -16,7 +16,8 @@ pub const BEFORE_FIRST_MARKER: &str = "(before first marker)";
 /// histogram of ~40 KiB.
 pub const MAX_PHASES: usize = 1000;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The figures of one phase, between two step markers (docs/analyze.md, Phases).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseReport {
     /// The marker's step name, or [`BEFORE_FIRST_MARKER`].
     pub name: String,

@@ -19,18 +19,21 @@ pub const MAX_BODY: usize = 2_000;
 const MAX_SEQUENCE_DOCS: usize = 3;
 
 /// One slow request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct SlowRequest {
     /// When it was sent, seconds from the capture's first record.
     pub at_s: f64,
     /// The recorded connection it was sent on, and its request id there.
     pub connection: u64,
+    /// Its request id on that connection.
     pub request_id: i32,
     /// The application name of its connection's handshake, when known.
     pub application: Option<String>,
     pub command: String,
     pub namespace: String,
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub shape_hash: Option<String>,
     pub shape: Option<String>,
     /// Latency in the capture (request to reply), microseconds.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub mean_us: f64,
@@ -41,7 +41,8 @@ pub fn new_ns_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(100, 3_600_000_000_000, 3).expect("static bounds are valid")
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The figures of one command (or of all: `overall`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandSummary {
     pub count: u64,
     pub errors: u64,
@@ -49,9 +50,12 @@ pub struct CommandSummary {
     pub latency: LatencySummary,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The figures every analyze and replay report carries under `summary` (`mongotape compare` reads
+/// them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportSummary {
     /// `replay` or `analyze`.
+    #[schemars(extend("enum" = ["analyze", "replay"]))]
     pub kind: String,
     /// A short name for the column in `compare` (the capture's file stem by default).
     pub label: String,
@@ -61,6 +65,7 @@ pub struct ReportSummary {
     pub ops: u64,
     pub ops_per_s: f64,
     pub overall: CommandSummary,
+    /// By command name (insert, find, ...).
     pub per_command: BTreeMap<String, CommandSummary>,
     /// Server CPU seconds per 1,000 operations, when measured.
     pub server_cpu_s_per_1k_ops: Option<f64>,
@@ -70,5 +75,6 @@ pub struct ReportSummary {
     /// Client (or replayer) CPU microseconds per operation, when measured.
     pub client_cpu_us_per_op: Option<f64>,
     /// Share of wall time the client spent between a reply and its next request (analyze).
+    #[schemars(range(min = 0, max = 1))]
     pub client_bound_share: Option<f64>,
 }

@@ -181,9 +181,10 @@ impl ShapeStats {
 }
 
 /// One shape in a report's `shapes` array.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeReport {
     /// [`super::hash`] of `shape`: 16 hex digits.
+    #[schemars(pattern(r"^([0-9a-f]{16}|other)$"))]
     pub hash: String,
     pub command: String,
     pub namespace: String,
@@ -204,6 +205,7 @@ pub struct ShapeReport {
     /// Latency summed over every reply charged to it, getMores included.
     pub total_us: f64,
     /// `total_us` over the sum of every shape's (`other` included).
+    #[schemars(range(min = 0, max = 1))]
     pub share: f64,
     /// Documents returned: first batches plus the getMores' batches.
     pub docs_returned: u64,
@@ -212,7 +214,7 @@ pub struct ShapeReport {
 
 /// The shapes of a report, as the report's top-level keys `shapes`, `shapes_other` and
 /// `shapes_cap` (flattened into it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapesReport {
     /// Every shape kept, most total time first.
     #[serde(default)]

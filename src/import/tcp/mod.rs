@@ -21,8 +21,10 @@ use stream::{Piece, Stream};
 pub const DEFAULT_WINDOW: usize = 4 << 20;
 
 /// What the reassembly counted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TcpStats {
+    /// TCP connections seen.
     pub connections: u64,
     /// Connections whose ends match no server (`--server-port`/`--server`), left out.
     pub ignored_connections: u64,

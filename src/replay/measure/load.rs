@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub const DISTURBED_CORES: f64 = 0.25;
 
 /// What the report says of the machine's load.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct LoadReport {
     /// The 1-minute load average before and after the run.

@@ -112,7 +112,7 @@ impl Second {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct SecondReport {
     /// Seconds since the first bucket.
@@ -129,13 +129,14 @@ pub struct SecondReport {
     pub hdr: String,
     /// Operations answered, and their time from send to reply summed: the connections' busy time.
     pub replies: u64,
+    /// The second's replies' time from send to reply, summed: the connections' busy time.
     pub busy_us: f64,
     /// Open loop only: the same per command (at most [`MAX_COMMANDS`]), for the knee.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_command: BTreeMap<String, CommandSecondReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CommandSecondReport {
     pub replies: u64,

@@ -18,11 +18,12 @@ use crate::replay::pacing::Pacing;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ServerReport {
     pub pid: Option<u32>,
     /// How the pid was known: `--server-pid` or `port`.
+    #[schemars(extend("enum" = ["--server-pid", "port", null]))]
     pub pid_source: Option<String>,
     pub cpu_s: Option<f64>,
     pub cpu_s_per_1k_ops: Option<f64>,
@@ -40,7 +41,7 @@ pub struct ServerReport {
     pub status_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayerReport {
     pub cpu_s: Option<f64>,
@@ -52,7 +53,7 @@ pub struct ReplayerReport {
     pub reader_cpu_us_per_op: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct OptionsReport {
     pub pacing: String,
@@ -67,7 +68,7 @@ pub struct OptionsReport {
 }
 
 /// Recorded latency per command: request to reply in the capture, as `analyze` measures it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct RecordedReport {
     pub per_command: BTreeMap<String, LatencySummary>,
@@ -94,7 +95,7 @@ impl RecordedReport {
 }
 
 /// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenLoopReport {
     pub from: f64,
     pub to: f64,
@@ -143,7 +144,7 @@ impl OpenLoopReport {
 }
 
 /// `--connections N`: how much the order between writes and what follows them held the replay back.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct OrderingReport {
     pub connections: usize,
@@ -159,7 +160,7 @@ pub struct OrderingReport {
 
 /// One lane per recorded connection: requests that waited for their logical session's previous
 /// request, sent on another connection ([`crate::replay::route::session_order`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionOrderReport {
     /// Requests whose session's previous request went on another connection.
     pub followed: u64,
@@ -170,7 +171,7 @@ pub struct SessionOrderReport {
 
 /// How many replay connections were open at once (`--max-open-connections`,
 /// [`crate::replay::route::slots`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ConnectionLimitReport {
     /// At most this many open at once.
@@ -189,16 +190,17 @@ pub struct ConnectionLimitReport {
 }
 
 /// Which part of the capture a shard replayed (`--shard I/N`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShardReport {
     pub index: u32,
     pub count: u32,
     /// `I/N`
+    #[schemars(pattern(r"^[0-9]+/[0-9]+$"))]
     pub label: String,
 }
 
 /// What a merged report was merged from (`mongotape merge`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct MergeReport {
     /// N, from the shard labels.
@@ -213,15 +215,18 @@ pub struct MergeReport {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// `replay` (a merged report too, marked by `merge`; an A/B report says `ab`).
+    #[schemars(extend("const" = "replay"))]
     pub kind: String,
     pub mongotape_version: String,
     pub capture: String,
+    /// The target, password never included.
     pub target: String,
     /// What `--target` turned out to be: a single server, a replica set (primary, secondaries), mongos.
     pub topology: String,
@@ -248,9 +253,16 @@ pub struct ReplayReport {
     pub compressed: u64,
     pub unacknowledged: u64,
     pub connections_opened: u64,
+    /// Requests not replayed, by why (handshake, filtered, ...).
     pub skipped: BTreeMap<String, u64>,
     pub per_namespace: BTreeMap<String, CommandSummary>,
+    /// Schedule lag: send time minus intended send time, for every request; `clock`, the same for
+    /// the requests their lane reached before their time (the pacing clock's own lateness); `held`,
+    /// the requests reached only after it (an earlier reply on their connection, the order's rules,
+    /// an open-loop backlog); `from_send`, in open loop, the latency from the actual send (the
+    /// server's own; the summary counts from the intended time).
     pub lag: LagReport,
+    /// Replies that differed from the recorded ones, by command.
     pub divergences: BTreeMap<String, DivergenceReport>,
     pub stray_replies: u64,
     /// Requests sent again on the new primary after a "not primary" reply (the primary changed).

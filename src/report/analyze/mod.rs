@@ -36,7 +36,19 @@ pub use pass::{
 };
 
 /// What a request is for, seen from the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum Category {
     /// A logical operation the application asked for (find, insert, update, aggregate, drop, ...).
@@ -97,7 +109,19 @@ pub fn is_monitoring_command(command: &str) -> bool {
 }
 
 /// What a connection was used for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// At least one request beyond hello and authentication.
@@ -121,7 +145,7 @@ impl Role {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConnReport {
     pub id: u64,
     pub client: String,
@@ -142,6 +166,7 @@ pub struct ConnReport {
     /// Requests per category other than `operation`.
     pub extra: BTreeMap<String, u64>,
     pub times: TimeSplit,
+    #[schemars(range(min = 0, max = 1))]
     pub client_bound_share: Option<f64>,
 }
 
@@ -156,7 +181,7 @@ impl ConnReport {
 }
 
 /// Per logical operation (workload connections only).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerOp {
     pub requests: f64,
     pub round_trips: f64,
@@ -169,7 +194,7 @@ pub struct PerOp {
 }
 
 /// Sums over a set of connections.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     pub connections: u64,
     pub requests: u64,
@@ -180,6 +205,7 @@ pub struct Totals {
     pub extra: BTreeMap<String, u64>,
     /// Connection-time: summed over the connections, so it can exceed the capture's duration.
     pub times: TimeSplit,
+    #[schemars(range(min = 0, max = 1))]
     pub client_bound_share: Option<f64>,
     pub per_op: Option<PerOp>,
 }
@@ -219,7 +245,7 @@ impl Totals {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriverReport {
     /// `name version` (plus ` (app)` when the application named itself).
     pub driver: String,
@@ -230,7 +256,7 @@ pub struct DriverReport {
     pub per_command: BTreeMap<String, LatencySummary>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandReport {
     pub command: String,
     pub category: Option<Category>,
@@ -246,7 +272,7 @@ pub struct CommandReport {
 }
 
 /// One bucket of the timeline (workload connections); buckets are `timeline_bucket_s` wide.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Start of the bucket, seconds from the capture's first record.
     pub t_s: f64,
@@ -259,7 +285,7 @@ pub struct TimelinePoint {
     pub max_us: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaptureFacts {
     pub start_time: String,
     pub upstream: String,
@@ -287,10 +313,11 @@ pub struct CaptureFacts {
     pub unsolicited_replies: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AnalyzeReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     #[serde(default)]
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// The figures `compare` reads (kind `analyze`).
     pub summary: ReportSummary,
@@ -310,6 +337,7 @@ pub struct AnalyzeReport {
     /// Connections beyond those listed.
     pub connections_not_listed: u64,
     /// Width of a timeline bucket: 10 ms, 100 ms, 1 s, ... so there are at most 1,000.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeline_bucket_s: f64,
     pub timeline: Vec<TimelinePoint>,
     /// The capture cut at its step markers (`wire::marker`); empty without markers.

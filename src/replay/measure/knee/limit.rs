@@ -53,7 +53,7 @@ impl Limit {
 }
 
 /// The figures behind the limit, in the knee's second.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Figures {
     /// The replay connections open at once at most (all shards).

@@ -34,7 +34,7 @@ pub const THROUGHPUT_SHARE: f64 = 0.9;
 
 pub const DEFINITION: &str = "first whole second where completed operations fall below 90% of those due (on a ramp from the first whole second, at a constant rate after the first 10% of the schedule), or, on a ramp after the first 10%, where a command with 20 replies in the second has a p99 latency above 2x its own baseline: its p99 in the first 10% of the schedule, or in its first seconds with 20 replies";
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct KneeReport {
     pub definition: String,
@@ -45,6 +45,7 @@ pub struct KneeReport {
     /// Seconds from the start of the schedule to the knee's second.
     pub at_s: Option<f64>,
     /// `p99` or `throughput`.
+    #[schemars(extend("enum" = ["p99", "throughput", null]))]
     pub reason: Option<String>,
     /// `command`'s p99 in the knee's second (the whole mix's when no command had a baseline).
     pub p99_us: Option<f64>,
@@ -57,6 +58,7 @@ pub struct KneeReport {
     /// Each command's baseline.
     pub baselines: BTreeMap<String, Baseline>,
     /// What held the rate back at the knee ([`limit`]): `server`, `connections` or `replayer`.
+    #[schemars(extend("enum" = ["server", "connections", "replayer", null]))]
     pub limit: Option<String>,
     #[serde(flatten)]
     pub figures: limit::Figures,
@@ -65,7 +67,7 @@ pub struct KneeReport {
 }
 
 /// A command's baseline: its replies' p99 and mean time from send to reply.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Baseline {
     pub p99_us: f64,
