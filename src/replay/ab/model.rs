@@ -27,6 +27,7 @@ pub struct AbReport {
     pub capture: String,
     /// The replay options, as in a replay report.
     pub options: OptionsReport,
+    #[schemars(range(min = 0))]
     pub wall_s: f64,
     /// Every target, control first.
     #[schemars(length(max = 3))]
@@ -140,6 +141,7 @@ pub struct AbShapeRow {
     /// Each candidate against the control, on the same requests of this shape.
     pub ratios: Vec<RatioReport>,
     /// The most any target's total time on the shape moved from the control's, µs (the rank).
+    #[schemars(range(min = 0))]
     pub moved_us: f64,
     /// A sample of the paired latencies per target, microseconds (HTML only).
     #[serde(skip)]

@@ -110,6 +110,7 @@ pub struct StatusSnapshot {
     pub opcounters: serde_json::Value,
     pub network: serde_json::Value,
     pub connections: serde_json::Value,
+    #[schemars(range(min = 0))]
     pub uptime_s: Option<f64>,
 }
 

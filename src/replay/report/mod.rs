@@ -25,14 +25,20 @@ pub struct ServerReport {
     /// How the pid was known: `--server-pid` or `port`.
     #[schemars(extend("enum" = ["--server-pid", "port", null]))]
     pub pid_source: Option<String>,
+    #[schemars(range(min = 0))]
     pub cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_s_per_1k_ops: Option<f64>,
     /// The server's CPU rate with nothing sent, in cores, read for `idle_sample_s` just before
     /// the run (`--idle-sample`).
+    #[schemars(range(min = 0))]
     pub idle_cpu_cores: Option<f64>,
+    #[schemars(range(min = 0))]
     pub idle_sample_s: Option<f64>,
     /// `cpu_s` less `idle_cpu_cores` over the run's wall time: what the operations cost.
+    #[schemars(range(min = 0))]
     pub cpu_net_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_net_s_per_1k_ops: Option<f64>,
     pub status_before: Option<StatusSnapshot>,
     pub status_after: Option<StatusSnapshot>,
@@ -44,12 +50,16 @@ pub struct ServerReport {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayerReport {
+    #[schemars(range(min = 0))]
     pub cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_us_per_op: Option<f64>,
     /// Worker threads that sent and received (`--threads`), beside the capture reader's.
     pub threads: Option<usize>,
     /// The capture reader thread's part of `cpu_s`: reading, pairing and writing out the requests.
+    #[schemars(range(min = 0))]
     pub reader_cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub reader_cpu_us_per_op: Option<f64>,
 }
 
@@ -60,6 +70,7 @@ pub struct OptionsReport {
     pub connections: Option<usize>,
     pub clones: u32,
     pub repeat: Option<u64>,
+    #[schemars(range(min = 0))]
     pub duration_s: Option<f64>,
     pub db_map: Vec<String>,
     pub filters: Vec<String>,
@@ -97,8 +108,11 @@ impl RecordedReport {
 /// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenLoopReport {
+    #[schemars(range(min = 0))]
     pub from: f64,
+    #[schemars(range(min = 0))]
     pub to: f64,
+    #[schemars(range(min = 0))]
     pub over_s: f64,
     pub steps: u32,
 }
@@ -152,9 +166,11 @@ pub struct OrderingReport {
     pub followed_a_write: u64,
     /// Of those, how many had to wait for it, and for how long in all.
     pub waited: u64,
+    #[schemars(range(min = 0))]
     pub wait_s: f64,
     /// Requests in flight on average (sum of latencies / wall time): the concurrency the
     /// dependencies allowed, out of `connections` x clones.
+    #[schemars(range(min = 0))]
     pub mean_in_flight: f64,
 }
 
@@ -166,6 +182,7 @@ pub struct SessionOrderReport {
     pub followed: u64,
     /// Of those, how many had to wait for it, and for how long in all.
     pub waited: u64,
+    #[schemars(range(min = 0))]
     pub wait_s: f64,
 }
 
@@ -236,13 +253,16 @@ pub struct ReplayReport {
     /// A merged report: which shard reports it adds up.
     pub merge: Option<MergeReport>,
     /// When the replay's clock started (after `--start-at`), Unix seconds.
+    #[schemars(range(min = 0))]
     pub started_at_unix_s: f64,
-    /// False when the replay ended early: `error` says why.
+    /// False when the replay ended early (`error` says why) or read the capture only in part
+    /// (`capture_error`).
     pub complete: bool,
     pub error: Option<String>,
     /// Where a truncated or corrupt capture stopped; everything before was replayed.
     pub capture_error: Option<String>,
     pub summary: ReportSummary,
+    #[schemars(range(min = 0))]
     pub recorded_span_s: f64,
     /// The latency the capture recorded for the requests replayed, to set beside the replay's.
     pub recorded: RecordedReport,
@@ -279,9 +299,14 @@ pub struct ReplayReport {
     pub knee: Option<KneeReport>,
     /// `--connections N`: the order kept between dependent requests, and the concurrency left.
     pub ordering: Option<OrderingReport>,
-    /// One lane per recorded connection: each session's requests kept one at a time.
+    /// One lane per recorded connection: requests that waited for their logical session's previous
+    /// request, sent on another connection (a driver uses a session for one operation at a time, on
+    /// any pooled connection). Null with `--connections`.
     pub session_order: Option<SessionOrderReport>,
-    /// How many replay connections were open at once, and how many waited for a slot.
+    /// How many replay connections were open at once (`--max-open-connections`, default the file
+    /// limit less 64): the limit, what the replay would have opened at once without it, the most
+    /// open at once, and how often a connection waited for a slot or was closed while idle to free
+    /// one. Null in A/B replays.
     pub connection_limit: Option<ConnectionLimitReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
@@ -290,8 +315,10 @@ pub struct ReplayReport {
     pub shapes: shapes::ReplayShapes,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
-    /// The machine's load around the run; `disturbed` when other processes kept more than a
-    /// quarter of a core busy.
+    /// The machine's load around the run, as tools/compare-drivers measures it: the 1-minute load
+    /// average before and after, and the CPU other processes used meanwhile; `disturbed` when they
+    /// kept more than a quarter of a core busy on average (the figures may be off). Null where
+    /// /proc cannot be read.
     pub load: Option<super::measure::load::LoadReport>,
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -28,9 +28,13 @@ pub struct ShapeSide {
     pub getmores: u64,
     pub no_reply: u64,
     pub errors: u64,
+    #[schemars(range(min = 0))]
     pub p50_us: f64,
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
+    #[schemars(range(min = 0))]
     pub mean_us: f64,
+    #[schemars(range(min = 0))]
     pub total_us: f64,
     #[schemars(range(min = 0, max = 1))]
     pub share: f64,

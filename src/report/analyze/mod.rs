@@ -183,13 +183,18 @@ impl ConnReport {
 /// Per logical operation (workload connections only).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerOp {
+    #[schemars(range(min = 0))]
     pub requests: f64,
+    #[schemars(range(min = 0))]
     pub round_trips: f64,
+    #[schemars(range(min = 0))]
     pub bytes: f64,
     /// Extra requests per category, per operation.
     pub extra: BTreeMap<String, f64>,
     /// Server and client time per operation, microseconds.
+    #[schemars(range(min = 0))]
     pub server_us: f64,
+    #[schemars(range(min = 0))]
     pub client_us: f64,
 }
 
@@ -278,10 +283,13 @@ pub struct TimelinePoint {
     pub t_s: f64,
     /// Logical operations sent in this bucket, and as a rate.
     pub ops: u64,
+    #[schemars(range(min = 0))]
     pub ops_per_s: f64,
     /// Replies to logical operations received in this bucket, and their latency.
     pub replies: u64,
+    #[schemars(range(min = 0))]
     pub mean_us: f64,
+    #[schemars(range(min = 0))]
     pub max_us: f64,
 }
 
@@ -290,6 +298,7 @@ pub struct CaptureFacts {
     pub start_time: String,
     pub upstream: String,
     pub records: u64,
+    #[schemars(range(min = 0))]
     pub duration_s: f64,
     /// The capture ends with a clean `end` record.
     pub complete: bool,

@@ -160,8 +160,10 @@ pub struct Inspection {
     pub records: u64,
     pub first_ns: Option<u64>,
     pub last_ns: Option<u64>,
+    #[schemars(range(min = 0))]
     pub duration_s: f64,
     pub wire_bytes: u64,
+    #[schemars(range(min = 0))]
     pub compression_ratio: f64,
     /// The capture ends with a clean end record.
     pub complete: bool,
