@@ -261,6 +261,8 @@ pub struct ReplayReport {
     pub error: Option<String>,
     /// Where a truncated or corrupt capture stopped; everything before was replayed.
     pub capture_error: Option<String>,
+    /// The figures `compare` reads (kind `replay`).
+    #[schemars(extend("properties" = { "kind": { "const": "replay" } }))]
     pub summary: ReportSummary,
     #[schemars(range(min = 0))]
     pub recorded_span_s: f64,

@@ -329,6 +329,7 @@ pub struct AnalyzeReport {
     #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// The figures `compare` reads (kind `analyze`).
+    #[schemars(extend("properties" = { "kind": { "const": "analyze" } }))]
     pub summary: ReportSummary,
     pub capture: CaptureFacts,
     /// Workload connections.
