@@ -77,7 +77,7 @@ pub fn schema(kind: &str) -> Option<Value> {
         _ => return None,
     };
     let mut schema = schema.to_value();
-    plain_descriptions(&mut schema);
+    tidy(&mut schema, false);
     let object = schema.as_object_mut()?;
     // The title and description of the kind, right after `$schema`.
     let mut out = serde_json::Map::new();
@@ -90,19 +90,27 @@ pub fn schema(kind: &str) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-/// Doc comments as a reader of the JSON wants them: one line per paragraph, rustdoc's link
-/// brackets (`` [`MAX_BODY`] ``) dropped.
-fn plain_descriptions(schema: &mut Value) {
+/// The schema as a reader of the reports wants it: descriptions one line per paragraph, rustdoc's
+/// link brackets (`` [`MAX_BODY`] ``) dropped, and no `default`: those are what `serde(default)`
+/// fills in when mongotape reads a report back, not part of what it writes. `names` is true for
+/// a map keyed by field or definition names (`properties`, `$defs`), whose keys are not keywords.
+fn tidy(schema: &mut Value, names: bool) {
     match schema {
         Value::Object(map) => {
+            if !names {
+                map.remove("default");
+            }
             for (key, value) in map.iter_mut() {
                 match value {
-                    Value::String(text) if key == "description" => *text = plain(text),
-                    _ => plain_descriptions(value),
+                    Value::String(text) if !names && key == "description" => *text = plain(text),
+                    _ => tidy(
+                        value,
+                        !names && matches!(key.as_str(), "properties" | "$defs"),
+                    ),
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(plain_descriptions),
+        Value::Array(items) => items.iter_mut().for_each(|item| tidy(item, false)),
         _ => {}
     }
 }
@@ -164,6 +172,26 @@ mod tests {
             assert!(schema["title"].is_string(), "{kind}");
         }
         assert!(schema("nothing").is_none());
+    }
+
+    #[test]
+    fn defaults_go_and_a_field_named_default_stays() {
+        let mut schema = serde_json::json!({
+            "properties": {
+                "default": { "type": "string", "default": "" },
+                "n": { "type": "integer", "default": 0, "description": "a\nb" }
+            }
+        });
+        tidy(&mut schema, false);
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "properties": {
+                    "default": { "type": "string" },
+                    "n": { "type": "integer", "description": "a b" }
+                }
+            })
+        );
     }
 
     #[test]
