@@ -161,3 +161,37 @@ fn every_report_kind_matches_its_schema() {
         }
     }
 }
+
+/// `docs/schemas/*.json` are the schemas generated from the report types
+/// (`mongotape::report::schema`), so a change to a report shows in the files' diff.
+/// `MONGOTAPE_BLESS=1 cargo test --test report_schemas generated` writes them anew.
+#[test]
+fn schema_files_are_generated_from_the_report_types() {
+    use mongotape::report::schema;
+    let dir = workspace_root().join("docs/schemas");
+    let bless = std::env::var_os("MONGOTAPE_BLESS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for kind in schema::KINDS {
+        let generated = schema::schema(kind).expect("a kind of KINDS has a schema");
+        let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+        let path = dir.join(format!("{kind}.schema.json"));
+        if bless {
+            std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(path.display().to_string());
+        }
+    }
+    let files: Vec<String> = schema_files().into_iter().map(|(kind, _)| kind).collect();
+    assert_eq!(
+        files,
+        schema::KINDS,
+        "docs/schemas/ holds one file per kind, no other"
+    );
+    assert!(
+        stale.is_empty(),
+        "not the schemas the report types generate: {}\n\
+         after changing a report type, run `MONGOTAPE_BLESS=1 cargo test --test report_schemas \
+         generated` and review the files' diff",
+        stale.join(", ")
+    );
+}

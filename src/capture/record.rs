@@ -151,7 +151,7 @@ pub enum RecordError {
 }
 
 /// Capture-wide facts written once at the start of the file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct Metadata {
     pub format_version: u16,
     pub mongotape_version: String,
@@ -180,7 +180,7 @@ pub struct Metadata {
     pub slice: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenEvent {
     pub client: String,
     pub upstream: String,
@@ -190,7 +190,7 @@ pub struct OpenEvent {
 }
 
 /// Which side ended a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     Client,
@@ -198,13 +198,13 @@ pub enum Side {
     Proxy,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CloseEvent {
     pub side: Side,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GapEvent {
     pub dropped_messages: u64,
     pub dropped_bytes: u64,
@@ -217,7 +217,7 @@ pub struct GapEvent {
 /// match every kind keep compiling; they see it as `Unknown(8)` and skip it.
 pub const HELLO_REWRITE: RecordKind = RecordKind::Unknown(8);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HelloRewriteEvent {
     /// The rewritten reply's request id.
     pub request_id: i32,
@@ -228,7 +228,7 @@ pub struct HelloRewriteEvent {
     pub unserved: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct EndEvent {
     pub connections: u64,
     pub messages: u64,

@@ -24,8 +24,9 @@ pub const MAX_ERRMSG: usize = 300;
 const SHAPE_TRIES: u32 = 64;
 
 /// A query shape an error came from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorShape {
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub hash: String,
     pub shape: String,
 }
@@ -35,26 +36,33 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The errors of one command with one code.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct ErrorByCode {
     pub command: String,
-    /// `None`: the reply failed without a code (`ok: 0` alone).
+    /// The server's error code; `None` (null) when the reply failed without one (`ok: 0` alone).
     pub code: Option<i32>,
-    /// The reply's own name for the code, else the server's name as mongotape knows it.
+    /// The reply's own name for the code, else the server's name as mongotape knows it
+    /// (`wire::codes`); null when neither is known.
     #[serde(rename = "codeName")]
     pub code_name: Option<String>,
     /// The code came from `writeErrors` (or `writeConcernError`), the reply itself being `ok: 1`.
     pub write_error: bool,
     /// Replies that failed this way.
     pub count: u64,
-    /// Of a write error: the `writeErrors` entries with this code in those replies (an
-    /// unordered insert of 1,000 documents the target holds: 1 reply, 1,000 statements).
+    /// Of a write error: the `writeErrors` entries with this code in those replies (an unordered
+    /// insert of 1,000 documents the target holds: count 1, statements 1,000); absent for command
+    /// errors.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub statements: u64,
-    /// The first error's message (redacted when the capture is: `docs/analyze.md`).
+    /// The first error's message, cut at [`MAX_ERRMSG`] (300) bytes. A `--redact values` capture's
+    /// recorded messages are hashed; a replay of one keeps a live message only up to its first
+    /// quoted or structured value.
     pub errmsg: Option<String>,
-    /// Up to [`MAX_SHAPES_PER_ERROR`] query shapes of the requests that failed.
+    /// Up to [`MAX_SHAPES_PER_ERROR`] (3) query shapes of the requests that failed
+    /// (docs/shapes.md).
+    #[schemars(length(max = MAX_SHAPES_PER_ERROR))]
     pub shapes: Vec<ErrorShape>,
 }
 
@@ -71,10 +79,11 @@ impl ErrorByCode {
 }
 
 /// The `errors_by_code` part of a report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ErrorsReport {
-    /// Most frequent first.
+    /// Failed replies counted by the command they answered and the code they gave (their own
+    /// `code`, else the first write error's), most frequent first; at most 1,000 entries.
     pub errors_by_code: Vec<ErrorByCode>,
     /// Errors of (command, code) pairs past the cap on distinct entries, added up.
     pub errors_by_code_other: u64,

@@ -16,7 +16,8 @@ pub const BEFORE_FIRST_MARKER: &str = "(before first marker)";
 /// histogram of ~40 KiB.
 pub const MAX_PHASES: usize = 1000;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The figures of one phase, between two step markers (docs/analyze.md, Phases).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseReport {
     /// The marker's step name, or [`BEFORE_FIRST_MARKER`].
     pub name: String,
@@ -25,21 +26,26 @@ pub struct PhaseReport {
     pub start_s: f64,
     /// Until the next marker; the last phase, when no `end` marker closes it, until its last
     /// request or reply.
+    #[schemars(range(min = 0))]
     pub wall_s: f64,
     /// Operations sent in the phase, counted as the summary counts them (handshakes and markers
     /// are not operations).
     pub ops: u64,
     pub errors: u64,
+    #[schemars(range(min = 0))]
     pub ops_per_s: f64,
     /// Time with a request in flight and time the client took between a reply and its next
     /// request, summed over the workload connections (analyze only; connection-seconds).
+    #[schemars(range(min = 0))]
     pub server_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub client_s: Option<f64>,
     /// Latency of the phase's operations (by the phase they were sent in).
     pub latency: LatencySummary,
     /// The server's CPU seconds over the phase (replay only, when the server's process is known;
     /// read from `/proc` in clock ticks of usually 10 ms, so short phases read 0 or one tick).
     #[serde(default)]
+    #[schemars(range(min = 0))]
     pub server_cpu_s: Option<f64>,
 }
 

@@ -19,26 +19,34 @@ pub const MAX_BODY: usize = 2_000;
 const MAX_SEQUENCE_DOCS: usize = 3;
 
 /// One slow request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct SlowRequest {
     /// When it was sent, seconds from the capture's first record.
+    #[schemars(range(min = 0))]
     pub at_s: f64,
-    /// The recorded connection it was sent on, and its request id there.
+    /// The recorded connection it was sent on.
     pub connection: u64,
+    /// Its request id on that connection.
     pub request_id: i32,
-    /// The application name of its connection's handshake, when known.
+    /// The application name of its connection's handshake; null when unknown.
     pub application: Option<String>,
     pub command: String,
     pub namespace: String,
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub shape_hash: Option<String>,
     pub shape: Option<String>,
-    /// Latency in the capture (request to reply), microseconds.
+    /// Latency in the capture (request to reply), microseconds; null when the recorded reply was
+    /// not seen.
+    #[schemars(range(min = 0))]
     pub recorded_us: Option<f64>,
-    /// Latency of the replay, microseconds (replay and A/B reports).
+    /// Latency of the replay, microseconds (replay and A/B reports); null in analyze.
+    #[schemars(range(min = 0))]
     pub replayed_us: Option<f64>,
-    /// The request as relaxed extended JSON (OP_MSG document sequences as fields of the body),
-    /// values redacted when the capture is; cut past [`MAX_BODY`] bytes.
+    /// The request as relaxed extended JSON text (OP_MSG document sequences as fields of the body,
+    /// their first 3 documents), values hashed when the capture was recorded with `--redact
+    /// values`; cut past [`MAX_BODY`] (2,000) bytes with `…`.
     pub body: String,
     pub body_cut: bool,
 }

@@ -52,7 +52,7 @@ pub struct LiveOptions {
 }
 
 /// The kernel's counters, as libpcap reports them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct KernelStats {
     pub received_by_filter: u64,
     pub dropped_by_kernel: u64,
@@ -60,7 +60,7 @@ pub struct KernelStats {
 }
 
 /// What a live recording saw and wrote.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct LiveSummary {
     pub import: ImportSummary,
     pub kernel: KernelStats,

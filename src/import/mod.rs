@@ -42,7 +42,8 @@ pub struct ImportOptions {
 }
 
 /// Packets left out, by why.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Skipped {
     pub not_tcp: u64,
     pub ip_fragments: u64,
@@ -51,7 +52,7 @@ pub struct Skipped {
 }
 
 /// What an import read and wrote.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ImportSummary {
     /// What was read: `packets`, `mongoreplay` or `mongod_recording`.
     pub format: &'static str,

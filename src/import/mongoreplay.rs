@@ -23,10 +23,14 @@ const UNIX_TO_INTERNAL: i64 = (1969 * 365 + 1969 / 4 - 1969 / 100 + 1969 / 400) 
 const MAX_DOC: usize = MAX_MESSAGE_LEN + 64 * 1024;
 
 /// What a playback file held.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct OpsRead {
+    /// RecordedOps read.
     pub ops: u64,
+    /// Replies mongoreplay shortened to their first document.
     pub shortened_replies: u64,
+    /// Operations that were not whole messages, written as gaps.
     pub not_messages: u64,
 }
 

@@ -23,15 +23,22 @@ use std::time::Duration;
 const HANDSHAKE_SEARCH: u32 = 4;
 
 /// What was written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Written {
     pub connections: u64,
+    /// Requests and replies written.
     pub messages: u64,
     pub wire_bytes: u64,
+    /// Gap records: where bytes were lost (sequence holes, segments cut by the snaplen, messages
+    /// that were not whole).
     pub gap_records: u64,
+    /// Messages the gaps say were lost.
     pub dropped_messages: u64,
     pub dropped_bytes: u64,
+    /// Messages whose credentials (or, with `--redact values`, values) were replaced.
     pub redacted_messages: u64,
+    /// Messages that could not be checked for credentials, written as gaps.
     pub unredactable_messages: u64,
 }
 

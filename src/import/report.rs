@@ -9,15 +9,21 @@ use super::{ImportSummary, Skipped, Written};
 use serde::Serialize;
 
 /// The summary of one import as JSON.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ImportReport<'a> {
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// `packets` (pcap and pcapng), `mongoreplay` or `mongod_recording`.
+    #[schemars(extend("enum" = ["packets", "mongoreplay", "mongod_recording"]))]
     pub format: &'static str,
+    /// The inputs, in the order read.
     pub files: &'a [String],
     /// The capture written.
     pub out: String,
     pub written: &'a Written,
+    /// Inputs damaged part-way (what came before the damage was imported), one sentence each; the
+    /// exit status is then 3.
     pub damaged: &'a [String],
     pub packets: Option<Packets<'a>>,
     pub mongoreplay: Option<&'a OpsRead>,
@@ -25,31 +31,40 @@ pub struct ImportReport<'a> {
 }
 
 /// Packet captures: packets read and left out, and what TCP reassembly met.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Packets<'a> {
     pub packets: u64,
     pub tcp_segments: u64,
     pub skipped: &'a Skipped,
+    /// Link types met that mongotape does not read.
     pub unknown_linktypes: &'a [String],
     pub tcp: &'a TcpStats,
 }
 
 /// mongod/mongos traffic recordings: the layout of each file and the checksums.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Recording<'a> {
     pub packets: u64,
     pub messages: u64,
     pub session_events: u64,
+    /// Sessions shown to be a member's, left out unless `--keep-internal`.
     pub internal_sessions: u64,
     pub internal_messages: u64,
+    /// Each file read and the layout it was read with (`none fits` when none was).
     pub layouts: Vec<FileLayout<'a>>,
+    /// Files whose CRC-32C matched `checksum.txt`.
     pub checksums_verified: u64,
+    /// One sentence per file whose CRC-32C is not the one `checksum.txt` gives.
     pub checksum_mismatches: &'a [String],
+    /// Files no `checksum.txt` line covers.
     pub unverified: &'a [String],
 }
 
 /// One recording file and the layout it was read with (`none fits` when none was).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct FileLayout<'a> {
     pub file: &'a str,
     pub layout: &'a str,

@@ -5,10 +5,12 @@ use super::PlanSummary;
 use serde::{Deserialize, Serialize};
 
 /// One entry of a report's `plans` array.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct PlanEntry {
     /// The shape's short hash (`shape::hash`), which joins this entry to the report's shapes.
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub hash: String,
     /// The shape's text.
     pub shape: String,
@@ -17,14 +19,24 @@ pub struct PlanEntry {
     /// The target's label (an A/B replay).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The winning plan from its leaves up (`IXSCAN {status: 1} -> FETCH`, `COLLSCAN`); null when
+    /// `error` says why there is none.
     pub plan: Option<String>,
+    /// Names of the indexes the plan reads.
     pub indexes: Vec<String>,
+    /// executionStats.totalKeysExamined
     pub keys_examined: Option<u64>,
+    /// executionStats.totalDocsExamined
     pub docs_examined: Option<u64>,
+    /// executionStats.nReturned
     pub n_returned: Option<u64>,
+    /// executionStats.executionTimeMillis
     pub execution_time_ms: Option<u64>,
+    /// The server's queryShapeHash (MongoDB 8.0+), when it reports one.
     pub query_shape_hash: Option<String>,
+    /// The server's planCacheShapeHash (queryHash before 8.0), when it reports one.
     pub plan_cache_shape_hash: Option<String>,
+    /// The server's planCacheKey, when it reports one.
     pub plan_cache_key: Option<String>,
     /// Why there is no plan: the explain failed, or could not be sent.
     pub error: Option<String>,

@@ -20,7 +20,7 @@ const MAX_DEPTH: usize = 64;
 pub const MAX_LINE: usize = 1024;
 
 /// What the server said about a request's plan.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct PlanSummary {
     /// The winning plan from its leaves up: `IXSCAN {status: 1} -> FETCH`, `COLLSCAN`,

@@ -9,8 +9,10 @@
 //! - [`compare`]: `mongotape compare`, the summaries of captures and replays side by side, and its text.
 //! - [`html`]: every HTML page (analyze's, compare's, the replay's) and the page and chart builders
 //!   they share.
+//! - [`schema`]: the JSON Schema of every report kind, generated from the report types
+//!   (`docs/schemas/`).
 //!
-//! Layers, bottom up: pair < inspect cat compare < analyze < html
+//! Layers, bottom up: pair < inspect cat compare < analyze < html schema
 //!
 //! Shared by those products: [`pair`], which pairs replies with their requests. The vocabulary
 //! that `replay` and the proxy share with them (units, tables, the summary, phases, buckets) is
@@ -22,3 +24,4 @@ pub mod compare;
 pub mod html;
 pub mod inspect;
 pub mod pair;
+pub mod schema;

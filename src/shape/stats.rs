@@ -181,13 +181,16 @@ impl ShapeStats {
 }
 
 /// One shape in a report's `shapes` array.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeReport {
-    /// [`super::hash`] of `shape`: 16 hex digits.
+    /// First 16 hex digits of the SHA-256 of `shape` ([`super::hash`]); `other` for the entry past
+    /// the cap.
+    #[schemars(pattern(r"^([0-9a-f]{16}|other)$"))]
     pub hash: String,
     pub command: String,
     pub namespace: String,
-    /// The shape's text (`find shop.orders {status: ?string} sort {ts: -1}`).
+    /// The shape's text, literals replaced by type placeholders (`find shop.orders {status:
+    /// ?string} sort {ts: -1}`).
     pub shape: String,
     /// Requests of the shape itself.
     pub count: u64,
@@ -197,13 +200,18 @@ pub struct ShapeReport {
     pub no_reply: u64,
     pub errors: u64,
     /// Latency of its own requests' replies, from an HDR histogram (2 significant digits).
+    #[schemars(range(min = 0))]
     pub p50_us: f64,
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
     /// Exact mean of its own requests' latency.
+    #[schemars(range(min = 0))]
     pub mean_us: f64,
     /// Latency summed over every reply charged to it, getMores included.
+    #[schemars(range(min = 0))]
     pub total_us: f64,
     /// `total_us` over the sum of every shape's (`other` included).
+    #[schemars(range(min = 0, max = 1))]
     pub share: f64,
     /// Documents returned: first batches plus the getMores' batches.
     pub docs_returned: u64,
@@ -212,7 +220,7 @@ pub struct ShapeReport {
 
 /// The shapes of a report, as the report's top-level keys `shapes`, `shapes_other` and
 /// `shapes_cap` (flattened into it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapesReport {
     /// Every shape kept, most total time first.
     #[serde(default)]

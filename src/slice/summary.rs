@@ -70,15 +70,19 @@ impl Reason {
 }
 
 /// Requests and replies, and their wire bytes.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Messages {
     pub requests: u64,
     pub replies: u64,
+    /// Their wire bytes.
     pub bytes: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SliceSummary {
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// What the slice read of the capture.
     pub read: Messages,
@@ -90,6 +94,8 @@ pub struct SliceSummary {
     /// Of those, connections opened before the window (their open is marked `continued`).
     pub connections_opened_before: u64,
     pub transactions_kept: u64,
+    /// Transactions left out whole: cut by a window edge, none of whose statements matched, run on
+    /// connections left out, never finished, or holding back too many records.
     pub transactions_dropped: u64,
     /// Requests left out, by reason ([`Reason::name`]).
     pub dropped_requests: BTreeMap<&'static str, u64>,

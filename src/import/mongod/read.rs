@@ -16,7 +16,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// What the recordings held.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RecordingRead {
     pub packets: u64,
     pub messages: u64,

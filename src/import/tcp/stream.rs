@@ -9,8 +9,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// What the reassembly counted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TcpStats {
+    /// TCP connections seen.
     pub connections: u64,
     /// Connections whose ends match no server (`--server-port`/`--server`), left out.
     pub ignored_connections: u64,

@@ -11,10 +11,11 @@ use super::stats::RatioEstimate;
 use serde::{Deserialize, Serialize};
 
 /// What A2 showed against A on one command (or namespace), and the candidate judged against it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ControlCheck {
     /// `command` or `namespace`.
+    #[schemars(extend("enum" = ["command", "namespace"]))]
     pub kind: String,
     pub name: String,
     /// The copy of the control (A2) and the candidate (B), by label.

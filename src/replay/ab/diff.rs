@@ -192,7 +192,7 @@ fn raw_json(kind: u8, value: &[u8]) -> serde_json::Value {
 
 /// Per field: how often compared, how often the control and the candidate differed, how often
 /// the control and its copy did (noise), and the differences left once noise is taken out.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct FieldDiff {
     /// Requests whose replies (control and candidate) were compared and had this field.
     pub compared: u64,
@@ -203,6 +203,7 @@ pub struct FieldDiff {
     /// Of `differed`, those where the baseline copy did not differ from the control.
     pub unexplained: u64,
     /// `noise / compared`.
+    #[schemars(range(min = 0, max = 1))]
     pub noise_rate: f64,
     /// Real: unexplained differences on a field whose noise rate is within the threshold.
     pub real: bool,

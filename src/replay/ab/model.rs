@@ -15,17 +15,22 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Fewer paired requests than this make no finding (their interval is still reported).
 pub const MIN_PAIRS_FOR_FINDING: u64 = 30;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct AbReport {
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
     /// Always `ab`.
+    #[schemars(extend("const" = "ab"))]
     pub kind: String,
     pub mongotape_version: String,
     pub capture: String,
+    /// The replay options, as in a replay report.
     pub options: OptionsReport,
+    #[schemars(range(min = 0))]
     pub wall_s: f64,
     /// Every target, control first.
+    #[schemars(length(max = 3))]
     pub targets: Vec<TargetReport>,
     pub pairs: PairsReport,
     pub overall: AbRow,
@@ -66,11 +71,12 @@ impl TargetReport {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct TargetReport {
     pub label: String,
     /// `control` (A), `candidate` (B) or `baseline` (A2, the control's copy).
+    #[schemars(extend("enum" = ["control", "candidate", "baseline"]))]
     pub role: String,
     pub complete: bool,
     pub error: Option<String>,
@@ -81,7 +87,7 @@ pub struct TargetReport {
     pub replay: ReplayReport,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct PairsReport {
     /// Requests answered by every target (their latencies are paired).
@@ -94,7 +100,7 @@ pub struct PairsReport {
 }
 
 /// One command (or namespace, or all): each target's figures, and each candidate against the control.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct AbRow {
     /// In target order.
@@ -105,7 +111,7 @@ pub struct AbRow {
     pub sample_us: Vec<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct RatioReport {
     /// The target compared with the control.
@@ -122,9 +128,10 @@ pub struct RatioReport {
 }
 
 /// One query shape on every target.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct AbShapeRow {
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
     pub hash: String,
     pub command: String,
     pub namespace: String,
@@ -134,13 +141,14 @@ pub struct AbShapeRow {
     /// Each candidate against the control, on the same requests of this shape.
     pub ratios: Vec<RatioReport>,
     /// The most any target's total time on the shape moved from the control's, µs (the rank).
+    #[schemars(range(min = 0))]
     pub moved_us: f64,
     /// A sample of the paired latencies per target, microseconds (HTML only).
     #[serde(skip)]
     pub sample_us: Vec<Vec<f64>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DifferencesReport {
     /// Whether a second baseline (A2) filtered noise.
@@ -161,13 +169,14 @@ pub struct DifferencesReport {
     pub fields: BTreeMap<String, FieldReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct FieldReport {
     pub compared: u64,
     pub differed: u64,
     pub noise: u64,
     pub unexplained: u64,
+    #[schemars(range(min = 0, max = 1))]
     pub noise_rate: f64,
     pub real: bool,
     pub commands: BTreeMap<String, u64>,

@@ -192,11 +192,12 @@ impl Default for Bootstrap {
 }
 
 /// One target's mean latency over another's, over the same requests, with its interval.
-#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RatioEstimate {
     pub ratio: f64,
     pub low: f64,
     pub high: f64,
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub confidence: f64,
     /// Pairs the estimate is made over.
     pub pairs: u64,

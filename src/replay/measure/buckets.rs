@@ -116,14 +116,14 @@ impl Buckets {
 }
 
 /// The report's timeline in buckets: only buckets with operations are listed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct BucketTimeline {
     pub width_ns: u64,
     pub buckets: Vec<BucketReport>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct BucketReport {
     /// Wall-clock (Unix) nanoseconds / `width_ns`: where the bucket starts.

@@ -9,17 +9,23 @@ use serde::{Deserialize, Serialize};
 pub const DISTURBED_CORES: f64 = 0.25;
 
 /// What the report says of the machine's load.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct LoadReport {
     /// The 1-minute load average before and after the run.
+    #[schemars(range(min = 0))]
     pub load_before: f64,
+    #[schemars(range(min = 0))]
     pub load_after: f64,
+    #[schemars(range(min = 0))]
     pub wall_s: f64,
     /// CPU seconds other processes used during the run (neither mongotape nor the measured
     /// server).
+    #[schemars(range(min = 0))]
     pub other_cpu_s: f64,
     /// `other_cpu_s` over the wall time: how many cores they kept busy on average.
+    #[schemars(range(min = 0))]
     pub other_cores: f64,
     /// `other_cores` above [`DISTURBED_CORES`]: the figures may be off.
     pub disturbed: bool,

@@ -63,7 +63,7 @@ impl Stat {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DivergenceReport {
     pub count: u64,
     /// How often each field differed.
@@ -71,7 +71,7 @@ pub struct DivergenceReport {
     pub examples: Vec<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LagReport {
     /// Send time minus intended send time.
     pub latency: LatencySummary,
@@ -94,7 +94,7 @@ pub struct LagReport {
 }
 
 /// The histograms behind the report's percentiles, serialized ([`hdr`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct HistogramsReport {
     pub format: String,

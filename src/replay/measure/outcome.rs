@@ -5,7 +5,7 @@ use crate::wire::{reply, WireError};
 use serde::Serialize;
 
 /// What a replayer compares between a recorded and a live reply.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -105,11 +105,12 @@ pub fn find_listener_pid(port: u16) -> Option<u32> {
 }
 
 /// The parts of `serverStatus` a replay report keeps.
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct StatusSnapshot {
     pub opcounters: serde_json::Value,
     pub network: serde_json::Value,
     pub connections: serde_json::Value,
+    #[schemars(range(min = 0))]
     pub uptime_s: Option<f64>,
 }
 

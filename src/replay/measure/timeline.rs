@@ -112,7 +112,7 @@ impl Second {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct SecondReport {
     /// Seconds since the first bucket.
@@ -121,25 +121,33 @@ pub struct SecondReport {
     pub unix_s: u64,
     pub ops: u64,
     pub errors: u64,
+    #[schemars(range(min = 0))]
     pub p50_us: f64,
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
+    #[schemars(range(min = 0))]
     pub max_us: f64,
+    #[schemars(range(min = 0))]
     pub max_lag_us: f64,
     /// The second's latency histogram (see [`hdr`]), for exact merging.
     pub hdr: String,
     /// Operations answered, and their time from send to reply summed: the connections' busy time.
     pub replies: u64,
+    /// The second's replies' time from send to reply, summed: the connections' busy time.
+    #[schemars(range(min = 0))]
     pub busy_us: f64,
     /// Open loop only: the same per command (at most [`MAX_COMMANDS`]), for the knee.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_command: BTreeMap<String, CommandSecondReport>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CommandSecondReport {
     pub replies: u64,
+    #[schemars(range(min = 0))]
     pub busy_us: f64,
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
     pub hdr: String,
 }

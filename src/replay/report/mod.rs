@@ -18,20 +18,27 @@ use crate::replay::pacing::Pacing;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ServerReport {
     pub pid: Option<u32>,
     /// How the pid was known: `--server-pid` or `port`.
+    #[schemars(extend("enum" = ["--server-pid", "port", null]))]
     pub pid_source: Option<String>,
+    #[schemars(range(min = 0))]
     pub cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_s_per_1k_ops: Option<f64>,
     /// The server's CPU rate with nothing sent, in cores, read for `idle_sample_s` just before
     /// the run (`--idle-sample`).
+    #[schemars(range(min = 0))]
     pub idle_cpu_cores: Option<f64>,
+    #[schemars(range(min = 0))]
     pub idle_sample_s: Option<f64>,
     /// `cpu_s` less `idle_cpu_cores` over the run's wall time: what the operations cost.
+    #[schemars(range(min = 0))]
     pub cpu_net_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_net_s_per_1k_ops: Option<f64>,
     pub status_before: Option<StatusSnapshot>,
     pub status_after: Option<StatusSnapshot>,
@@ -40,25 +47,30 @@ pub struct ServerReport {
     pub status_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayerReport {
+    #[schemars(range(min = 0))]
     pub cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub cpu_us_per_op: Option<f64>,
     /// Worker threads that sent and received (`--threads`), beside the capture reader's.
     pub threads: Option<usize>,
     /// The capture reader thread's part of `cpu_s`: reading, pairing and writing out the requests.
+    #[schemars(range(min = 0))]
     pub reader_cpu_s: Option<f64>,
+    #[schemars(range(min = 0))]
     pub reader_cpu_us_per_op: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct OptionsReport {
     pub pacing: String,
     pub connections: Option<usize>,
     pub clones: u32,
     pub repeat: Option<u64>,
+    #[schemars(range(min = 0))]
     pub duration_s: Option<f64>,
     pub db_map: Vec<String>,
     pub filters: Vec<String>,
@@ -67,7 +79,7 @@ pub struct OptionsReport {
 }
 
 /// Recorded latency per command: request to reply in the capture, as `analyze` measures it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct RecordedReport {
     pub per_command: BTreeMap<String, LatencySummary>,
@@ -94,10 +106,13 @@ impl RecordedReport {
 }
 
 /// `--rate R`: from = to = R, over_s = 0. `--rate A..B --ramp T [--ramp-steps K]`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenLoopReport {
+    #[schemars(range(min = 0))]
     pub from: f64,
+    #[schemars(range(min = 0))]
     pub to: f64,
+    #[schemars(range(min = 0))]
     pub over_s: f64,
     pub steps: u32,
 }
@@ -143,7 +158,7 @@ impl OpenLoopReport {
 }
 
 /// `--connections N`: how much the order between writes and what follows them held the replay back.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct OrderingReport {
     pub connections: usize,
@@ -151,26 +166,29 @@ pub struct OrderingReport {
     pub followed_a_write: u64,
     /// Of those, how many had to wait for it, and for how long in all.
     pub waited: u64,
+    #[schemars(range(min = 0))]
     pub wait_s: f64,
     /// Requests in flight on average (sum of latencies / wall time): the concurrency the
     /// dependencies allowed, out of `connections` x clones.
+    #[schemars(range(min = 0))]
     pub mean_in_flight: f64,
 }
 
 /// One lane per recorded connection: requests that waited for their logical session's previous
 /// request, sent on another connection ([`crate::replay::route::session_order`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionOrderReport {
     /// Requests whose session's previous request went on another connection.
     pub followed: u64,
     /// Of those, how many had to wait for it, and for how long in all.
     pub waited: u64,
+    #[schemars(range(min = 0))]
     pub wait_s: f64,
 }
 
 /// How many replay connections were open at once (`--max-open-connections`,
 /// [`crate::replay::route::slots`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ConnectionLimitReport {
     /// At most this many open at once.
@@ -193,16 +211,17 @@ pub struct ConnectionLimitReport {
 pub const MAX_SHARDS: u32 = 100_000;
 
 /// Which part of the capture a shard replayed (`--shard I/N`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShardReport {
     pub index: u32,
     pub count: u32,
     /// `I/N`
+    #[schemars(pattern(r"^[0-9]+/[0-9]+$"))]
     pub label: String,
 }
 
 /// What a merged report was merged from (`mongotape merge`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct MergeReport {
     /// N, from the shard labels.
@@ -217,15 +236,18 @@ pub struct MergeReport {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// `replay` (a merged report too, marked by `merge`; an A/B report says `ab`).
+    #[schemars(extend("const" = "replay"))]
     pub kind: String,
     pub mongotape_version: String,
     pub capture: String,
+    /// The target, password never included.
     pub target: String,
     /// What `--target` turned out to be: a single server, a replica set (primary, secondaries), mongos.
     pub topology: String,
@@ -235,13 +257,18 @@ pub struct ReplayReport {
     /// A merged report: which shard reports it adds up.
     pub merge: Option<MergeReport>,
     /// When the replay's clock started (after `--start-at`), Unix seconds.
+    #[schemars(range(min = 0))]
     pub started_at_unix_s: f64,
-    /// False when the replay ended early: `error` says why.
+    /// False when the replay ended early (`error` says why) or read the capture only in part
+    /// (`capture_error`).
     pub complete: bool,
     pub error: Option<String>,
     /// Where a truncated or corrupt capture stopped; everything before was replayed.
     pub capture_error: Option<String>,
+    /// The figures `compare` reads (kind `replay`).
+    #[schemars(extend("properties" = { "kind": { "const": "replay" } }))]
     pub summary: ReportSummary,
+    #[schemars(range(min = 0))]
     pub recorded_span_s: f64,
     /// The latency the capture recorded for the requests replayed, to set beside the replay's.
     pub recorded: RecordedReport,
@@ -252,9 +279,16 @@ pub struct ReplayReport {
     pub compressed: u64,
     pub unacknowledged: u64,
     pub connections_opened: u64,
+    /// Requests not replayed, by why (handshake, filtered, ...).
     pub skipped: BTreeMap<String, u64>,
     pub per_namespace: BTreeMap<String, CommandSummary>,
+    /// Schedule lag: send time minus intended send time, for every request; `clock`, the same for
+    /// the requests their lane reached before their time (the pacing clock's own lateness); `held`,
+    /// the requests reached only after it (an earlier reply on their connection, the order's rules,
+    /// an open-loop backlog); `from_send`, in open loop, the latency from the actual send (the
+    /// server's own; the summary counts from the intended time).
     pub lag: LagReport,
+    /// Replies that differed from the recorded ones, by command.
     pub divergences: BTreeMap<String, DivergenceReport>,
     pub stray_replies: u64,
     /// Requests sent again on the new primary after a "not primary" reply (the primary changed).
@@ -271,9 +305,14 @@ pub struct ReplayReport {
     pub knee: Option<KneeReport>,
     /// `--connections N`: the order kept between dependent requests, and the concurrency left.
     pub ordering: Option<OrderingReport>,
-    /// One lane per recorded connection: each session's requests kept one at a time.
+    /// One lane per recorded connection: requests that waited for their logical session's previous
+    /// request, sent on another connection (a driver uses a session for one operation at a time, on
+    /// any pooled connection). Null with `--connections`.
     pub session_order: Option<SessionOrderReport>,
-    /// How many replay connections were open at once, and how many waited for a slot.
+    /// How many replay connections were open at once (`--max-open-connections`, default the file
+    /// limit less 64): the limit, what the replay would have opened at once without it, the most
+    /// open at once, and how often a connection waited for a slot or was closed while idle to free
+    /// one. Null in A/B replays.
     pub connection_limit: Option<ConnectionLimitReport>,
     /// The histograms behind every percentile, serialized losslessly for `merge`.
     pub histograms: HistogramsReport,
@@ -282,8 +321,10 @@ pub struct ReplayReport {
     pub shapes: shapes::ReplayShapes,
     pub server: ServerReport,
     pub replayer: ReplayerReport,
-    /// The machine's load around the run; `disturbed` when other processes kept more than a
-    /// quarter of a core busy.
+    /// The machine's load around the run, as tools/compare-drivers measures it: the 1-minute load
+    /// average before and after, and the CPU other processes used meanwhile; `disturbed` when they
+    /// kept more than a quarter of a core busy on average (the figures may be off). Null where
+    /// /proc cannot be read.
     pub load: Option<super::measure::load::LoadReport>,
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// One shape of a replay: the replayed figures, and the capture's for the same requests.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplayShape {
     #[serde(flatten)]
     pub replayed: ShapeReport,
@@ -21,17 +21,22 @@ pub struct ReplayShape {
 
 /// One side's figures of a shape (the recorded ones, or one A/B target's): [`ShapeReport`]'s
 /// without the shape itself.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ShapeSide {
     pub count: u64,
     pub getmores: u64,
     pub no_reply: u64,
     pub errors: u64,
+    #[schemars(range(min = 0))]
     pub p50_us: f64,
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
+    #[schemars(range(min = 0))]
     pub mean_us: f64,
+    #[schemars(range(min = 0))]
     pub total_us: f64,
+    #[schemars(range(min = 0, max = 1))]
     pub share: f64,
     pub docs_returned: u64,
     pub reply_bytes: u64,
@@ -77,7 +82,7 @@ impl ShapeSide {
 }
 
 /// The report's top-level `shapes`, `shapes_other` and `shapes_cap`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayShapes {
     /// Every shape replayed, most replayed total time first.

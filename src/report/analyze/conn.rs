@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Time with no request in flight that is neither the server's nor the client's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Gaps {
     /// From the connection opening to its first request (TCP set-up, TLS, the driver's pool).
     pub before_first_ns: u64,
@@ -43,7 +45,9 @@ impl Gaps {
 }
 
 /// `wall_ns == server_ns + client_ns + gaps.total_ns()`, always.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TimeSplit {
     pub wall_ns: u64,
     /// A request was in flight: from a request to its reply (or an exhaust stream's next push).

@@ -36,7 +36,19 @@ pub use pass::{
 };
 
 /// What a request is for, seen from the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum Category {
     /// A logical operation the application asked for (find, insert, update, aggregate, drop, ...).
@@ -97,7 +109,19 @@ pub fn is_monitoring_command(command: &str) -> bool {
 }
 
 /// What a connection was used for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// At least one request beyond hello and authentication.
@@ -121,7 +145,7 @@ impl Role {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConnReport {
     pub id: u64,
     pub client: String,
@@ -142,6 +166,7 @@ pub struct ConnReport {
     /// Requests per category other than `operation`.
     pub extra: BTreeMap<String, u64>,
     pub times: TimeSplit,
+    #[schemars(range(min = 0, max = 1))]
     pub client_bound_share: Option<f64>,
 }
 
@@ -156,20 +181,25 @@ impl ConnReport {
 }
 
 /// Per logical operation (workload connections only).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PerOp {
+    #[schemars(range(min = 0))]
     pub requests: f64,
+    #[schemars(range(min = 0))]
     pub round_trips: f64,
+    #[schemars(range(min = 0))]
     pub bytes: f64,
     /// Extra requests per category, per operation.
     pub extra: BTreeMap<String, f64>,
     /// Server and client time per operation, microseconds.
+    #[schemars(range(min = 0))]
     pub server_us: f64,
+    #[schemars(range(min = 0))]
     pub client_us: f64,
 }
 
 /// Sums over a set of connections.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     pub connections: u64,
     pub requests: u64,
@@ -180,6 +210,7 @@ pub struct Totals {
     pub extra: BTreeMap<String, u64>,
     /// Connection-time: summed over the connections, so it can exceed the capture's duration.
     pub times: TimeSplit,
+    #[schemars(range(min = 0, max = 1))]
     pub client_bound_share: Option<f64>,
     pub per_op: Option<PerOp>,
 }
@@ -219,7 +250,7 @@ impl Totals {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriverReport {
     /// `name version` (plus ` (app)` when the application named itself).
     pub driver: String,
@@ -230,7 +261,7 @@ pub struct DriverReport {
     pub per_command: BTreeMap<String, LatencySummary>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandReport {
     pub command: String,
     pub category: Option<Category>,
@@ -246,24 +277,28 @@ pub struct CommandReport {
 }
 
 /// One bucket of the timeline (workload connections); buckets are `timeline_bucket_s` wide.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Start of the bucket, seconds from the capture's first record.
     pub t_s: f64,
     /// Logical operations sent in this bucket, and as a rate.
     pub ops: u64,
+    #[schemars(range(min = 0))]
     pub ops_per_s: f64,
     /// Replies to logical operations received in this bucket, and their latency.
     pub replies: u64,
+    #[schemars(range(min = 0))]
     pub mean_us: f64,
+    #[schemars(range(min = 0))]
     pub max_us: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaptureFacts {
     pub start_time: String,
     pub upstream: String,
     pub records: u64,
+    #[schemars(range(min = 0))]
     pub duration_s: f64,
     /// The capture ends with a clean `end` record.
     pub complete: bool,
@@ -287,12 +322,14 @@ pub struct CaptureFacts {
     pub unsolicited_replies: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AnalyzeReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     #[serde(default)]
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     /// The figures `compare` reads (kind `analyze`).
+    #[schemars(extend("properties" = { "kind": { "const": "analyze" } }))]
     pub summary: ReportSummary,
     pub capture: CaptureFacts,
     /// Workload connections.
@@ -310,6 +347,7 @@ pub struct AnalyzeReport {
     /// Connections beyond those listed.
     pub connections_not_listed: u64,
     /// Width of a timeline bucket: 10 ms, 100 ms, 1 s, ... so there are at most 1,000.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeline_bucket_s: f64,
     pub timeline: Vec<TimelinePoint>,
     /// The capture cut at its step markers (`wire::marker`); empty without markers.

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One report's errors by command and code.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 #[serde(default)]
 pub struct ReportErrors {
     /// The report's label and file.

@@ -75,9 +75,10 @@ pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ColumnHead {
     pub label: String,
+    #[schemars(extend("enum" = ["analyze", "replay"]))]
     pub kind: String,
     pub source: String,
     /// The report file it came from (with repeats: the files, comma-separated).
@@ -92,12 +93,13 @@ fn one() -> usize {
 }
 
 /// One figure across the columns; `ratios[i] = values[i] / values[0]` when both exist.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MetricRow {
     pub metric: String,
     /// `ops/s`, `µs`, `%`, `s`, `` ...
     pub unit: String,
     pub values: Vec<Option<f64>>,
+    /// values[i] / values[0], when both exist.
     pub ratios: Vec<Option<f64>>,
     /// With repeats: each column's spread over its runs (`values` are then medians).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -107,17 +109,19 @@ pub struct MetricRow {
     pub intervals: Vec<Option<Interval>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandRows {
     pub command: String,
     pub rows: Vec<MetricRow>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareReport {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
     #[serde(default)]
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
+    #[schemars(length(min = 1))]
     pub columns: Vec<ColumnHead>,
     pub overall: Vec<MetricRow>,
     pub per_command: Vec<CommandRows>,

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// One query shape across the columns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeRows {
+    #[schemars(pattern(r"^([0-9a-f]{16}|other)$"))]
     pub hash: String,
     pub command: String,
     pub namespace: String,

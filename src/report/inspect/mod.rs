@@ -12,7 +12,7 @@ use bson::RawDocumentBuf;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
-#[derive(Debug, Default, Serialize, Clone)]
+#[derive(Debug, Default, Serialize, Clone, schemars::JsonSchema)]
 pub struct Count {
     pub messages: u64,
     pub bytes: u64,
@@ -25,7 +25,7 @@ impl Count {
     }
 }
 
-#[derive(Debug, Default, Serialize, Clone)]
+#[derive(Debug, Default, Serialize, Clone, schemars::JsonSchema)]
 pub struct Driver {
     pub name: Option<String>,
     pub version: Option<String>,
@@ -72,7 +72,7 @@ impl Driver {
     }
 }
 
-#[derive(Debug, Default, Serialize, Clone)]
+#[derive(Debug, Default, Serialize, Clone, schemars::JsonSchema)]
 pub struct Connection {
     pub id: u64,
     pub client: String,
@@ -130,7 +130,7 @@ impl Connection {
 }
 
 /// The connections past [`MAX_LISTED_CONNECTIONS`], summed.
-#[derive(Debug, Default, Serialize, Clone)]
+#[derive(Debug, Default, Serialize, Clone, schemars::JsonSchema)]
 pub struct OtherConnections {
     pub connections: u64,
     pub requests: u64,
@@ -138,7 +138,7 @@ pub struct OtherConnections {
     pub bytes: u64,
 }
 
-#[derive(Debug, Default, Serialize, Clone)]
+#[derive(Debug, Default, Serialize, Clone, schemars::JsonSchema)]
 pub struct CommandStats {
     pub requests: u64,
     pub request_bytes: u64,
@@ -150,18 +150,22 @@ pub struct CommandStats {
     pub total_latency_ns: u64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Inspection {
     /// [`crate::figures::SCHEMA_VERSION`]: the layout of this JSON (docs/schemas/).
+    #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     pub metadata: Metadata,
     pub compressed_file_bytes: u64,
     pub records: u64,
     pub first_ns: Option<u64>,
     pub last_ns: Option<u64>,
+    #[schemars(range(min = 0))]
     pub duration_s: f64,
     pub wire_bytes: u64,
+    #[schemars(range(min = 0))]
     pub compression_ratio: f64,
+    /// The capture ends with a clean end record.
     pub complete: bool,
     /// Set when reading stopped early: what and where (the first of `read_errors`).
     pub error: Option<String>,
@@ -177,6 +181,7 @@ pub struct Inspection {
     pub unanswered_untracked: u64,
     pub unanswered_by_command: BTreeMap<String, u64>,
     pub unsolicited_replies: u64,
+    /// The first connections to close (at most 10,000); all count in the totals.
     pub connections: Vec<Connection>,
     /// Every connection, listed or not.
     pub connections_total: u64,

@@ -53,20 +53,25 @@ impl Limit {
 }
 
 /// The figures behind the limit, in the knee's second.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Figures {
     /// The replay connections open at once at most (all shards).
     pub connections: u64,
     /// Time from send to reply per operation of the second (a moreToCome request adds none).
+    #[schemars(range(min = 0))]
     pub service_us: Option<f64>,
     /// That time against the same commands' baselines, weighted by the second's replies.
+    #[schemars(range(min = 0))]
     pub service_ratio: Option<f64>,
     /// The share of `connections` x 1 s spent waiting for replies.
+    #[schemars(range(min = 0))]
     pub busy_share: Option<f64>,
     /// `connections / service_us`: the most the connections carry at that time per operation.
+    #[schemars(range(min = 0))]
     pub ceiling_ops_per_s: Option<f64>,
     /// Requests sent this late at most in that second.
+    #[schemars(range(min = 0))]
     pub max_lag_us: Option<f64>,
     /// The limit is the connections: the `--connections` that would carry the schedule's top
     /// rate with room to spare.

@@ -35,29 +35,39 @@ pub const THROUGHPUT_SHARE: f64 = 0.9;
 
 pub const DEFINITION: &str = "first whole second where completed operations fall below 90% of those due (on a ramp from the first whole second, at a constant rate after the first 10% of the schedule), or, on a ramp after the first 10%, where a command with 20 replies in the second has a p99 latency above 2x its own baseline: its p99 in the first 10% of the schedule, or in its first seconds with 20 replies";
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct KneeReport {
     pub definition: String,
     /// The baseline p99 of `command`.
+    #[schemars(range(min = 0))]
     pub baseline_p99_us: f64,
     /// The intended rate (ops/s, all shards) where the knee is; `None`: the run held throughout.
+    #[schemars(range(min = 0))]
     pub rate_ops_per_s: Option<f64>,
     /// Seconds from the start of the schedule to the knee's second.
+    #[schemars(range(min = 0))]
     pub at_s: Option<f64>,
     /// `p99` or `throughput`.
+    #[schemars(extend("enum" = ["p99", "throughput", null]))]
     pub reason: Option<String>,
     /// `command`'s p99 in the knee's second (the whole mix's when no command had a baseline).
+    #[schemars(range(min = 0))]
     pub p99_us: Option<f64>,
+    #[schemars(range(min = 0))]
     pub achieved_ops_per_s: Option<f64>,
     /// The intended rate of the last second that held.
+    #[schemars(range(min = 0))]
     pub last_held_ops_per_s: Option<f64>,
     /// The command whose p99 broke (`reason: p99`), else the one with the most replies at the
     /// knee (or, without a knee, in the whole run).
     pub command: Option<String>,
-    /// Each command's baseline.
+    /// Each command's baseline: the p99 and mean time from send to reply of its replies in the
+    /// first 10% of the schedule, or in its first seconds with 20 replies.
     pub baselines: BTreeMap<String, Baseline>,
-    /// What held the rate back at the knee ([`limit`]): `server`, `connections` or `replayer`.
+    /// What held the rate back at the knee ([`limit`], docs/replay.md, "The knee"): `server`,
+    /// `connections` or `replayer`; null without a knee.
+    #[schemars(extend("enum" = ["server", "connections", "replayer", null]))]
     pub limit: Option<String>,
     #[serde(flatten)]
     pub figures: limit::Figures,
@@ -66,10 +76,12 @@ pub struct KneeReport {
 }
 
 /// A command's baseline: its replies' p99 and mean time from send to reply.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Baseline {
+    #[schemars(range(min = 0))]
     pub p99_us: f64,
+    #[schemars(range(min = 0))]
     pub service_us: f64,
     pub replies: u64,
     /// Seconds from the start of the schedule to its first second.
