@@ -198,7 +198,10 @@ pub fn nothing_replayed(report: &ReplayReport) -> Option<String> {
         .filter(|(_, n)| **n > 0)
         .map(|(k, n)| match k.as_str() {
             "filtered" => format!("{n} left out by the filters ({})", filters(report)),
-            "handshake" => format!("{n} handshakes (each replay connection makes its own)"),
+            "handshake" => format!(
+                "{n} handshake and authentication commands (each replay connection makes its own)"
+            ),
+            "ping" => format!("{n} pings (monitoring, not the workload)"),
             _ => format!("{k} {n}"),
         })
         .collect();
