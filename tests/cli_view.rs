@@ -450,3 +450,126 @@ fn a_capture_without_its_end_record_exits_3_in_every_reader() {
     let text = stdout(&mongotape(&["inspect", path]));
     assert!(text.contains("no end record"), "{text}");
 }
+
+/// The pymongo sample with, before its end record, an insert whose document's string declares
+/// more bytes than the document holds, and a hello's client metadata cut short.
+fn with_malformed_documents(dir: &std::path::Path) -> PathBuf {
+    use mongotape::capture::{Record, RecordKind};
+    use mongotape::wire::{MsgFlags, OpMsg, Section};
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/pymongo.mtape");
+    let mut reader = CaptureReader::open(&fixture).unwrap();
+    let meta = reader.metadata().clone();
+    let records: Vec<Record> = (&mut reader).map(Result::unwrap).collect();
+    let mut insert = OpMsg {
+        flags: MsgFlags::empty(),
+        sections: vec![Section::Body(
+            bson::rawdoc! {"insert": "bad", "documents": [{"a": "xyz"}], "$db": "t"},
+        )],
+        checksum: None,
+    }
+    .encode(999_999, 0);
+    let at = insert.windows(4).position(|w| w == b"xyz\0").unwrap() - 4;
+    insert[at..at + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+    let metadata = bson::rawdoc! {"driver": {"name": "x", "version": "1"}}
+        .into_bytes()
+        .split_off(3);
+    let (conn, ts) = (records[2].conn_id, records[2].ts_ns);
+    let mut writer = CaptureWriter::new(Vec::new(), &meta, 1).unwrap();
+    for (i, r) in records.iter().enumerate() {
+        if i == 3 {
+            writer
+                .write(&Record::new(
+                    RecordKind::ClientMetadata,
+                    conn,
+                    ts,
+                    metadata.clone(),
+                ))
+                .unwrap();
+            writer
+                .write(&Record::new(RecordKind::Request, conn, ts, insert.clone()))
+                .unwrap();
+        }
+        writer.write(r).unwrap();
+    }
+    let path = dir.join("malformed.mtape");
+    std::fs::write(&path, writer.finish().unwrap()).unwrap();
+    path
+}
+
+/// Rust's Debug text of an error, as it leaked into messages: `IoError(Error { kind:
+/// UnexpectedEof ...`, the bson crate's `Kind: Malformed BSON bytes`, pcap-parser's dump.
+fn debug_text(text: &str) -> Option<&'static str> {
+    [
+        "Error {",
+        "{ kind: ",
+        "Kind:",
+        "IoError",
+        "MalformedBytes",
+        "UnexpectedEof",
+        "Some(",
+        "Internal parser error",
+    ]
+    .into_iter()
+    .find(|m| text.contains(m))
+}
+
+#[test]
+fn malformed_documents_and_cut_files_are_said_in_words_not_debug_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = with_malformed_documents(dir.path());
+    let path = path.to_str().unwrap();
+    // As JSON says it: the key's quotes escaped.
+    let said = r#"malformed BSON bytes at key \"a\": expected buffer to contain at least"#;
+    for mode in [&[][..], &["--events"], &["--canonical"], &["--pretty"]] {
+        let mut args = vec!["cat", path];
+        args.extend(mode);
+        let out = mongotape(&args);
+        assert_eq!(out.status.code(), Some(0), "cat {mode:?}");
+        let text = stdout(&out);
+        assert!(text.contains(said), "cat {mode:?}: {text}");
+        assert_eq!(debug_text(&text), None, "cat {mode:?}: {text}");
+    }
+    for args in [
+        ["inspect", path],
+        ["analyze", path],
+        ["inspect", "--json"],
+        ["analyze", "--json"],
+    ] {
+        let mut args = args.to_vec();
+        if args.len() == 2 && args[1] == "--json" {
+            args.push(path);
+        }
+        let out = mongotape(&args);
+        let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {all}");
+        assert_eq!(debug_text(&all), None, "{args:?}: {all}");
+    }
+    // A capture cut short, and a file that is no format import reads.
+    let bytes = std::fs::read(path).unwrap();
+    let cut = dir.path().join("cut.mtape");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let other = dir.path().join("other.bin");
+    std::fs::write(&other, b"\x05\x00\x00\x00\x01").unwrap();
+    let out_file = dir.path().join("o.mtape");
+    let runs: [(&[&str], &str); 4] = [
+        (&["cat", cut], "capture is truncated at offset"),
+        (&["inspect", cut], "capture is truncated at offset"),
+        (&["analyze", cut], "capture is truncated at offset"),
+        (
+            &[
+                "import",
+                other.to_str().unwrap(),
+                "-o",
+                out_file.to_str().unwrap(),
+            ],
+            "it starts with bytes 05 00 00 00 01;",
+        ),
+    ];
+    for (args, expected) in runs {
+        let out = mongotape(args);
+        let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+        assert!(all.contains(expected), "{args:?}: {all}");
+        assert_eq!(debug_text(&all), None, "{args:?}: {all}");
+    }
+}

@@ -147,7 +147,7 @@ fn a_report_of_a_newer_schema_version_is_refused_with_its_name() {
     assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
     assert!(
         out.stderr
-            .contains("newer.json has schema_version 99, newer than this mongotape reads (1)"),
+            .contains("newer.json has schema_version 99; this mongotape reads schema_version 1"),
         "{}",
         out.stderr
     );

@@ -339,3 +339,32 @@ fn internal_traffic_is_left_out_and_counted_unless_kept() {
     let by_command = inspect_json(&kept)["by_command"].to_string();
     assert!(by_command.contains("replSetHeartbeat"), "{by_command}");
 }
+
+#[test]
+fn empty_files_of_a_recording_are_said_in_one_line() {
+    let dir = tempdir();
+    let recording = dir.path().join("rec");
+    write_recording(&fixture("pymongo.mtape"), &recording, "events4-us", &[]);
+    for i in 0..20_000 {
+        std::fs::File::create(recording.join(format!("empty-{i:05}.bin"))).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let run = import(&recording, &dir.path().join("out.mtape"), &[]);
+    let took = started.elapsed();
+    let all = format!("{}{}", run.stdout, run.stderr);
+    let said = "20000 empty files skipped: empty-00000.bin, empty-00001.bin, ..., empty-19999.bin";
+    assert!(all.contains(said), "{all}");
+    assert!(
+        all.lines().count() < 60,
+        "{} lines: {all}",
+        all.lines().count()
+    );
+    assert!(!all.contains("empty-00002.bin"), "{all}");
+    // The messages are all there.
+    let imported = counts_by_command(&dir.path().join("out.mtape"));
+    assert_eq!(imported, counts_by_command(&fixture("pymongo.mtape")));
+    eprintln!(
+        "20,000 empty files: {} lines, {took:?}",
+        all.lines().count()
+    );
+}

@@ -1,7 +1,10 @@
 //! Reading a report file back (`merge`, `compare`): one reader, one size bound. A report is a few
 //! hundred KiB to a few tens of MiB (10,000 shapes with their histograms); parsed, its JSON
-//! takes 20-50 times its size, so a file past the bound is refused before it is read.
+//! takes 20-50 times its size, so a file past the bound is refused before it is read. A report
+//! of a `schema_version` this build does not know may mean something else by the same keys: every
+//! reader refuses it the same way, naming the file and the versions it reads.
 
+use super::SCHEMA_VERSION;
 use std::io::Read;
 use std::path::Path;
 
@@ -18,10 +21,41 @@ pub enum ReportFileError {
     },
     #[error("report {path} is larger than any report ({MAX_REPORT_BYTES} bytes at most): {size}")]
     TooLarge { path: String, size: String },
+    #[error(
+        "report {path} has schema_version {found}; this mongotape reads schema_version {SCHEMA_VERSION} \
+         (and reports written before there was one): read it with the mongotape that wrote it"
+    )]
+    UnknownSchema { path: String, found: String },
+}
+
+/// The top of a report, for its `schema_version` alone (the other keys are skipped unread).
+#[derive(serde::Deserialize)]
+struct Head {
+    schema_version: Option<serde_json::Value>,
+}
+
+/// Refuses a report whose `schema_version` is not [`SCHEMA_VERSION`]. A report without one
+/// (written before there was one) is read; bytes that are not a JSON object are left to the
+/// caller's parser to name.
+fn check_schema(path: &Path, bytes: &[u8]) -> Result<(), ReportFileError> {
+    let Ok(Head {
+        schema_version: Some(found),
+    }) = serde_json::from_slice::<Head>(bytes)
+    else {
+        return Ok(());
+    };
+    if found.as_u64() == Some(u64::from(SCHEMA_VERSION)) {
+        return Ok(());
+    }
+    Err(ReportFileError::UnknownSchema {
+        path: path.display().to_string(),
+        found: found.to_string(),
+    })
 }
 
 /// The bytes of the report file at `path`, at most [`MAX_REPORT_BYTES`] of them (also when the
-/// file grows while read, or is a pipe whose size is not known).
+/// file grows while read, or is a pipe whose size is not known), of a `schema_version` this build
+/// reads.
 pub fn read(path: &Path) -> Result<Vec<u8>, ReportFileError> {
     let shown = || path.display().to_string();
     let failed = |source| ReportFileError::Read {
@@ -46,6 +80,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, ReportFileError> {
             size: "more bytes than that".into(),
         });
     }
+    check_schema(path, &bytes)?;
     Ok(bytes)
 }
 
@@ -65,5 +100,34 @@ mod tests {
         let small = dir.path().join("small.json");
         std::fs::write(&small, b"{}").unwrap();
         assert_eq!(read(&small).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_schema_version_this_build_does_not_know_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("r.json");
+        for known in [
+            r#"{"schema_version": 1, "a": [1]}"#,
+            r#"{"a": 1}"#,
+            "[1]",
+            "x",
+        ] {
+            std::fs::write(&at, known).unwrap();
+            assert!(read(&at).is_ok(), "{known}");
+        }
+        for (unknown, shown) in [
+            (
+                r#"{"a": {"schema_version": 1}, "schema_version": 99}"#,
+                "99",
+            ),
+            (r#"{"schema_version": 0}"#, "0"),
+            (r#"{"schema_version": "1"}"#, r#""1""#),
+        ] {
+            std::fs::write(&at, unknown).unwrap();
+            let e = read(&at).unwrap_err().to_string();
+            let said =
+                format!("r.json has schema_version {shown}; this mongotape reads schema_version 1");
+            assert!(e.contains(&said), "{unknown}: {e}");
+        }
     }
 }

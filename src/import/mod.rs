@@ -128,9 +128,13 @@ fn format_of(path: &Path, head: &[u8]) -> Result<Format, ImportError> {
         _ => Err(ImportError::UnknownFormat {
             path: path.to_owned(),
             what: format!(
-                "it starts with {:02x?}; pcap, pcapng, mongoreplay playback files and mongod \
+                "it starts with bytes {}; pcap, pcapng, mongoreplay playback files and mongod \
                  traffic recordings are read",
-                &head[..head.len().min(8)]
+                head.iter()
+                    .take(8)
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
         }),
     }

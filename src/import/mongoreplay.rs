@@ -11,6 +11,7 @@ use super::error::ImportError;
 use super::output::Output;
 use super::tcp::frames::Lost;
 use crate::capture::Side;
+use crate::wire::bson_error_text;
 use crate::wire::{MsgHeader, HEADER_LEN, MAX_MESSAGE_LEN};
 use bson::{RawBsonRef, RawDocument};
 use bytes::Bytes;
@@ -128,7 +129,8 @@ impl Reader<'_> {
     }
 
     fn doc(&self) -> Result<&RawDocument, String> {
-        RawDocument::from_bytes(&self.buf).map_err(|e| format!("not a BSON document: {e}"))
+        RawDocument::from_bytes(&self.buf)
+            .map_err(|e| format!("not a BSON document: {}", bson_error_text(&e)))
     }
 
     /// Counts into `read` as it goes: a file damaged part-way still counts what it held.
@@ -175,13 +177,15 @@ impl RecordedOp {
     fn from_doc(doc: &RawDocument) -> Result<RecordedOp, String> {
         let rawop = doc
             .get_document("rawop")
-            .map_err(|e| format!("rawop: {e}"))?;
+            .map_err(|e| format!("rawop: {}", bson_error_text(&e)))?;
         let body = match rawop.get("body") {
             Ok(Some(RawBsonRef::Binary(b))) => b.bytes.to_vec(),
             Ok(None) => Vec::new(),
             _ => return Err("rawop.body is not binary".into()),
         };
-        let seen = doc.get_document("seen").map_err(|e| format!("seen: {e}"))?;
+        let seen = doc
+            .get_document("seen")
+            .map_err(|e| format!("seen: {}", bson_error_text(&e)))?;
         let sec = int(seen, "sec").ok_or("seen.sec is not a number")?;
         let nsec = int(seen, "nsec").unwrap_or(0).clamp(0, 999_999_999);
         let unix = sec.saturating_sub(UNIX_TO_INTERNAL).max(0) as u64;

@@ -141,7 +141,8 @@ pub fn explain_request(msg: &[u8]) -> Result<RawDocumentBuf, RequestError> {
     w.str("verbosity", "executionStats");
     w.str("$db", db);
     w.finish();
-    RawDocumentBuf::from_bytes(out).map_err(|e| malformed(&e))
+    RawDocumentBuf::from_bytes(out)
+        .map_err(|e| RequestError::Malformed(crate::wire::bson_error_text(&e)))
 }
 
 /// An `updates` or `deletes` array cut to its first statement.

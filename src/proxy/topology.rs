@@ -88,8 +88,8 @@ pub async fn ask_hello(
                 return match msg.body {
                     crate::wire::Body::Msg(m) => Ok(HelloFacts::from_reply(m.body())),
                     _ => Err(format!(
-                        "upstream {member} answered hello with {:?}",
-                        msg.header.op_code
+                        "upstream {member} answered hello with an {}, not an OP_MSG",
+                        msg.header.op_code.name()
                     )),
                 };
             }

@@ -10,7 +10,7 @@ use crate::wire::WireError;
 pub enum RedactError {
     #[error(transparent)]
     Wire(#[from] WireError),
-    #[error("a BSON document does not decode: {0}")]
+    #[error("a BSON document does not decode: {}", crate::wire::bson_error_text(.0))]
     Bson(#[from] bson::error::Error),
     #[error(transparent)]
     TooDeep(#[from] TooDeep),

@@ -176,7 +176,10 @@ pub fn nothing_replayed(report: &ReplayReport) -> Option<String> {
         .filter(|(_, n)| **n > 0)
         .map(|(k, n)| match k.as_str() {
             "filtered" => format!("{n} left out by the filters ({})", filters(report)),
-            "handshake" => format!("{n} handshakes (each replay connection makes its own)"),
+            "handshake" => format!(
+                "{n} handshake and authentication commands (each replay connection makes its own)"
+            ),
+            "ping" => format!("{n} pings (monitoring, not the workload)"),
             _ => format!("{k} {n}"),
         })
         .collect();
@@ -273,7 +276,7 @@ mod tests {
             why.contains("10 left out by the filters (command=nosuch)"),
             "{why}"
         );
-        assert!(why.contains("2 handshakes"), "{why}");
+        assert!(why.contains("2 handshake and authentication commands"), "{why}");
         let judged = Gates::default().judge(&r);
         assert_eq!(judged.ending, Ending::NothingReplayed);
         assert_eq!(judged.lines, vec![why]);

@@ -39,3 +39,25 @@ pub enum WireError {
     #[error("OP_COMPRESSED wraps another OP_COMPRESSED")]
     NestedCompression,
 }
+
+/// A bson crate error as a sentence: `malformed BSON bytes at key "a": expected buffer to contain
+/// at least 2147418116 bytes, but it only has 9` (its own text reads `BSON error at key "a".
+/// Kind: Malformed BSON bytes. Message: ...`).
+pub fn bson_error_text(e: &bson::error::Error) -> String {
+    let kind = e.kind.to_string();
+    let mut chars = kind.chars();
+    let mut text: String = match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "invalid BSON".into(),
+    };
+    if let Some(key) = &e.key {
+        text.push_str(&format!(" at key {key:?}"));
+    } else if let Some(index) = e.index {
+        text.push_str(&format!(" at array index {index}"));
+    }
+    if let Some(message) = e.message.as_deref().filter(|m| !m.is_empty()) {
+        text.push_str(": ");
+        text.push_str(message.trim_end_matches('.'));
+    }
+    text
+}

@@ -24,7 +24,7 @@ pub enum ExtJsonError {
     #[error(transparent)]
     TooDeep(#[from] TooDeep),
     /// The bytes are not valid BSON (the bson crate's own message).
-    #[error("{0}")]
+    #[error("{}", super::bson_error_text(.0))]
     Undecodable(#[from] bson::error::Error),
 }
 

@@ -187,7 +187,7 @@ fn rewrite_document(
     map: &AddressMap,
     out: &mut HelloRewrite,
 ) -> Result<Option<RawDocumentBuf>, WireError> {
-    let bad = |e: bson::error::Error| invalid("hello reply document", e.to_string());
+    let bad = |e: bson::error::Error| invalid("hello reply document", super::bson_error_text(&e));
     let before = out.replaced;
     let mut seen = 0usize;
     let mut new = RawDocumentBuf::new();

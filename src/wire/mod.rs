@@ -40,7 +40,7 @@ mod read;
 pub mod reply;
 
 pub use compressed::Compressor;
-pub use error::WireError;
+pub use error::{bson_error_text, WireError};
 pub use frame::FrameSplitter;
 pub use header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_LEN};
 pub use info::{ReplyInfo, RequestInfo};

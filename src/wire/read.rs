@@ -115,7 +115,7 @@ impl<'a> ByteCursor<'a> {
         RawDocumentBuf::from_bytes(bytes.to_vec()).map_err(|e| WireError::Invalid {
             what,
             offset: start,
-            detail: e.to_string(),
+            detail: super::bson_error_text(&e),
         })
     }
 }

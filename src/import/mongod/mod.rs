@@ -84,8 +84,14 @@ pub fn read_input(
     let mut anchor = Anchor::default();
     let mut sessions = HashMap::new();
     let mut settled = None;
+    let mut empty = Vec::new();
     for file in &files {
         let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if files.len() > 1 && std::fs::metadata(file).is_ok_and(|m| m.len() == 0) {
+            // Said once for all of them below: 100,000 empty files are not 100,000 lines.
+            empty.push(name.into_owned());
+            continue;
+        }
         let scan = match read::scan_file(file) {
             Ok(scan) => scan,
             Err(e) if files.len() > 1 => {
@@ -113,7 +119,28 @@ pub fn read_input(
             ));
         }
     }
+    if let Some(line) = empty_files(input, &empty) {
+        read.layouts.push(line.clone());
+        damaged.push(line);
+    }
     out.close_all("still open when the recording ended", anchor.last_ns)
+}
+
+/// One line for the empty files of a recording: `DIR: 3 empty files skipped: a.bin, b.bin, c.bin`,
+/// with the first two and the last named past three.
+fn empty_files(dir: &Path, names: &[String]) -> Option<String> {
+    let listed = match names {
+        [] => return None,
+        [a, b, c] => format!("{a}, {b}, {c}"),
+        [first, second, .., last] if names.len() > 3 => format!("{first}, {second}, ..., {last}"),
+        _ => names.join(", "),
+    };
+    let n = names.len();
+    let files = if n == 1 { "file" } else { "files" };
+    Some(format!(
+        "{}: {n} empty {files} skipped: {listed}",
+        dir.display()
+    ))
 }
 
 /// The layout of a file in the summary. A file both code sets read (no reply, no code 1 or 3)

@@ -73,7 +73,7 @@ pub fn read<R: Read + Send>(
         PcapError::HeaderNotRecognized => {
             bad(0, "neither a pcap nor a pcapng file (unknown magic)".into())
         }
-        e => bad(0, format!("unreadable file header: {e}")),
+        e => bad(0, format!("unreadable file header: {}", said(&e))),
     })?;
     let mut format = Format::default();
     let mut packets = 0u64;
@@ -97,7 +97,7 @@ pub fn read<R: Read + Send>(
                 let before = reader.data().len();
                 reader
                     .refill()
-                    .map_err(|e| bad(offset, format!("read failed: {e}")))?;
+                    .map_err(|e| bad(offset, format!("read failed: {}", said(&e))))?;
                 // A full buffer that could not take the block: grow it, within bounds.
                 if reader.data().len() == before && before >= capacity / 2 {
                     if capacity >= MAX_BLOCK || !reader.grow(capacity * 2) {
@@ -107,8 +107,24 @@ pub fn read<R: Read + Send>(
                     capacity *= 2;
                 }
             }
-            Err(e) => return Err(bad(offset, format!("not a valid block: {e}"))),
+            Err(e) => return Err(bad(offset, format!("not a valid block: {}", said(&e)))),
         }
+    }
+}
+
+/// The parser's error in words. Its own text for a damaged block is `Internal parser error
+/// Verify, input [10, 13, ...]`: Debug text, followed by every byte left in the buffer.
+fn said<I>(e: &PcapError<I>) -> String {
+    match e {
+        PcapError::Eof | PcapError::UnexpectedEof => "the file ends early".into(),
+        PcapError::Incomplete(n) => format!("the file ends {n} bytes before the block does"),
+        PcapError::BufferTooSmall => format!("a block larger than {MAX_BLOCK} bytes"),
+        PcapError::ReadError => "the file could not be read".into(),
+        PcapError::HeaderNotRecognized => "neither a pcap nor a pcapng file header".into(),
+        PcapError::NomError(_, kind) | PcapError::OwnedNomError(_, kind) => format!(
+            "its lengths or fields are malformed (the {} check failed)",
+            kind.description().to_lowercase()
+        ),
     }
 }
 
@@ -205,4 +221,44 @@ impl Interface {
 /// The link type's number as a name for messages (`Linktype`'s own names).
 pub fn linktype_name(linktype: i32) -> String {
     format!("{}", Linktype(linktype))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(kind: u32, body: &[u8], trailer: u32) -> Vec<u8> {
+        let total = (12 + body.len()) as u32;
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend(total.to_le_bytes());
+        b.extend(body);
+        b.extend(trailer.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_malformed_block_is_said_in_words_not_the_parsers_debug_text() {
+        let mut shb = 0x1A2B_3C4Du32.to_le_bytes().to_vec();
+        shb.extend([1, 0, 0, 0]);
+        shb.extend((-1i64).to_le_bytes());
+        let mut idb = 1u16.to_le_bytes().to_vec();
+        idb.extend([0, 0]);
+        idb.extend(65_535u32.to_le_bytes());
+        let mut file = block(0x0A0D_0D0A, &shb, 28);
+        file.extend(block(1, &idb, 20));
+        // An enhanced packet block whose trailing length disagrees with its leading one.
+        file.extend(block(6, &[0u8; 20], 99));
+        let e = read(&file[..], Path::new("bad.pcapng"), &mut |_| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("bad.pcapng: at byte 48: not a valid block:"),
+            "{e}"
+        );
+        assert!(e.contains("malformed"), "{e}");
+        assert!(
+            !e.contains("Internal parser error") && !e.contains('['),
+            "{e}"
+        );
+    }
 }

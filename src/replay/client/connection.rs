@@ -297,7 +297,7 @@ impl Conn {
             source: WireError::Invalid {
                 what: "reply document",
                 offset: 0,
-                detail: e.to_string(),
+                detail: crate::wire::bson_error_text(&e),
             },
         })
     }

@@ -31,7 +31,30 @@ pub fn decode_as<T: Counter>(text: &str) -> Result<Histogram<T>, String> {
     check_v2_length(&bytes)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))
+        .map_err(|e| {
+            format!(
+                "histogram is not HdrHistogram V2: {}",
+                deserialize_error(&e)
+            )
+        })
+}
+
+/// What the deserializer found wrong, in words (its own Debug text reads
+/// `IoError(Error { kind: UnexpectedEof, ... })`).
+fn deserialize_error(e: &hdrhistogram::serialization::DeserializeError) -> &'static str {
+    use hdrhistogram::serialization::DeserializeError as E;
+    match e {
+        E::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "its counts end before the payload does (truncated)"
+        }
+        E::IoError(_) => "its payload does not read",
+        E::InvalidCookie => "its first 4 bytes are not a V2 cookie",
+        E::UnsupportedFeature => "it uses a feature this reader does not support",
+        E::UnsuitableCounterType => "a count is larger than the counter holds",
+        E::InvalidParameters => "its lowest or highest trackable value is out of range",
+        E::UsizeTypeTooSmall => "it has more counts than this machine can index",
+        E::EncodedArrayTooLong => "it has more counts than its value range holds",
+    }
 }
 
 /// The uncompressed V2 layout `encode` writes: a 40-byte header whose second word is the
@@ -101,5 +124,20 @@ mod tests {
         assert!(e.contains("4294967295-byte payload, 0 bytes"), "{e}");
         assert!(decode("AAAA").is_err());
         assert!(decode("").is_err());
+    }
+
+    #[test]
+    fn a_truncated_payload_is_said_in_words() {
+        let mut h = new_ns_histogram();
+        h.record_n(1_000, 100_000).unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut bytes = b64.decode(encode(&h)).unwrap();
+        // The last count's varint cut in two, the length word saying so.
+        bytes.pop();
+        let payload = (bytes.len() - 40) as u32;
+        bytes[4..8].copy_from_slice(&payload.to_be_bytes());
+        let e = decode(&b64.encode(&bytes)).unwrap_err();
+        assert!(e.contains("counts end before the payload does"), "{e}");
+        assert!(!e.contains("Error {") && !e.contains("IoError"), "{e}");
     }
 }

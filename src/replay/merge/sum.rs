@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 /// Skips counted over the whole capture by every shard alike (before the shard's part is taken):
 /// the merge keeps one shard's figure, not the sum.
-const PER_CAPTURE_SKIPS: &[&str] = &["handshake", "unsupported_opcode", "filtered"];
+const PER_CAPTURE_SKIPS: &[&str] = &["handshake", "ping", "unsupported_opcode", "filtered"];
 
 struct Decoder<'a> {
     path: &'a str,

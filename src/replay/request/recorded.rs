@@ -16,6 +16,9 @@ pub type Scope = u32;
 pub enum Skip {
     /// Handshake, monitoring or authentication: every replay connection does its own.
     Handshake,
+    /// A `ping` (a driver's monitor, a health check, a step marker): not part of the workload, and
+    /// not a handshake either.
+    Ping,
     /// An opcode a current server no longer takes and that has no command equivalent here.
     Unsupported,
     /// The recorded bytes do not decode.
@@ -29,6 +32,7 @@ impl Skip {
     pub fn name(self) -> &'static str {
         match self {
             Skip::Handshake => "handshake",
+            Skip::Ping => "ping",
             Skip::Unsupported => "unsupported_opcode",
             Skip::Malformed => "malformed",
             Skip::TooDeep => "nests_too_deep",

@@ -66,6 +66,9 @@ pub fn understand_with(
         .next()
         .ok_or(Skip::Malformed)?
         .map_err(|_| Skip::Malformed)?;
+    if first.key == "ping" {
+        return Err(Skip::Ping);
+    }
     if is_handshake_command(first.key) {
         return Err(Skip::Handshake);
     }
@@ -193,6 +196,13 @@ pub(in crate::replay) mod tests {
             false,
         );
         assert_eq!(understand(1, 1, &hello).unwrap_err(), Skip::Handshake);
+        let ping = msg(
+            MsgFlags::empty(),
+            rawdoc! {"ping": 1, "$db": "admin"},
+            false,
+        );
+        assert_eq!(understand(1, 1, &ping).unwrap_err(), Skip::Ping);
+        assert_eq!(Skip::Ping.name(), "ping");
         let q = OpQuery {
             flags: 0,
             full_collection_name: "admin.$cmd".into(),

@@ -108,7 +108,7 @@ impl Feed<'_> {
         self.last_ts
             .saturating_sub(self.first_ts.unwrap_or(self.last_ts))
     }
-    /// A recorded request skipped as a handshake that is a step marker: a placeholder for its
+    /// A recorded request skipped as a ping that is a step marker: a placeholder for its
     /// connection's queue (markers are kept whatever the filters).
     fn marker_request(
         &mut self,
@@ -117,7 +117,7 @@ impl Feed<'_> {
         ts_ns: u64,
         wire: &[u8],
     ) -> Option<Request> {
-        if skip != Skip::Handshake {
+        if skip != Skip::Ping {
             return None;
         }
         let step = crate::wire::marker::step_marker_of_bytes(wire)?;

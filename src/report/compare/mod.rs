@@ -34,15 +34,6 @@ pub enum CompareError {
         "report {path} has no usable `summary` (is it an analyze or replay report?): {detail}"
     )]
     NoSummary { path: String, detail: String },
-    #[error(
-        "report {path} has schema_version {found}, newer than this mongotape reads ({supported}): \
-         compare it with the mongotape that wrote it, or a newer one"
-    )]
-    NewerSchema {
-        path: String,
-        found: u64,
-        supported: u32,
-    },
 }
 
 /// Loads the summary of a report file.
@@ -54,17 +45,6 @@ pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
             path: name.clone(),
             source,
         })?;
-    // A newer layout may mean something else by the same fields: refused, not guessed at.
-    let version = value
-        .get("schema_version")
-        .and_then(serde_json::Value::as_u64);
-    if let Some(found) = version.filter(|v| *v > u64::from(crate::figures::SCHEMA_VERSION)) {
-        return Err(CompareError::NewerSchema {
-            path: name,
-            found,
-            supported: crate::figures::SCHEMA_VERSION,
-        });
-    }
     let doc = match value.get_mut("summary") {
         Some(s) => s.take(),
         None => value,
