@@ -22,6 +22,9 @@
 //! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
 //! page shows: [`summary`] (any report's summary), [`phases`] (per step marker) and `why` (errors
 //! by code, the slowest requests, the query plans).
+//!
+//! Layers, bottom up: distribution escape < chart < bar_chart line_chart < mod.rs < compare phases summary why < ab analyze replay
+
 pub mod ab;
 pub mod analyze;
 mod bar_chart;
