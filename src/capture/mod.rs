@@ -5,6 +5,8 @@
 //! `output` creates files, never through a symbolic link;
 //! `segments` is a recording as files (rotation, limits, no overwriting); `set` reads segments
 //! (a folder or a list) as one capture.
+//!
+//! Layers, bottom up: output record < error < reader writer < segments set
 
 pub mod error;
 pub mod output;

@@ -1,6 +1,8 @@
 //! Command-line definitions, one file per subcommand; `exit` (statuses), `output` (log, colour,
 //! stdout), `help` (each subcommand's examples and exit statuses) and `thresholds` (replay's
 //! gates, as options) are shared.
+//!
+//! Layers, bottom up: exit output < compare generate help import merge record replay_ab thresholds window < record_live replay view < analyze slice
 
 mod analyze;
 mod compare;

@@ -12,6 +12,8 @@
 //! - [`errors`]: errors counted by command and code (`errors_by_code`), bounded.
 //! - [`slowest`]: the K slowest requests, a bounded min-heap, with their bodies as JSON.
 //! - [`report_file`]: reading a report file back, bounded (`merge`, `compare`).
+//!
+//! Layers, bottom up: buckets drivers errors report_file summary table units < phases slowest
 
 /// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
 /// Raised when a key is removed or renamed or changes type; adding a key keeps it.

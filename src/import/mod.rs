@@ -7,6 +7,8 @@
 //! reassembly) and cuts them into whole messages; `output` writes the capture in the recorder's
 //! vocabulary. `mongoreplay` reads playback files and `mongod` the server's own traffic
 //! recordings. See `docs/import.md`.
+//!
+//! Layers, bottom up: error < input < pcap < tcp < output < meter mongod mongoreplay < mod.rs < live report
 
 pub mod error;
 pub mod input;

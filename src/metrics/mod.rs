@@ -10,6 +10,8 @@
 //! - [`http`]: the endpoint, a minimal HTTP/1.1 server on tokio answering `GET /metrics`.
 //!
 //! Names are prefixed `mongotape_`, in base units (seconds, bytes), counters end in `_total`.
+//!
+//! Layers, bottom up: histogram labels < expose < http
 
 pub mod expose;
 pub mod histogram;

@@ -15,6 +15,8 @@
 //! Pure, no I/O, never panics on input: replies are walked as raw BSON with every length checked,
 //! the plan tree without recursion and with its depth and size bounded. Beside `shape`: reads
 //! `wire` and `figures` only.
+//!
+//! Layers, bottom up: request summary < entry < text
 
 pub mod entry;
 pub mod request;

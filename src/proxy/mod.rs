@@ -11,6 +11,8 @@
 //! all connections (`budget`), reply and idle timeouts, and a drain at shutdown that lets requests
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
+//!
+//! Layers, bottom up: budget clock listen stats streams < error limits metrics recorder topology < hello_watch monitor supervise < conn shutdown
 
 pub mod budget;
 pub mod clock;
@@ -32,10 +34,10 @@ use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
 use crate::metrics::MetricsServer;
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::Redaction;
-pub use error::ProxyError;
 use budget::Budget;
 use clock::Clock;
 use conn::ConnContext;
+pub use error::ProxyError;
 use limits::Limits;
 use listen::{hostname, ListenPlan};
 use monitor::Monitor;

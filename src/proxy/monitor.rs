@@ -3,10 +3,10 @@
 //! set is asked again every interval, or at once when a forwarded hello names an address the proxy
 //! does not serve; a new member gets a listener of its own.
 
+use super::error::ProxyError;
 use super::listen::ListenPlan;
 use super::streams::{Acceptor, Connector};
 use super::topology::{ask_hello, HelloFacts, Member, Topology};
-use super::error::ProxyError;
 use crate::net::HostPort;
 use std::net::SocketAddr;
 use std::sync::Arc;

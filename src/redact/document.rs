@@ -7,8 +7,8 @@
 //! Strings starting with `$` (field paths, `$$` variables) are kept in queries, updates and
 //! pipelines, where they are expressions, but not in inserted or returned documents.
 
-use super::hash::ValueKey;
 use super::error::RedactError;
+use super::hash::ValueKey;
 use crate::wire::depth;
 use bson::raw::{
     CStr, RawArray, RawArrayBuf, RawBinaryRef, RawBson, RawBsonRef, RawDocument,

@@ -15,6 +15,8 @@
 //! error, and the recorder leaves it out: a document nested past
 //! [`MAX_DEPTH`](crate::wire::depth::MAX_DEPTH) levels, a compressed message that does not
 //! inflate to exactly its declared size, or one past its connection's [`InflateBudget`].
+//!
+//! Layers, bottom up: budget hash < error < stored < document
 
 pub mod budget;
 mod document;

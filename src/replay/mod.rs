@@ -29,12 +29,13 @@
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < tally probe ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < tally probe < mod.rs < ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
 //! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
-//! sit below `route`, and `gates`, which reads only the report, beside them.
+//! sit below `route`, and `gates`, which reads only the report, beside them. This file (`mod.rs`)
+//! runs one target; `ab` runs several with its steps (`prepare`, `feed_lanes`, `conclude`).
 
 pub mod ab;
 pub mod client;

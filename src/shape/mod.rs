@@ -12,6 +12,8 @@
 //!
 //! Pure, no I/O, never panics on input. Sits beside `redact` and `metrics`: it reads `wire`
 //! and `figures` only.
+//!
+//! Layers, bottom up: walk < command < mod.rs < table < stats
 
 mod command;
 pub mod stats;

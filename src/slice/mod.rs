@@ -13,6 +13,8 @@
 //! follow is undecided, up to a bound. `filter` is the matching alone (also used by `replay`'s
 //! `--command`/`--namespace` and `cat`'s), `conns` the state per connection, `bounded` a map
 //! that forgets its oldest entries.
+//!
+//! Layers, bottom up: bounded filter summary < conns txn < slicer
 
 mod bounded;
 mod conns;

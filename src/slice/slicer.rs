@@ -3,10 +3,10 @@
 
 use super::bounded::Bounded;
 use super::conns::{Awaiting, Conn};
-use super::summary::{Reason, SliceSummary};
-use super::txn::{Statement, Txns, Verdict};
 use super::filter::SliceOptions;
 use super::summary::Fate;
+use super::summary::{Reason, SliceSummary};
+use super::txn::{Statement, Txns, Verdict};
 use crate::capture::record::HELLO_REWRITE;
 use crate::capture::{
     CaptureError, EndEvent, GapEvent, OpenEvent, Record, RecordKind, RecordSource,

@@ -1,4 +1,6 @@
 //! OP_COMPRESSED (opcode 2012): a message whose body is compressed with snappy, zlib or zstd.
+//!
+//! Layers, bottom up: compressed.rs < scan
 
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_LEN};

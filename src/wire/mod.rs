@@ -19,6 +19,8 @@
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
 //!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
+//!
+//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_msg < extjson message op_msg_view < hello marker reply < info peek
 
 pub mod bson_raw;
 pub mod codes;

@@ -5,6 +5,8 @@
 //!
 //! `packet` parses a packet without I/O, `checksum` reads `checksum.txt`, `internal` tells the
 //! deployment's own traffic from its clients'. See `docs/import.md`.
+//!
+//! Layers, bottom up: checksum internal packet < detect < read
 
 pub mod checksum;
 pub mod detect;

@@ -1,6 +1,8 @@
 //! pcap and pcapng files read as a stream of packets (`pcap-parser`: a bounded circular buffer,
 //! so a 10 GB file reads in constant memory), each packet's link, IP and TCP layers decoded
 //! (`link`), and its timestamp in nanoseconds whatever the file's resolution.
+//!
+//! Layers, bottom up: link
 
 pub mod link;
 

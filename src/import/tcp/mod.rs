@@ -4,6 +4,8 @@
 //!
 //! Memory is bounded by the reassembly window (per direction) and by one message being put
 //! together per direction, never by the file.
+//!
+//! Layers, bottom up: frames role < stream
 
 pub mod frames;
 pub mod role;

@@ -6,6 +6,8 @@
 //! [`collect::Collector`] pairs their latencies and replies for each request. Then
 //! [`report::AbReport`]: the targets side by side with ratio intervals ([`stats`]) and the reply
 //! differences with the noise a second baseline shows taken out ([`diff`]). `docs/ab.md`.
+//!
+//! Layers, bottom up: order stats < control diff < collect model < config tables < report < shapes < text
 
 pub mod collect;
 mod config;

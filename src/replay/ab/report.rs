@@ -5,10 +5,10 @@
 //! (`report::html::ab`).
 
 use super::collect::{Collected, PairCounts};
+use super::config::AbConfig;
 use super::control::{self, ControlCheck};
 use super::diff::Differences;
 use super::stats::{PairSample, RatioEstimate};
-use super::config::AbConfig;
 use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
 use crate::replay::report::ReplayReport;

@@ -3,9 +3,9 @@
 //! over the control's on the same requests of the shape, with its paired interval (the same
 //! machinery as per command, [`super::stats`]). Ranked by how much total time moved.
 
+use super::config::AbConfig;
 use super::report::{row_of, AbShapeRow};
 use super::stats::{PairSample, RatioEstimate};
-use super::config::AbConfig;
 use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::Table;
 use crate::figures::units;

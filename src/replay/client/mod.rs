@@ -4,6 +4,8 @@
 //! `hello`), a connection that sends raw OP_MSG bytes and reads whole frames ([`connection`], over
 //! TCP or TLS: [`stream`]), opening one ([`handshake`]: `hello`, compression) and authenticating
 //! ([`auth`]: MONGODB-X509, and [`scram`]: SCRAM-SHA-256 with SASLprep and SCRAM-SHA-1).
+//!
+//! Layers, bottom up: stream target < connection < scram topology < auth < handshake
 
 pub mod auth;
 pub mod connection;

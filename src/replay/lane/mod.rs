@@ -2,6 +2,8 @@
 //! for each one's time, patches live cursor ids in, sends, reads the reply, and measures
 //! (`step`; how late it went out, and whose lateness that was: `lag`; after "not primary", sent
 //! again to the primary found again: `follow`). A failure of the target ends the whole replay.
+//!
+//! Layers, bottom up: conns lag < close retry < step < follow < paired
 
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::Shared;
@@ -78,4 +80,3 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     drain(&shared, &mut rx);
     finish(&shared, &mut conns, last_unacknowledged).await;
 }
-

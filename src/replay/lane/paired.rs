@@ -6,10 +6,10 @@
 //! loop (`--rate`) each target keeps the schedule on its own, so a slow target does not delay the
 //! others. A failed target is dropped from the pair; the others go on.
 
-use super::conns::Conns;
-use super::step::Step;
 use super::close::{drain, finish};
+use super::conns::Conns;
 use super::follow::send_following_primary;
+use super::step::Step;
 use crate::replay::measure::observed::{asks_order, Observed};
 use crate::replay::names::Name;
 use crate::replay::route::op::Op;

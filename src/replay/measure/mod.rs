@@ -15,6 +15,8 @@
 //! - [`why`]: errors by command and code, and the K slowest requests, with their shapes.
 //! - [`server`]: the server's CPU time and `serverStatus` figures, and this process's CPU time.
 //! - [`load`]: the machine's load around the run, and whether other work disturbed it.
+//!
+//! Layers, bottom up: hdr knee load outcome sample server why < buckets live observed shapes step_phases timeline < metrics
 
 pub mod buckets;
 pub mod hdr;

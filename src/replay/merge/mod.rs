@@ -12,6 +12,8 @@
 //! - `knee`: the knee found again on the merged seconds, with every shard's connections.
 //! - `shapes`: adding up per query shape, both sides, matched by hash.
 //! - `why`: errors by code added up, and the K slowest requests of all the shards.
+//!
+//! Layers, bottom up: error seconds < input < knee shapes why < sum
 
 mod error;
 mod input;
@@ -22,9 +24,9 @@ mod sum;
 mod why;
 
 use crate::replay::report::ReplayReport;
-use std::path::PathBuf;
 pub use error::MergeError;
 pub use input::ShardInput;
+use std::path::PathBuf;
 
 /// Reads the shard reports at `paths` and adds them up.
 pub fn merge_files(paths: &[PathBuf]) -> Result<ReplayReport, MergeError> {

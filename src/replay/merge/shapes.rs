@@ -2,8 +2,8 @@
 //! per-shape histograms added and every percentile read off the sum, on both sides (replayed
 //! and recorded). Shapes are matched by hash; a shape past one shard's cap stays in `other`.
 
-use super::input::ShardInput;
 use super::error::MergeError;
+use super::input::ShardInput;
 use crate::replay::measure::hdr;
 use crate::replay::report::shapes::{self, Built, ReplayShape};
 use crate::shape::{Shape, ShapeStats};

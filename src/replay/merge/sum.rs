@@ -11,8 +11,8 @@ use crate::replay::measure::metrics::{
 };
 use crate::replay::measure::timeline::CommandSecondReport;
 
-use crate::replay::merge::input::ShardInput;
 use super::error::MergeError;
+use crate::replay::merge::input::ShardInput;
 use crate::replay::report::{
     MergeReport, RecordedReport, ReplayReport, ReplayerReport, SessionOrderReport,
 };

@@ -1,5 +1,7 @@
 //! Pacing: when each request goes out (`--speed`, `--fast`, `--rate`, `--rate A..B --ramp T`),
 //! and the clock that wakes a lane at that time ([`timer`]).
+//!
+//! Layers, bottom up: timer
 
 pub mod timer;
 

@@ -6,6 +6,8 @@
 //! [`kill_cursors`]). Then, per copy: [`rewrite`] (with
 //! [`db_map`] for databases and [`sessions`] for live `lsid`s) and [`ids`] (new ObjectId `_id`s on
 //! every pass after the first).
+//!
+//! Layers, bottom up: db_map ids recorded < as_command rewrite sessions < understand < kill_cursors
 
 pub mod as_command;
 pub mod db_map;

@@ -8,6 +8,8 @@
 //! statements on one lane, and a write before any later request of its namespace ([`order`]); with
 //! one lane per recorded connection, a logical session's requests go one at a time
 //! ([`session_order`]), as the recording driver sent them.
+//!
+//! Layers, bottom up: abort cursors slots < budget < shared < order < op session_order
 
 pub mod abort;
 pub mod budget;

@@ -4,6 +4,8 @@
 //! read-ahead budget. Step markers travel the same way ([`markers`]). With `--shard I/N` only this
 //! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
 //! queued, and a pass reuses the previous one's connections.
+//!
+//! Layers, bottom up: apps markers peak result shapes shard < filters < mod.rs < copies
 
 use crate::capture::{CaptureSet, Record, RecordKind, RecordSource};
 use crate::figures::summary::new_ns_histogram;

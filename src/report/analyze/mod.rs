@@ -7,6 +7,8 @@
 //! clock in `conn`, its per-command figures in `commands`, its timeline in `timeline`), the end
 //! of a connection and of the capture in `finish`; the renderings are [`text`] and
 //! [`crate::report::html::analyze`].
+//!
+//! Layers, bottom up: conn explain shapes < mod.rs why < commands tables timeline < tally text < finish pass
 
 mod commands;
 mod conn;

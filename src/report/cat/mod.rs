@@ -1,6 +1,8 @@
 //! `mongotape cat`: each record of a capture as one JSON line, filtered by connection, command and
 //! namespace. Replies are paired with their requests, so a reply is filtered (and labelled) by the
 //! command it answers. The JSON of one record is built in `json`.
+//!
+//! Layers, bottom up: json < mod.rs < slowest
 
 mod json;
 mod slowest;

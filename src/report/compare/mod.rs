@@ -2,98 +2,31 @@
 //! column. Reads the `summary` key ([`ReportSummary`]) of any report JSON (analyze or replay), or a
 //! bare `ReportSummary`.
 //!
-//! This file loads the summaries and lines them up (the report's schema); `repeats` folds reports
-//! that repeat one run (same label) into one column with a median, a spread and ratio intervals;
-//! the renderings are in `text` and [`crate::report::html::compare`].
+//! This file lines the summaries up (the report's schema): `read` loads them, `rows` is one figure
+//! across the columns; `repeats` folds reports that repeat one run (same label) into one column
+//! with a median, a spread and ratio intervals; the renderings are in `text` and
+//! [`crate::report::html::compare`].
+//!
+//! Layers, bottom up: read rows < errors shapes < mod.rs < repeats text
 
 mod errors;
-pub use errors::{load_errors, ReportErrors};
+mod read;
 mod repeats;
+mod rows;
 mod shapes;
 mod text;
 
-pub use repeats::{compare_repeats, Interval, Spread};
+pub use errors::{load_errors, ReportErrors};
+pub use read::{load_summary, CompareError};
+pub use repeats::compare_repeats;
+pub use rows::{ColumnHead, CommandRows, Interval, MetricRow, Spread};
 pub use shapes::{compare_shapes, load_shapes, ShapeRows};
 
+use crate::figures::errors::ErrorsReport;
 use crate::figures::summary::{CommandSummary, ReportSummary};
+use rows::row;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::path::Path;
-
-/// Why a report could not be compared.
-#[derive(Debug, thiserror::Error)]
-pub enum CompareError {
-    #[error(transparent)]
-    Read(#[from] crate::figures::report_file::ReportFileError),
-    #[error("report {path} is not JSON: {source}")]
-    Json {
-        path: String,
-        source: serde_json::Error,
-    },
-    #[error(
-        "report {path} has no usable `summary` (is it an analyze or replay report?): {detail}"
-    )]
-    NoSummary { path: String, detail: String },
-}
-
-/// Loads the summary of a report file.
-pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
-    let name = path.display().to_string();
-    let text = crate::figures::report_file::read(path)?;
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|source| CompareError::Json {
-            path: name.clone(),
-            source,
-        })?;
-    let doc = match value.get_mut("summary") {
-        Some(s) => s.take(),
-        None => value,
-    };
-    serde_json::from_value(doc).map_err(|e| CompareError::NoSummary {
-        path: name,
-        detail: e.to_string(),
-    })
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ColumnHead {
-    pub label: String,
-    #[schemars(extend("enum" = ["analyze", "replay"]))]
-    pub kind: String,
-    pub source: String,
-    /// The report file it came from (with repeats: the files, comma-separated).
-    pub file: String,
-    /// How many reports the column holds (more than 1 with `--group`: its values are medians).
-    #[serde(default = "one")]
-    pub runs: usize,
-}
-
-fn one() -> usize {
-    1
-}
-
-/// One figure across the columns; `ratios[i] = values[i] / values[0]` when both exist.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MetricRow {
-    pub metric: String,
-    /// `ops/s`, `µs`, `%`, `s`, `` ...
-    pub unit: String,
-    pub values: Vec<Option<f64>>,
-    /// values[i] / values[0], when both exist.
-    pub ratios: Vec<Option<f64>>,
-    /// With repeats: each column's spread over its runs (`values` are then medians).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub spreads: Vec<Option<Spread>>,
-    /// With repeats: each ratio's bootstrap interval over the runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<Option<Interval>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CommandRows {
-    pub command: String,
-    pub rows: Vec<MetricRow>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareReport {
@@ -113,25 +46,6 @@ pub struct CompareReport {
     pub errors_by_code: Vec<ReportErrors>,
 }
 
-fn row(metric: &str, unit: &str, values: Vec<Option<f64>>) -> MetricRow {
-    let base = values.first().copied().flatten();
-    let ratios = values
-        .iter()
-        .map(|v| match (base, v) {
-            (Some(b), Some(v)) if b != 0.0 && b.is_finite() && v.is_finite() => Some(v / b),
-            _ => None,
-        })
-        .collect();
-    MetricRow {
-        metric: metric.to_owned(),
-        unit: unit.to_owned(),
-        values,
-        ratios,
-        spreads: Vec::new(),
-        intervals: Vec::new(),
-    }
-}
-
 fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
     let f = |g: fn(&CommandSummary) -> f64| cols.iter().map(|c| Some(g(c))).collect();
     let lat = |g: fn(&CommandSummary) -> f64| {
@@ -149,6 +63,41 @@ fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {
         row("p99.9", "µs", lat(|c| c.latency.p999_us)),
         row("max", "µs", lat(|c| c.latency.max_us)),
     ]
+}
+
+impl CompareReport {
+    /// Adds each report's errors (`errors[i]` from `files[i]`, labelled as the summaries were).
+    pub fn with_errors(
+        mut self,
+        labels: &[String],
+        files: &[String],
+        errors: Vec<ErrorsReport>,
+    ) -> Self {
+        self.errors_by_code = errors
+            .into_iter()
+            .enumerate()
+            .map(|(i, errors)| ReportErrors {
+                label: labels.get(i).cloned().unwrap_or_default(),
+                file: files.get(i).cloned().unwrap_or_default(),
+                errors,
+            })
+            .collect();
+        self
+    }
+
+    /// `label: errors 1,600: DuplicateKey (11000) 1,600 on insert`, a line per report with errors.
+    pub fn errors_text(&self) -> String {
+        let mut s = String::new();
+        for r in &self.errors_by_code {
+            if let Some(line) = r.errors.line() {
+                s.push_str(&format!("{:<16} {line}\n", r.label));
+            }
+        }
+        if !s.is_empty() {
+            s.insert_str(0, "\nErrors by code\n");
+        }
+        s
+    }
 }
 
 /// Compares summaries; `files[i]` names where `summaries[i]` came from.

@@ -5,27 +5,10 @@
 //! replacement independently (two runs of one round happen at different moments: nothing pairs
 //! them). The seed is fixed: the same reports give the same intervals.
 
-use super::{compare, ColumnHead, CommandRows, CompareReport, MetricRow};
+use super::rows::{ColumnHead, CommandRows, Interval, MetricRow, Spread};
+use super::{compare, CompareReport};
 use crate::figures::summary::ReportSummary;
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
-
-/// A column's values over its runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Spread {
-    pub min: f64,
-    pub max: f64,
-    /// Runs that had the value.
-    pub runs: usize,
-}
-
-/// A ratio's 95% bootstrap interval; `beyond_noise` when it excludes 1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Interval {
-    pub low: f64,
-    pub high: f64,
-    pub beyond_noise: bool,
-}
 
 const RESAMPLES: usize = 2000;
 const SEED: u64 = 1;

@@ -3,7 +3,8 @@
 //! column, the shapes with the most total time first. A report without shapes (an older one, a
 //! bare summary) gives an empty column.
 
-use super::{row, CompareError, MetricRow};
+use super::read::CompareError;
+use super::rows::{row, MetricRow};
 use crate::shape::ShapeReport;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -2,7 +2,8 @@
 //! column followed by its ratio against the first. The cell and header helpers are shared with
 //! `html::compare`, which shows the same tables under its charts.
 
-use super::{CompareReport, Interval, MetricRow, Spread};
+use super::rows::{Interval, MetricRow, Spread};
+use super::CompareReport;
 use crate::figures::table::Table;
 use crate::figures::units;
 

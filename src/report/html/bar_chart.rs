@@ -3,7 +3,7 @@
 //! zero in every category is not drawn but named under the chart ("0 throughout").
 
 use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
-use super::esc;
+use super::escape::esc;
 use crate::figures::units;
 use std::fmt::Write;
 

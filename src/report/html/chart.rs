@@ -3,7 +3,7 @@
 //! `bar_chart` (horizontal bars) and `line_chart` (lines, linear or log x axis); both are
 //! generic over series of numbers so any report can draw them.
 
-use super::esc;
+use super::escape::esc;
 use std::fmt::Write;
 
 pub(super) const W: f64 = 860.0;

@@ -4,7 +4,7 @@
 //! multiples ([`super::Page::grid`]).
 
 use super::chart::{color, figure, legend, nice_ticks, Series, W};
-use super::esc;
+use super::escape::esc;
 use crate::figures::units;
 use std::fmt::Write;
 

@@ -22,6 +22,8 @@
 //! draw the charts. The pages: [`analyze`], [`compare`] and [`replay`]; the sections more than one
 //! page shows: [`summary`] (any report's summary), [`phases`] (per step marker) and `why` (errors
 //! by code, the slowest requests, the query plans).
+//!
+//! Layers, bottom up: distribution escape < chart < bar_chart line_chart < mod.rs < compare phases summary why < ab analyze replay
 
 pub mod ab;
 pub mod analyze;
@@ -29,6 +31,7 @@ mod bar_chart;
 mod chart;
 pub mod compare;
 pub mod distribution;
+mod escape;
 mod line_chart;
 pub mod phases;
 pub mod replay;
@@ -37,6 +40,7 @@ mod why;
 
 use crate::figures::table::Table;
 pub use bar_chart::BarChart;
+pub use escape::esc;
 pub use line_chart::LineChart;
 
 /// An HTML report under construction.
@@ -178,23 +182,6 @@ impl Page {
         s.push_str(&format!("<script>{JS}</script>\n</body></html>\n"));
         s
     }
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const CSS: &str = r#"

@@ -1,4 +1,6 @@
 //! `mongotape inspect`: one streaming pass over a capture, summarised; `text` renders it.
+//!
+//! Layers, bottom up: mod.rs < text
 
 mod text;
 

@@ -13,6 +13,8 @@
 //! p99 there is the capture's mix changing, not the rate. The knee's rate is the intended rate at
 //! the middle of its second; the last rate that held is the one at the middle of the second
 //! before.
+//!
+//! Layers, bottom up: seconds < limit
 
 mod limit;
 mod seconds;

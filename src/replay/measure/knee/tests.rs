@@ -1,7 +1,7 @@
 use super::*;
+use crate::figures::summary::new_ns_histogram;
 use hdrhistogram::Histogram;
 use std::borrow::Cow;
-use crate::figures::summary::new_ns_histogram;
 
 fn hist(latency_ns: u64, n: u64) -> Histogram<u64> {
     let mut h = new_ns_histogram();

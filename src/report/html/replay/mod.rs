@@ -4,6 +4,8 @@
 //! run against its schedule with its knee ([`schedule`]), the timelines ([`timeline`]), the CPU
 //! spent by the server and by the replayer, the
 //! divergences with their examples ([`divergences`]), the phases.
+//!
+//! Layers, bottom up: divergences latency schedule shapes timeline
 
 mod divergences;
 mod latency;
