@@ -58,6 +58,57 @@ fn usage_errors_exit_2_and_name_the_option() {
         (&["--max-p99", "find"][..], "--max-p99"),
         (&["--max-error-rate", "150%"][..], "--max-error-rate"),
         (&["--db-map", "nocolon"][..], "--db-map"),
+        (
+            &["--max-open-connections", "0"][..],
+            "--max-open-connections",
+        ),
+        (&["--start-at=-5"][..], "--start-at"),
+        // The A/B options, checked once the targets are read.
+        (
+            &[
+                "-t",
+                "127.0.0.1:9",
+                "-t",
+                "127.0.0.1:9",
+                "-t",
+                "127.0.0.1:9",
+                "-t",
+                "127.0.0.1:9",
+            ][..],
+            "--target",
+        ),
+        (
+            &[
+                "-t",
+                "127.0.0.1:9",
+                "--label",
+                "a",
+                "--label",
+                "b",
+                "--label",
+                "c",
+            ][..],
+            "--label",
+        ),
+        (
+            &[
+                "-t",
+                "127.0.0.1:9",
+                "--server-pid",
+                "1",
+                "--server-pid",
+                "2",
+                "--server-pid",
+                "3",
+            ][..],
+            "--server-pid",
+        ),
+        (
+            &["-t", "127.0.0.1:9", "--confidence", "1.5"][..],
+            "--confidence",
+        ),
+        // A port alone is no address to listen on (one that is taken is a failure, 1).
+        (&["--metrics", "9216"][..], "--metrics"),
     ] {
         let mut all = vec!["replay", "x.mtape", "-t", "127.0.0.1:9"];
         all.extend(args);
@@ -65,6 +116,147 @@ fn usage_errors_exit_2_and_name_the_option() {
         assert_eq!(out.status.code(), Some(2), "{all:?}: {}", out.stderr);
         assert!(out.stderr.contains(option), "{all:?}: {}", out.stderr);
     }
+    // The other subcommands' own checks.
+    for (args, option) in [
+        (
+            &["import", "x.pcap", "-o", "y.mtape", "--window", "0"][..],
+            "--window",
+        ),
+        (&["slice", "x.mtape", "-o", "y.mtape"][..], "--since"),
+        (&["analyze", "x.mtape", "--since", "soon"][..], "--since"),
+        (
+            &[
+                "analyze",
+                "x.mtape",
+                "--explain",
+                "127.0.0.1:9",
+                "--explain-timeout",
+                "0",
+            ][..],
+            "--explain-timeout",
+        ),
+        (
+            &[
+                "record",
+                "-u",
+                "127.0.0.1:9",
+                "--no-record",
+                "--metrics",
+                "9216",
+            ][..],
+            "--metrics",
+        ),
+        (
+            &[
+                "record",
+                "--interface",
+                "lo",
+                "-o",
+                "x.mtape",
+                "--metrics",
+                "9216",
+            ][..],
+            "--metrics",
+        ),
+    ] {
+        let out = mongotape(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(option), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[path = "common/source_tree.rs"]
+mod source_tree;
+
+/// The string literal an error message starts with, when the call's argument is one (`"..."` or
+/// `format!("...", ...)`); `None` for a message made elsewhere (a library error, named by it).
+fn message_literal(args: &str) -> Option<String> {
+    let args = args.trim_start();
+    let rest = args
+        .strip_prefix("format!(")
+        .map(str::trim_start)
+        .unwrap_or(args);
+    let body = rest.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// Every error `src/cli/` makes itself is a usage error, in the form that exits 2: `usage(...)`
+/// or `ensure_usage!(...)`, never `anyhow`'s `ensure!`, `bail!`, `anyhow!` or `Error::msg` (those
+/// exit 1; a runtime failure comes from the library, or is its error with a `context`); and each
+/// message written there names the option (`--name`, or the `{option}` / `{name}` it is given).
+#[test]
+fn every_usage_error_in_the_cli_is_the_usage_form_and_names_the_option() {
+    let mut files = Vec::new();
+    source_tree::rust_files(&workspace_root().join("src/cli"), &mut files);
+    let (mut wrong, mut seen) = (Vec::new(), 0);
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        // Test modules stand at the end of a file; a test may build any error.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let name = file.file_name().unwrap().to_string_lossy();
+        for (at, _) in code.match_indices('!') {
+            let before = &code[..at];
+            let word = before
+                .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap();
+            if matches!(word, "ensure" | "bail" | "anyhow" | "format_err")
+                && code[at..].starts_with("!(")
+            {
+                let line = before.lines().count();
+                wrong.push(format!(
+                    "{name}:{line}: {word}! exits 1; use ensure_usage! or usage()"
+                ));
+            }
+        }
+        for (at, _) in code.match_indices("Error::msg(") {
+            let line = code[..at].lines().count();
+            wrong.push(format!(
+                "{name}:{line}: Error::msg exits 1; use ensure_usage! or usage()"
+            ));
+        }
+        for form in ["usage(", "ensure_usage!("] {
+            for (at, _) in code.match_indices(form) {
+                let prev = code[..at].chars().next_back().unwrap_or(' ');
+                if prev.is_alphanumeric() || prev == '_' || code[..at].ends_with("fn ") {
+                    continue;
+                }
+                let mut args = &code[at + form.len()..];
+                if form.starts_with("ensure") {
+                    // The condition, then the message: `ensure_usage!(cond, "...", ...)`.
+                    let Some(comma) = args.find(",\n").or_else(|| args.find(", \"")) else {
+                        continue;
+                    };
+                    args = &args[comma + 1..];
+                }
+                seen += 1;
+                let Some(message) = message_literal(args) else {
+                    continue;
+                };
+                let names = message.contains("--")
+                    || message.starts_with("{option}")
+                    || message.starts_with("{name}");
+                if !names {
+                    let line = code[..at].lines().count();
+                    wrong.push(format!("{name}:{line}: names no option: {message:?}"));
+                }
+            }
+        }
+    }
+    assert!(
+        seen >= 20,
+        "only {seen} usage errors found: is the search still right?"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// A TCP listener that accepts nothing: the kernel completes a client's handshake, nothing reads

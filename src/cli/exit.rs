@@ -80,14 +80,27 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// `Err(usage(...))` from a subcommand exits 2, like clap's own usage errors.
+/// `Err(usage(...))` from a subcommand exits 2, like clap's own usage errors. The message names
+/// the option (`tests/cli_conventions.rs` reads every one in `src/cli/`).
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
+/// `anyhow::ensure!` for options: unless `cond`, the subcommand returns a [`UsageError`] (exit 2)
+/// with the message, which names the option. `anyhow`'s own `ensure!` and `bail!` would exit 1.
+macro_rules! ensure_usage {
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            return Err($crate::cli::exit::usage(format!($($message)+)));
+        }
+    };
+}
+pub(crate) use ensure_usage;
+
 /// Whether `cause` says an option or argument was wrong: a value that does not parse or an option
 /// that cannot be honoured, found before anything is contacted.
 fn is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
+    use mongotape::metrics::MetricsError;
     use mongotape::net::NetError;
     use mongotape::proxy::ProxyError;
     use mongotape::replay::{client::TargetError, ReplayError};
@@ -101,19 +114,32 @@ fn is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
         return match e {
             ReplayError::Option(_) => true,
             ReplayError::Target(t) => t.malformed,
+            ReplayError::Metrics(m) => not_an_address(m),
             _ => false,
         };
     }
     if let Some(t) = cause.downcast_ref::<TargetError>() {
         return t.malformed;
     }
-    if let Some(ProxyError::ListenPlan(_)) = cause.downcast_ref::<ProxyError>() {
-        return true;
+    if let Some(m) = cause.downcast_ref::<MetricsError>() {
+        return not_an_address(m);
+    }
+    match cause.downcast_ref::<ProxyError>() {
+        Some(ProxyError::ListenPlan(_)) => return true,
+        Some(ProxyError::Metrics(m)) => return not_an_address(m),
+        _ => {}
     }
     matches!(
         cause.downcast_ref::<NetError>(),
         Some(NetError::ConnString { .. } | NetError::Unsupported { .. })
     )
+}
+
+/// `--metrics` given something that is no address (`--metrics 9216`); one that is taken or does
+/// not resolve is a failure.
+fn not_an_address(e: &mongotape::metrics::MetricsError) -> bool {
+    let mongotape::metrics::MetricsError::Listen { source, .. } = e;
+    source.kind() == std::io::ErrorKind::InvalidInput
 }
 
 /// The status for an error that ended a subcommand.

@@ -1,7 +1,7 @@
 //! `mongotape replay --target A --target B [--target A2]`: the A/B options and outputs. Everything
 //! else is in `mongotape::replay::ab`.
 
-use super::exit::Exit;
+use super::exit::{ensure_usage, Exit};
 use super::output::Outputs;
 use clap::Args;
 use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
@@ -48,24 +48,24 @@ fn ab_config(
     pids: &[u32],
     args: &AbArgs,
 ) -> anyhow::Result<AbConfig> {
-    anyhow::ensure!(
+    ensure_usage!(
         uris.len() <= 3,
         "--target: at most three (A, B and A2), {} given",
         uris.len()
     );
-    anyhow::ensure!(
+    ensure_usage!(
         labels.len() <= uris.len(),
         "--label: {} given for {} targets (one per target, in target order)",
         labels.len(),
         uris.len()
     );
-    anyhow::ensure!(
+    ensure_usage!(
         pids.len() <= uris.len(),
         "--server-pid: {} given for {} targets (one per target, in target order)",
         pids.len(),
         uris.len()
     );
-    anyhow::ensure!(
+    ensure_usage!(
         args.confidence > 0.0 && args.confidence < 1.0,
         "--confidence must be between 0 and 1"
     );

@@ -1,7 +1,7 @@
 //! `inspect` and `cat`: looking at a capture.
 
 use super::exit::Exit;
-use super::output;
+use super::output::{self, note};
 use clap::Args;
 use mongotape::capture::CaptureSet;
 use mongotape::report::{self, cat::CatOptions, inspect::inspect_files};
@@ -29,23 +29,18 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     Ok(damage_status(&report.read_errors, report.complete).into())
 }
 
-/// A line on stderr; a closed stderr is not a reason to fail.
-fn note(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
 /// The status of a reader (`inspect`, `cat`, `analyze`) once it printed what it could read: 3
 /// when a file was damaged or the capture has no end record (a killed recorder, or one still
 /// writing), each said on stderr; else 0.
 pub fn damage_status(read_errors: &[impl std::fmt::Display], complete: bool) -> Exit {
     for e in read_errors {
-        note(&format!("mongotape: {e}"));
+        note!("mongotape: {e}");
     }
     if !read_errors.is_empty() {
         return Exit::DamagedCapture;
     }
     if !complete {
-        note(
+        note!(
             "mongotape: the capture has no end record: the recorder did not shut down cleanly \
              (killed, or still recording); everything in it was read",
         );
@@ -124,19 +119,19 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if end.too_deep_documents > 0 {
-        note(&format!(
+        note!(
             "mongotape: {} document(s) nest deeper than {} levels: printed as {}",
             end.too_deep_documents,
             mongotape::wire::depth::MAX_DEPTH,
             report::cat::too_deep_json()
-        ));
+        );
     }
     if end.unanswered_untracked > 0 {
-        note(&format!(
+        note!(
             "mongotape: {} requests were not kept for pairing (over the bound on unanswered \
              requests): replies to them are printed without their command",
             end.unanswered_untracked
-        ));
+        );
     }
     // With --limit the listing may stop before the end record.
     let complete = end.complete || args.limit.is_some_and(|l| end.lines >= l);

@@ -69,12 +69,5 @@ pub fn nothing_matched(what: &str, summary: Option<&mongotape::slice::SliceSumma
             s.dropped_requests_total()
         )
     });
-    mongotape_note(&format!(
-        "mongotape: nothing matched the filters{detail}: {what}"
-    ));
-}
-
-fn mongotape_note(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    super::output::note!("mongotape: nothing matched the filters{detail}: {what}");
 }
