@@ -10,6 +10,7 @@
 //!   each shard's plan, `SHARD_MERGE(a: ...; b: ...)`.
 
 use crate::wire::bson_raw::{self, Element, ARRAY, DOCUMENT, STRING};
+use crate::wire::reply::ReplyFields;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -108,14 +109,13 @@ fn hash_of(doc: &[u8], key: &str) -> Option<String> {
 /// Reads an `explain` reply.
 pub fn summarize(reply: &[u8]) -> Result<PlanSummary, ExplainError> {
     bson_raw::iter(reply)?;
-    let ok = get(reply, "ok").and_then(|e| e.as_f64().or(e.as_bool().map(f64::from)));
-    if ok != Some(1.0) {
+    let fields = ReplyFields::of(reply)?;
+    if !fields.is_ok() {
         return Err(ExplainError::Failed {
-            code: get(reply, "code")
-                .and_then(|e| e.as_i64())
-                .and_then(|c| i32::try_from(c).ok()),
-            code_name: get_str(reply, "codeName").map(str::to_owned),
-            errmsg: get_str(reply, "errmsg")
+            code: fields.code,
+            code_name: fields.code_name.map(str::to_owned),
+            errmsg: fields
+                .errmsg
                 .unwrap_or("no errmsg")
                 .chars()
                 .take(500)

@@ -2,6 +2,9 @@
 //! `error_codes.yml`. A reply's own `codeName` wins in reports; [`name`] fills in for replies
 //! that give a code without one (legacy replies, some write errors).
 
+/// A command run without the required authentication or privileges. Left out of [`name`] so that
+/// a reply giving it without a `codeName` is reported with no name, as the reports always did.
+pub const UNAUTHORIZED: i32 = 13;
 pub const CURSOR_NOT_FOUND: i32 = 43;
 pub const MAX_TIME_MS_EXPIRED: i32 = 50;
 pub const PRIMARY_STEPPED_DOWN: i32 = 189;

@@ -242,8 +242,9 @@ impl ReplyInfo {
         }
     }
 
+    /// The reply succeeded, by [`super::reply::ok_means_success`].
     pub fn is_ok(&self) -> bool {
-        self.ok.is_some_and(|ok| ok != 0.0)
+        super::reply::ok_means_success(self.ok)
     }
 }
 

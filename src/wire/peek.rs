@@ -67,9 +67,9 @@ pub fn reply(message: &[u8]) -> Option<(i32, ReplyOutcome)> {
     let header = MsgHeader::parse(message).ok()??;
     let outcome = match reply::body_in_place(message) {
         Ok(Some(body)) => match body.fields() {
-            // No `ok` at all is success: a server always sends one, a legacy query's results
-            // are given one by the reader.
-            Ok(f) if f.ok == Some(0.0) => ReplyOutcome::Error { code: f.code },
+            // No `ok` at all is not counted an error: a server always sends one, a legacy
+            // query's results are given one by the reader.
+            Ok(f) if f.ok.is_some() && !f.is_ok() => ReplyOutcome::Error { code: f.code },
             Ok(_) => ReplyOutcome::Ok,
             Err(_) => ReplyOutcome::Unknown,
         },

@@ -3,6 +3,8 @@
 //! where nothing may be inflated), and what that document says ([`ReplyFields`]: `ok`, `code`,
 //! `codeName`, `errmsg`, write errors, counts, cursor), read in place without copying a document.
 //!
+//! One rule says whether a reply succeeded, the server's own ([`ok_means_success`]).
+//!
 //! OP_REPLY answers both commands and legacy queries: a single document with an `ok` field is a
 //! command's reply; otherwise the documents are query results, which succeeded unless
 //! [`ReplyFlags::QUERY_FAILURE`] is set (then the document is `{$err, code}`).
@@ -223,14 +225,42 @@ impl<'a> ReplyFields<'a> {
         Ok(f)
     }
 
-    /// `ok` is there and not 0.
+    /// The reply succeeded, by [`ok_means_success`].
     pub fn is_ok(&self) -> bool {
-        self.ok.is_some_and(|ok| ok != 0.0)
+        ok_means_success(self.ok)
+    }
+
+    /// A failed command's `errmsg (code N)`, for an error message.
+    pub fn error_text(&self) -> String {
+        let msg = self.errmsg.unwrap_or("no errmsg");
+        match self.code {
+            Some(code) => format!("{msg} (code {code})"),
+            None => msg.to_owned(),
+        }
     }
 
     /// The error code a report counts the reply under: its own, else its first write error's.
     pub fn error_code(&self) -> Option<i32> {
         self.code.or(self.write_error.and_then(|w| w.code))
+    }
+}
+
+/// The one rule for `ok`, the server's (`getStatusFromCommandResult` reads `ok.trueValue()`; pymongo
+/// tests `not reply["ok"]` alike): a reply succeeded when its `ok` is a number other than 0 (int32,
+/// int64 or double, NaN included) or `true`. Drivers that compare with 1 agree on every reply a
+/// server sends (1 or 0). A reply without a numeric or boolean `ok` did not succeed: the server calls
+/// a missing `ok` a schema violation. `ok` is read as [`ReplyFields::ok`].
+pub fn ok_means_success(ok: Option<f64>) -> bool {
+    ok.is_some_and(|ok| ok != 0.0)
+}
+
+/// A command's reply document by the rule for `ok`: `Err` with its `errmsg (code N)` when it failed,
+/// or what is wrong with it when it does not read.
+pub fn check_command(doc: &[u8]) -> Result<(), String> {
+    match ReplyFields::of(doc) {
+        Ok(f) if f.is_ok() => Ok(()),
+        Ok(f) => Err(f.error_text()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -325,6 +355,35 @@ mod tests {
             (f.code, f.code_name, f.errmsg),
             (Some(11000), Some("DuplicateKey"), Some("E11000 dup"))
         );
+    }
+
+    fn ok_of(doc: RawDocumentBuf) -> bool {
+        ReplyFields::of(doc.as_bytes()).unwrap().is_ok()
+    }
+
+    #[test]
+    fn ok_is_any_non_zero_number_or_true() {
+        assert!(ok_of(rawdoc! {"ok": 1_i32}) && !ok_of(rawdoc! {"ok": 0_i32}));
+        assert!(ok_of(rawdoc! {"ok": 2_i32}) && ok_of(rawdoc! {"ok": -1_i32}));
+        assert!(ok_of(rawdoc! {"ok": 1_i64}) && !ok_of(rawdoc! {"ok": 0_i64}));
+        assert!(ok_of(rawdoc! {"ok": 1.0}) && !ok_of(rawdoc! {"ok": 0.0}));
+        assert!(ok_of(rawdoc! {"ok": 0.5}) && !ok_of(rawdoc! {"ok": -0.0}));
+        assert!(ok_of(rawdoc! {"ok": f64::NAN}));
+        assert!(ok_of(rawdoc! {"ok": true}) && !ok_of(rawdoc! {"ok": false}));
+        assert!(!ok_of(rawdoc! {"n": 1}) && !ok_of(rawdoc! {"ok": "1"}));
+    }
+
+    #[test]
+    fn a_failed_command_says_its_errmsg_and_code() {
+        let failed = rawdoc! {"ok": 0, "errmsg": "auth failed", "code": 18};
+        assert_eq!(
+            check_command(failed.as_bytes()),
+            Err("auth failed (code 18)".into())
+        );
+        let bare = rawdoc! {"ok": 0.0};
+        assert_eq!(check_command(bare.as_bytes()), Err("no errmsg".into()));
+        assert_eq!(check_command(rawdoc! {"ok": 1}.as_bytes()), Ok(()));
+        assert!(check_command(&[5, 0, 0]).is_err());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Authenticating a replay connection: SCRAM ([`super::scram`]) or MONGODB-X509, where the TLS
 //! client certificate is the identity and one `authenticate` command on `$external` proves it.
 
-use super::connection::{command_ok, error_text, Conn, ConnError};
+use super::connection::{Conn, ConnError};
 use super::scram;
 use super::target::{Auth, Mechanism};
+use crate::wire::reply;
 use bson::{rawdoc, RawDocumentBuf};
 
 pub async fn authenticate(
@@ -35,12 +36,9 @@ async fn x509(conn: &mut Conn, auth: &Auth) -> Result<(), ConnError> {
     }
     cmd.append(bson::cstr!("$db"), auth.source.as_str());
     let reply = conn.command(&cmd, "authenticating").await?;
-    if !command_ok(&reply) {
-        return Err(ConnError::Auth {
-            addr: conn.addr().to_owned(),
-            user: label,
-            detail: format!("MONGODB-X509: {}", error_text(&reply)),
-        });
-    }
-    Ok(())
+    reply::check_command(reply.as_bytes()).map_err(|e| ConnError::Auth {
+        addr: conn.addr().to_owned(),
+        user: label,
+        detail: format!("MONGODB-X509: {e}"),
+    })
 }

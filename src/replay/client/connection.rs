@@ -6,7 +6,7 @@ use super::stream::Stream;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg};
-use crate::wire::{FrameSplitter, OpMsgView, WireError};
+use crate::wire::{reply, FrameSplitter, OpMsgView, WireError};
 use bson::RawDocumentBuf;
 use bytes::Bytes;
 use std::pin::Pin;
@@ -81,9 +81,6 @@ pub enum ConnError {
         detail: String,
     },
 }
-
-/// The server's error code for a command run without the required authentication or privileges.
-pub const UNAUTHORIZED: i32 = 13;
 
 pub struct Conn {
     stream: Stream,
@@ -289,34 +286,22 @@ impl Conn {
             addr: self.addr.clone(),
             source,
         };
-        let body = OpMsgView::new(&frame)
-            .and_then(|view| view.body())
-            .map_err(wire)?;
-        RawDocumentBuf::from_bytes(body.to_vec()).map_err(|e| ConnError::Wire {
-            addr: self.addr.clone(),
-            source: WireError::Invalid {
+        let body = reply::body(&frame).map_err(wire)?;
+        let doc = body.doc.ok_or_else(|| {
+            wire(WireError::Invalid {
+                what: "reply document",
+                offset: 0,
+                detail: "the reply has no document".into(),
+            })
+        })?;
+        RawDocumentBuf::from_bytes(doc.into_owned()).map_err(|e| {
+            wire(WireError::Invalid {
                 what: "reply document",
                 offset: 0,
                 detail: crate::wire::bson_error_text(&e),
-            },
+            })
         })
     }
-}
-
-pub fn command_ok(reply: &RawDocumentBuf) -> bool {
-    match reply.get("ok") {
-        Ok(Some(v)) => crate::wire::info::as_i64(v) == Some(1) || v.as_bool() == Some(true),
-        _ => false,
-    }
-}
-
-pub fn error_text(reply: &RawDocumentBuf) -> String {
-    let code = reply
-        .get_i32("code")
-        .map(|c| format!(" (code {c})"))
-        .unwrap_or_default();
-    let msg = reply.get_str("errmsg").unwrap_or("no errmsg");
-    format!("{msg}{code}")
 }
 
 #[cfg(test)]

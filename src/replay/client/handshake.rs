@@ -3,11 +3,12 @@
 //! authentication when the target carries credentials.
 
 use super::auth;
-use super::connection::{command_ok, error_text, Conn, ConnError};
+use super::connection::{Conn, ConnError};
 use super::stream::{self, OpenError};
 use super::target::{Mechanism, Target};
 use crate::net::HostPort;
 use crate::wire::compressed::Compressor;
+use crate::wire::reply;
 use bson::{rawdoc, RawDocumentBuf};
 use std::time::Duration;
 
@@ -79,10 +80,10 @@ impl Conn {
         let reply = conn
             .command(&hello(target, offer, for_auth), during)
             .await?;
-        if !command_ok(&reply) {
+        if let Err(detail) = reply::check_command(reply.as_bytes()) {
             return Err(ConnError::Handshake {
                 addr: conn.addr().to_owned(),
-                detail: error_text(&reply),
+                detail,
             });
         }
         Ok((conn, reply))

@@ -15,6 +15,6 @@ pub mod stream;
 pub mod target;
 pub mod topology;
 
-pub use connection::{command_ok, error_text, Conn, ConnError, UNAUTHORIZED};
+pub use connection::{Conn, ConnError};
 pub use target::{ReadMode, Target, TargetError};
 pub use topology::{is_not_primary, Kind, Topology};

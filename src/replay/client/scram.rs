@@ -2,8 +2,9 @@
 //! Recorded SASL conversations are bound to their session's nonce and cannot be replayed, so each
 //! replay connection authenticates itself.
 
-use super::connection::{command_ok, error_text, Conn, ConnError};
+use super::connection::{Conn, ConnError};
 use super::target::{Auth, Mechanism as Requested};
+use crate::wire::reply;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bson::{rawdoc, spec::BinarySubtype, Binary, RawDocumentBuf};
@@ -191,8 +192,8 @@ impl Conversation<'_> {
             cmd.append(bson::cstr!("conversationId"), id.clone());
         }
         let reply = self.conn.command(&cmd, "authenticating").await?;
-        if !command_ok(&reply) {
-            return Err(self.fail(format!("{what}{}", error_text(&reply))));
+        if let Err(e) = reply::check_command(reply.as_bytes()) {
+            return Err(self.fail(format!("{what}{e}")));
         }
         Ok(reply)
     }

@@ -3,7 +3,7 @@
 
 use super::conns::{Conns, Side};
 use super::lag::Lag;
-use crate::replay::client::{is_not_primary, Conn, ConnError, UNAUTHORIZED};
+use crate::replay::client::{is_not_primary, Conn, ConnError};
 use crate::replay::measure::observed::Observed;
 use crate::replay::measure::outcome::{self, Outcome};
 use crate::replay::measure::sample::{Sample, ShapeSample};
@@ -13,6 +13,7 @@ use crate::replay::pacing::timer;
 use crate::replay::route::op::Op;
 use crate::replay::route::shared::{Counters, Shared};
 use crate::wire::bson_raw;
+use crate::wire::codes::UNAUTHORIZED;
 use crate::wire::compressed;
 use std::time::Instant as StdInstant;
 use tokio::sync::watch;

@@ -2,8 +2,9 @@
 //! its CPU time from the kernel's accounting (`/proc/PID/stat`). The process is given with
 //! `--server-pid` or found as the owner of the socket listening on the target's port.
 
-use crate::replay::client::{command_ok, error_text, Conn};
+use crate::replay::client::Conn;
 use crate::wire::extjson::{self, ExtJson};
+use crate::wire::reply;
 use bson::{rawdoc, RawDocument, RawDocumentBuf};
 use serde::Serialize;
 use std::path::Path;
@@ -131,9 +132,7 @@ pub async fn server_status(conn: &mut Conn) -> Result<StatusSnapshot, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
-    if !command_ok(&reply) {
-        return Err(format!("serverStatus failed: {}", error_text(&reply)));
-    }
+    reply::check_command(reply.as_bytes()).map_err(|e| format!("serverStatus failed: {e}"))?;
     status_of(reply)
 }
 
