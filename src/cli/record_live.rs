@@ -107,7 +107,7 @@ fn watch_signals(
 }
 
 fn render(s: &LiveSummary) -> String {
-    let w = &s.import.written;
+    let w = &s.written;
     let k = &s.kernel;
     format!(
         "recorded {} connections, {} messages ({} bytes) from {} packets in {} segment(s){}; \
@@ -115,7 +115,7 @@ fn render(s: &LiveSummary) -> String {
         w.connections,
         w.messages,
         w.wire_bytes,
-        s.import.packets,
+        s.read.packets,
         s.segments,
         s.ended_by
             .as_ref()

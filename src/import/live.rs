@@ -13,7 +13,7 @@
 use super::error::ImportError;
 use super::output::{Limits, Meter, Output, OutputSpec};
 use super::tcp::role::{ServerSpec, DEFAULT_PORT};
-use super::{pcap, ImportSummary, PacketImport};
+use super::{pcap, PacketImport, PacketsRead, Written};
 use crate::capture::EndReason;
 use rustix::process::{kill_process, Pid, Signal};
 use std::io::{BufRead, BufReader};
@@ -54,9 +54,10 @@ pub struct KernelStats {
 }
 
 /// What a live recording saw and wrote.
-#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default)]
 pub struct LiveSummary {
-    pub import: ImportSummary,
+    pub read: PacketsRead,
+    pub written: Written,
     pub kernel: KernelStats,
     /// The limit that ended it (`--duration reached`, `--max-size reached`), else a signal.
     pub ended_by: Option<String>,
@@ -318,9 +319,10 @@ impl Sniffing {
             None => None,
         };
         let segments = run.output.segments();
-        let import = run.finish()?;
+        let (read, written) = run.finish()?;
         Ok(LiveSummary {
-            import,
+            read,
+            written,
             kernel,
             ended_by,
             segments: segments.max(1),
