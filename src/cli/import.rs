@@ -3,7 +3,11 @@
 
 use super::exit::{usage, Exit};
 use clap::{Args, ValueEnum};
-use mongotape::import::{self, ImportOptions, ImportSummary, OutputSpec, ServerSpec};
+use mongotape::import::mongod::RecordingRead;
+use mongotape::import::mongoreplay::OpsRead;
+use mongotape::import::{
+    self, ImportOptions, ImportSummary, OutputSpec, PacketsRead, ServerSpec, SourceRead,
+};
 use mongotape::redact::Redaction;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -102,37 +106,45 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn render(s: &ImportSummary, out: &std::path::Path) -> String {
+    let mut text = match &s.read {
+        SourceRead::Packets(p) => render_packets(s, p, out),
+        SourceRead::MongoReplay(m) => render_playback(s, m, out),
+        SourceRead::MongodRecording(r) => render_recording(s, r, out),
+    };
+    for d in &s.damaged {
+        text.push_str(&format!("damaged: {d}\n"));
+    }
+    text
+}
+
+fn render_playback(s: &ImportSummary, m: &OpsRead, out: &std::path::Path) -> String {
     let w = &s.written;
-    let t = &s.tcp;
-    if s.format == "mongod_recording" {
-        return render_recording(s, out);
-    }
-    let m = &s.mongoreplay;
-    if s.format == "mongoreplay" {
-        return format!(
-            "imported {} mongoreplay operations from {} file(s) into {}\n\
-             connections: {}; messages: {} ({} bytes), {} credentials redacted\n\
-             replies mongoreplay shortened to their first document: {}; not whole messages (gaps): {}\n{}",
-            m.ops,
-            s.files.len(),
-            out.display(),
-            w.connections,
-            w.messages,
-            w.wire_bytes,
-            w.redacted_messages,
-            m.shortened_replies,
-            m.not_messages,
-            s.damaged.iter().map(|d| format!("damaged: {d}\n")).collect::<String>()
-        );
-    }
+    format!(
+        "imported {} mongoreplay operations from {} file(s) into {}\n\
+         connections: {}; messages: {} ({} bytes), {} credentials redacted\n\
+         replies mongoreplay shortened to their first document: {}; not whole messages (gaps): {}\n",
+        m.ops,
+        s.files.len(),
+        out.display(),
+        w.connections,
+        w.messages,
+        w.wire_bytes,
+        w.redacted_messages,
+        m.shortened_replies,
+        m.not_messages,
+    )
+}
+
+fn render_packets(s: &ImportSummary, p: &PacketsRead, out: &std::path::Path) -> String {
+    let (w, t) = (&s.written, &p.tcp);
     let mut text = format!(
         "imported {} packets ({} TCP segments) from {} file(s) into {}\n\
          connections: {} ({} left out: no server named at either end)\n\
          messages: {} ({} bytes), {} credentials redacted\n\
          gaps: {} ({} messages, {} bytes lost); {} sequence holes, {} segments cut by the snaplen\n\
          TCP: {} retransmitted, {} overlapping, {} out of order\n",
-        s.packets,
-        s.tcp_segments,
+        p.packets,
+        p.tcp_segments,
         s.files.len(),
         out.display(),
         w.connections,
@@ -149,7 +161,7 @@ fn render(s: &ImportSummary, out: &std::path::Path) -> String {
         t.overlapping,
         t.out_of_order,
     );
-    let k = &s.skipped;
+    let k = &p.skipped;
     if k.not_tcp + k.ip_fragments + k.malformed + k.unknown_linktype > 0 {
         text.push_str(&format!(
             "skipped packets: {} not TCP, {} IP fragments, {} malformed, {} of an unknown link type{}\n",
@@ -157,21 +169,18 @@ fn render(s: &ImportSummary, out: &std::path::Path) -> String {
             k.ip_fragments,
             k.malformed,
             k.unknown_linktype,
-            if s.unknown_linktypes.is_empty() {
+            if p.unknown_linktypes.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", s.unknown_linktypes.join(", "))
+                format!(" ({})", p.unknown_linktypes.join(", "))
             }
         ));
-    }
-    for d in &s.damaged {
-        text.push_str(&format!("damaged: {d}\n"));
     }
     text
 }
 
-fn render_recording(s: &ImportSummary, out: &std::path::Path) -> String {
-    let (w, r) = (&s.written, &s.mongod);
+fn render_recording(s: &ImportSummary, r: &RecordingRead, out: &std::path::Path) -> String {
+    let w = &s.written;
     let mut text = format!(
         "imported {} packets of mongod traffic recordings from {} input(s) into {}\n",
         r.packets,
@@ -215,8 +224,5 @@ fn render_recording(s: &ImportSummary, out: &std::path::Path) -> String {
         r.internal_sessions,
         r.internal_messages,
     ));
-    for d in &s.damaged {
-        text.push_str(&format!("damaged: {d}\n"));
-    }
     text
 }

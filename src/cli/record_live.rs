@@ -76,7 +76,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn render(s: &LiveSummary) -> String {
-    let w = &s.import.written;
+    let w = &s.written;
     let k = &s.kernel;
     format!(
         "recorded {} connections, {} messages ({} bytes) from {} packets in {} segment(s){}; \
@@ -84,7 +84,7 @@ fn render(s: &LiveSummary) -> String {
         w.connections,
         w.messages,
         w.wire_bytes,
-        s.import.packets,
+        s.read.packets,
         s.segments,
         s.ended_by
             .as_ref()

@@ -16,7 +16,7 @@
 use super::error::ImportError;
 use super::output::{Limits, Meter, Output, OutputSpec};
 use super::tcp::role::{ServerSpec, DEFAULT_PORT};
-use super::{pcap, ImportSummary, PacketImport};
+use super::{pcap, PacketImport, PacketsRead, Written};
 use crate::capture::EndReason;
 use crate::proxy::supervise::Shutdown;
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
@@ -60,9 +60,10 @@ pub struct KernelStats {
 }
 
 /// What a live recording saw and wrote.
-#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default)]
 pub struct LiveSummary {
-    pub import: ImportSummary,
+    pub read: PacketsRead,
+    pub written: Written,
     pub kernel: KernelStats,
     /// The limit that ended it (`--duration reached`, `--max-size reached`), else a signal.
     pub ended_by: Option<String>,
@@ -360,9 +361,10 @@ impl Sniffing {
             None => None,
         };
         let segments = run.output.segments();
-        let import = run.finish()?;
+        let (read, written) = run.finish()?;
         Ok(LiveSummary {
-            import,
+            read,
+            written,
             kernel,
             ended_by,
             segments: segments.max(1),

@@ -54,24 +54,36 @@ pub struct Skipped {
 }
 
 /// What an import read and wrote.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone)]
 pub struct ImportSummary {
-    /// What was read: `packets`, `mongoreplay` or `mongod_recording`.
-    pub format: &'static str,
     pub files: Vec<String>,
-    pub packets: u64,
-    pub tcp_segments: u64,
-    pub skipped: Skipped,
-    pub tcp: TcpStats,
     pub written: Written,
     /// Input files damaged part-way: what was before the damage was imported.
     pub damaged: Vec<String>,
+    /// What the inputs of their kind held.
+    pub read: SourceRead,
+}
+
+/// What was read, one variant per kind of input.
+#[derive(Debug, Clone)]
+pub enum SourceRead {
+    /// pcap and pcapng files (and `record --interface`).
+    Packets(PacketsRead),
+    /// mongoreplay playback files: what their `RecordedOp`s held.
+    MongoReplay(mongoreplay::OpsRead),
+    /// mongod/mongos traffic recordings: layouts, checksums, internal traffic left out.
+    MongodRecording(mongod::RecordingRead),
+}
+
+/// Packet captures: packets read and left out, and what TCP reassembly met.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PacketsRead {
+    pub packets: u64,
+    pub tcp_segments: u64,
+    pub skipped: Skipped,
     /// Link types met that mongotape does not read.
     pub unknown_linktypes: Vec<String>,
-    /// mongoreplay playback files: what their `RecordedOp`s held.
-    pub mongoreplay: mongoreplay::OpsRead,
-    /// mongod/mongos traffic recordings: layouts, checksums, internal traffic left out.
-    pub mongod: mongod::RecordingRead,
+    pub tcp: TcpStats,
 }
 
 /// The input formats.
@@ -146,7 +158,7 @@ fn format_of(path: &Path, head: &[u8]) -> Result<Format, ImportError> {
 pub struct PacketImport {
     tcp: Reassembler,
     pub output: output::Output,
-    pub summary: ImportSummary,
+    pub read: PacketsRead,
     first_ts: Option<u64>,
     last_ts: u64,
 }
@@ -161,10 +173,7 @@ impl PacketImport {
         PacketImport {
             tcp: Reassembler::new(servers, window),
             output,
-            summary: ImportSummary {
-                format: "packets",
-                ..ImportSummary::default()
-            },
+            read: PacketsRead::default(),
             first_ts: None,
             last_ts: 0,
         }
@@ -172,7 +181,7 @@ impl PacketImport {
 
     /// One packet of a file.
     pub fn packet(&mut self, p: &pcap::Packet<'_>) -> Result<(), ImportError> {
-        self.summary.packets += 1;
+        self.read.packets += 1;
         if self.first_ts.is_none() {
             self.first_ts = Some(p.ts_ns);
             self.output.begin(p.ts_ns)?;
@@ -185,12 +194,12 @@ impl PacketImport {
                 return Ok(());
             }
         };
-        self.summary.tcp_segments += 1;
+        self.read.tcp_segments += 1;
         self.tcp.segment(&seg, p.ts_ns, &mut self.output)
     }
 
     fn skip(&mut self, skip: Skip, linktype: i32) {
-        let s = &mut self.summary.skipped;
+        let s = &mut self.read.skipped;
         match skip {
             Skip::NotTcp => s.not_tcp += 1,
             Skip::Fragment => s.ip_fragments += 1,
@@ -198,8 +207,8 @@ impl PacketImport {
             Skip::Linktype => {
                 s.unknown_linktype += 1;
                 let name = pcap::linktype_name(linktype);
-                if !self.summary.unknown_linktypes.contains(&name) {
-                    self.summary.unknown_linktypes.push(name);
+                if !self.read.unknown_linktypes.contains(&name) {
+                    self.read.unknown_linktypes.push(name);
                 }
             }
         }
@@ -211,13 +220,13 @@ impl PacketImport {
     }
 
     /// Every connection still open ends; the capture gets its `end` record.
-    pub fn finish(mut self) -> Result<ImportSummary, ImportError> {
+    pub fn finish(mut self) -> Result<(PacketsRead, Written), ImportError> {
         let ts = self.last_ts;
         self.tcp.finish(ts, &mut self.output)?;
         let start = self.first_ts.unwrap_or(0);
-        self.summary.tcp = self.tcp.stats().clone();
-        self.summary.written = self.output.finish(start)?;
-        Ok(self.summary)
+        self.read.tcp = self.tcp.stats().clone();
+        let written = self.output.finish(start)?;
+        Ok((self.read, written))
     }
 }
 
@@ -245,48 +254,56 @@ pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
         output.source = format!("{}: {}", formats[0].name(), names.join(", "));
     }
     match formats[0] {
-        _ if packets => import_packets(opts, output),
+        Format::Pcap | Format::PcapNg => import_packets(opts, output),
+        Format::MongoReplay => import_playback(opts, output),
         Format::MongodRecording => import_recordings(opts, output),
-        _ => import_playback(opts, output),
     }
 }
 
 fn import_packets(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
     let mut run = PacketImport::new(opts.servers.clone(), opts.window, output);
+    let (mut files, mut damaged) = (Vec::new(), Vec::new());
     for path in &opts.files {
-        run.summary.files.push(path.display().to_string());
+        files.push(path.display().to_string());
         match pcap::read_file(path, &mut |p| run.packet(p)) {
             Ok(_) => {}
             Err(e) if e.is_damage() => {
                 tracing::warn!("{e}; the packets before it were imported");
-                run.summary.damaged.push(e.to_string());
+                damaged.push(e.to_string());
             }
             Err(e) => return Err(e),
         }
     }
-    run.finish()
+    let (read, written) = run.finish()?;
+    Ok(ImportSummary {
+        files,
+        written,
+        damaged,
+        read: SourceRead::Packets(read),
+    })
 }
 
 fn import_playback(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
     let mut out = output::Output::new(output);
-    let mut summary = ImportSummary {
-        format: "mongoreplay",
-        ..ImportSummary::default()
-    };
+    let mut read = mongoreplay::OpsRead::default();
+    let (mut files, mut damaged) = (Vec::new(), Vec::new());
     for (i, path) in opts.files.iter().enumerate() {
-        summary.files.push(path.display().to_string());
-        let read = &mut summary.mongoreplay;
-        match mongoreplay::read_file(path, &mut out, (i as u64) << 40, read) {
+        files.push(path.display().to_string());
+        match mongoreplay::read_file(path, &mut out, (i as u64) << 40, &mut read) {
             Ok(()) => {}
             Err(e) if e.is_damage() => {
                 tracing::warn!("{e}; the operations before it were imported");
-                summary.damaged.push(e.to_string());
+                damaged.push(e.to_string());
             }
             Err(e) => return Err(e),
         }
     }
-    summary.written = out.finish(0)?;
-    Ok(summary)
+    Ok(ImportSummary {
+        files,
+        written: out.finish(0)?,
+        damaged,
+        read: SourceRead::MongoReplay(read),
+    })
 }
 
 fn import_recordings(
@@ -294,16 +311,24 @@ fn import_recordings(
     output: OutputSpec,
 ) -> Result<ImportSummary, ImportError> {
     let mut out = output::Output::new(output);
-    let mut summary = ImportSummary {
-        format: "mongod_recording",
-        ..ImportSummary::default()
-    };
+    let mut read = mongod::RecordingRead::default();
+    let (mut files, mut damaged) = (Vec::new(), Vec::new());
     for (i, path) in opts.files.iter().enumerate() {
-        summary.files.push(path.display().to_string());
+        files.push(path.display().to_string());
         let base = (i as u64) << 48;
-        let (read, damaged) = (&mut summary.mongod, &mut summary.damaged);
-        mongod::read_input(path, &mut out, base, opts.keep_internal, read, damaged)?;
+        mongod::read_input(
+            path,
+            &mut out,
+            base,
+            opts.keep_internal,
+            &mut read,
+            &mut damaged,
+        )?;
     }
-    summary.written = out.finish(0)?;
-    Ok(summary)
+    Ok(ImportSummary {
+        files,
+        written: out.finish(0)?,
+        damaged,
+        read: SourceRead::MongodRecording(read),
+    })
 }

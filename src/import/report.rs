@@ -5,7 +5,7 @@
 use super::mongod::RecordingRead;
 use super::mongoreplay::OpsRead;
 use super::tcp::TcpStats;
-use super::{ImportSummary, Skipped, Written};
+use super::{ImportSummary, PacketsRead, Skipped, SourceRead, Written};
 use serde::Serialize;
 
 /// The summary of one import as JSON.
@@ -73,9 +73,10 @@ pub struct FileLayout<'a> {
 impl ImportSummary {
     /// This summary as JSON, the capture written at `out`.
     pub fn report(&self, out: &std::path::Path) -> ImportReport<'_> {
-        let format = match self.format {
-            "" => "packets",
-            f => f,
+        let (format, packets, mongoreplay, mongod) = match &self.read {
+            SourceRead::Packets(p) => ("packets", Some(packets(p)), None, None),
+            SourceRead::MongoReplay(ops) => ("mongoreplay", None, Some(ops), None),
+            SourceRead::MongodRecording(r) => ("mongod_recording", None, None, Some(recording(r))),
         };
         ImportReport {
             schema_version: crate::figures::SCHEMA_VERSION,
@@ -84,16 +85,20 @@ impl ImportSummary {
             out: out.display().to_string(),
             written: &self.written,
             damaged: &self.damaged,
-            packets: (format == "packets").then(|| Packets {
-                packets: self.packets,
-                tcp_segments: self.tcp_segments,
-                skipped: &self.skipped,
-                unknown_linktypes: &self.unknown_linktypes,
-                tcp: &self.tcp,
-            }),
-            mongoreplay: (format == "mongoreplay").then_some(&self.mongoreplay),
-            mongod: (format == "mongod_recording").then(|| recording(&self.mongod)),
+            packets,
+            mongoreplay,
+            mongod,
         }
+    }
+}
+
+fn packets(p: &PacketsRead) -> Packets<'_> {
+    Packets {
+        packets: p.packets,
+        tcp_segments: p.tcp_segments,
+        skipped: &p.skipped,
+        unknown_linktypes: &p.unknown_linktypes,
+        tcp: &p.tcp,
     }
 }
 

@@ -4,7 +4,8 @@
 use super::PlanSummary;
 use serde::{Deserialize, Serialize};
 
-/// One entry of a report's `plans` array.
+/// One entry of a report's `plans` array: a query shape's plan from `explain` (docs/shapes.md,
+/// "Plans").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
 #[serde(default)]
@@ -38,7 +39,7 @@ pub struct PlanEntry {
     pub plan_cache_shape_hash: Option<String>,
     /// The server's planCacheKey, when it reports one.
     pub plan_cache_key: Option<String>,
-    /// Why there is no plan: the explain failed, or could not be sent.
+    /// Why there is no plan: the explain failed (its errmsg and code), or could not be sent.
     pub error: Option<String>,
     /// An A/B replay: another target's plan line differs from the control's (both explained
     /// without an error).

@@ -37,12 +37,15 @@ pub struct AbReport {
     pub per_command: BTreeMap<String, AbRow>,
     pub per_namespace: BTreeMap<String, AbRow>,
     pub differences: DifferencesReport,
-    /// Per query shape, every target and each candidate's ratio, most moved total time first.
+    /// Per query shape (docs/shapes.md): its figures on every target (matched by hash) and each
+    /// candidate's mean and median latency over the control's on the same requests of the shape,
+    /// most moved total time first.
     pub shapes: Vec<AbShapeRow>,
     /// The run's findings as sentences: significant ratios, real differences, failed targets.
     pub findings: Vec<String>,
-    /// With A2: what A2 showed against A per command and namespace, and each candidate's ratio
-    /// judged against it (`docs/ab.md`, "The A2 rule").
+    /// With A2: per command and namespace, what A2 (a copy of A) showed against A, and each
+    /// candidate's ratio judged against it; a ratio `within` it is not a finding (`docs/ab.md`,
+    /// "The A2 rule"). Empty without A2.
     pub control: Vec<ControlCheck>,
     /// This process's CPU per request sent to all targets, microseconds.
     pub replayer_cpu_us_per_op: Option<f64>,

@@ -334,6 +334,7 @@ pub struct ReplayReport {
     /// The target's errors by command and code (`errors_by_code`, `errors_by_code_other`).
     #[serde(flatten)]
     pub errors: ErrorsReport,
-    /// The K slowest requests replayed (`--slowest K`), by the replay's latency.
+    /// The K slowest requests replayed (`--slowest K`), by the replay's latency; a merged report
+    /// keeps the K slowest of its shards.
     pub slowest: Vec<SlowRequest>,
 }
