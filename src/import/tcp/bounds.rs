@@ -15,8 +15,9 @@ pub const DEFAULT_MAX_FLOWS: usize = 65_536;
 pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 /// A connection silent this long (capture time) is let go, by default: 30 minutes.
 pub const DEFAULT_IDLE_NS: u64 = 30 * 60 * 1_000_000_000;
-/// What a connection costs besides the bytes it holds (its state and index entries).
-pub const FLOW_OVERHEAD: usize = 1024;
+/// What a connection costs besides the bytes it holds (its state and index entries, measured:
+/// about 3-4.5 KiB of resident memory each at 65,536 connections).
+pub const FLOW_OVERHEAD: usize = 4096;
 
 /// The bounds of a reassembly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
