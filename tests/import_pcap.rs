@@ -501,3 +501,23 @@ fn losses_are_bounded_by_what_the_flow_could_have_carried() {
         assert_eq!(s["written"]["gap_records"], 0, "{kind}: {s}");
     }
 }
+
+/// Connections that speak TLS write nothing (they wrote `OP_UNKNOWN` messages and gaps) and are
+/// named, each.
+#[test]
+fn tls_connections_are_left_out_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = hostile_pcap(dir.path(), "tls", &["--flows", "3", "--mb", "0.2"]);
+    let (s, run) = import_json(&pcap, &dir.path().join("tls.mtape"), &[]);
+    let tcp = &s["packets"]["tcp"];
+    assert_eq!(tcp["tls_connections"], 3, "{s}");
+    assert_eq!(tcp["tls"].as_array().unwrap().len(), 3, "{s}");
+    assert_eq!(s["written"]["messages"], 0, "{s}");
+    assert_eq!(s["written"]["gap_records"], 0, "{s}");
+    assert_eq!(
+        run.stderr.matches("speaks TLS").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+}

@@ -17,6 +17,8 @@ Kinds (sizes in MB of payload):
             behind the hole (held, waiting for it), interleaved.
   forged    one connection: a SYN pair, a ping, a 6-byte segment 2^30 bytes ahead (nothing
             acknowledges it, nothing follows it), a second ping. Nothing was lost.
+  tls       --flows connections speaking TLS to port 27017: a ClientHello, the server's
+            answer, then --segment-byte application data records both ways, for --mb MB each.
   origlen   one connection: a SYN pair, two pings, the first one's packet record claiming an
             orig_len of 0xFFFFFFFF (its IP header says it was captured whole). Nothing was lost.
 
@@ -126,9 +128,30 @@ def two_pings(w, forged):
     w.packet(tcp_packet(c, SERVER, 1001 + len(first), PSH | ACK, second))
 
 
+def tls(w, args):
+    def record(kind, body):
+        return struct.pack("!BHH", kind, 0x0303, len(body)) + body
+    hello = record(0x16, b"\x01\x00\x01\xfc\x03\x03" + bytes(range(32)) + b"\0" * 470)
+    answer = record(0x16, b"\x02\x00\x00\x76\x03\x03" + bytes(32) + b"\0" * 88)
+    data = record(0x17, b"\xa5" * (args.segment - 5))
+    for i in range(args.flows):
+        c = client(i)
+        handshake(w, c)
+        seq, server_seq = 1001, 5001
+        w.packet(tcp_packet(c, SERVER, seq, PSH | ACK, hello, ack=server_seq))
+        seq += len(hello)
+        w.packet(tcp_packet(SERVER, c, server_seq, PSH | ACK, answer, ack=seq))
+        server_seq += len(answer)
+        for _ in range(max(1, int(args.mb * MIB) // len(data))):
+            w.packet(tcp_packet(c, SERVER, seq, PSH | ACK, data, ack=server_seq))
+            seq += len(data)
+            w.packet(tcp_packet(SERVER, c, server_seq, PSH | ACK, data, ack=seq))
+            server_seq += len(data)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["boundary", "flows", "unfinished", "hole", "forged", "origlen"])
+    p.add_argument("kind", choices=["boundary", "flows", "unfinished", "hole", "forged", "origlen", "tls"])
     p.add_argument("out")
     p.add_argument("--mb", type=float, default=22)
     p.add_argument("--flows", type=int, default=10)
@@ -144,6 +167,8 @@ def main():
             flows(w, args)
         elif args.kind == "unfinished":
             interleaved(w, args, 0)
+        elif args.kind == "tls":
+            tls(w, args)
         elif args.kind in ("forged", "origlen"):
             two_pings(w, args.kind == "forged")
         else:
