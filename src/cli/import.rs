@@ -159,25 +159,7 @@ fn render(s: &ImportSummary, out: &std::path::Path) -> String {
         t.overlapping,
         t.out_of_order,
     );
-    if t.expired + t.evicted + t.out_of_window > 0 {
-        text.push_str(&format!(
-            "reassembly bounds: {} connections let go idle, {} evicted (--max-connections, \
-             --reassembly-mb); {} segments too far ahead dropped\n",
-            t.expired, t.evicted, t.out_of_window
-        ));
-    }
-    if t.tls_connections > 0 {
-        text.push_str(&format!(
-            "TLS: {} connections left out (encrypted, nothing of them written): {}{}\n",
-            t.tls_connections,
-            t.tls.join(", "),
-            if t.tls_connections > t.tls.len() as u64 {
-                ", ..."
-            } else {
-                ""
-            }
-        ));
-    }
+    text.push_str(&reassembly_lines(t));
     let k = &s.skipped;
     if k.not_tcp + k.ip_fragments + k.malformed + k.unknown_linktype > 0 {
         text.push_str(&format!(
@@ -272,4 +254,29 @@ fn reassembly_bounds(args: &ImportArgs) -> anyhow::Result<Bounds> {
         max_bytes: args.reassembly_mb << 20,
         idle_ns: args.flow_idle_timeout * 1_000_000_000,
     })
+}
+
+/// What the reassembly's bounds let go and the TLS connections it left out, when any.
+fn reassembly_lines(t: &mongotape::import::tcp::TcpStats) -> String {
+    let mut out = String::new();
+    if t.expired + t.evicted + t.out_of_window > 0 {
+        out.push_str(&format!(
+            "reassembly bounds: {} connections let go idle, {} evicted (--max-connections, \
+             --reassembly-mb); {} segments too far ahead dropped\n",
+            t.expired, t.evicted, t.out_of_window
+        ));
+    }
+    if t.tls_connections > 0 {
+        out.push_str(&format!(
+            "TLS: {} connections left out (encrypted, nothing of them written): {}{}\n",
+            t.tls_connections,
+            t.tls.join(", "),
+            if t.tls_connections > t.tls.len() as u64 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    out
 }
