@@ -143,26 +143,40 @@ impl Stream {
         self.skip(rel, ts_ns, io);
     }
 
-    /// Holds a segment that came before its turn; the first copy of a byte wins.
+    /// Holds a segment that came before its turn, without the bytes of segments held already
+    /// (the first copy of a byte wins).
     fn hold(&mut self, at: u64, data: &[u8], missing: u32, ts_ns: u64, io: &mut Io) {
-        let len = data.len() as u64 + u64::from(missing);
-        if self
-            .held
-            .get(&at)
-            .is_some_and(|h| h.data.len() as u64 + u64::from(h.missing) >= len)
-        {
-            io.stats.retransmitted += 1;
-            return;
+        let end = at + data.len() as u64 + u64::from(missing);
+        let (mut start, mut stored) = (at, false);
+        while start < end {
+            // A segment held already that covers `start`: its copy came first.
+            if let Some((&p, h)) = self.held.range(..=start).next_back() {
+                let p_end = p + h.data.len() as u64 + u64::from(h.missing);
+                if p_end > start {
+                    start = p_end;
+                    continue;
+                }
+            }
+            let (rest, rest_missing) = cut_front(data, missing, start - at);
+            let next = self.held.range(start + 1..).next().map(|(&n, _)| n);
+            let (part, part_missing) = match next.filter(|&n| n < end) {
+                Some(n) => cut_back(rest, rest_missing, n - start),
+                None => (rest, rest_missing),
+            };
+            self.held_bytes += part.len();
+            let held = Held {
+                data: part.to_vec(),
+                missing: part_missing,
+                ts_ns,
+            };
+            self.held.insert(start, held);
+            stored = true;
+            start += part.len() as u64 + u64::from(part_missing);
         }
-        io.stats.out_of_order += 1;
-        let held = Held {
-            data: data.to_vec(),
-            missing,
-            ts_ns,
-        };
-        self.held_bytes += held.data.len();
-        if let Some(old) = self.held.insert(at, held) {
-            self.held_bytes -= old.data.len();
+        if stored {
+            io.stats.out_of_order += 1;
+        } else {
+            io.stats.retransmitted += 1;
         }
         while self.held_bytes > self.window {
             self.declare_hole(io);

@@ -265,3 +265,24 @@ fn a_tls_connection_is_left_out_and_named() {
     assert_eq!(r.stats().tls_connections, 1);
     assert_eq!(r.stats().tls, vec![format!("{C} -> {S}")]);
 }
+
+/// Two segments held early that overlap: the one held first keeps its bytes, whichever starts
+/// earlier.
+#[test]
+fn held_segments_that_overlap_keep_the_first_copy() {
+    let q = msg(1, 0);
+    let mut other = q.clone();
+    other[30..].fill(b'x');
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101 + 40, "A", &q[40..]),
+        seg(true, 101 + 30, "A", &other[30..]),
+        seg(true, 101, "A", &q[..30]),
+    ]);
+    // Bytes 30..40 came only in the second copy; 40.. came first in the first.
+    let mut expected = q.clone();
+    expected[30..40].fill(b'x');
+    assert_eq!(seen.messages, vec![(true, expected)]);
+    assert!(seen.gaps.is_empty(), "{:?}", seen.gaps);
+}
