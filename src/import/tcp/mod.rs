@@ -202,7 +202,8 @@ impl Reassembler {
             return self.follow(seg, ts_ns, events);
         };
         let first_bytes = !seg.payload.is_empty() && !std::mem::replace(&mut flow.heard[end], true);
-        if first_bytes && !flow.tls && tls::looks_like_tls(seg.payload) {
+        let followed = flow.role != Role::Ignored && !flow.tls;
+        if first_bytes && followed && tls::looks_like_tls(seg.payload) {
             flow.tls = true;
             flow.streams = [None, None].map(|isn| Stream::new(isn, 0));
             // Without known roles, the first to speak TLS is the client (its ClientHello).
