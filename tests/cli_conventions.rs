@@ -166,6 +166,7 @@ fn usage_errors_exit_2_and_name_the_option() {
 }
 
 #[path = "common/source_tree.rs"]
+#[allow(dead_code)]
 mod source_tree;
 
 /// The string literal an error message starts with, when the call's argument is one (`"..."` or

@@ -12,6 +12,7 @@ use common::*;
 use mongotape::capture::{GapEvent, Record, RecordKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// Commands and their request/reply counts, connections, and opcodes: what `inspect` says.
 fn inspect_digest(capture: &Path) -> serde_json::Value {
@@ -267,7 +268,7 @@ fn piped_pcap_imports_as_the_file_does(dir: &Path, capture: &Path, pcap: &Path) 
         "{}",
         run.stderr
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
 
 /// One packet of a tcpdump pcap (Ethernet, IPv4, TCP): its record header and frame.
@@ -491,4 +492,82 @@ fn mongosh_with_zlib_wire_compression_imports_equal() {
 #[test]
 fn php_imports_equal() {
     imports_equal(Client::Php, "");
+}
+
+/// Writes a hostile pcap with tools/write_hostile_pcap.py (the packets built independently of
+/// the Rust reader).
+fn hostile_pcap(dir: &Path, kind: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{kind}.pcap"));
+    let status = std::process::Command::new("python3")
+        .arg(workspace_root().join("tools/write_hostile_pcap.py"))
+        .args([kind, &out.display().to_string()])
+        .args(extra)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "write_hostile_pcap.py {kind}");
+    out
+}
+
+fn import_json(pcap: &Path, out: &Path, extra: &[&str]) -> (serde_json::Value, CommandOutput) {
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let run = import(&[pcap], out, &args);
+    assert!(
+        run.status.success(),
+        "import {}: {}",
+        pcap.display(),
+        run.stderr
+    );
+    let summary = serde_json::from_str(&run.stdout).expect("the summary is JSON");
+    (summary, run)
+}
+
+/// After garbage, every segment of a 22 MB flow begins with a header declaring 16 MiB: the
+/// search for a boundary is linear (84 s before, when each segment rescanned the buffer).
+#[test]
+fn a_boundary_search_over_long_candidates_costs_the_file_s_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = hostile_pcap(dir.path(), "boundary", &["--mb", "22"]);
+    let (s, run) = import_json(&pcap, &dir.path().join("b.mtape"), &[]);
+    eprintln!("boundary, 22 MB: {:?}", run.elapsed);
+    assert!(run.elapsed < Duration::from_secs(60), "{:?}", run.elapsed);
+    assert_eq!(s["written"]["messages"], 0);
+    assert!(
+        s["written"]["dropped_bytes"].as_u64().unwrap() >= 21 << 20,
+        "{s}"
+    );
+}
+
+/// A lone segment forged 2^30 bytes ahead, and a packet whose record claims an orig_len of
+/// 0xFFFFFFFF while its IP header says it was captured whole: nothing is lost, nothing said lost.
+#[test]
+fn losses_are_bounded_by_what_the_flow_could_have_carried() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["forged", "origlen"] {
+        let pcap = hostile_pcap(dir.path(), kind, &[]);
+        let (s, _) = import_json(&pcap, &dir.path().join(format!("{kind}.mtape")), &[]);
+        assert_eq!(s["written"]["messages"], 2, "{kind}: {s}");
+        assert_eq!(s["packets"]["tcp"]["missing_bytes"], 0, "{kind}: {s}");
+        assert_eq!(s["written"]["gap_records"], 0, "{kind}: {s}");
+    }
+}
+
+/// Connections that speak TLS write nothing (they wrote `OP_UNKNOWN` messages and gaps) and are
+/// named, each.
+#[test]
+fn tls_connections_are_left_out_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = hostile_pcap(dir.path(), "tls", &["--flows", "3", "--mb", "0.2"]);
+    let (s, run) = import_json(&pcap, &dir.path().join("tls.mtape"), &[]);
+    let tcp = &s["packets"]["tcp"];
+    assert_eq!(tcp["tls_connections"], 3, "{s}");
+    assert_eq!(tcp["tls"].as_array().unwrap().len(), 3, "{s}");
+    assert_eq!(s["written"]["messages"], 0, "{s}");
+    assert_eq!(s["written"]["gap_records"], 0, "{s}");
+    assert_eq!(
+        run.stderr.matches("speaks TLS").count(),
+        3,
+        "{}",
+        run.stderr
+    );
 }

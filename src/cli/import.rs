@@ -8,6 +8,7 @@ use mongotape::import::mongoreplay::OpsRead;
 use mongotape::import::{
     self, ImportOptions, ImportSummary, OutputSpec, PacketsRead, ServerSpec, SourceRead,
 };
+use mongotape::import::tcp::Bounds;
 use mongotape::redact::Redaction;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,6 +39,18 @@ pub struct ImportArgs {
     /// within it are put back in order; past it, the missing bytes are a gap), in KiB.
     #[arg(long, value_name = "KIB", default_value_t = 4096)]
     window: usize,
+    /// Connections followed at once; past it the one silent the longest is let go (what it
+    /// held is a gap, the connection counted as evicted).
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    max_connections: usize,
+    /// Bytes all connections hold between them while reassembling (segments held, messages
+    /// being cut, 1 KiB per connection), in MiB; past it the one silent the longest is let go.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    reassembly_mb: usize,
+    /// A connection silent this long, in capture time, is let go (seconds); a later segment of
+    /// it starts a connection joined part-way.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    flow_idle_timeout: u64,
     /// What the capture keeps: `credentials` removes authentication payloads and passwords
     /// (always, the default); `values` also replaces every string and binary value by a keyed
     /// hash of the same length.
@@ -64,15 +77,13 @@ enum RedactArg {
 
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     mongotape::capture::output::guard(&args.files, &[Some(&args.out)])?;
-    if args.window == 0 || args.window > 1024 * 1024 {
-        return Err(usage("--window must be between 1 and 1048576 KiB"));
-    }
+    let reassembly = reassembly_bounds(&args)?;
     let opts = ImportOptions {
         servers: ServerSpec {
             ports: args.server_port,
             addrs: args.server.clone(),
         },
-        window: args.window * 1024,
+        reassembly,
         output: OutputSpec {
             path: args.out.clone(),
             force: args.force,
@@ -161,6 +172,7 @@ fn render_packets(s: &ImportSummary, p: &PacketsRead, out: &std::path::Path) -> 
         t.overlapping,
         t.out_of_order,
     );
+    text.push_str(&reassembly_lines(t));
     let k = &p.skipped;
     if k.not_tcp + k.ip_fragments + k.malformed + k.unknown_linktype > 0 {
         text.push_str(&format!(
@@ -225,4 +237,53 @@ fn render_recording(s: &ImportSummary, r: &RecordingRead, out: &std::path::Path)
         r.internal_messages,
     ));
     text
+}
+
+/// The reassembly's bounds from the options, each checked against its range.
+fn reassembly_bounds(args: &ImportArgs) -> anyhow::Result<Bounds> {
+    if args.window == 0 || args.window > 1024 * 1024 {
+        return Err(usage("--window must be between 1 and 1048576 KiB"));
+    }
+    if args.max_connections == 0 || args.max_connections > 100_000_000 {
+        return Err(usage("--max-connections must be between 1 and 100000000"));
+    }
+    if args.reassembly_mb == 0 || args.reassembly_mb > 1 << 20 {
+        return Err(usage("--reassembly-mb must be between 1 and 1048576 MiB"));
+    }
+    if args.flow_idle_timeout == 0 || args.flow_idle_timeout > 365 * 86_400 {
+        return Err(usage(
+            "--flow-idle-timeout must be between 1 and 31536000 seconds",
+        ));
+    }
+    Ok(Bounds {
+        window: args.window * 1024,
+        max_flows: args.max_connections,
+        max_bytes: args.reassembly_mb << 20,
+        idle_ns: args.flow_idle_timeout * 1_000_000_000,
+    })
+}
+
+/// What the reassembly's bounds let go and the TLS connections it left out, when any.
+fn reassembly_lines(t: &mongotape::import::tcp::TcpStats) -> String {
+    let mut out = String::new();
+    if t.expired + t.evicted + t.out_of_window > 0 {
+        out.push_str(&format!(
+            "reassembly bounds: {} connections let go idle, {} evicted (--max-connections, \
+             --reassembly-mb); {} segments too far ahead dropped\n",
+            t.expired, t.evicted, t.out_of_window
+        ));
+    }
+    if t.tls_connections > 0 {
+        out.push_str(&format!(
+            "TLS: {} connections left out (encrypted, nothing of them written): {}{}\n",
+            t.tls_connections,
+            t.tls.join(", "),
+            if t.tls_connections > t.tls.len() as u64 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    out
 }

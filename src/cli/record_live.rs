@@ -23,7 +23,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let opts = LiveOptions {
         interface: interface.clone(),
-        window: 4 << 20,
+        reassembly: mongotape::import::tcp::Bounds::default(),
         output: OutputSpec {
             path: plan.path.clone(),
             force: plan.force,

@@ -41,8 +41,8 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct LiveOptions {
     pub interface: String,
     pub servers: ServerSpec,
-    /// Bytes held per direction while a segment is missing.
-    pub window: usize,
+    /// The reassembly's bounds (per direction and over all connections).
+    pub reassembly: super::tcp::Bounds,
     pub output: OutputSpec,
     pub limits: Limits,
     /// The tcpdump to run.
@@ -326,7 +326,7 @@ impl Sniffing {
         if let Some(meter) = meter {
             output.set_meter(meter);
         }
-        let mut run = PacketImport::with_output(opts.servers.clone(), opts.window, output);
+        let mut run = PacketImport::with_output(opts.servers.clone(), opts.reassembly, output);
         let mut reported = 0u64;
         let source = PathBuf::from(format!("tcpdump -i {}", opts.interface));
         let read = pcap::read(stdout, &source, &mut |p| {

@@ -36,8 +36,8 @@ use tcp::{Reassembler, TcpStats};
 pub struct ImportOptions {
     pub files: Vec<PathBuf>,
     pub servers: ServerSpec,
-    /// Bytes held per direction while a segment is missing.
-    pub window: usize,
+    /// The reassembly's bounds (per direction and over all connections).
+    pub reassembly: tcp::Bounds,
     pub output: OutputSpec,
     /// Keep a server recording's internal traffic (replication, heartbeats, members' sessions).
     pub keep_internal: bool,
@@ -164,14 +164,18 @@ pub struct PacketImport {
 }
 
 impl PacketImport {
-    pub fn new(servers: ServerSpec, window: usize, output: OutputSpec) -> PacketImport {
-        PacketImport::with_output(servers, window, output::Output::new(output))
+    pub fn new(servers: ServerSpec, bounds: tcp::Bounds, output: OutputSpec) -> PacketImport {
+        PacketImport::with_output(servers, bounds, output::Output::new(output))
     }
 
     /// Packets into an output made by the caller (one that rotates and ends: `live`).
-    pub fn with_output(servers: ServerSpec, window: usize, output: output::Output) -> PacketImport {
+    pub fn with_output(
+        servers: ServerSpec,
+        bounds: tcp::Bounds,
+        output: output::Output,
+    ) -> PacketImport {
         PacketImport {
-            tcp: Reassembler::new(servers, window),
+            tcp: Reassembler::new(servers, bounds),
             output,
             read: PacketsRead::default(),
             first_ts: None,
@@ -254,14 +258,14 @@ pub fn import(opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
         output.source = format!("{}: {}", formats[0].name(), names.join(", "));
     }
     match formats[0] {
-        Format::Pcap | Format::PcapNg => import_packets(opts, output),
+        Format::Pcap | Format::PcapNg | Format::Piped => import_packets(opts, output),
         Format::MongoReplay => import_playback(opts, output),
         Format::MongodRecording => import_recordings(opts, output),
     }
 }
 
 fn import_packets(opts: &ImportOptions, output: OutputSpec) -> Result<ImportSummary, ImportError> {
-    let mut run = PacketImport::new(opts.servers.clone(), opts.window, output);
+    let mut run = PacketImport::new(opts.servers.clone(), opts.reassembly, output);
     let (mut files, mut damaged) = (Vec::new(), Vec::new());
     for path in &opts.files {
         files.push(path.display().to_string());

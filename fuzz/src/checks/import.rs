@@ -4,7 +4,7 @@
 use super::mode;
 use mongotape::import::pcap::{self, link};
 use mongotape::import::tcp::frames::Out;
-use mongotape::import::tcp::{Conn, Ender, Events, Reassembler};
+use mongotape::import::tcp::{Bounds, Conn, Ender, Events, Reassembler};
 use mongotape::import::{ImportError, ServerSpec};
 use mongotape::wire::MsgHeader;
 use std::io::Cursor;
@@ -50,13 +50,29 @@ pub fn pcap_import(data: &[u8]) {
         ports: if m & 2 == 0 { vec![] } else { vec![27017] },
         addrs: vec![],
     };
-    let mut tcp = Reassembler::new(spec, 4096);
+    // Small bounds, so that the flood and the hold reach them: never passed, whatever the file.
+    let bounds = Bounds {
+        window: 4096,
+        max_flows: 64,
+        max_bytes: 1 << 20,
+        ..Bounds::default()
+    };
+    let mut tcp = Reassembler::new(spec, bounds);
     let mut check = Check { messages: 0 };
     let mut last = 0;
     let _ = pcap::read(Cursor::new(file), Path::new("fuzz"), &mut |p| {
         last = p.ts_ns;
         match link::segment(p.linktype, p.data, p.orig_len) {
-            Ok(seg) => tcp.segment(&seg, p.ts_ns, &mut check),
+            Ok(seg) => {
+                tcp.segment(&seg, p.ts_ns, &mut check)?;
+                assert!(tcp.open() <= bounds.max_flows, "{} connections", tcp.open());
+                assert!(
+                    tcp.held_bytes() <= bounds.max_bytes,
+                    "{} held",
+                    tcp.held_bytes()
+                );
+                Ok(())
+            }
             Err(_) => Ok(()),
         }
     });
@@ -83,7 +99,7 @@ fn packets_file(m: u8, mut rest: &[u8]) -> Vec<u8> {
         let flags = head[4];
         let to_server = head[5] & 1 == 0;
         let cut = u32::from(head[5] >> 4) * u32::from(m >> 4 != 0);
-        let packet = tcp_packet(to_server, seq, flags, payload);
+        let packet = tcp_packet(to_server, seq, flags, payload, cut as usize);
         ts += 1;
         let caplen = packet.len() as u32;
         for v in [ts, 0, caplen, caplen + cut] {
@@ -94,14 +110,15 @@ fn packets_file(m: u8, mut rest: &[u8]) -> Vec<u8> {
     out
 }
 
-fn tcp_packet(to_server: bool, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+/// The IP header says `cut` bytes more than the payload given (the snaplen cut them).
+fn tcp_packet(to_server: bool, seq: u32, flags: u8, payload: &[u8], cut: usize) -> Vec<u8> {
     let (client, server) = (([10, 0, 0, 1], 40000u16), ([10, 0, 0, 2], 27017u16));
     let (src, dst) = if to_server {
         (client, server)
     } else {
         (server, client)
     };
-    let total = (20 + 20 + payload.len()) as u16;
+    let total = (20 + 20 + payload.len() + cut) as u16;
     let mut p = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 6, 0, 0];
     p[2..4].copy_from_slice(&total.to_be_bytes());
     p.extend_from_slice(&src.0);

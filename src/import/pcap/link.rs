@@ -92,7 +92,7 @@ pub fn segment(linktype: i32, data: &[u8], orig_len: u32) -> Result<Segment<'_>,
             Skip::NotTcp
         });
     };
-    let missing = orig_len.saturating_sub(data.len() as u32);
+    let missing = cut_bytes(&sliced, data.len(), orig_len);
     Ok(Segment {
         src: SocketAddr::new(src_ip, tcp.source_port()),
         dst: SocketAddr::new(dst_ip, tcp.destination_port()),
@@ -105,6 +105,31 @@ pub fn segment(linktype: i32, data: &[u8], orig_len: u32) -> Result<Segment<'_>,
         payload: tcp.payload(),
         missing,
     })
+}
+
+/// Payload bytes the snaplen cut: what the IP header says the packet carried beyond what was
+/// captured, never the capture file's word alone (an `orig_len` of 4 GiB on a packet whose IP
+/// header says it was captured whole loses nothing). Without a usable IP length (0 under
+/// segmentation offload), `orig_len`, within what one IP packet can carry.
+fn cut_bytes(sliced: &LaxSlicedPacket<'_>, captured: usize, orig_len: u32) -> u32 {
+    let by_file = orig_len.saturating_sub(captured as u32);
+    let (payload, claimed) = match &sliced.net {
+        Some(LaxNetSlice::Ipv4(ip)) => {
+            let h = ip.header();
+            let claimed = u32::from(h.total_len()).saturating_sub(u32::from(h.ihl()) * 4);
+            (ip.payload(), claimed)
+        }
+        Some(LaxNetSlice::Ipv6(ip)) => (ip.payload(), u32::from(ip.header().payload_length())),
+        _ => return 0,
+    };
+    if claimed == 0 {
+        return by_file.min(u32::from(u16::MAX));
+    }
+    if !payload.incomplete {
+        return 0;
+    }
+    let held = payload.payload.len() as u32;
+    by_file.min(claimed.saturating_sub(held))
 }
 
 fn be16(data: &[u8], at: usize) -> Option<u16> {
@@ -146,6 +171,15 @@ mod tests {
         let s = segment(ETHERNET, cut, frame.len() as u32).unwrap();
         assert_eq!(s.payload.len(), 60);
         assert_eq!(s.missing, 40);
+    }
+
+    #[test]
+    fn a_forged_orig_len_loses_no_more_than_the_ip_header_says() {
+        let frame = tcp_v4(&[7u8; 100]);
+        let whole = segment(ETHERNET, &frame, u32::MAX).unwrap();
+        assert_eq!((whole.payload.len(), whole.missing), (100, 0));
+        let cut = segment(ETHERNET, &frame[..frame.len() - 40], u32::MAX).unwrap();
+        assert_eq!((cut.payload.len(), cut.missing), (60, 40));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use crate::wire::{Message, MsgHeader, OpCode, HEADER_LEN};
 use bytes::{Buf, Bytes, BytesMut};
+use std::collections::BTreeSet;
 
 /// While hunting for a boundary, a candidate longer than this is not waited for.
 pub const HUNT_MAX: usize = 16 << 20;
@@ -27,6 +28,8 @@ pub const MIDSTREAM: &str =
     "connection began before the capture: bytes before its first whole message";
 pub const GARBAGE: &str = "bytes that are not a MongoDB message";
 pub const ENDED: &str = "the capture ended part-way through a message";
+pub const LET_GO: &str =
+    "connection let go part-way through a message (idle timeout or reassembly bounds)";
 
 /// What a direction yields, in stream order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +48,8 @@ pub struct Frames {
     /// Lost since the stream went out of step, reported once it is back in step.
     lost: Option<Lost>,
     hunt: Hunt,
+    /// Bytes of candidates that may still be parsed while hunting (see [`PARSE_PER_BYTE`]).
+    budget: u64,
 }
 
 impl Frames {
@@ -60,12 +65,18 @@ impl Frames {
                 reason: MIDSTREAM,
             }),
             hunt: Hunt::default(),
+            budget: PARSE_PER_BYTE * HUNT_MAX as u64,
         }
     }
 
     /// Bytes held for a message not yet whole.
     pub fn buffered(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Bytes of memory this direction holds (its buffer and the candidates it waits for).
+    pub fn memory(&self) -> usize {
+        self.buf.capacity() + 64 * self.hunt.waiting.len()
     }
 
     /// The next bytes of the stream, received at `ts_ns`.
@@ -78,6 +89,8 @@ impl Frames {
         if data.is_empty() {
             return;
         }
+        let earned = PARSE_PER_BYTE * data.len() as u64;
+        self.budget = (self.budget + earned).min(2 * PARSE_PER_BYTE * HUNT_MAX as u64);
         self.buf.extend_from_slice(data);
         self.split(ts_ns, out);
     }
@@ -132,19 +145,23 @@ impl Frames {
 
     /// The stream ended: a message begun and never finished is lost, and so is whatever was
     /// skipped without finding a boundary.
-    pub fn finish(&mut self, ts_ns: u64, out: &mut Vec<Out>) {
+    pub fn finish(&mut self, ts_ns: u64, out: &mut Vec<Out>, reason: &'static str) {
         let partial = self.buf.len() as u64;
         self.buf.clear();
         self.hunt = Hunt::default();
         let lost = match self.lost.take() {
             Some(mut lost) => {
+                if lost.bytes == 0 && reason != ENDED {
+                    // Nothing skipped yet: what is lost is lost for this reason.
+                    lost.reason = reason;
+                }
                 lost.bytes += partial;
                 lost
             }
             None => Lost {
                 messages: u64::from(partial > 0),
                 bytes: partial,
-                reason: ENDED,
+                reason,
             },
         };
         if lost.bytes > 0 {
@@ -180,68 +197,101 @@ impl Frames {
     /// Skips to the first message boundary that parses; true once the stream is back in step
     /// (the gap reported), false when more bytes are needed. A candidate not yet whole does not
     /// stop the search: a later boundary that parses wins over it; bytes before the first such
-    /// candidate are dropped, the rest kept until one becomes whole.
+    /// candidate are dropped, the rest kept until one becomes whole. Each position is looked at
+    /// once and each candidate parsed once, within the parse budget: linear in the bytes seen.
     fn hunt(&mut self, ts_ns: u64, out: &mut Vec<Out>) -> bool {
-        if self.hunt.recheck_at.is_some_and(|at| self.buf.len() >= at) {
-            self.hunt = Hunt::default();
-        }
+        let h = &mut self.hunt;
+        let end = h.base + self.buf.len() as u64;
         let mut found = None;
-        let mut first_wait = self.hunt.first_wait;
-        let mut recheck_at = self.hunt.recheck_at;
-        let mut at = self.hunt.scanned;
-        while at + HEADER_LEN <= self.buf.len() {
-            match candidate(&self.buf[at..]) {
-                Some(len) if at + len > self.buf.len() => {
-                    first_wait.get_or_insert(at);
-                    let end = at + len;
-                    recheck_at = Some(recheck_at.map_or(end, |r| r.min(end)));
+        while let Some(&(c_end, at)) = h.waiting.first() {
+            if c_end > end {
+                break;
+            }
+            h.waiting.pop_first();
+            h.starts.remove(&at);
+            if found.is_some_and(|f| f < at) {
+                continue;
+            }
+            let i = (at - h.base) as usize;
+            if parses(&self.buf[i..(c_end - h.base) as usize], &mut self.budget) {
+                found = Some(at);
+            }
+        }
+        let mut i = (h.scanned - h.base) as usize;
+        while found.is_none() && i + HEADER_LEN <= self.buf.len() {
+            match candidate(&self.buf[i..]) {
+                Some(len) if i + len > self.buf.len() => {
+                    let at = h.base + i as u64;
+                    h.waiting.insert((at + len as u64, at));
+                    h.starts.insert(at);
                 }
-                Some(len) if Message::parse(&self.buf[at..at + len]).is_ok() => {
-                    found = Some(at);
-                    break;
+                Some(len) if parses(&self.buf[i..i + len], &mut self.budget) => {
+                    found = Some(h.base + i as u64);
                 }
                 _ => {}
             }
-            at += 1;
+            i += 1;
         }
-        let drop = match found {
-            Some(at) => at,
-            None => first_wait.unwrap_or(at),
-        };
+        h.scanned = h.base + i as u64;
+        let keep_from = found
+            .or_else(|| h.starts.first().copied())
+            .unwrap_or(h.scanned);
+        let drop = (keep_from - h.base) as usize;
         self.buf.advance(drop);
+        h.base = keep_from;
         let lost = self.lost.get_or_insert(Lost {
             messages: 0,
             bytes: 0,
             reason: GARBAGE,
         });
         lost.bytes += drop as u64;
-        if found.is_some() {
-            let lost = self.lost.take().expect("set above");
-            if lost.bytes > 0 {
-                out.push(Out::Gap { lost, ts_ns });
-            }
-            self.synced = true;
-            self.hunt = Hunt::default();
-            return true;
+        if found.is_none() {
+            return false;
         }
-        self.hunt = Hunt {
-            scanned: at - drop,
-            first_wait: first_wait.map(|w| w - drop),
-            recheck_at: recheck_at.map(|r| r - drop),
-        };
-        false
+        let lost = self.lost.take().expect("set above");
+        if lost.bytes > 0 {
+            out.push(Out::Gap { lost, ts_ns });
+        }
+        self.synced = true;
+        self.hunt = Hunt::default();
+        true
     }
 }
 
-/// Where a search for a boundary stands, so each new piece is not searched from the start.
-#[derive(Debug, Default, Clone, Copy)]
+/// Where a search for a boundary stands, so no byte is searched twice. Positions are offsets
+/// from where the search began (the buffer's first byte is at `base`).
+#[derive(Debug, Default)]
 struct Hunt {
+    base: u64,
     /// Positions before this were looked at.
-    scanned: usize,
-    /// The first candidate not yet whole.
-    first_wait: Option<usize>,
-    /// The buffer length at which a candidate becomes whole: search again from the start.
-    recheck_at: Option<usize>,
+    scanned: u64,
+    /// Candidates not yet whole, by where they end.
+    waiting: BTreeSet<(u64, u64)>,
+    /// The same candidates by where they start.
+    starts: BTreeSet<u64>,
+}
+
+/// Bytes of parsing allowed per byte received (and up front), so that candidates which overlap
+/// (each one up to [`HUNT_MAX`] long) cannot make the search quadratic.
+const PARSE_PER_BYTE: u64 = 4;
+
+/// Whether a whole candidate parses, paid from `budget` (its length; a compressed one, its
+/// declared inflated size too). A candidate the budget cannot pay is not a boundary.
+fn parses(bytes: &[u8], budget: &mut u64) -> bool {
+    let mut cost = bytes.len() as u64;
+    if let Ok(Some(h)) = MsgHeader::parse(bytes) {
+        if h.op_code == OpCode::Compressed {
+            let declared = bytes
+                .get(20..24)
+                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64);
+            cost = cost.saturating_add(declared);
+        }
+    }
+    if cost > *budget {
+        return false;
+    }
+    *budget -= cost;
+    Message::parse(bytes).is_ok()
 }
 
 /// The length of the message a buffer would start with, if its header is sane: a length within

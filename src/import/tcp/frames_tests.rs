@@ -107,7 +107,7 @@ fn a_message_cut_by_the_end_is_reported() {
     let mut f = Frames::new(true);
     let mut out = Vec::new();
     f.push(&msg(1)[..25], 1, &mut out);
-    f.finish(2, &mut out);
+    f.finish(2, &mut out, ENDED);
     assert_eq!(
         gaps(&out),
         vec![Lost {
@@ -116,4 +116,27 @@ fn a_message_cut_by_the_end_is_reported() {
             reason: ENDED
         }]
     );
+}
+
+/// After garbage, every piece begins with a header declaring 16 MiB: each position is looked at
+/// once and each candidate parsed once (it was the whole buffer again per piece).
+#[test]
+fn overlapping_long_candidates_are_searched_in_linear_time() {
+    let mut f = Frames::new(true);
+    let mut out = Vec::new();
+    f.push(&[0xff; 100], 1, &mut out);
+    let mut piece = vec![0u8; 1448];
+    piece[..4].copy_from_slice(&(16i32 << 20).to_le_bytes());
+    piece[12..16].copy_from_slice(&2013i32.to_le_bytes());
+    let started = std::time::Instant::now();
+    let pieces = (24 << 20) / piece.len();
+    for _ in 0..pieces {
+        f.push(&piece, 2, &mut out);
+    }
+    f.push(&msg(9), 3, &mut out);
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    assert_eq!(messages(&out), vec![msg(9)]);
+    let lost: u64 = gaps(&out).iter().map(|g| g.bytes).sum();
+    assert_eq!(lost, 100 + (pieces * piece.len()) as u64);
+    assert!(f.memory() < 1 << 20, "{}", f.memory());
 }

@@ -2,16 +2,21 @@
 //! their open and close, each direction put back in order (`stream`) and cut into whole wire
 //! messages (`frames`), which side is the server decided once per connection (`role`).
 //!
-//! Memory is bounded by the reassembly window (per direction) and by one message being put
-//! together per direction, never by the file.
+//! Memory is bounded by the reassembly window (per direction), by one message being put
+//! together per direction, and over all connections by `bounds` (connections followed, bytes
+//! held, idle time), never by the file. A connection that speaks TLS (`tls`) is left out.
 //!
-//! Layers, bottom up: frames role < stream
+//! Layers, bottom up: bounds frames role tls < stream
 
+pub mod bounds;
 pub mod frames;
 pub mod role;
 pub mod stream;
+pub mod tls;
 
 use super::pcap::link::Segment;
+pub use bounds::{Bounds, DEFAULT_WINDOW};
+use bounds::{Entry, Ledger, LetGo, FLOW_OVERHEAD};
 use frames::Out;
 use role::{Decided, Role, ServerSpec};
 use std::collections::HashMap;
@@ -19,8 +24,6 @@ use std::net::SocketAddr;
 pub use stream::{Io, TcpStats};
 use stream::{Piece, Stream};
 
-/// Bytes held per direction while waiting for a missing segment, by default.
-pub const DEFAULT_WINDOW: usize = 4 << 20;
 
 /// A connection as the capture will know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,22 +61,28 @@ struct Flow {
     role: Role,
     /// The end that sent the first FIN.
     first_fin: Option<usize>,
+    entry: Entry,
+    /// Each end's first payload was looked at (for TLS).
+    heard: [bool; 2],
+    tls: bool,
 }
 
 pub struct Reassembler {
     flows: HashMap<Key, Flow>,
     spec: ServerSpec,
-    window: usize,
+    bounds: Bounds,
+    ledger: Ledger<Key>,
     next_id: u64,
     io: Io,
 }
 
 impl Reassembler {
-    pub fn new(spec: ServerSpec, window: usize) -> Reassembler {
+    pub fn new(spec: ServerSpec, bounds: Bounds) -> Reassembler {
         Reassembler {
             flows: HashMap::new(),
             spec,
-            window,
+            bounds,
+            ledger: Ledger::default(),
             next_id: 1,
             io: Io::default(),
         }
@@ -88,13 +97,43 @@ impl Reassembler {
         self.flows.len()
     }
 
-    /// One TCP segment of the capture.
+    /// Bytes the connections hold between them.
+    pub fn held_bytes(&self) -> usize {
+        self.ledger.bytes()
+    }
+
+    /// One TCP segment of the capture; then the bounds: idle connections expire, and past a
+    /// bound the oldest are let go.
     pub fn segment<E: Events>(
         &mut self,
         seg: &Segment<'_>,
         ts_ns: u64,
         events: &mut E,
     ) -> Result<(), E::Error> {
+        self.ledger.tick(ts_ns);
+        let key = self.follow(seg, ts_ns, events)?;
+        if let Some(flow) = key.and_then(|k| self.flows.get_mut(&k).map(|f| (k, f))) {
+            let (key, flow) = flow;
+            let held = FLOW_OVERHEAD + flow.streams[0].memory() + flow.streams[1].memory();
+            self.ledger.touch(key, &mut flow.entry, held);
+        }
+        while let Some((key, why)) = self.ledger.next_to_let_go(&self.bounds, self.flows.len()) {
+            match why {
+                LetGo::Idle => self.io.stats.expired += 1,
+                LetGo::Evicted => self.io.stats.evicted += 1,
+            }
+            self.close(key, None, false, ts_ns, events, frames::LET_GO)?;
+        }
+        Ok(())
+    }
+
+    /// The segment given to its connection; the connection's key if it is still followed.
+    fn follow<E: Events>(
+        &mut self,
+        seg: &Segment<'_>,
+        ts_ns: u64,
+        events: &mut E,
+    ) -> Result<Option<Key>, E::Error> {
         let key = if seg.src <= seg.dst {
             (seg.src, seg.dst)
         } else {
@@ -107,17 +146,27 @@ impl Reassembler {
         let Some(flow) = self.flows.get_mut(&key) else {
             let has_data = !seg.payload.is_empty() || seg.missing > 0;
             if !has_data || seg.rst || seg.fin {
-                return Ok(());
+                return Ok(None);
             }
             let role = self.spec.role(seg.src, seg.dst, false);
             self.insert(key, role, [None, None]);
-            return self.segment(seg, ts_ns, events);
+            return self.follow(seg, ts_ns, events);
         };
-        if flow.role == Role::Ignored {
+        let first_bytes = !seg.payload.is_empty() && !std::mem::replace(&mut flow.heard[end], true);
+        let followed = flow.role != Role::Ignored && !flow.tls;
+        if first_bytes && followed && tls::looks_like_tls(seg.payload) {
+            flow.tls = true;
+            flow.streams = [None, None].map(|isn| Stream::new(isn, 0));
+            // Without known roles, the first to speak TLS is the client (its ClientHello).
+            let client = flow.role.client_end().unwrap_or(end);
+            self.io.stats.tls(flow.ends[client], flow.ends[1 - client]);
+        }
+        if flow.role == Role::Ignored || flow.tls {
             if seg.rst || seg.fin {
-                self.flows.remove(&key);
+                self.drop_flow(&key);
+                return Ok(None);
             }
-            return Ok(());
+            return Ok(Some(key));
         }
         if seg.ack {
             flow.streams[1 - end].acked(seg.ack_number);
@@ -138,17 +187,25 @@ impl Reassembler {
             emit(flow, end, &mut self.io, events)?;
         }
         if seg.rst {
-            return self.close(key, Some(end), true, ts_ns, events);
+            self.close(key, Some(end), true, ts_ns, events, frames::ENDED)?;
+            return Ok(None);
         }
         if seg.fin {
             let len = (seg.payload.len() as u32).saturating_add(seg.missing);
             flow.streams[end].fin_at(seg.seq, len);
             let first = *flow.first_fin.get_or_insert(end);
             if flow.streams[1 - end].fin {
-                return self.close(key, Some(first), false, ts_ns, events);
+                self.close(key, Some(first), false, ts_ns, events, frames::ENDED)?;
+                return Ok(None);
             }
         }
-        Ok(())
+        Ok(Some(key))
+    }
+
+    fn drop_flow(&mut self, key: &Key) -> Option<Flow> {
+        let flow = self.flows.remove(key)?;
+        self.ledger.remove(&flow.entry);
+        Some(flow)
     }
 
     /// Every connection still open ends with the capture.
@@ -156,7 +213,7 @@ impl Reassembler {
         let mut keys: Vec<(u64, Key)> = self.flows.iter().map(|(k, f)| (f.id, *k)).collect();
         keys.sort();
         for (_, key) in keys {
-            self.close(key, None, false, ts_ns, events)?;
+            self.close(key, None, false, ts_ns, events, frames::ENDED)?;
         }
         Ok(())
     }
@@ -176,11 +233,11 @@ impl Reassembler {
             }
             if stream.untouched() || seg.ack {
                 // The answer to a SYN seen, or a side heard from for the first time.
-                flow.streams[end] = Stream::new(Some(seg.seq), self.window);
+                flow.streams[end] = Stream::new(Some(seg.seq), self.bounds.window);
                 return Ok(());
             }
             // The port pair used again: the old connection ended unseen.
-            self.close(key, None, false, ts_ns, events)?;
+            self.close(key, None, false, ts_ns, events, frames::ENDED)?;
         }
         // The SYN's sender is the client (a SYN-ACK's receiver).
         let (client, server) = if seg.ack {
@@ -205,16 +262,23 @@ impl Reassembler {
         let flow = Flow {
             id: self.next_id,
             ends: [key.0, key.1],
-            streams: syns.map(|isn| Stream::new(isn, self.window)),
+            streams: syns.map(|isn| Stream::new(isn, self.bounds.window)),
             role,
             first_fin: None,
+            entry: Entry {
+                id: self.next_id,
+                ..Entry::default()
+            },
+            heard: [false; 2],
+            tls: false,
         };
         self.next_id += 1;
         self.flows.insert(key, flow);
     }
 
-    /// Ends a connection: both directions finished (holes and partial messages said), then the
-    /// close, said by the side that ended it (`None`: the capture ended).
+    /// Ends a connection: both directions finished (holes and partial messages said, lost for
+    /// `reason`), then the close, said by the side that ended it (`None`: the capture ended or
+    /// the connection was let go).
     fn close<E: Events>(
         &mut self,
         key: Key,
@@ -222,15 +286,16 @@ impl Reassembler {
         reset: bool,
         ts_ns: u64,
         events: &mut E,
+        reason: &'static str,
     ) -> Result<(), E::Error> {
-        let Some(mut flow) = self.flows.remove(&key) else {
+        let Some(mut flow) = self.drop_flow(&key) else {
             return Ok(());
         };
-        if flow.role == Role::Ignored {
+        if flow.role == Role::Ignored || flow.tls {
             return Ok(());
         }
         for end in 0..2 {
-            flow.streams[end].finish(ts_ns, &mut self.io);
+            flow.streams[end].finish(ts_ns, &mut self.io, reason);
             emit(&mut flow, end, &mut self.io, events)?;
         }
         let Some(client) = flow.role.client_end() else {

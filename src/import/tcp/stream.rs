@@ -24,6 +24,35 @@ pub struct TcpStats {
     /// Segments cut by the snaplen.
     pub truncated: u64,
     pub missing_bytes: u64,
+    /// Segments further ahead than the window that nothing confirmed (no acknowledgement, no
+    /// segment after them): dropped, not counted as a loss.
+    pub out_of_window: u64,
+    /// Connections silent longer than the idle timeout, let go.
+    pub expired: u64,
+    /// Connections let go, the oldest first, when the bounds on connections or bytes held were
+    /// passed; what they held is a gap.
+    pub evicted: u64,
+    /// Connections that speak TLS: left out, nothing of them written.
+    pub tls_connections: u64,
+    /// The first of them, `client -> server` (at most [`TLS_NAMED`]).
+    pub tls: Vec<String>,
+}
+
+/// TLS connections named one by one in the summary and the log; the rest are counted.
+pub const TLS_NAMED: usize = 20;
+
+impl TcpStats {
+    /// A connection found to speak TLS, said once (named while few, counted always).
+    pub(super) fn tls(&mut self, client: std::net::SocketAddr, server: std::net::SocketAddr) {
+        self.tls_connections += 1;
+        if self.tls.len() < TLS_NAMED {
+            tracing::warn!(
+                "connection {client} -> {server} speaks TLS: its traffic cannot be read and is \
+                 left out"
+            );
+            self.tls.push(format!("{client} -> {server}"));
+        }
+    }
 }
 
 /// The reassembly's output buffer and counters, lent to each direction.
@@ -68,6 +97,8 @@ pub struct Stream {
     peer_ack: Option<u32>,
     /// The sequence number of this side's FIN, once seen: its data ends there.
     fin_seq: Option<u32>,
+    /// The sequence number right after a segment dropped for being too far ahead.
+    far_next: Option<u32>,
 }
 
 /// The most acknowledged-but-unseen bytes believed at a stream's end (a larger distance is a
@@ -87,6 +118,7 @@ impl Stream {
             fin: false,
             peer_ack: None,
             fin_seq: None,
+            far_next: None,
         }
     }
 
@@ -98,6 +130,11 @@ impl Stream {
     /// No segment of this side seen yet.
     pub fn untouched(&self) -> bool {
         self.next.is_none()
+    }
+
+    /// Bytes of memory this direction holds (held segments and the message being cut).
+    pub fn memory(&self) -> usize {
+        self.held_bytes + 64 * self.held.len() + self.frames.memory()
     }
 
     pub fn has_held(&self) -> bool {
@@ -123,40 +160,104 @@ impl Stream {
             io.stats.retransmitted += 1;
             return;
         }
+        if rel > window as i64 {
+            self.far(seq, rel as u64, len as u64, ts_ns, io);
+            return;
+        }
         if rel > 0 {
-            if rel as u64 > window as u64 {
-                io.stats.out_of_order += 1;
-                self.skip(rel as u64, ts_ns, io);
-            } else {
-                let at = self.pos + rel as u64;
-                let len = data.len() as u64 + u64::from(missing);
-                if self
-                    .held
-                    .get(&at)
-                    .is_some_and(|h| h.data.len() as u64 + u64::from(h.missing) >= len)
-                {
-                    // A second copy of a segment already held: the first wins.
-                    io.stats.retransmitted += 1;
+            let at = self.pos + rel as u64;
+            self.hold(at, data, missing, ts_ns, io);
+            return;
+        }
+        // Starts at or before `next`: `-rel` bytes of it were already passed.
+        if rel < 0 {
+            io.stats.overlapping += 1;
+        }
+        let (data, missing) = cut_front(data, missing, rel.unsigned_abs());
+        self.deliver_between_held(data, missing, ts_ns, io);
+    }
+
+    /// A segment further ahead than the window: the bytes between are a hole only when the
+    /// receiver acknowledged past them, or when the sender goes on from there (a second segment
+    /// right after this one); a lone segment far ahead (forged, or from another connection) is
+    /// dropped, so that a loss is never more than the flow could have carried.
+    fn far(&mut self, seq: u32, rel: u64, len: u64, ts_ns: u64, io: &mut Io) {
+        let acked = self
+            .peer_ack
+            .is_some_and(|a| (a.wrapping_sub(seq) as i32) > 0);
+        let continued = self.far_next == Some(seq) && rel <= MAX_UNSEEN as u64;
+        // Believed: the bytes up to this segment (the dropped one among them) are a hole.
+        if !acked && !continued {
+            io.stats.out_of_window += 1;
+            self.far_next = Some(seq.wrapping_add(len as u32));
+            return;
+        }
+        io.stats.out_of_order += 1;
+        self.far_next = None;
+        self.skip(rel, ts_ns, io);
+    }
+
+    /// Holds a segment that came before its turn, without the bytes of segments held already
+    /// (the first copy of a byte wins).
+    fn hold(&mut self, at: u64, data: &[u8], missing: u32, ts_ns: u64, io: &mut Io) {
+        let end = at + data.len() as u64 + u64::from(missing);
+        let (mut start, mut stored) = (at, false);
+        while start < end {
+            // A segment held already that covers `start`: its copy came first.
+            if let Some((&p, h)) = self.held.range(..=start).next_back() {
+                let p_end = p + h.data.len() as u64 + u64::from(h.missing);
+                if p_end > start {
+                    start = p_end;
+                    continue;
+                }
+            }
+            let (rest, rest_missing) = cut_front(data, missing, start - at);
+            let next = self.held.range(start + 1..).next().map(|(&n, _)| n);
+            let (part, part_missing) = match next.filter(|&n| n < end) {
+                Some(n) => cut_back(rest, rest_missing, n - start),
+                None => (rest, rest_missing),
+            };
+            self.held_bytes += part.len();
+            let held = Held {
+                data: part.to_vec(),
+                missing: part_missing,
+                ts_ns,
+            };
+            self.held.insert(start, held);
+            stored = true;
+            start += part.len() as u64 + u64::from(part_missing);
+        }
+        if stored {
+            io.stats.out_of_order += 1;
+        } else {
+            io.stats.retransmitted += 1;
+        }
+        while self.held_bytes > self.window {
+            self.declare_hole(io);
+        }
+    }
+
+    /// Passes a segment that starts at `pos`, cut where a held segment begins: what was held
+    /// came first and wins over this later copy of its bytes.
+    fn deliver_between_held(&mut self, data: &[u8], missing: u32, ts_ns: u64, io: &mut Io) {
+        let start = self.pos;
+        let end = start + data.len() as u64 + u64::from(missing);
+        while self.pos < end {
+            let (rest, rest_missing) = cut_front(data, missing, self.pos - start);
+            match self.held.keys().next().copied().filter(|&at| at < end) {
+                None => {
+                    self.deliver(0, rest, rest_missing, ts_ns, io);
+                    self.drain(io);
                     return;
                 }
-                io.stats.out_of_order += 1;
-                let held = Held {
-                    data: data.to_vec(),
-                    missing,
-                    ts_ns,
-                };
-                self.held_bytes += held.data.len();
-                if let Some(old) = self.held.insert(at, held) {
-                    self.held_bytes -= old.data.len();
+                Some(at) if at > self.pos => {
+                    let (part, part_missing) = cut_back(rest, rest_missing, at - self.pos);
+                    self.deliver(0, part, part_missing, ts_ns, io);
                 }
-                while self.held_bytes > window {
-                    self.declare_hole(io);
-                }
-                return;
+                Some(_) => {}
             }
+            self.drain(io);
         }
-        self.deliver((-rel).max(0) as usize, data, missing, ts_ns, io);
-        self.drain(io);
     }
 
     /// Gives up waiting for the bytes before the earliest held segment: a hole, then what is held.
@@ -191,7 +292,7 @@ impl Stream {
     /// The connection ended: every hole declared, bytes the other side acknowledged but the
     /// capture never held (the tail of a stream, missed) a hole too, the last message's fate
     /// said.
-    pub fn finish(&mut self, ts_ns: u64, io: &mut Io) {
+    pub fn finish(&mut self, ts_ns: u64, io: &mut Io, reason: &'static str) {
         while self.has_held() {
             self.declare_hole(io);
         }
@@ -207,7 +308,7 @@ impl Stream {
                 self.skip(beyond as u64, ts_ns, io);
             }
         }
-        self.frames.finish(ts_ns, &mut io.out);
+        self.frames.finish(ts_ns, &mut io.out, reason);
     }
 
     fn skip(&mut self, n: u64, ts_ns: u64, io: &mut Io) {
@@ -259,4 +360,18 @@ impl Stream {
             self.deliver(trim, &held.data, held.missing, held.ts_ns, io);
         }
     }
+}
+
+/// A piece without its first `n` bytes (captured ones first, then the missing ones).
+fn cut_front(data: &[u8], missing: u32, n: u64) -> (&[u8], u32) {
+    let k = n.min(data.len() as u64) as usize;
+    let rest = u64::from(missing).saturating_sub(n - k as u64);
+    (&data[k..], rest as u32)
+}
+
+/// The first `n` bytes of a piece.
+fn cut_back(data: &[u8], missing: u32, n: u64) -> (&[u8], u32) {
+    let k = n.min(data.len() as u64) as usize;
+    let rest = u64::from(missing).min(n - k as u64);
+    (&data[..k], rest as u32)
 }

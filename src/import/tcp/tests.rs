@@ -53,7 +53,13 @@ fn seg<'a>(from_client: bool, seq: u32, flags: &str, payload: &'a [u8]) -> Segme
 }
 
 fn run(segments: &[Segment<'_>]) -> Seen {
-    let mut r = Reassembler::new(ServerSpec::default(), 1 << 20);
+    let mut r = Reassembler::new(
+        ServerSpec::default(),
+        Bounds {
+            window: 1 << 20,
+            ..Bounds::default()
+        },
+    );
     let mut seen = Seen::default();
     for (i, s) in segments.iter().enumerate() {
         r.segment(s, i as u64, &mut seen).unwrap();
@@ -151,4 +157,132 @@ fn a_reply_acknowledged_but_never_captured_is_a_gap() {
     assert_eq!(seen.gaps.len(), 1, "{:?}", seen.gaps);
     assert_eq!(seen.gaps[0].bytes, u64::from(na));
     assert_eq!(seen.events, vec!["close 1 Client false"]);
+}
+
+/// A segment held early, then overtaken by an in-order one that covers it: the held copy came
+/// first and its bytes win.
+#[test]
+fn a_held_segment_overtaken_in_order_keeps_its_bytes() {
+    let q = msg(1, 0);
+    let mut other = q.clone();
+    let tail = other.len() - 10;
+    other[tail..].fill(b'x');
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101 + 20, "A", &q[20..]),
+        seg(true, 101, "A", &other),
+    ]);
+    assert_eq!(seen.messages, vec![(true, q)]);
+    assert!(seen.gaps.is_empty(), "{:?}", seen.gaps);
+}
+
+/// A lone segment 2^30 ahead is no loss of 2^30 bytes: nothing confirms the bytes between.
+#[test]
+fn a_segment_forged_far_ahead_is_dropped_not_a_hole() {
+    let (q1, q2) = (msg(1, 0), msg(3, 0));
+    let n = q1.len() as u32;
+    let mut r = Reassembler::new(ServerSpec::default(), Bounds::default());
+    let mut seen = Seen::default();
+    let segs = [
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101, "A", &q1),
+        seg(true, 101 + (1 << 30), "A", b"forged"),
+        seg(true, 101 + n, "A", &q2),
+    ];
+    for (i, s) in segs.iter().enumerate() {
+        r.segment(s, i as u64, &mut seen).unwrap();
+    }
+    r.finish(99, &mut seen).unwrap();
+    assert_eq!(seen.messages, vec![(true, q1), (true, q2)]);
+    assert!(seen.gaps.is_empty(), "{:?}", seen.gaps);
+    assert_eq!((r.stats().out_of_window, r.stats().missing_bytes), (1, 0));
+}
+
+fn client_seg(i: u32, payload: &[u8]) -> Segment<'_> {
+    let mut s = seg(true, 7, "A", payload);
+    s.src = SocketAddr::new(
+        [10, 0, (i >> 8) as u8, i as u8].into(),
+        1024 + (i >> 16) as u16,
+    );
+    s
+}
+
+/// Past the bound on connections the oldest are let go, each a counted gap; the bytes held stay
+/// within the bound.
+#[test]
+fn past_the_bounds_the_oldest_connections_are_let_go() {
+    let q = msg(1, 0);
+    let bounds = Bounds {
+        max_flows: 100,
+        max_bytes: 1 << 20,
+        ..Bounds::default()
+    };
+    let mut r = Reassembler::new(ServerSpec::default(), bounds);
+    let mut seen = Seen::default();
+    for i in 0..1000 {
+        r.segment(&client_seg(i, &q[..20]), u64::from(i), &mut seen)
+            .unwrap();
+        assert!(r.open() <= 100);
+        assert!(r.held_bytes() <= 1 << 20);
+    }
+    assert_eq!(r.stats().evicted, 900);
+    assert_eq!(seen.gaps.len(), 900);
+    assert_eq!(seen.gaps[0].reason, super::frames::LET_GO);
+    let idle = Bounds {
+        idle_ns: 10,
+        ..Bounds::default()
+    };
+    let mut r = Reassembler::new(ServerSpec::default(), idle);
+    r.segment(&client_seg(1, &q), 0, &mut seen).unwrap();
+    r.segment(&client_seg(2, &q), 11, &mut seen).unwrap();
+    assert_eq!((r.stats().expired, r.open()), (1, 1));
+}
+
+/// A connection whose first bytes are a TLS record writes nothing, and is named.
+#[test]
+fn a_tls_connection_is_left_out_and_named() {
+    let hello = [
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03, 0, 0, 0, 0, 0,
+    ];
+    let mut r = Reassembler::new(ServerSpec::default(), Bounds::default());
+    let mut seen = Seen::default();
+    let segs = [
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101, "A", &hello),
+        seg(false, 501, "A", &[0x16, 0x03, 0x03, 0x00, 0x7a, 0x02, 0, 0]),
+        seg(true, 101 + 5000, "A", &[0x17; 200]),
+        seg(true, 101 + 9000, "FA", b""),
+        seg(false, 600, "FA", b""),
+    ];
+    for (i, s) in segs.iter().enumerate() {
+        r.segment(s, i as u64, &mut seen).unwrap();
+    }
+    r.finish(99, &mut seen).unwrap();
+    assert!(seen.messages.is_empty() && seen.gaps.is_empty() && seen.events.is_empty());
+    assert_eq!(r.stats().tls_connections, 1);
+    assert_eq!(r.stats().tls, vec![format!("{C} -> {S}")]);
+}
+
+/// Two segments held early that overlap: the one held first keeps its bytes, whichever starts
+/// earlier.
+#[test]
+fn held_segments_that_overlap_keep_the_first_copy() {
+    let q = msg(1, 0);
+    let mut other = q.clone();
+    other[30..].fill(b'x');
+    let seen = run(&[
+        seg(true, 100, "S", b""),
+        seg(false, 500, "SA", b""),
+        seg(true, 101 + 40, "A", &q[40..]),
+        seg(true, 101 + 30, "A", &other[30..]),
+        seg(true, 101, "A", &q[..30]),
+    ]);
+    // Bytes 30..40 came only in the second copy; 40.. came first in the first.
+    let mut expected = q.clone();
+    expected[30..40].fill(b'x');
+    assert_eq!(seen.messages, vec![(true, expected)]);
+    assert!(seen.gaps.is_empty(), "{:?}", seen.gaps);
 }
