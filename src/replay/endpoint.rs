@@ -55,7 +55,7 @@ impl Collector for ReplayCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let e = &mut enc;
         let c = &self.shared.counters;
-        let elapsed = self.shared.start.elapsed();
+        let elapsed = self.shared.run.start.elapsed();
         let read = self.read_bytes.load(Ordering::Relaxed);
         let routed = Counters::get(&c.routed.0);
         self.live.encode(e)?;

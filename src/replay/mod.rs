@@ -68,7 +68,7 @@ use report::ReplayReport;
 use route::abort::Abort;
 use route::budget::Budget;
 use route::cursors::Cursors;
-use route::shared::{Counters, Shared};
+use route::shared::{Counters, Run, Shared};
 pub use route::Lanes;
 pub use source::filters::Filters;
 use source::SourceResult;
@@ -163,12 +163,12 @@ async fn replay(
     let plan_shapes = config
         .explain
         .then(|| Arc::new(explain::PlanShapes::new(config.max_shapes)));
+    let run = Arc::new(run_state(&config, start, plan_shapes));
     let shared = Arc::new(shared_state(
         &config,
+        &run,
         ready.target.clone(),
         ready.servers,
-        start,
-        plan_shapes.as_ref(),
     ));
     ready
         .probe
@@ -285,15 +285,33 @@ pub(crate) async fn conclude(
     report
 }
 
-/// What the lanes share, the replay's clock starting at `start`.
+/// What belongs to the run: its clock starting at `start`, its pacing, read-ahead and settings.
+pub(crate) fn run_state(
+    config: &ReplayConfig,
+    start: Instant,
+    plan_shapes: Option<Arc<explain::PlanShapes>>,
+) -> Run {
+    Run {
+        pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
+        start,
+        deadline: config.duration.map(|d| start + d),
+        budget: Budget::new(config.read_ahead_bytes.max(1)),
+        op_timeout: config.op_timeout,
+        cursor_wait: config.op_timeout,
+        pairs: None,
+        plan_shapes,
+    }
+}
+
+/// What the lanes share on one target, in the run `run`.
 pub(crate) fn shared_state(
     config: &ReplayConfig,
+    run: &Arc<Run>,
     target: Target,
     servers: Topology,
-    start: Instant,
-    plan_shapes: Option<&Arc<explain::PlanShapes>>,
 ) -> Shared {
-    let plans = plan_shapes.map(|shapes| {
+    let start = run.start;
+    let plans = run.plan_shapes.as_ref().map(|shapes| {
         Arc::new(explain::PlanRunner::start(
             shapes.clone(),
             target.clone(),
@@ -302,11 +320,9 @@ pub(crate) fn shared_state(
         ))
     });
     Shared {
+        run: run.clone(),
         target,
         servers,
-        pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
-        start,
-        deadline: config.duration.map(|d| start + d),
         cursors: Cursors::default(),
         metrics: Mutex::new(
             Metrics::new(start.into_std())
@@ -316,16 +332,11 @@ pub(crate) fn shared_state(
                 ))
                 .with_command_seconds(config.pacing.open_loop()),
         ),
-        budget: Budget::new(config.read_ahead_bytes.max(1)),
         slots: route::slots::ConnSlots::new(config.connection_limit().0),
         abort: Abort::default(),
         counters: Counters::default(),
-        op_timeout: config.op_timeout,
-        cursor_wait: config.op_timeout,
         targets: Vec::new(),
-        pairs: None,
         observe: false,
-        plan_shapes: plan_shapes.cloned(),
         plans,
     }
 }

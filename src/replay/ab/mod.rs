@@ -24,7 +24,8 @@ mod text;
 use super::client::{Target, Topology};
 use super::route::shared::Shared;
 use super::{
-    conclude, feed_lanes, prepare, shared_state, wait_for_start, ReplayConfig, ReplayError,
+    conclude, feed_lanes, prepare, run_state, shared_state, wait_for_start, ReplayConfig,
+    ReplayError,
 };
 use collect::Collector;
 pub use config::{AbConfig, AbTarget};
@@ -109,35 +110,38 @@ async fn replay(
     let plan_shapes = config
         .explain
         .then(|| Arc::new(super::explain::PlanShapes::new(config.max_shapes)));
+    let collector = Arc::new(Collector::new(
+        ab.roles(),
+        ab.diff.clone(),
+        ab.bootstrap.seed,
+    ));
+    // The run's own state, the same for every target: one clock, one pacing, one read-ahead.
+    let mut run = run_state(&config, start, plan_shapes);
+    run.pairs = Some(collector.clone());
+    let run = Arc::new(run);
     let sides: Vec<Arc<Shared>> = ready
         .iter_mut()
         .zip(&configs)
         .map(|(r, c)| {
             let host = r.servers.lane_host();
             let servers = std::mem::replace(&mut r.servers, Topology::single(host));
-            let mut s = shared_state(c, r.target.clone(), servers, start, plan_shapes.as_ref());
+            let mut s = shared_state(c, &run, r.target.clone(), servers);
             s.observe = true;
             r.probe
                 .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
             Arc::new(s)
         })
         .collect();
-    let collector = Arc::new(Collector::new(
-        ab.roles(),
-        ab.diff.clone(),
-        ab.bootstrap.seed,
-    ));
-    // The run's own state: the feed, the pacing, the read-ahead; no connection of its own.
+    // The feed's and the paired lanes' state: the run's, and no connection of its own.
     let mut hub = shared_state(
         &config,
+        &run,
         ready[0].target.clone(),
         Topology::single(sides[0].servers.lane_host()),
-        start,
-        None,
     );
-    hub.plan_shapes = plan_shapes;
+    // Each target explains on its own connection; the hub explains nothing.
+    hub.plans = None;
     hub.targets = sides.clone();
-    hub.pairs = Some(collector.clone());
     let hub = Arc::new(hub);
     let source = feed_lanes(&config, &hub, file_len, Arc::new(AtomicU64::new(0))).await;
     let wall_s = start.elapsed().as_secs_f64();

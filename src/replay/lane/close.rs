@@ -33,6 +33,6 @@ pub(super) async fn finish(shared: &Shared, conns: &mut Conns, last_unacknowledg
 pub(super) fn drain(shared: &Shared, rx: &mut UnboundedReceiver<Box<Op>>) {
     rx.close();
     while let Ok(op) = rx.try_recv() {
-        shared.budget.release(op.charge);
+        shared.run.budget.release(op.charge);
     }
 }

@@ -120,7 +120,7 @@ impl Conns {
         };
         self.close(shared, other).await;
         let deadline = async {
-            match shared.deadline {
+            match shared.run.deadline {
                 Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
@@ -186,7 +186,7 @@ async fn connect(
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Conn, ConnError> {
     let conn = tokio::select! {
-        c = Conn::connect_offering(&shared.target, host, shared.op_timeout, offer) => c,
+        c = Conn::connect_offering(&shared.target, host, shared.run.op_timeout, offer) => c,
         _ = abort.wait_for(|a| *a) => Err(ConnError::Closed { addr: host.to_string(), during: "aborting" }),
     }?;
     Counters::bump(&shared.counters.connections_opened);

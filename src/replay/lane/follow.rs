@@ -70,7 +70,7 @@ async fn follow_primary(
         retries += 1;
         shared
             .servers
-            .rediscover(&shared.target, conns.generation, shared.op_timeout)
+            .rediscover(&shared.target, conns.generation, shared.run.op_timeout)
             .await?;
         Counters::bump(counter);
         result = one(shared, conns, *op, abort).await;

@@ -25,7 +25,7 @@ impl Lag {
         done: Instant,
     ) -> u64 {
         let from_send = done.saturating_duration_since(sent_at).as_nanos() as u64;
-        match intended.filter(|_| shared.pacing.open_loop()) {
+        match intended.filter(|_| shared.run.pacing.open_loop()) {
             Some(at) => {
                 self.from_send = Some(from_send);
                 done.saturating_duration_since(at).as_nanos() as u64

@@ -44,7 +44,7 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
         let op = match rx.try_recv() {
             Ok(op) if !shared.abort.is_set() => *op,
             Ok(op) => {
-                shared.budget.release(op.charge);
+                shared.run.budget.release(op.charge);
                 break;
             }
             Err(TryRecvError::Disconnected) => break,
@@ -65,7 +65,7 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
         };
         let len = op.charge;
         let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
-        shared.budget.release(len);
+        shared.run.budget.release(len);
         match result {
             Ok(Step::Sent { acknowledged, .. }) => last_unacknowledged = !acknowledged,
             // NotPrimary and Dropped are never returned by send_following_primary.

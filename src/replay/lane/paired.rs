@@ -39,8 +39,8 @@ struct Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        self.hub.budget.release(self.len);
-        if let (Some(sink), false) = (&self.hub.pairs, self.marker) {
+        self.hub.run.budget.release(self.len);
+        if let (Some(sink), false) = (&self.hub.run.pairs, self.marker) {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
             if self.unsorted {
                 sink.paired_unsorted(&self.command, &self.namespace, self.shape, &seen);
@@ -55,7 +55,7 @@ type Copy = (Op, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
 pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
-    if hub.pacing.open_loop() {
+    if hub.run.pacing.open_loop() {
         open_loop(hub, rx).await
     } else {
         lockstep(hub, rx).await
@@ -81,7 +81,7 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.charge);
+            hub.run.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, sides.len());
@@ -141,7 +141,7 @@ async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
         .unzip();
     while let Some(op) = next(&mut rx, &mut abort).await {
         if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.budget.release(op.charge);
+            hub.run.budget.release(op.charge);
             break;
         }
         let (op, pair) = Pair::new(&hub, op, copies.len());

@@ -40,7 +40,10 @@ pub(super) async fn one(
     mut op: Op,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
-    let intended = shared.pacing.due_at(shared.start, op.offset_ns, op.seq);
+    let intended = shared
+        .run
+        .pacing
+        .due_at(shared.run.start, op.offset_ns, op.seq);
     // Reached after its time: whatever lag it has is not the clock's.
     let held = intended.is_some_and(|d| Instant::now() > d);
     let live_cursors = match before_send(shared, conns, &mut op, intended, abort).await? {
@@ -142,7 +145,7 @@ fn at_once(conns: &Conns, op: &Op, intended: Option<Instant>) -> bool {
 
 /// Past the `--duration` deadline: the request is not sent (counted).
 fn past_deadline(shared: &Shared) -> bool {
-    let past = shared.deadline.is_some_and(|d| Instant::now() >= d);
+    let past = shared.run.deadline.is_some_and(|d| Instant::now() >= d);
     if past {
         Counters::bump(&shared.counters.after_deadline);
     }
@@ -240,10 +243,10 @@ async fn connect_ahead(
     let Some(due) = intended else {
         return Ok(None);
     };
-    if shared.deadline.is_some_and(|d| due >= d) {
+    if shared.run.deadline.is_some_and(|d| due >= d) {
         return Ok(None);
     }
-    let lead = shared.pacing.connect_lead(op.connect_lead_ns);
+    let lead = shared.run.pacing.connect_lead(op.connect_lead_ns);
     if let Some(at) = due.checked_sub(lead) {
         if !conns.idle(shared, sleep_until(at, abort)).await {
             return Ok(Some(Step::Stop));
@@ -260,7 +263,7 @@ async fn wait_until_due(
     intended: Option<Instant>,
     abort: &mut watch::Receiver<bool>,
 ) -> Option<Step> {
-    if let (Some(deadline), Some(due)) = (shared.deadline, intended) {
+    if let (Some(deadline), Some(due)) = (shared.run.deadline, intended) {
         if due >= deadline {
             Counters::bump(&shared.counters.after_deadline);
             return Some(Step::Skipped);
@@ -298,7 +301,7 @@ async fn patch_cursors(shared: &Shared, op: &mut Op) -> Option<Vec<i64>> {
     for &(at, recorded) in &op.cursor_patches {
         match shared
             .cursors
-            .live(op.scope, recorded, shared.cursor_wait)
+            .live(op.scope, recorded, shared.run.cursor_wait)
             .await
         {
             Some(live) => {
@@ -455,7 +458,7 @@ async fn reach_marker(
     abort: &mut watch::Receiver<bool>,
 ) -> bool {
     if let Some(due) = due {
-        if shared.deadline.is_some_and(|d| due >= d) {
+        if shared.run.deadline.is_some_and(|d| due >= d) {
             return true;
         }
         if due > Instant::now() {

@@ -219,7 +219,7 @@ impl Router {
             shared::Counters::bump(&self.shared.counters.routed.0);
         }
         if !delivered {
-            self.shared.budget.release(len);
+            self.shared.run.budget.release(len);
         }
     }
 

@@ -1,5 +1,6 @@
-//! What every lane shares: the target, the pacing and the replay's clock, the live cursors, the
-//! metrics, the read-ahead budget, the connection slots, the abort signal and the counters.
+//! What every lane shares: the run's own state ([`Run`]: the clock, the pacing, the read-ahead
+//! budget, the run's settings, and what the feed hands every target), and one target's (its
+//! servers, live cursors, metrics, connection slots, abort signal and counters).
 
 use super::abort::Abort;
 use super::budget::Budget;
@@ -10,38 +11,47 @@ use crate::replay::measure::metrics::Metrics;
 use crate::replay::measure::observed::PairSink;
 use crate::replay::pacing::Pacing;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// What every replay connection shares.
-pub struct Shared {
-    pub target: Target,
-    /// Where lanes connect: the server, the replica set's primary (and secondaries), the mongos.
-    pub servers: Topology,
+/// What belongs to the run, whatever the targets: one per replay, shared by the feed, every lane
+/// and every target's state (A/B included).
+pub struct Run {
     pub pacing: Pacing,
+    /// The replay's clock: every due time is an offset from it.
     pub start: Instant,
+    /// `--duration`: nothing due after it is sent.
     pub deadline: Option<Instant>,
-    pub cursors: Cursors,
-    pub metrics: Mutex<Metrics>,
+    /// The read-ahead: how far the feed may run ahead of the lanes.
     pub budget: Budget,
-    /// The replay connections open at once (`--max-open-connections`).
-    pub slots: std::sync::Arc<ConnSlots>,
-    pub abort: Abort,
-    pub counters: Counters,
     pub op_timeout: Duration,
     /// How long a getMore waits for the live reply that opens its cursor.
     pub cursor_wait: Duration,
+    /// A/B replay: the per-target observations of each request go here.
+    pub pairs: Option<Arc<dyn PairSink>>,
+    /// `--explain`: the shapes the feed numbers, shared by every target's explains.
+    pub plan_shapes: Option<Arc<crate::replay::explain::PlanShapes>>,
+}
+
+/// What every replay connection shares.
+pub struct Shared {
+    /// The run's own state, the same for every target.
+    pub run: Arc<Run>,
+    pub target: Target,
+    /// Where lanes connect: the server, the replica set's primary (and secondaries), the mongos.
+    pub servers: Topology,
+    pub cursors: Cursors,
+    pub metrics: Mutex<Metrics>,
+    /// The replay connections open at once (`--max-open-connections`).
+    pub slots: Arc<ConnSlots>,
+    pub abort: Abort,
+    pub counters: Counters,
     /// A/B replay (`replay::ab`): the targets every request goes to, each with its own state. Empty
     /// for one target: then this is the target's own state.
-    pub targets: Vec<std::sync::Arc<Shared>>,
-    /// A/B replay: the per-target observations of each request go here (set on the run's state,
-    /// the one the feed and the lanes share).
-    pub pairs: Option<std::sync::Arc<dyn PairSink>>,
+    pub targets: Vec<Arc<Shared>>,
     /// Keep each reply's body for the A/B comparison (set on each A/B target's state).
     pub observe: bool,
-    /// `--explain`: the shapes the feed numbers (the run's state, shared by every target's).
-    pub plan_shapes: Option<std::sync::Arc<crate::replay::explain::PlanShapes>>,
     /// `--explain`: this target's explains.
     pub plans: Option<std::sync::Arc<crate::replay::explain::PlanRunner>>,
 }

@@ -43,7 +43,7 @@ impl Feed<'_> {
         }
         let first = *self.first_ts.get_or_insert(req.ts_ns);
         if self.due_after_deadline(req.ts_ns.saturating_sub(first)) {
-            if self.shared.pacing.open_loop() {
+            if self.shared.run.pacing.open_loop() {
                 // `--rate` order: every later request is due later still.
                 self.past_deadline = true;
                 return false;
@@ -61,7 +61,7 @@ impl Feed<'_> {
         if let Some(ids) = self.ids.as_mut().filter(|_| insert && self.iteration == 0) {
             ids.learn(&req.msg);
         }
-        if barrier && !self.shared.budget.wait_empty(&self.shared.abort) {
+        if barrier && !self.shared.run.budget.wait_empty(&self.shared.abort) {
             return false;
         }
         // A recorded connection's first request: its lane connects when the client did.
@@ -75,6 +75,7 @@ impl Feed<'_> {
         };
         let plan_slot = self
             .shared
+            .run
             .plan_shapes
             .as_ref()
             .and_then(|p| p.slot(&req.command, &req.msg));
@@ -83,18 +84,18 @@ impl Feed<'_> {
                 return false;
             }
         }
-        !barrier || self.shared.budget.wait_empty(&self.shared.abort)
+        !barrier || self.shared.run.budget.wait_empty(&self.shared.abort)
     }
 
     /// Whether the next request, `offset_in_pass` after this pass's first, is due at or after the
     /// `--duration` deadline (then it is not queued, and opens no connection).
     pub(super) fn due_after_deadline(&self, offset_in_pass: u64) -> bool {
-        let due = self.shared.pacing.due_at(
-            self.shared.start,
+        let due = self.shared.run.pacing.due_at(
+            self.shared.run.start,
             offset_in_pass + self.pass_base_ns,
             self.seq,
         );
-        matches!((self.shared.deadline, due), (Some(d), Some(due)) if due >= d)
+        matches!((self.shared.run.deadline, due), (Some(d), Some(due)) if due >= d)
     }
 
     /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
@@ -165,7 +166,12 @@ impl Feed<'_> {
         };
         op.charge = op.cost();
         self.seq += 1;
-        if !self.shared.budget.acquire(op.charge, &self.shared.abort) {
+        if !self
+            .shared
+            .run
+            .budget
+            .acquire(op.charge, &self.shared.abort)
+        {
             return false;
         }
         self.router.send(lane, op);

@@ -156,6 +156,7 @@ impl Feed<'_> {
 
     fn deadline_passed(&self) -> bool {
         self.shared
+            .run
             .deadline
             .is_some_and(|d| tokio::time::Instant::now() >= d)
     }
@@ -391,10 +392,10 @@ impl Feed<'_> {
                 // A pass starts where the previous one ended on schedule, or later if it ran late.
                 let scheduled = self.iteration * (self.result.recorded_span_ns + 1_000_000);
                 self.pass_base_ns = if self.cfg.pass_barrier {
-                    if !self.shared.budget.wait_empty(&self.shared.abort) {
+                    if !self.shared.run.budget.wait_empty(&self.shared.abort) {
                         break;
                     }
-                    scheduled.max(self.shared.start.elapsed().as_nanos() as u64)
+                    scheduled.max(self.shared.run.start.elapsed().as_nanos() as u64)
                 } else {
                     scheduled
                 };
