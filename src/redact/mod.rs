@@ -14,7 +14,8 @@
 //! compressor); otherwise its bytes are kept exactly. A message that cannot be checked is an
 //! error, and the recorder leaves it out: a document nested past
 //! [`MAX_DEPTH`](crate::wire::depth::MAX_DEPTH) levels, a compressed message that does not
-//! inflate to exactly its declared size, or one past its connection's [`InflateBudget`].
+//! inflate to exactly its declared size, or one past its connection's or the recorder's
+//! [`InflateBudget`].
 
 pub mod budget;
 mod document;
@@ -38,11 +39,15 @@ pub enum RedactError {
     #[error(transparent)]
     TooDeep(#[from] TooDeep),
     #[error(
-        "OP_COMPRESSED declares {declared} uncompressed bytes, more than the {left} this \
-         connection may still have inflated ({} per compressed byte it sent)",
+        "OP_COMPRESSED declares {declared} uncompressed bytes, more than the {left} the \
+         {scope}'s inflation budget still holds ({} per compressed byte sent)",
         budget::INFLATE_PER_BYTE
     )]
-    InflateBudget { declared: usize, left: u64 },
+    InflateBudget {
+        declared: usize,
+        left: u64,
+        scope: &'static str,
+    },
 }
 
 impl RedactError {
@@ -57,6 +62,9 @@ impl RedactError {
             ) => "unredactable: compressed, does not inflate to its declared size",
             RedactError::Wire(_) | RedactError::Bson(_) => "unredactable: does not decode",
             RedactError::TooDeep(_) => "unredactable: nested deeper than the depth limit",
+            RedactError::InflateBudget {
+                scope: "recorder", ..
+            } => "unredactable: compressed past the recorder's inflation budget",
             RedactError::InflateBudget { .. } => {
                 "unredactable: compressed past its connection's inflation budget"
             }
@@ -141,8 +149,19 @@ impl Redactor {
         direction: Direction,
         budget: &mut InflateBudget,
     ) -> Result<Option<Vec<u8>>, RedactError> {
+        self.message_within_both(bytes, direction, budget, &mut InflateBudget::unlimited())
+    }
+
+    /// The same, the inflation paid from the connection's `budget` and the recorder's `global` one.
+    pub fn message_within_both(
+        &self,
+        bytes: &[u8],
+        direction: Direction,
+        budget: &mut InflateBudget,
+        global: &mut InflateBudget,
+    ) -> Result<Option<Vec<u8>>, RedactError> {
         if let Some(declared) = declared_size(bytes) {
-            budget.charge(bytes.len(), declared?)?;
+            budget::charge_both(budget, global, bytes.len(), declared?)?;
         }
         if self.key.is_none() && !might_hold_credentials(bytes)? {
             return Ok(None);
