@@ -184,10 +184,28 @@ fn a_compressed_create_user_whose_size_lies_is_left_out() {
 
 /// A zstd frame of about 1.5 KB that really inflates to the largest size a message may declare.
 fn amplifier() -> Vec<u8> {
+    amplifier_padded(0)
+}
+
+/// The same with `noise` incompressible bytes in it: 47,000 make a 47.6 KB frame (1,008:1).
+fn amplifier_padded(noise: usize) -> Vec<u8> {
     let declared = 47_999_984usize;
-    let mut doc = rawdoc! { "insert": "amp", "$db": "hostile", "s": "" };
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let random: Vec<u8> = (0..noise)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let bin = bson::Binary {
+        subtype: bson::spec::BinarySubtype::Generic,
+        bytes: random,
+    };
+    let mut doc = rawdoc! { "insert": "amp", "$db": "hostile", "n": bin.clone(), "s": "" };
     let overhead = op_msg(doc.clone()).len() - 16;
-    doc = rawdoc! { "insert": "amp", "$db": "hostile", "s": "a".repeat(declared - overhead) };
+    doc = rawdoc! { "insert": "amp", "$db": "hostile", "n": bin, "s": "a".repeat(declared - overhead) };
     let msg = op_msg(doc);
     assert_eq!(msg.len() - 16, declared);
     let packed = zstd::bulk::compress(&msg[16..], 19).unwrap();
@@ -255,6 +273,60 @@ fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
         .count();
     assert_eq!(inflated + reasons.len(), 300);
     assert!(inflated <= 12, "{inflated} of the 48 MB frames inflated");
+}
+
+/// Issue 33: frames compressing 1,008:1, just inside the former 1,024x allowance, cost 0.19 CPU-s
+/// each and pushed all 2,000 inserts of another connection out of a 4 MB queue.
+#[test]
+fn frames_just_inside_the_ratio_do_not_push_another_clients_messages_out() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let out = dir.path().join("amplified.mtape");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "4"]);
+    let frame = amplifier_padded(47_000);
+    assert!((45_000..50_000).contains(&frame.len()), "{}", frame.len());
+    let inserter = Load::start(
+        proxy.uri(),
+        LoadSpec {
+            db: "hostile",
+            threads: 1,
+            inserts: Some(2000),
+            flowing_after: 50,
+            pad: 200,
+        },
+    );
+    inserter.wait_flowing();
+    let started = Instant::now();
+    let mut s = TcpStream::connect(proxy.addr()).unwrap();
+    for _ in 0..300 {
+        s.write_all(&frame).unwrap();
+    }
+    let acked = inserter.finish().acked;
+    assert_eq!(acked.len(), 2000);
+    drop(s);
+    let stopping = Instant::now();
+    let exit = proxy.stop();
+    let stop_s = stopping.elapsed().as_secs_f64();
+    eprintln!(
+        "300 frames of {} bytes: exited {stop_s:.2} s after SIGTERM, {:.2} s after the attack began",
+        frame.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert!(stop_s < 15.0, "exit took {stop_s:.1} s");
+    let records = capture_records(&out);
+    assert_eq!(
+        inserted_ids(&records),
+        acked.into_iter().collect(),
+        "every acknowledged insert recorded"
+    );
+    let reasons = gap_reasons(&records);
+    let inflated = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Request && r.payload[..] == frame[..])
+        .count();
+    eprintln!("{inflated} inflated, {} left out", reasons.len());
+    assert!(inflated <= 20, "{inflated} of the 48 MB frames inflated");
 }
 
 fn ping_through(uri: &str) {

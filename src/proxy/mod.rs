@@ -24,6 +24,7 @@ pub mod listen;
 pub mod metrics;
 pub mod monitor;
 pub mod recorder;
+mod shares;
 pub mod shutdown;
 pub mod stats;
 pub mod streams;

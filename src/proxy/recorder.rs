@@ -2,6 +2,7 @@
 //! capture. Connection tasks never wait for it: when its queue is full they count the message as
 //! dropped and move on, and the recorder writes a `gap` record saying how much was lost.
 
+use super::shares::Shares;
 use super::stats::Stats;
 use crate::capture::{
     CaptureError, EndEvent, GapEvent, Metadata, Record, RecordKind, SegmentPlan, SegmentWriter,
@@ -35,6 +36,7 @@ const HANDSHAKE_SEARCH: u32 = 4;
 pub struct RecorderHandle {
     tx: SyncSender<Record>,
     queued_bytes: Arc<AtomicUsize>,
+    shares: Arc<Shares>,
     max_queued_bytes: usize,
     stats: Arc<Stats>,
     /// Turns false when a limit ended the recording: forwarding goes on, nothing is queued.
@@ -91,17 +93,23 @@ impl RecorderHandle {
         // Connection events are tiny and say what the messages mean: only messages count against
         // the byte bound.
         let is_message = matches!(record.kind, RecordKind::Request | RecordKind::Reply);
-        if is_message && queued + size > self.max_queued_bytes {
+        let conn_id = record.conn_id;
+        if is_message
+            && (queued + size > self.max_queued_bytes
+                || !self.shares.admits(conn_id, size, self.max_queued_bytes))
+        {
             self.queued_bytes.fetch_sub(size, Ordering::Relaxed);
             self.count_drop(size);
             return false;
         }
+        self.shares.add(conn_id, size);
         match self.tx.try_send(record) {
             Ok(()) => {
                 self.wake.queued();
                 true
             }
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.shares.sub(conn_id, size);
                 self.queued_bytes.fetch_sub(size, Ordering::Relaxed);
                 self.count_drop(size);
                 false
@@ -158,11 +166,13 @@ impl Recorder {
             thread: std::sync::OnceLock::new(),
         });
         let queued_bytes = Arc::new(AtomicUsize::new(0));
+        let shares = Arc::new(Shares::new());
         let recording = Arc::new(AtomicBool::new(true));
         let abort = Arc::new(AtomicBool::new(false));
         let handle = RecorderHandle {
             tx,
             queued_bytes: queued_bytes.clone(),
+            shares: shares.clone(),
             max_queued_bytes: opts.max_queued_bytes,
             stats: stats.clone(),
             recording: recording.clone(),
@@ -173,6 +183,7 @@ impl Recorder {
             redactor: Redactor::new(opts.redaction),
             handshakes: HashMap::new(),
             redacting: HashMap::new(),
+            inflate: InflateBudget::global(),
             stats,
             recording,
             abort: abort.clone(),
@@ -182,7 +193,7 @@ impl Recorder {
             .name("mongotape-recorder".into())
             .spawn(move || {
                 let _ = wake.thread.set(std::thread::current());
-                write_loop(state, rx, queued_bytes, wake)
+                write_loop(state, rx, (queued_bytes, shares), wake)
             })
             .map_err(CaptureError::Write)?;
         Ok(Recorder {
@@ -234,6 +245,8 @@ struct LoopState {
     /// Per open connection: what the redactor may still inflate, and whether a message of it was
     /// already left out (logged once per connection).
     redacting: HashMap<u64, (InflateBudget, bool)>,
+    /// What the redactor may still inflate over every connection.
+    inflate: InflateBudget,
     stats: Arc<Stats>,
     recording: Arc<AtomicBool>,
     abort: Arc<AtomicBool>,
@@ -243,7 +256,7 @@ struct LoopState {
 fn write_loop(
     mut st: LoopState,
     rx: Receiver<Record>,
-    queued_bytes: Arc<AtomicUsize>,
+    (queued_bytes, shares): (Arc<AtomicUsize>, Arc<Shares>),
     wake: Arc<Wake>,
 ) -> Result<(), CaptureError> {
     let file_bytes = st.writer.bytes_counter();
@@ -261,6 +274,7 @@ fn write_loop(
                 Ok(record) => {
                     empty_polls = 0;
                     queued_bytes.fetch_sub(record.payload.len(), Ordering::Relaxed);
+                    shares.sub(record.conn_id, record.payload.len());
                     st.last_ts = st.last_ts.max(record.ts_ns);
                     if st.abort.load(Ordering::Relaxed)
                         && matches!(record.kind, RecordKind::Request | RecordKind::Reply)
@@ -422,10 +436,12 @@ impl LoopState {
             _ => return record,
         };
         let (budget, warned) = self.redacting.entry(record.conn_id).or_default();
-        let e = match self
-            .redactor
-            .message_within(&record.payload, direction, budget)
-        {
+        let e = match self.redactor.message_within_both(
+            &record.payload,
+            direction,
+            budget,
+            &mut self.inflate,
+        ) {
             Ok(None) => return record,
             Ok(Some(payload)) => {
                 Stats::add(&self.stats.redacted_messages, 1);

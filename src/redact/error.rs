@@ -15,11 +15,15 @@ pub enum RedactError {
     #[error(transparent)]
     TooDeep(#[from] TooDeep),
     #[error(
-        "OP_COMPRESSED declares {declared} uncompressed bytes, more than the {left} this \
-         connection may still have inflated ({} per compressed byte it sent)",
+        "OP_COMPRESSED declares {declared} uncompressed bytes, more than the {left} the \
+         {scope}'s inflation budget still holds ({} per compressed byte sent)",
         INFLATE_PER_BYTE
     )]
-    InflateBudget { declared: usize, left: u64 },
+    InflateBudget {
+        declared: usize,
+        left: u64,
+        scope: &'static str,
+    },
 }
 
 impl RedactError {
@@ -34,6 +38,9 @@ impl RedactError {
             ) => "unredactable: compressed, does not inflate to its declared size",
             RedactError::Wire(_) | RedactError::Bson(_) => "unredactable: does not decode",
             RedactError::TooDeep(_) => "unredactable: nested deeper than the depth limit",
+            RedactError::InflateBudget {
+                scope: "recorder", ..
+            } => "unredactable: compressed past the recorder's inflation budget",
             RedactError::InflateBudget { .. } => {
                 "unredactable: compressed past its connection's inflation budget"
             }
@@ -46,6 +53,7 @@ impl From<OverBudget> for RedactError {
         RedactError::InflateBudget {
             declared: e.declared,
             left: e.left,
+            scope: e.scope,
         }
     }
 }

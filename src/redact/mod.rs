@@ -14,7 +14,8 @@
 //! compressor); otherwise its bytes are kept exactly. A message that cannot be checked is an
 //! error, and the recorder leaves it out: a document nested past
 //! [`MAX_DEPTH`](crate::wire::depth::MAX_DEPTH) levels, a compressed message that does not
-//! inflate to exactly its declared size, or one past its connection's [`InflateBudget`].
+//! inflate to exactly its declared size, or one past its connection's or the recorder's
+//! [`InflateBudget`].
 //!
 //! Layers, bottom up: budget hash < error < stored < document
 
@@ -108,8 +109,19 @@ impl Redactor {
         direction: Direction,
         budget: &mut InflateBudget,
     ) -> Result<Option<Vec<u8>>, RedactError> {
+        self.message_within_both(bytes, direction, budget, &mut InflateBudget::unlimited())
+    }
+
+    /// The same, the inflation paid from the connection's `budget` and the recorder's `global` one.
+    pub fn message_within_both(
+        &self,
+        bytes: &[u8],
+        direction: Direction,
+        budget: &mut InflateBudget,
+        global: &mut InflateBudget,
+    ) -> Result<Option<Vec<u8>>, RedactError> {
         if let Some(declared) = declared_size(bytes) {
-            budget.charge(bytes.len(), declared?)?;
+            budget::charge_both(budget, global, bytes.len(), declared?)?;
         }
         if self.key.is_none() && !might_hold_credentials(bytes)? {
             return Ok(None);
