@@ -5,10 +5,10 @@ use super::exit::{usage, Exit};
 use clap::{Args, ValueEnum};
 use mongotape::import::mongod::RecordingRead;
 use mongotape::import::mongoreplay::OpsRead;
+use mongotape::import::tcp::Bounds;
 use mongotape::import::{
     self, ImportOptions, ImportSummary, OutputSpec, PacketsRead, ServerSpec, SourceRead,
 };
-use mongotape::import::tcp::Bounds;
 use mongotape::redact::Redaction;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -15,9 +15,7 @@
 //!
 //! Layers, bottom up: buckets drivers errors report_file summary table units < phases slowest
 
-/// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
-/// Raised when a key is removed or renamed or changes type; adding a key keeps it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub use report_file::SCHEMA_VERSION;
 
 pub mod buckets;
 pub mod drivers;

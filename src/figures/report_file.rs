@@ -4,9 +4,12 @@
 //! of a `schema_version` this build does not know may mean something else by the same keys: every
 //! reader refuses it the same way, naming the file and the versions it reads.
 
-use super::SCHEMA_VERSION;
 use std::io::Read;
 use std::path::Path;
+
+/// The `schema_version` at the top of every JSON report (`docs/schemas/<kind>.schema.json`).
+/// Raised when a key is removed or renamed or changes type; adding a key keeps it.
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// The largest report file read back.
 pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;

@@ -12,7 +12,7 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen stats streams < error limits metrics recorder topology < hello_watch monitor supervise < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor supervise < conn shutdown
 
 pub mod budget;
 pub mod clock;

@@ -276,7 +276,10 @@ mod tests {
             why.contains("10 left out by the filters (command=nosuch)"),
             "{why}"
         );
-        assert!(why.contains("2 handshake and authentication commands"), "{why}");
+        assert!(
+            why.contains("2 handshake and authentication commands"),
+            "{why}"
+        );
         let judged = Gates::default().judge(&r);
         assert_eq!(judged.ending, Ending::NothingReplayed);
         assert_eq!(judged.lines, vec![why]);

@@ -24,7 +24,6 @@ use std::net::SocketAddr;
 pub use stream::{Io, TcpStats};
 use stream::{Piece, Stream};
 
-
 /// A connection as the capture will know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conn {
