@@ -22,6 +22,8 @@ pub enum ReportFileError {
         path: String,
         source: std::io::Error,
     },
+    #[error("report {path} is {kind}, not a file")]
+    NotAFile { path: String, kind: &'static str },
     #[error("report {path} is larger than any report ({MAX_REPORT_BYTES} bytes at most): {size}")]
     TooLarge { path: String, size: String },
     #[error(
@@ -65,8 +67,26 @@ pub fn read(path: &Path) -> Result<Vec<u8>, ReportFileError> {
         path: shown(),
         source,
     };
+    // Only a regular file: open(2) of a FIFO would block for ever.
+    let kind = |meta: &std::fs::Metadata| {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let kind = match () {
+            _ if t.is_file() => return Ok(()),
+            _ if t.is_dir() => "a directory",
+            _ if t.is_fifo() => "a FIFO (named pipe)",
+            _ => "a special file",
+        };
+        Err(ReportFileError::NotAFile {
+            path: shown(),
+            kind,
+        })
+    };
+    kind(&std::fs::metadata(path).map_err(failed)?)?;
     let file = std::fs::File::open(path).map_err(failed)?;
-    let len = file.metadata().map_err(failed)?.len();
+    let meta = file.metadata().map_err(failed)?;
+    kind(&meta)?;
+    let len = meta.len();
     if len > MAX_REPORT_BYTES {
         return Err(ReportFileError::TooLarge {
             path: shown(),
@@ -132,5 +152,23 @@ mod tests {
                 format!("r.json has schema_version {shown}; this mongotape reads schema_version 1");
             assert!(e.contains(&said), "{unknown}: {e}");
         }
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("shard.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = read(&fifo).unwrap_err().to_string();
+        assert!(
+            e.contains("shard.json is a FIFO (named pipe), not a file"),
+            "{e}"
+        );
+        let e = read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a file"), "{e}");
     }
 }
