@@ -86,7 +86,7 @@ impl InflateBudget {
     }
 
     fn refuse(&self, declared: usize) -> Option<OverBudget> {
-        (declared as u64 > self.left).then(|| OverBudget {
+        (declared as u64 > self.left).then_some(OverBudget {
             declared,
             left: self.left,
             scope: self.scope,
