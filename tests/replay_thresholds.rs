@@ -114,7 +114,7 @@ fn a_replay_that_sends_nothing_exits_5_and_says_why() {
     assert!(
         r.output.stderr.contains(
             "nothing was replayed: of 169 requests read, 164 left out by the filters \
-             (command=nosuch), 5 handshakes"
+             (command=nosuch), 5 handshake and authentication commands"
         ),
         "{}",
         r.describe()

@@ -5,7 +5,7 @@
 //! a known opcode, a bounded length, and the whole message decoding), and what was skipped is
 //! reported as one gap, never glued to what follows.
 
-use crate::wire::{Message, MsgHeader, OpCode, HEADER_LEN};
+use crate::wire::{compressed, Message, MsgHeader, OpCode, HEADER_LEN};
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::BTreeSet;
 
@@ -281,9 +281,7 @@ fn parses(bytes: &[u8], budget: &mut u64) -> bool {
     let mut cost = bytes.len() as u64;
     if let Ok(Some(h)) = MsgHeader::parse(bytes) {
         if h.op_code == OpCode::Compressed {
-            let declared = bytes
-                .get(20..24)
-                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64);
+            let declared = compressed::wrapped(bytes).map_or(0, |(w, _)| w.declared as u64);
             cost = cost.saturating_add(declared);
         }
     }
