@@ -223,54 +223,25 @@ fn amplifier_padded(noise: usize) -> Vec<u8> {
 
 #[test]
 fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
-    let server = Server::start_with(&["--standalone"]);
-    let dir = tempdir();
-    let out = dir.path().join("amplified.mtape");
-    let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "4"]);
     let frame = amplifier();
     assert!(frame.len() < 2_000, "{} bytes", frame.len());
-    let inserter = Load::start(
-        proxy.uri(),
-        LoadSpec {
-            db: "hostile",
-            threads: 1,
-            inserts: Some(2000),
-            flowing_after: 50,
-            pad: 200,
-        },
-    );
-    inserter.wait_flowing();
     // 300 frames on one connection (0.5 MB on the wire, 14.4 GB inflated), answers unread.
-    let attack_started = Instant::now();
-    let mut s = TcpStream::connect(proxy.addr()).unwrap();
-    for _ in 0..300 {
-        s.write_all(&frame).unwrap();
-    }
-    let acked = inserter.finish().acked;
-    assert_eq!(acked.len(), 2000);
-    drop(s);
-    let exit = proxy.stop();
+    let flood = flood_beside_inserts(&frame);
     eprintln!(
         "300 amplifying frames: the proxy had recorded everything and exited {:.2} s after they were sent",
-        attack_started.elapsed().as_secs_f64()
+        flood.attack_s
     );
-    assert!(exit.status.success(), "{}", exit.stderr);
-    assert!(!exit.stderr.contains("DROPPED"), "{}", exit.stderr);
-
-    let records = capture_records(&out);
-    assert_eq!(
-        inserted_ids(&records),
-        acked.into_iter().collect(),
-        "every acknowledged insert recorded"
+    assert!(flood.exit.status.success(), "{}", flood.exit.stderr);
+    assert!(
+        !flood.exit.stderr.contains("DROPPED"),
+        "{}",
+        flood.exit.stderr
     );
-    // Only what the connection earned (1,024 inflated bytes per byte sent) was inflated; the
+    // Only what the connection earned (its inflated bytes per byte sent) was inflated; the
     // rest is counted, not written unchecked.
-    let reasons = gap_reasons(&records);
+    let reasons = gap_reasons(&flood.records);
     assert!(reasons.iter().all(|r| r == OVER_BUDGET), "{reasons:?}");
-    let inflated = records
-        .iter()
-        .filter(|r| r.kind == RecordKind::Request && r.payload[..] == frame[..])
-        .count();
+    let inflated = flood.inflated(&frame);
     assert_eq!(inflated + reasons.len(), 300);
     assert!(inflated <= 12, "{inflated} of the 48 MB frames inflated");
 }
@@ -279,12 +250,50 @@ fn amplifying_frames_do_not_push_another_clients_messages_out_of_the_capture() {
 /// each and pushed all 2,000 inserts of another connection out of a 4 MB queue.
 #[test]
 fn frames_just_inside_the_ratio_do_not_push_another_clients_messages_out() {
+    let frame = amplifier_padded(47_000);
+    assert!((45_000..50_000).contains(&frame.len()), "{}", frame.len());
+    let flood = flood_beside_inserts(&frame);
+    let stop_s = flood.stop_s;
+    eprintln!(
+        "300 frames of {} bytes: exited {stop_s:.2} s after SIGTERM, {:.2} s after the attack began",
+        frame.len(),
+        flood.attack_s
+    );
+    assert!(flood.exit.status.success(), "{}", flood.exit.stderr);
+    assert!(stop_s < 15.0, "exit took {stop_s:.1} s");
+    let reasons = gap_reasons(&flood.records);
+    let inflated = flood.inflated(&frame);
+    eprintln!("{inflated} inflated, {} left out", reasons.len());
+    assert!(inflated <= 20, "{inflated} of the 48 MB frames inflated");
+}
+
+/// What a proxy recorded of 300 copies of a frame sent on one connection (answers unread) while
+/// pymongo inserted 2,000 documents on another, with `--max-queue-mb 4`.
+struct Flood {
+    exit: ProxyExit,
+    records: Vec<Record>,
+    /// From the first frame sent to the proxy's exit.
+    attack_s: f64,
+    /// From SIGTERM to the proxy's exit.
+    stop_s: f64,
+}
+
+impl Flood {
+    /// How many of the frames were written (inflated and checked) rather than left out.
+    fn inflated(&self, frame: &[u8]) -> usize {
+        self.records
+            .iter()
+            .filter(|r| r.kind == RecordKind::Request && r.payload[..] == frame[..])
+            .count()
+    }
+}
+
+/// Sends the flood, stops the proxy and checks that every acknowledged insert was recorded.
+fn flood_beside_inserts(frame: &[u8]) -> Flood {
     let server = Server::start_with(&["--standalone"]);
     let dir = tempdir();
     let out = dir.path().join("amplified.mtape");
     let proxy = Proxy::start_with(server.addr(), &out, &["--max-queue-mb", "4"]);
-    let frame = amplifier_padded(47_000);
-    assert!((45_000..50_000).contains(&frame.len()), "{}", frame.len());
     let inserter = Load::start(
         proxy.uri(),
         LoadSpec {
@@ -299,7 +308,7 @@ fn frames_just_inside_the_ratio_do_not_push_another_clients_messages_out() {
     let started = Instant::now();
     let mut s = TcpStream::connect(proxy.addr()).unwrap();
     for _ in 0..300 {
-        s.write_all(&frame).unwrap();
+        s.write_all(frame).unwrap();
     }
     let acked = inserter.finish().acked;
     assert_eq!(acked.len(), 2000);
@@ -307,26 +316,19 @@ fn frames_just_inside_the_ratio_do_not_push_another_clients_messages_out() {
     let stopping = Instant::now();
     let exit = proxy.stop();
     let stop_s = stopping.elapsed().as_secs_f64();
-    eprintln!(
-        "300 frames of {} bytes: exited {stop_s:.2} s after SIGTERM, {:.2} s after the attack began",
-        frame.len(),
-        started.elapsed().as_secs_f64()
-    );
-    assert!(exit.status.success(), "{}", exit.stderr);
-    assert!(stop_s < 15.0, "exit took {stop_s:.1} s");
+    let attack_s = started.elapsed().as_secs_f64();
     let records = capture_records(&out);
     assert_eq!(
         inserted_ids(&records),
         acked.into_iter().collect(),
         "every acknowledged insert recorded"
     );
-    let reasons = gap_reasons(&records);
-    let inflated = records
-        .iter()
-        .filter(|r| r.kind == RecordKind::Request && r.payload[..] == frame[..])
-        .count();
-    eprintln!("{inflated} inflated, {} left out", reasons.len());
-    assert!(inflated <= 20, "{inflated} of the 48 MB frames inflated");
+    Flood {
+        exit,
+        records,
+        attack_s,
+        stop_s,
+    }
 }
 
 fn ping_through(uri: &str) {

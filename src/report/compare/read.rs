@@ -20,15 +20,19 @@ pub enum CompareError {
     NoSummary { path: String, detail: String },
 }
 
-/// Loads the summary of a report file.
-pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
+/// A report file read (within the reader's bounds) and parsed as JSON, with its name for errors.
+pub fn load_json(path: &Path) -> Result<(String, serde_json::Value), CompareError> {
     let name = path.display().to_string();
     let text = crate::figures::report_file::read(path)?;
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|source| CompareError::Json {
-            path: name.clone(),
-            source,
-        })?;
+    match serde_json::from_slice(&text) {
+        Ok(value) => Ok((name, value)),
+        Err(source) => Err(CompareError::Json { path: name, source }),
+    }
+}
+
+/// Loads the summary of a report file.
+pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
+    let (name, mut value) = load_json(path)?;
     let doc = match value.get_mut("summary") {
         Some(s) => s.take(),
         None => value,

@@ -3,7 +3,7 @@
 //! column, the shapes with the most total time first. A report without shapes (an older one, a
 //! bare summary) gives an empty column.
 
-use super::read::CompareError;
+use super::read::{load_json, CompareError};
 use super::rows::{row, MetricRow};
 use crate::shape::ShapeReport;
 use serde::{Deserialize, Serialize};
@@ -23,13 +23,7 @@ pub struct ShapeRows {
 
 /// The `shapes` of a report file: empty when it has none.
 pub fn load_shapes(path: &Path) -> Result<Vec<ShapeReport>, CompareError> {
-    let name = path.display().to_string();
-    let text = crate::figures::report_file::read(path)?;
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|source| CompareError::Json {
-            path: name.clone(),
-            source,
-        })?;
+    let (name, mut value) = load_json(path)?;
     match value.get_mut("shapes").map(serde_json::Value::take) {
         None | Some(serde_json::Value::Null) => Ok(Vec::new()),
         Some(shapes) => serde_json::from_value(shapes).map_err(|e| CompareError::NoSummary {
