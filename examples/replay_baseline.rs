@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --example replay_baseline
 //! target/release/examples/replay_baseline 127.0.0.1:PORT [COUNT] [CONNECTIONS] [DB]
-//!     [--retryable] [--server-pid PID] [--threads N] [--json]
+//!     [--retryable] [--server-pid PID] [--threads N] [--blocking] [--json]
 //! ```
 //!
 //! The documents are those of `tools/workloads/*/inserts` (`{_id: i, name, value, pad}`, 150 bytes),
@@ -12,14 +12,20 @@
 //! retryable inserts carry once the replayer has rewritten them: an `lsid` (one session per
 //! connection) and an increasing `txnNumber`, so the server does the same work as for a replay.
 //! Prints ops/s and its own CPU µs per insert (and the server's CPU per 1,000 inserts with
-//! `--server-pid`); `--json` prints one JSON object instead. `--threads N`: the runtime's worker
-//! threads (default: tokio's, one per core).
+//! `--server-pid`) and the round trip's p50 and p99; `--json` prints one JSON object instead.
+//! `--threads N`: the runtime's worker threads (default: tokio's, one per core). `--blocking`: no
+//! runtime at all, one OS thread per connection with a blocking socket (write the insert, read its
+//! reply, repeat): on few cores the strongest closed-loop load, the floor every ratio is taken
+//! against (`tools/bench-sink`).
 
 use bson::{rawdoc, RawDocumentBuf};
+use hdrhistogram::Histogram;
 use mongotape::replay::client::{Conn, Target};
 use mongotape::replay::measure::server::{clock_tick_s, cpu_seconds, own_cpu_seconds};
 use mongotape::wire::op_msg::{MsgFlags, OpMsg, Section};
 use rand::RngCore;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 struct Args {
@@ -30,17 +36,20 @@ struct Args {
     retryable: bool,
     server_pid: Option<u32>,
     threads: Option<usize>,
+    blocking: bool,
     json: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
     let mut positional = Vec::new();
     let (mut retryable, mut server_pid, mut json, mut threads) = (false, None, false, None);
+    let mut blocking = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--retryable" => retryable = true,
             "--json" => json = true,
+            "--blocking" => blocking = true,
             "--server-pid" => {
                 let pid = it
                     .next()
@@ -74,6 +83,7 @@ fn parse_args() -> anyhow::Result<Args> {
         retryable,
         server_pid,
         threads,
+        blocking,
         json,
     })
 }
@@ -127,9 +137,28 @@ fn insert(body: RawDocumentBuf, doc: RawDocumentBuf) -> Vec<u8> {
     .encode(0, 0)
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = parse_args()?;
-    let lanes = encode(&args);
+/// What one run measured.
+struct Measured {
+    wall: f64,
+    cpu: f64,
+    server_cpu: Option<f64>,
+    /// Round trips, µs.
+    rtt: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds")
+}
+
+fn check(reply: &[u8]) -> anyhow::Result<()> {
+    let outcome = mongotape::replay::measure::outcome::scan(reply)?;
+    if !outcome.ok || outcome.write_errors > 0 {
+        anyhow::bail!("insert failed: {outcome:?}");
+    }
+    Ok(())
+}
+
+fn run_tokio(args: &Args, lanes: Vec<Vec<Vec<u8>>>) -> anyhow::Result<Measured> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
         builder.worker_threads(n);
@@ -138,7 +167,7 @@ fn main() -> anyhow::Result<()> {
     let tick = clock_tick_s();
     let target = args.target.clone();
     let server_pid = args.server_pid;
-    let (wall, cpu, server_cpu) = runtime.block_on(async move {
+    runtime.block_on(async move {
         let mut connected = Vec::new();
         for lane in lanes {
             connected.push((
@@ -153,28 +182,108 @@ fn main() -> anyhow::Result<()> {
             .into_iter()
             .map(|(mut conn, lane)| {
                 tokio::spawn(async move {
+                    let mut rtt = histogram();
                     for mut m in lane {
+                        let sent = Instant::now();
                         let id = conn.send(&mut m).await?;
                         let reply = conn.recv(id).await?;
-                        let outcome = mongotape::replay::measure::outcome::scan(&reply)?;
-                        if !outcome.ok || outcome.write_errors > 0 {
-                            anyhow::bail!("insert failed: {outcome:?}");
-                        }
+                        rtt.saturating_record(sent.elapsed().as_micros() as u64);
+                        check(&reply)?;
                     }
-                    anyhow::Ok(())
+                    anyhow::Ok(rtt)
                 })
             })
             .collect();
+        let mut rtt = histogram();
         for t in tasks {
-            t.await??;
+            rtt.add(t.await??)?;
         }
         let wall = started.elapsed().as_secs_f64();
         let cpu = own_cpu_seconds(tick).unwrap_or(0.0) - cpu0;
-        let server = server0
+        let server_cpu = server0
             .zip(server_pid.and_then(|p| cpu_seconds(p, tick)))
             .map(|(b, a)| a - b);
-        anyhow::Ok((wall, cpu, server))
-    })?;
+        Ok(Measured {
+            wall,
+            cpu,
+            server_cpu,
+            rtt,
+        })
+    })
+}
+
+/// One OS thread per connection, blocking reads and writes, no runtime.
+fn run_blocking(args: &Args, lanes: Vec<Vec<Vec<u8>>>) -> anyhow::Result<Measured> {
+    let seed = &args.target.seeds[0];
+    let addr = format!("{}:{}", seed.host, seed.port);
+    let mut connected = Vec::new();
+    for lane in lanes {
+        let stream = TcpStream::connect(&addr)?;
+        stream.set_nodelay(true)?;
+        connected.push((stream, lane));
+    }
+    let tick = clock_tick_s();
+    let server0 = args.server_pid.and_then(|p| cpu_seconds(p, tick));
+    let cpu0 = own_cpu_seconds(tick).unwrap_or(0.0);
+    let started = Instant::now();
+    let threads: Vec<_> = connected
+        .into_iter()
+        .map(|(mut stream, lane)| {
+            std::thread::spawn(move || {
+                let mut rtt = histogram();
+                let mut reply = Vec::with_capacity(256);
+                for m in lane {
+                    let sent = Instant::now();
+                    stream.write_all(&m)?;
+                    let mut len = [0u8; 4];
+                    stream.read_exact(&mut len)?;
+                    let n = i32::from_le_bytes(len);
+                    anyhow::ensure!((16..=48_000_000).contains(&n), "reply length {n}");
+                    reply.clear();
+                    reply.extend_from_slice(&len);
+                    reply.resize(n as usize, 0);
+                    stream.read_exact(&mut reply[4..])?;
+                    rtt.saturating_record(sent.elapsed().as_micros() as u64);
+                    check(&reply)?;
+                }
+                anyhow::Ok(rtt)
+            })
+        })
+        .collect();
+    let mut rtt = histogram();
+    for t in threads {
+        let lane = t
+            .join()
+            .map_err(|_| anyhow::anyhow!("a connection's thread panicked"))??;
+        rtt.add(lane)?;
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = own_cpu_seconds(tick).unwrap_or(0.0) - cpu0;
+    let server_cpu = server0
+        .zip(args.server_pid.and_then(|p| cpu_seconds(p, tick)))
+        .map(|(b, a)| a - b);
+    Ok(Measured {
+        wall,
+        cpu,
+        server_cpu,
+        rtt,
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let lanes = encode(&args);
+    let Measured {
+        wall,
+        cpu,
+        server_cpu,
+        rtt,
+    } = if args.blocking {
+        run_blocking(&args, lanes)?
+    } else {
+        run_tokio(&args, lanes)?
+    };
+    let (p50, p99) = (rtt.value_at_quantile(0.5), rtt.value_at_quantile(0.99));
     let n = args.count as f64;
     let server_per_1k = server_cpu.map(|s| s / n * 1000.0);
     if args.json {
@@ -182,16 +291,18 @@ fn main() -> anyhow::Result<()> {
             "{}",
             serde_json::json!({
                 "count": args.count, "connections": args.conns, "retryable": args.retryable,
-                "threads": args.threads,
+                "threads": args.threads, "blocking": args.blocking,
                 "wall_s": wall, "ops_per_s": n / wall, "client_cpu_s": cpu,
                 "client_cpu_us_per_op": cpu / n * 1e6,
+                "rtt_p50_us": p50, "rtt_p99_us": p99,
                 "server_cpu_s": server_cpu, "server_cpu_s_per_1k_ops": server_per_1k,
             })
         );
     } else {
         println!(
-            "baseline{}: {} inserts on {} connection(s) in {wall:.2} s: {:.0} ops/s, {:.1} µs CPU per insert{}",
+            "baseline{}{}: {} inserts on {} connection(s) in {wall:.2} s: {:.0} ops/s, {:.1} µs CPU per insert, round trip p50 {p50} µs p99 {p99} µs{}",
             if args.retryable { " (retryable)" } else { "" },
+            if args.blocking { " (blocking)" } else { "" },
             args.count,
             args.conns,
             n / wall,

@@ -12,6 +12,9 @@
 //!   reading as one capture.
 //! - [`net`]: reaching a deployment: connection strings (the driver's parser, SRV resolved) and
 //!   rustls configurations for both sides of a TLS connection. Shared by the proxy and the replayer.
+//! - [`state`]: the state a replay starts from: a point-in-time snapshot of the namespaces a
+//!   workload uses (`snapshot`, `record --snapshot`), read at one cluster time with the driver and
+//!   stored in mongodump's layout; and the reader of such a folder, mongodump's own included.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
 //! - [`import`]: `mongotape import`. Captures made from other recordings: pcap and pcapng files
@@ -40,7 +43,7 @@
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < proxy replay < import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < state < proxy replay < import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -61,4 +64,5 @@ pub mod replay;
 pub mod report;
 pub mod shape;
 pub mod slice;
+pub mod state;
 pub mod wire;

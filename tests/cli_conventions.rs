@@ -297,10 +297,13 @@ fn option_errors_exit_2_before_anything_is_contacted() {
     let out = out.to_str().unwrap();
     let capture = fixture("pymongo.mtape");
     let unknown_option = format!("mongodb://{addr}/?foo=bar");
+    // The connection-string specification requires the `/` before the options.
+    let no_slash = format!("mongodb://{addr}?w=1");
     for (uri, says) in [
         ("mongodb:/127.0.0.1", "mongodb:/127.0.0.1"),
         ("127.0.0.1:99999", "99999"),
         (unknown_option.as_str(), "foo"),
+        (no_slash.as_str(), "must follow a `/`"),
     ] {
         let record = ["record", "-u", uri, "-l", "127.0.0.1:0", "-o", out];
         let replay = ["replay", &capture, "-t", uri];
@@ -437,6 +440,27 @@ fn plain_text_to_a_tls_server_names_the_likely_cause() {
     ]);
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(run.stderr.contains(hint), "{}", run.stderr);
+}
+
+/// `--help` is wrapped: at most 100 columns off a terminal, and on a wider one.
+#[test]
+fn every_help_fits_100_columns() {
+    let top: [&str; 0] = [];
+    let subs = SUBCOMMANDS.iter().chain(["slice", "import"].iter());
+    for args in std::iter::once(&top[..]).chain(subs.map(std::slice::from_ref)) {
+        for columns in [None, Some("250")] {
+            let mut cmd = std::process::Command::new(mongotape_bin());
+            cmd.args(args).arg("--help").env_remove("COLUMNS");
+            if let Some(c) = columns {
+                cmd.env("COLUMNS", c);
+            }
+            let out = cmd.output().expect("mongotape runs");
+            assert!(out.status.success(), "{args:?}");
+            let help = String::from_utf8(out.stdout).unwrap();
+            let wide: Vec<&str> = help.lines().filter(|l| l.chars().count() > 100).collect();
+            assert!(wide.is_empty(), "{args:?} COLUMNS={columns:?}: {wide:#?}");
+        }
+    }
 }
 
 #[test]
@@ -702,4 +726,42 @@ fn every_duration_option_out_of_range_is_a_usage_error_naming_it() {
     }
     // record's eight, replay's seven, analyze's three and the windows of slice and cat.
     assert!(walked >= 22, "{walked} options walked");
+}
+
+/// Each tool names the file it was given when it is another tool's: a packet capture given to
+/// `inspect` or `cat`, a capture given to `import`; four targets are a usage error.
+#[test]
+fn a_file_for_another_subcommand_says_which() {
+    let dir = tempdir();
+    let pcap = dir.path().join("app.pcap");
+    let status = std::process::Command::new("python3")
+        .arg(workspace_root().join("tools/write_hostile_pcap.py"))
+        .args(["forged", pcap.to_str().unwrap()])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    let pcap = pcap.display().to_string();
+    for sub in ["inspect", "cat"] {
+        let run = mongotape(&[sub, &pcap]);
+        assert_eq!(run.status.code(), Some(1), "{sub}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("this is a packet capture (pcap): `mongotape import` it"),
+            "{sub}: {}",
+            run.stderr
+        );
+    }
+    let capture = fixture("pymongo.mtape");
+    let out = dir.path().join("x.mtape");
+    let run = mongotape(&["import", &capture, "-o", out.to_str().unwrap()]);
+    assert_ne!(run.status.code(), Some(0));
+    assert!(
+        run.stderr.contains("a mongotape capture already") && run.stderr.contains("slice"),
+        "{}",
+        run.stderr
+    );
+    let t = ["-t", "127.0.0.1:1"];
+    let run = mongotape(&[&["replay", &capture][..], &t, &t, &t, &t].concat());
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("at most three"), "{}", run.stderr);
 }

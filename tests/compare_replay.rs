@@ -110,3 +110,63 @@ fn analyze_and_two_replays_side_by_side() {
     assert_page_ok(&page, &rendered, 6);
     assert!(rendered.dom.contains("Server CPU per 1,000 operations"));
 }
+
+/// An A/B report compares beside a replay report: each target is a column (A, B), then the
+/// replay.
+#[test]
+fn an_ab_report_is_a_column_per_target_beside_a_replay() {
+    let _serial = one_at_a_time();
+    let server = Server::start_with(&["--standalone"]);
+    let rec = record_inserts_finds(&server, "recorded", 30, 0.0, 0);
+    drop(server);
+    let dir = tempdir();
+    let (a, b) = (
+        Server::start_with(&["--standalone"]),
+        Server::start_with(&["--standalone"]),
+    );
+    let ab = dir.path().join("ab.json");
+    let capture = rec.capture.display().to_string();
+    let out = mongotape(&[
+        "replay",
+        &capture,
+        "-t",
+        a.addr(),
+        "-t",
+        b.addr(),
+        "--fast",
+        "--quiet",
+        "--report",
+        ab.to_str().unwrap(),
+    ]);
+    assert!(out.success(), "{}\n{}", out.stdout, out.stderr);
+    drop((a, b));
+    let single = dir.path().join("replay.json");
+    replay(&rec.capture, &single, "later", &["--fast"]);
+    let (ab, single) = (ab.display().to_string(), single.display().to_string());
+    let out = mongotape(&["compare", &ab, &single, "--json"]);
+    assert!(out.success(), "{}", out.stderr);
+    let cmp: Value = serde_json::from_str(&out.stdout).unwrap();
+    let labels: Vec<&str> = cmp["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["A", "B", "later"], "{}", cmp["columns"]);
+    let insert = cmp["per_command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["command"] == "insert")
+        .unwrap();
+    assert_eq!(
+        row(&insert["rows"], "count")["values"],
+        serde_json::json!([30.0, 30.0, 30.0])
+    );
+    let text = mongotape(&["compare", &ab, &single]);
+    assert!(
+        text.success() && text.stdout.contains("later"),
+        "{}",
+        text.stderr
+    );
+}

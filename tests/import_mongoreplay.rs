@@ -147,3 +147,59 @@ fn a_truncated_playback_file_imports_up_to_the_cut_and_exits_3() {
         .count();
     assert_eq!(report["written"]["messages"], messages, "{report}");
 }
+
+/// An OP_REPLY is a reply by its opcode: the old shell's replies, answering request 0 in a
+/// playback file, are imported as replies and paired with the requests they answer by their
+/// order on the connection (mongosh's handshake is OP_QUERY answered by OP_REPLY).
+#[test]
+fn op_replies_answering_request_0_are_replies_paired_by_order() {
+    let dir = tempdir();
+    let capture = fixture("mongosh.mtape");
+    let playback = dir.path().join("zero.playback");
+    write_playback(&capture, &playback, &["--reply-response-to-zero"]);
+    let out = dir.path().join("zero.mtape");
+    let run = import(&playback, &out);
+    assert!(run.success(), "{}\n{}", run.stderr, run.stdout);
+    let records = capture_records(&out);
+    let zeroed = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Reply && r.payload[12..16] == 1i32.to_le_bytes())
+        .inspect(|r| assert_eq!(r.payload[8..12], [0; 4]))
+        .count();
+    assert!(zeroed > 0, "the fixture holds OP_REPLYs");
+    assert_eq!(
+        by_connection(&records),
+        by_connection(&capture_records(&capture))
+            .into_iter()
+            .map(|(n, (client, msgs))| (n, (client, zero_reply_ids(msgs))))
+            .collect::<BTreeMap<_, _>>()
+    );
+    let (got, want) = (inspect_json(&out), inspect_json(&capture));
+    for key in ["unanswered_requests", "unsolicited_replies", "by_command"] {
+        assert_eq!(got[key], want[key], "{key}");
+    }
+    let cat = mongotape(&["cat", out.to_str().unwrap(), "--no-body"]);
+    let handshake_reply = cat
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"op\":\"OP_REPLY\""))
+        .expect("an OP_REPLY line");
+    assert!(
+        handshake_reply.contains("\"dir\":\"reply\"")
+            && handshake_reply.contains("\"command\":\"ismaster\"")
+            && handshake_reply.contains("latency_us"),
+        "{handshake_reply}"
+    );
+}
+
+/// The messages with every OP_REPLY's responseTo set to 0.
+fn zero_reply_ids(msgs: Vec<(RecordKind, u64, Vec<u8>)>) -> Vec<(RecordKind, u64, Vec<u8>)> {
+    msgs.into_iter()
+        .map(|(kind, ts, mut bytes)| {
+            if bytes[12..16] == 1i32.to_le_bytes() {
+                bytes[8..12].copy_from_slice(&[0; 4]);
+            }
+            (kind, ts, bytes)
+        })
+        .collect()
+}

@@ -571,3 +571,143 @@ fn tls_connections_are_left_out_and_named() {
         run.stderr
     );
 }
+
+/// Ten inserts and a find through the proxy. Arguments: URI.
+const TEN_INSERTS: &str = r#"
+import sys
+from pymongo import MongoClient
+db = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000, appname='probe-app').probes
+for i in range(10):
+    db.c.insert_one({'_id': i})
+db.c.find_one({'_id': 3})
+"#;
+
+/// A pcap taken on the server's port, on the proxy's host, holds the proxy's own topology
+/// probes beside the clients' connections: the import names them (`inspect` lists them under
+/// their application) or, with `--skip-probes`, leaves them out, and the capture then starts
+/// with the first client. An imported capture says what it was imported from.
+#[test]
+fn the_proxys_topology_probes_are_named_or_left_out() {
+    let dir = tempdir();
+    let server = Server::start();
+    let sniffer = Sniffer::start(Tool::Tcpdump, server.port(), &dir.path().join("up.pcap"));
+    let proxy = Proxy::start(server.addr(), &dir.path().join("proxy.mtape"));
+    // The first client comes a while after the proxy's first probe.
+    std::thread::sleep(Duration::from_millis(1_500));
+    python(TEN_INSERTS, &[proxy.uri()]);
+    assert!(proxy.stop().status.success());
+    let pcap = sniffer.stop();
+    let port = server.port().to_string();
+
+    let named = dir.path().join("named.mtape");
+    let run = import(&[&pcap], &named, &["--server-port", &port]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(run.stdout.contains("topology probes: "), "{}", run.stdout);
+    let j = inspect_json(&named);
+    let app = |c: &serde_json::Value| c["driver"]["application"].as_str().map(str::to_owned);
+    let apps: Vec<Option<String>> = j["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(app)
+        .collect();
+    let probes = apps
+        .iter()
+        .filter(|a| a.as_deref() == Some(mongotape::wire::info::TOPOLOGY_PROBE_APP))
+        .count();
+    assert!(probes >= 1, "{apps:?}");
+    assert!(
+        apps.iter().all(|a| a.is_some()),
+        "every connection named: {apps:?}"
+    );
+    let text = mongotape(&["inspect", named.to_str().unwrap()]);
+    let head = text.stdout.lines().next().unwrap_or_default().to_owned();
+    let source = format!("from pcap: {}", pcap.display());
+    assert!(
+        head.contains(&source) && !head.contains("upstream"),
+        "{head}"
+    );
+
+    let skipped = dir.path().join("skipped.mtape");
+    let run = import(
+        &[&pcap],
+        &skipped,
+        &["--server-port", &port, "--skip-probes"],
+    );
+    assert!(run.success(), "{}", run.stderr);
+    let k = inspect_json(&skipped);
+    let kept: Vec<Option<String>> = k["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(app)
+        .collect();
+    assert_eq!(kept.len(), apps.len() - probes, "{kept:?}");
+    assert!(
+        kept.iter().all(|a| a.as_deref() == Some("probe-app")),
+        "{kept:?}"
+    );
+    // The capture starts with the first client, not the probe 1.5 s before it.
+    let (all_s, kept_s) = (
+        j["duration_s"].as_f64().unwrap(),
+        k["duration_s"].as_f64().unwrap(),
+    );
+    assert!(all_s - kept_s > 1.0, "{all_s} against {kept_s}");
+    let start = |c: &Path| {
+        mongotape::capture::CaptureReader::open(c)
+            .unwrap()
+            .metadata()
+            .start_unix_ns
+    };
+    assert_eq!(start(&skipped), k["first_ns"].as_u64().unwrap());
+    assert!(start(&skipped) > start(&named));
+}
+
+/// OP_COMMAND and OP_COMMANDREPLY (3.2-4.0 shells and servers) are named with their command, and
+/// paired, by `cat`, `inspect` and `analyze`.
+#[test]
+fn op_command_and_its_reply_are_named_with_their_command() {
+    let dir = tempdir();
+    let pcap = hostile_pcap(dir.path(), "opcommand", &[]);
+    let out = dir.path().join("opcommand.mtape");
+    import_json(&pcap, &out, &[]);
+    let file = out.display().to_string();
+    let cat = mongotape(&["cat", &file, "--no-body"]);
+    let lines: Vec<serde_json::Value> = cat
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ops: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["op"].as_str().unwrap(), l["command"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("OP_COMMAND", "isMaster"),
+            ("OP_COMMANDREPLY", "isMaster"),
+            ("OP_COMMAND", "find"),
+            ("OP_COMMANDREPLY", "find"),
+        ]
+    );
+    assert_eq!(lines[2]["ns"], "shop.orders");
+    assert_eq!(lines[3]["ok"], 1.0);
+    let inspect = inspect_json(&out);
+    assert_eq!(
+        inspect["requests_by_opcode"]["OP_COMMAND"]["messages"], 2,
+        "{inspect}"
+    );
+    assert_eq!(
+        inspect["replies_by_opcode"]["OP_COMMANDREPLY"]["messages"], 2,
+        "{inspect}"
+    );
+    assert_eq!(inspect["unanswered_requests"], 0);
+    let text = mongotape(&["inspect", &file]).stdout;
+    assert!(
+        text.contains("OP_COMMANDREPLY") && !text.contains("OP_UNKNOWN"),
+        "{text}"
+    );
+    let analyze = mongotape(&["analyze", &file]).stdout;
+    assert!(analyze.contains("find shop.orders"), "{analyze}");
+}

@@ -73,7 +73,18 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
     let insert = run.ratio("insert", "indexed");
     let (low, high) = ratio_bounds(insert);
     let mean = insert["ratio"].as_f64().expect("ratio");
-    assert!(mean > 1.0 && low <= mean && mean <= high, "{insert}");
+    assert!(low <= mean && mean <= high, "{insert}");
+    // On a busy machine a tail on the control can pull the mean below 1 while every typical
+    // insert is slower: the two disagree, and that is no finding either way.
+    if high < 1.0 {
+        let why = &run.report["per_command"]["insert"]["ratios"][0]["not_a_finding"];
+        assert!(
+            why.as_str()
+                .unwrap_or("")
+                .starts_with("mean and median disagree"),
+            "{why}"
+        );
+    }
     assert_eq!(median["pairs"], 1500, "{median}");
     let sentence = run.report["per_command"]["insert"]["ratios"][0]["sentence"]
         .as_str()
@@ -84,13 +95,31 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
             && sentence.contains("; per request, median "),
         "{sentence}"
     );
-    // A finding is a mean ratio whose interval excludes 1 (docs/ab.md), and only that.
+    // A finding is a mean ratio whose interval excludes 1 with the median's agreeing (docs/ab.md,
+    // "What makes a finding"); on a DISTURBED run both must clear 1 by a margin.
     let found = run.report["findings"]
         .as_array()
         .unwrap()
         .iter()
         .any(|f| f == sentence);
-    assert_eq!(found, low > 1.0, "{sentence}\n{}", run.output.stdout);
+    let judged = &run.report["per_command"]["insert"]["ratios"][0];
+    assert_eq!(found, judged["finding"] == true, "{judged}");
+    // A mean moved by the slowest inserts alone (the typical one about the same) is the tail's.
+    let tail = judged["not_a_finding"]
+        .as_str()
+        .is_some_and(|w| w.starts_with("mostly tail") || w.starts_with("tail only"));
+    if low > 1.0 && !found {
+        let why = judged["not_a_finding"].as_str().expect("why not a finding");
+        assert!(why.starts_with("DISTURBED run") || tail, "{why}");
+    }
+    if run.report["load"]["disturbed"] == false {
+        assert_eq!(
+            found,
+            low > 1.0 && !tail,
+            "{sentence}\n{}",
+            run.output.stdout
+        );
+    }
     assert_eq!(
         sentence.contains(", not significant)"),
         low <= 1.0,
@@ -120,7 +149,7 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
         cpu("indexed"),
         cpu("plain")
     );
-    assert_eq!(run.report["schema_version"], 1);
+    assert_eq!(run.report["schema_version"], 2);
     assert_eq!(run.report["kind"], "ab");
     // The machine's load: flagged in JSON, text and HTML alike.
     let disturbed = run.report["load"]["disturbed"]
@@ -174,12 +203,19 @@ fn identical_servers_differ_in_nothing_at_a_fixed_rate() {
         "{}",
         run.output.stdout
     );
+    // Identical servers. On two cores the replayer and the two servers share them, and where
+    // each lands moves one server's every request for the whole run (per-request medians from
+    // 0.54x to 1.89x measured, each with a tight interval: only A2 tells that from a real
+    // difference). Only a median far from 1 would be wrong; a tail does not move it.
     for command in ["insert", "find"] {
-        let (low, high) = ratio_bounds(run.ratio(command, "B"));
-        // Noisy machine: only an interval far from 1 would be wrong.
+        let judged = run.report["per_command"][command]["ratios"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["target"] == "B"))
+            .expect("B's ratio");
+        let (low, high) = ratio_bounds(&judged["median"]);
         assert!(
             low < 2.0 && high > 0.5,
-            "{command}: {low}-{high}\n{}",
+            "{command}: median {low}-{high}\n{}",
             run.output.stdout
         );
     }

@@ -84,7 +84,13 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
     let capture = record(dir.path());
     let target = Server::start_with(&["--standalone"]);
     python(SETUP, &[target.uri().as_str(), "0"]);
-    let run = replay(&capture, target.addr(), &["--fast", "--explain"]);
+    let page = dir.path().join("replay.html");
+    let page_arg = page.to_str().unwrap();
+    let run = replay(
+        &capture,
+        target.addr(),
+        &["--fast", "--explain", "--html", page_arg],
+    );
     assert_schema("replay", &run.report);
     let plans = plans(&run.report);
     // Two find shapes, the update and count_documents' aggregate: explained once each; the
@@ -102,6 +108,8 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
         // The first request of the shape was explained: status A (15), sku s1 (6).
         assert_eq!(p["n_returned"], returned, "{p}");
         assert_eq!(p["hash"].as_str().unwrap().len(), 16);
+        // Three requests of the shape, each a scan of the 30 orders.
+        assert_eq!(p["docs_examined_run"], 90, "{p}");
     }
     let update = plans
         .iter()
@@ -113,6 +121,7 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
     );
     // An update of one document stops at the first match: _id 3, the fourth scanned.
     assert_eq!(update["docs_examined"], 4, "{update}");
+    assert_eq!(update["docs_examined_run"], 4, "{update}");
     let count = plans
         .iter()
         .find(|p| p["command"] == "aggregate")
@@ -130,6 +139,20 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
         .stdout
         .lines()
         .any(|l| l.starts_with("find shop.orders {status: ?string}") && l.contains("COLLSCAN")));
+    // The text table and the page show the documents examined over the run.
+    let lines = || run.output.stdout.lines().map(str::trim_end);
+    assert!(
+        lines().any(|l| l.starts_with("shape ") && l.ends_with("run docs")),
+        "{}",
+        run.output.stdout
+    );
+    assert!(
+        lines().any(|l| l.starts_with(FIND_STATUS) && l.contains("COLLSCAN") && l.ends_with(" 90")),
+        "{}",
+        run.output.stdout
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("run docs"), "no run docs column in the page");
     // Without --explain: no plans.
     python(SETUP, &[target.uri().as_str(), "0"]);
     let plain = replay(&capture, target.addr(), &["--fast"]);
@@ -158,8 +181,18 @@ fn an_index_on_b_changes_that_shapes_plan_and_no_other() {
     );
     assert_eq!(on(FIND_STATUS, "B")["keys_examined"], 15);
     assert_eq!(on(FIND_STATUS, "B")["docs_examined"], 15);
+    // Per target: three requests each, 15 documents a request through the index on B, the 30
+    // scanned on A.
+    assert_eq!(on(FIND_STATUS, "B")["docs_examined_run"], 45);
+    assert_eq!(on(FIND_STATUS, "A")["docs_examined_run"], 90);
+    assert!(
+        run.html.contains("run docs"),
+        "no run docs column in the page"
+    );
+    // Only the target whose plan differs from the control's is marked.
+    assert_eq!(on(FIND_STATUS, "A")["plan_changed"], false);
+    assert_eq!(on(FIND_STATUS, "B")["plan_changed"], true);
     for t in ["A", "B"] {
-        assert_eq!(on(FIND_STATUS, t)["plan_changed"], true);
         assert_eq!(on(FIND_SKU, t)["plan_changed"], false);
         assert_eq!(on(FIND_SKU, t)["plan"], "COLLSCAN");
     }
@@ -224,6 +257,8 @@ fn analyze_explain_asks_the_server_it_is_given() {
     );
     assert_eq!(plan_of(&plans, FIND_SKU, None)["plan"], "COLLSCAN");
     assert_eq!(plan_of(&plans, FIND_SKU, None)["docs_examined"], 0);
+    // analyze counts no run.
+    assert!(plans.iter().all(|p| p.get("docs_examined_run").is_none()));
     // Nothing was written there by the explained update.
     assert_eq!(counts(&server.uri()), vec![0, 0, 0]);
     let text = mongotape(&[
@@ -378,4 +413,6 @@ fn merge_keeps_each_shapes_plan_once_from_the_shard_reports() {
     assert_eq!(shard_plans, 4);
     assert_eq!(plans.len(), 4, "{plans:#?}");
     assert_eq!(plan_of(&plans, FIND_STATUS, None)["plan"], "COLLSCAN");
+    // Counted again over the merged shapes: three requests of 30 documents.
+    assert_eq!(plan_of(&plans, FIND_STATUS, None)["docs_examined_run"], 90);
 }

@@ -67,3 +67,48 @@ fn op_kill_cursors_becomes_kill_cursors_on_the_live_cursor() {
         );
     }
 }
+
+/// OP_COMMAND (3.2-4.0's command opcode, written by tools/write_hostile_pcap.py as a shell of
+/// then sent it) is never replayed: a current server takes none. The replay says why.
+#[test]
+fn op_command_is_skipped_with_its_reason() {
+    let dir = tempdir();
+    let pcap = dir.path().join("opcommand.pcap");
+    let status = std::process::Command::new("python3")
+        .arg(workspace_root().join("tools/write_hostile_pcap.py"))
+        .args(["opcommand", pcap.to_str().unwrap()])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    let capture = dir.path().join("opcommand.mtape");
+    let file = |p: &std::path::Path| p.display().to_string();
+    let run = mongotape(&["import", &file(&pcap), "-o", &file(&capture)]);
+    assert!(run.success(), "{}", run.stderr);
+    let b = Server::start_with(&["--standalone"]);
+    let uri = b.uri();
+    let report = dir.path().join("replay.json");
+    let run = mongotape(&[
+        "replay",
+        &file(&capture),
+        "--target",
+        &uri,
+        "-o",
+        &file(&report),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "nothing replayed: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("2 OP_COMMAND (3.2-4.0's command opcode"),
+        "{}",
+        run.stderr
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).expect("replay JSON");
+    assert_eq!(report["skipped"]["op_command"], 2, "{report}");
+    assert_eq!(report["sent"], 0, "{report}");
+}

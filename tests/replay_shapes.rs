@@ -292,7 +292,7 @@ fn an_ab_replay_finds_the_indexed_find_shape_faster_and_says_so_per_shape() {
             .unwrap()
             .iter()
             .any(|f| f == sentence),
-        "{:#?}",
+        "{:#?}\n{row:#}",
         run.report["findings"]
     );
     // Its total time moved the most of the finds: it ranks above the unindexed one.

@@ -188,6 +188,32 @@ fn slices_stay_replayable_and_transactions_whole() {
         s["complete"], true,
         "the window ended before the capture: {s}"
     );
+    // What lies after --until is counted too: every request of the capture is accounted for.
+    let total: u64 = whole.values().sum();
+    let dropped: u64 = s["dropped_requests"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(n)
+        .sum();
+    assert_eq!(n(&s["read"]["requests"]), total, "{s}");
+    assert_eq!(n(&s["kept"]["requests"]) + dropped, total, "{s}");
+    assert!(n(&s["dropped_requests"]["after_until"]) > 0, "{s}");
+
+    // A slice starts with its own first record and says what it was cut from.
+    let original = inspect_json(&rec.capture)["metadata"]["start_unix_ns"].clone();
+    for part in [&early, &late] {
+        let i = inspect_json(part);
+        assert_eq!(
+            i["metadata"]["start_unix_ns"], i["first_ns"],
+            "{}",
+            i["metadata"]
+        );
+        let text = mongotape(&["inspect".as_ref(), part.as_os_str()]).stdout;
+        let cut = format!("slice       cut from {}: ", rec.capture.display());
+        assert!(text.contains(&cut), "{text}");
+    }
+    assert!(n(&inspect_json(&late)["metadata"]["start_unix_ns"]) > n(&original));
 }
 
 #[test]
@@ -308,6 +334,19 @@ fn cat_analyze_and_replay_take_the_window_and_say_when_nothing_matches() {
     );
     assert_eq!(r.count("commitTransaction"), 1, "{}", r.describe());
     assert_eq!(r.count("aggregate"), 0, "{}", r.describe());
+    // What the window and the application filter left out is said by reason, as slice says it.
+    let until = rec.mark("inside_transaction");
+    let args = ["--fast", "--app", "orders-app", "--until", &until];
+    let r = replay(&rec.capture, &Server::start().uri(), &args);
+    let by = &r.report["filtered_by"];
+    assert!(
+        u(&by["connection_filter"]) > 0 && u(&by["after_until"]) > 0,
+        "{by}"
+    );
+    let sum: u64 = by.as_object().unwrap().values().map(u).sum();
+    assert_eq!(sum, u(&r.report["skipped"]["filtered"]), "{}", r.report);
+    let said = format!("{} after --until", u(&by["after_until"]));
+    assert!(r.output.stdout.contains(&said), "{}", r.output.stdout);
     let r = try_replay(&rec.capture, &target.uri(), &["--fast", "--app", "nobody"]);
     assert_eq!(r.output.status.code(), Some(5), "{}", r.describe());
     let bad = mongotape(&[

@@ -193,7 +193,7 @@ fn cat_lists_the_slowest_requests_and_gives_each_reply_its_latency() {
     let dir = tempdir();
     let (capture, _) = record_python(&server, dir.path(), "cat", INSERTS_AND_ERRORS);
     let file = capture.to_str().unwrap();
-    let out = mongotape(&["cat", file, "--slowest", "3"]);
+    let out = mongotape(&["cat", file, "--slowest", "3", "-j"]);
     assert!(out.success(), "{}", out.stderr);
     let lines: Vec<Value> = out
         .stdout
@@ -235,6 +235,45 @@ fn cat_lists_the_slowest_requests_and_gives_each_reply_its_latency() {
     }
     assert!(replies >= 60, "{replies}");
     assert_eq!(slowest_reply, us[0]);
+
+    // `t` counts from the first record, as cat's: every slow request lies within the capture.
+    let last_t = all
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["t"].as_f64())
+        .fold(0.0, f64::max);
+    for l in &lines {
+        let t = l["t"].as_f64().unwrap();
+        assert!(
+            (0.0..=last_t).contains(&t),
+            "t {t} past the last {last_t}: {l}"
+        );
+    }
+    let bare = mongotape(&["cat", file, "--slowest", "3", "-j", "--no-body"]);
+    assert!(bare.success(), "{}", bare.stderr);
+    for l in bare.stdout.lines() {
+        let l: Value = serde_json::from_str(l).unwrap();
+        assert!(l.get("body").is_none() && l["reply"]["ok"] == 1.0, "{l}");
+    }
+
+    // By default a table: latency, t, connection, application and shape, no session noise.
+    let table = mongotape(&["cat", file, "--slowest", "3"]);
+    assert!(table.success(), "{}", table.stderr);
+    let rows: Vec<&str> = table.stdout.lines().collect();
+    assert_eq!(rows.len(), 2 + 3, "{}", table.stdout);
+    assert!(rows[0].starts_with("latency") && rows[0].contains("shape"));
+    for (row, l) in rows[2..].iter().zip(&lines) {
+        assert!(row.contains("why-app") && row.len() <= 100, "{row}");
+        assert!(
+            row.contains(&format!("{:.3}s", l["t"].as_f64().unwrap())),
+            "{row}"
+        );
+        assert!(row.contains(l["shape"].as_str().unwrap()), "{row} {l}");
+        assert!(
+            !row.contains("lsid") && !row.contains("$clusterTime"),
+            "{row}"
+        );
+    }
 }
 
 /// Seeds `ab.d` with k = 0..19 (`_id` = k), in reverse order when asked. Arguments: URI REVERSE.

@@ -21,6 +21,10 @@ Kinds (sizes in MB of payload):
             answer, then --segment-byte application data records both ways, for --mb MB each.
   origlen   one connection: a SYN pair, two pings, the first one's packet record claiming an
             orig_len of 0xFFFFFFFF (its IP header says it was captured whole). Nothing was lost.
+  opcommand  one connection as a 3.2-4.0 shell spoke: a SYN pair, then OP_COMMAND (2010)
+            `isMaster` on admin and `find` on shop.orders ({status: "A"}), each answered by an
+            OP_COMMANDREPLY (2011). Bodies as the protocol's documentation lays them out:
+            database, command name, metadata, command; reply, metadata (pymongo's `bson`).
 
 Usage: python3 tools/write_hostile_pcap.py KIND OUT.pcap [--mb N] [--flows N] [--segment N]
 """
@@ -128,6 +132,37 @@ def two_pings(w, forged):
     w.packet(tcp_packet(c, SERVER, 1001 + len(first), PSH | ACK, second))
 
 
+def op_command(request_id, database, name, command):
+    import bson
+    body = database.encode() + b"\0" + name.encode() + b"\0" + bson.encode({}) + bson.encode(command)
+    return struct.pack("<iiii", 16 + len(body), request_id, 0, 2010) + body
+
+
+def op_command_reply(request_id, response_to, reply):
+    import bson
+    body = bson.encode(reply) + bson.encode({})
+    return struct.pack("<iiii", 16 + len(body), request_id, response_to, 2011) + body
+
+
+def op_commands(w):
+    c = client(1)
+    handshake(w, c)
+    seq, server_seq = 1001, 5001
+    exchanges = [
+        ("admin", "isMaster", {"isMaster": 1}, {"ismaster": True, "maxWireVersion": 4, "ok": 1.0}),
+        ("shop", "find", {"find": "orders", "filter": {"status": "A"}},
+         {"cursor": {"id": 0, "ns": "shop.orders", "firstBatch": [{"_id": 1, "status": "A"}]},
+          "ok": 1.0}),
+    ]
+    for i, (db, name, command, reply) in enumerate(exchanges):
+        request = op_command(i + 1, db, name, command)
+        w.packet(tcp_packet(c, SERVER, seq, PSH | ACK, request))
+        seq += len(request)
+        answer = op_command_reply(100 + i, i + 1, reply)
+        w.packet(tcp_packet(SERVER, c, server_seq, PSH | ACK, answer))
+        server_seq += len(answer)
+
+
 def tls(w, args):
     def record(kind, body):
         return struct.pack("!BHH", kind, 0x0303, len(body)) + body
@@ -151,7 +186,8 @@ def tls(w, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["boundary", "flows", "unfinished", "hole", "forged", "origlen", "tls"])
+    p.add_argument("kind", choices=["boundary", "flows", "unfinished", "hole", "forged", "origlen", "tls",
+                                      "opcommand"])
     p.add_argument("out")
     p.add_argument("--mb", type=float, default=22)
     p.add_argument("--flows", type=int, default=10)
@@ -167,6 +203,8 @@ def main():
             flows(w, args)
         elif args.kind == "unfinished":
             interleaved(w, args, 0)
+        elif args.kind == "opcommand":
+            op_commands(w)
         elif args.kind == "tls":
             tls(w, args)
         elif args.kind in ("forged", "origlen"):

@@ -11,9 +11,12 @@ playbackfile.go, recorded_op.go, raw_op.go, util.go), with pymongo's `bson`:
     order, generation: 0}; a connection's close is a RecordedOp with eof: true and an empty rawop.
   - with --gzip, the whole stream gzipped (mongoreplay record --gzip);
   - with --shorten-replies, an OP_REPLY keeps only its header, its 20 bytes of fields and its first
-    document, its length field untouched, as mongoreplay's recorder stores replies (ShortenReply).
+    document, its length field untouched, as mongoreplay's recorder stores replies (ShortenReply);
+  - with --reply-response-to-zero, every OP_REPLY's responseTo is 0 (header and body), as in a
+    playback file made from a 2016 shell's session: a reply known by its opcode alone.
 
 Usage: python3 tools/write_mongoreplay.py CAPTURE.mtape OUT.playback [--gzip] [--shorten-replies]
+       [--reply-response-to-zero]
 """
 
 import argparse
@@ -39,6 +42,13 @@ OPEN, CLOSE, REQUEST, REPLY = 1, 2, 3, 4
 def seen(ts_ns):
     sec, nsec = divmod(ts_ns, 1_000_000_000)
     return OrderedDict([("sec", Int64(sec + UNIX_TO_INTERNAL)), ("nsec", nsec)])
+
+
+def zero_response_to(message):
+    """An OP_REPLY with its responseTo set to 0; any other message as it is."""
+    if len(message) < 16 or struct.unpack("<i", message[12:16])[0] != 1:
+        return message
+    return message[:8] + struct.pack("<i", 0) + message[12:]
 
 
 def recorded_op(message, ts_ns, src, dst, conn, order, eof=False):
@@ -77,6 +87,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--shorten-replies", action="store_true")
+    ap.add_argument("--reply-response-to-zero", action="store_true")
     args = ap.parse_args()
     ends = {}
     out = gzip.open(args.out, "wb") if args.gzip else open(args.out, "wb")
@@ -97,6 +108,8 @@ def main():
             message = r.payload
             if args.shorten_replies and r.kind == REPLY:
                 message = shorten(message)
+            if args.reply_response_to_zero and r.kind == REPLY:
+                message = zero_response_to(message)
             out.write(recorded_op(message, r.ts_ns, src, dst, r.conn_id, order))
         elif r.kind == CLOSE:
             out.write(recorded_op(b"", r.ts_ns, client, server, r.conn_id, order, eof=True))

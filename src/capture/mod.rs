@@ -18,9 +18,10 @@ pub mod writer;
 
 pub use error::CaptureError;
 pub use reader::CaptureReader;
+pub use record::rfc3339;
 pub use record::{
     CloseEvent, EndEvent, GapEvent, HelloRewriteEvent, Metadata, OpenEvent, Record, RecordKind,
-    Side, FORMAT_VERSION,
+    Side, SnapshotEvent, FORMAT_VERSION, SNAPSHOT,
 };
 pub use segments::{EndReason, SegmentPlan, SegmentWriter, Written};
 pub use set::CaptureSet;

@@ -23,7 +23,8 @@ struct Counting<R> {
 
 /// The four bytes every zstd frame starts with.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-const FIRST_KEPT: usize = 8;
+/// Enough to tell a mongoreplay playback file (its first key ends at byte 24); 8 are shown.
+const FIRST_KEPT: usize = 24;
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -39,16 +40,19 @@ impl<R: Read> Read for Counting<R> {
 
 /// Why the 14-byte header could not be read, from the file's first bytes.
 fn header_failure(first: &[u8], short: Short) -> String {
-    let hex = first
+    let shown = &first[..first.len().min(8)];
+    let hex = shown
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()
         .join(" ");
     if first.is_empty() {
         "the file is empty".into()
+    } else if let Some(kind) = import_format(first) {
+        format!("this is {kind}: `mongotape import` it into a capture first")
     } else if first.len() < ZSTD_MAGIC.len() || first[..4] != ZSTD_MAGIC {
-        let text = if first.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
-            format!(" {:?}", String::from_utf8_lossy(first))
+        let text = if shown.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+            format!(" {:?}", String::from_utf8_lossy(shown))
         } else {
             String::new()
         };
@@ -62,6 +66,24 @@ fn header_failure(first: &[u8], short: Short) -> String {
                 )
             }
         }
+    }
+}
+
+/// What `mongotape import` reads, by its first bytes: pcap (either byte order, micro- or
+/// nanosecond), pcapng, a mongoreplay playback file (a BSON document naming
+/// `playbackfileversion` first).
+fn import_format(first: &[u8]) -> Option<&'static str> {
+    match first.get(..4)? {
+        [0x0a, 0x0d, 0x0d, 0x0a] => Some("a packet capture (pcapng)"),
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] => Some("a packet capture (pcap)"),
+        [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] => Some("a packet capture (pcap)"),
+        _ if first
+            .get(5..)
+            .is_some_and(|b| b.starts_with(b"playbackfileversion")) =>
+        {
+            Some("a mongoreplay playback file")
+        }
+        _ => None,
     }
 }
 

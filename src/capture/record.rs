@@ -60,6 +60,7 @@ impl RecordKind {
             RecordKind::Gap => "gap",
             RecordKind::End => "end",
             HELLO_REWRITE => "hello_rewrite",
+            SNAPSHOT => "snapshot",
             RecordKind::Unknown(_) => "unknown",
         }
     }
@@ -180,6 +181,21 @@ pub struct Metadata {
     pub slice: Option<String>,
 }
 
+impl Metadata {
+    /// Moves the capture's start to `unix_ns` (a slice starts with its own first record).
+    pub fn start_at(&mut self, unix_ns: u64) {
+        self.start_unix_ns = unix_ns;
+        self.start_time = rfc3339(unix_ns);
+    }
+}
+
+/// RFC 3339 text (UTC, to the second) of a Unix time in nanoseconds: a capture's `start_time`,
+/// and every wall-clock time mongotape writes.
+pub fn rfc3339(unix_ns: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenEvent {
     pub client: String,
@@ -228,6 +244,27 @@ pub struct HelloRewriteEvent {
     pub unserved: Vec<String>,
 }
 
+/// Kind 9, `snapshot`: the recording's starting state was snapshotted (`record --snapshot`), and
+/// this is the point in time the snapshot holds, written as soon as its first read fixed it. A
+/// kind of its own, as [`HELLO_REWRITE`]: older readers skip it.
+pub const SNAPSHOT: RecordKind = RecordKind::Unknown(9);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SnapshotEvent {
+    /// The snapshot's folder (mongodump's layout, `docs/state.md`); it holds a
+    /// `mongotape-snapshot.json` once complete.
+    pub dir: String,
+    /// `cluster_time`: the documents were read at the cluster time `t`/`i` (T0); `wall_clock`:
+    /// the upstream has no snapshot reads, and the point is only `wall_time`.
+    pub kind: String,
+    /// Seconds of T0 (BSON Timestamp); 0 without one.
+    pub t: u32,
+    /// Increment of T0.
+    pub i: u32,
+    /// When the snapshot's read started (RFC 3339, UTC).
+    pub wall_time: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct EndEvent {
     pub connections: u64,
@@ -257,5 +294,11 @@ mod tests {
             bad[i] ^= 1;
             assert!(Record::decode(&bad[4..], 0).is_err(), "flip at {i}");
         }
+    }
+
+    #[test]
+    fn formats_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_996_800_123_456_789), "2026-11-30T00:00:00Z");
     }
 }

@@ -3,9 +3,7 @@
 use super::exit::Exit;
 use super::output;
 use clap::Args;
-use mongotape::report::compare::{
-    compare, compare_repeats, compare_shapes, load_errors, load_shapes, load_summary,
-};
+use mongotape::report::compare::{compare, compare_repeats, compare_shapes, load_columns};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,7 +17,8 @@ one column: each figure is the median over the rounds with its spread (min-max),
 php-r1.json pymongo-r2.json php-r2.json"
 )]
 pub struct CompareArgs {
-    /// Report JSON files (`analyze --json` or replay reports); ratios are against the first.
+    /// Report JSON files (`analyze --json`, replay or A/B reports: an A/B report is a column per
+    /// target); ratios are against the first.
     #[arg(required = true, num_args = 1..)]
     reports: Vec<PathBuf>,
     /// Reports with the same label are repeats of one run: one column with medians, spreads and
@@ -36,32 +35,15 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     mongotape::capture::output::guard(&args.reports, &[args.html.as_deref()])?;
-    let summaries = args
-        .reports
-        .iter()
-        .map(|p| load_summary(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let files: Vec<String> = args
-        .reports
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let errors = args
-        .reports
-        .iter()
-        .map(|p| load_errors(p))
-        .collect::<Result<Vec<_>, _>>()?;
+    // An A/B report is a column per target.
+    let loaded = load_columns(&args.reports)?;
+    let (summaries, files, errors) = (loaded.summaries, loaded.files, loaded.errors);
     let labels: Vec<String> = summaries.iter().map(|s| s.label.clone()).collect();
     let report = if args.group {
         compare_repeats(&summaries, &files)
     } else {
         let mut report = compare(&summaries, &files);
-        let shapes = args
-            .reports
-            .iter()
-            .map(|p| load_shapes(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        report.shapes = compare_shapes(&shapes);
+        report.shapes = compare_shapes(&loaded.shapes);
         report
     }
     .with_errors(&labels, &files, errors);

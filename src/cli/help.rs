@@ -11,6 +11,11 @@ pub struct About {
 }
 
 impl About {
+    /// One described beside its subcommand's arguments.
+    pub const fn new(examples: &'static str, exits: &'static [Exit]) -> About {
+        About { examples, exits }
+    }
+
     /// What its `--help` says after the options.
     pub fn after_help(&self) -> String {
         format!("{}\n\n{}", self.examples, Exit::help(self.exits))

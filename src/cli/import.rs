@@ -2,14 +2,10 @@
 //! `mongotape::import`.
 
 use super::exit::{usage, Exit};
-use clap::{Args, ValueEnum};
-use mongotape::import::mongod::RecordingRead;
-use mongotape::import::mongoreplay::OpsRead;
+use super::redact::RedactArg;
+use clap::Args;
 use mongotape::import::tcp::Bounds;
-use mongotape::import::{
-    self, ImportOptions, ImportSummary, OutputSpec, PacketsRead, ServerSpec, SourceRead,
-};
-use mongotape::redact::Redaction;
+use mongotape::import::{self, ImportOptions, OutputSpec, ServerSpec};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,15 +47,18 @@ pub struct ImportArgs {
     /// it starts a connection joined part-way.
     #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
     flow_idle_timeout: u64,
-    /// What the capture keeps: `credentials` removes authentication payloads and passwords
-    /// (always, the default); `values` also replaces every string and binary value by a keyed
-    /// hash of the same length.
-    #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
+    #[command(flatten)]
     redact: RedactArg,
     /// mongod/mongos recordings: keep the deployment's internal traffic (members' sessions,
     /// replication's heartbeats and votes, oplog reads), which is left out and counted by default.
     #[arg(long)]
     keep_internal: bool,
+    /// Packet captures: leave out the proxy's own topology probes (the `hello`s it sends the
+    /// upstream on connections of its own, seen in a capture taken on its host), which are
+    /// kept by default under the application name `mongotape topology probe`; the capture then
+    /// starts with the first connection kept.
+    #[arg(long)]
+    skip_probes: bool,
     /// Print the summary as JSON instead of text (docs/schemas/import.schema.json); printed
     /// even with -q.
     #[arg(short, long)]
@@ -67,12 +66,6 @@ pub struct ImportArgs {
     /// No summary on stdout (the global -q).
     #[arg(skip)]
     pub quiet: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum RedactArg {
-    Credentials,
-    Values,
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -88,16 +81,14 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
             path: args.out.clone(),
             force: args.force,
             zstd_level: mongotape::capture::writer::DEFAULT_LEVEL,
-            redaction: match args.redact {
-                RedactArg::Credentials => Redaction::Credentials,
-                RedactArg::Values => Redaction::Values,
-            },
+            redaction: args.redact.redaction(),
             upstream: args
                 .server
                 .first()
                 .map(|a| a.to_string())
                 .unwrap_or_default(),
             source: String::new(),
+            skip_probes: args.skip_probes,
         },
         files: args.files,
         keep_internal: args.keep_internal,
@@ -106,7 +97,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         super::output::json(&summary.report(&args.out))?;
     } else if !args.quiet {
-        super::output::text(&render(&summary, &args.out))?;
+        super::output::text(&summary.text(&args.out, args.skip_probes))?;
     }
     Ok(if summary.damaged.is_empty() {
         Exit::Ok
@@ -114,129 +105,6 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
         Exit::DamagedCapture
     }
     .into())
-}
-
-fn render(s: &ImportSummary, out: &std::path::Path) -> String {
-    let mut text = match &s.read {
-        SourceRead::Packets(p) => render_packets(s, p, out),
-        SourceRead::MongoReplay(m) => render_playback(s, m, out),
-        SourceRead::MongodRecording(r) => render_recording(s, r, out),
-    };
-    for d in &s.damaged {
-        text.push_str(&format!("damaged: {d}\n"));
-    }
-    text
-}
-
-fn render_playback(s: &ImportSummary, m: &OpsRead, out: &std::path::Path) -> String {
-    let w = &s.written;
-    format!(
-        "imported {} mongoreplay operations from {} file(s) into {}\n\
-         connections: {}; messages: {} ({} bytes), {} credentials redacted\n\
-         replies mongoreplay shortened to their first document: {}; not whole messages (gaps): {}\n",
-        m.ops,
-        s.files.len(),
-        out.display(),
-        w.connections,
-        w.messages,
-        w.wire_bytes,
-        w.redacted_messages,
-        m.shortened_replies,
-        m.not_messages,
-    )
-}
-
-fn render_packets(s: &ImportSummary, p: &PacketsRead, out: &std::path::Path) -> String {
-    let (w, t) = (&s.written, &p.tcp);
-    let mut text = format!(
-        "imported {} packets ({} TCP segments) from {} file(s) into {}\n\
-         connections: {} ({} left out: no server named at either end)\n\
-         messages: {} ({} bytes), {} credentials redacted\n\
-         gaps: {} ({} messages, {} bytes lost); {} sequence holes, {} segments cut by the snaplen\n\
-         TCP: {} retransmitted, {} overlapping, {} out of order\n",
-        p.packets,
-        p.tcp_segments,
-        s.files.len(),
-        out.display(),
-        w.connections,
-        t.ignored_connections,
-        w.messages,
-        w.wire_bytes,
-        w.redacted_messages,
-        w.gap_records,
-        w.dropped_messages,
-        w.dropped_bytes,
-        t.holes,
-        t.truncated,
-        t.retransmitted,
-        t.overlapping,
-        t.out_of_order,
-    );
-    text.push_str(&reassembly_lines(t));
-    let k = &p.skipped;
-    if k.not_tcp + k.ip_fragments + k.malformed + k.unknown_linktype > 0 {
-        text.push_str(&format!(
-            "skipped packets: {} not TCP, {} IP fragments, {} malformed, {} of an unknown link type{}\n",
-            k.not_tcp,
-            k.ip_fragments,
-            k.malformed,
-            k.unknown_linktype,
-            if p.unknown_linktypes.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", p.unknown_linktypes.join(", "))
-            }
-        ));
-    }
-    text
-}
-
-fn render_recording(s: &ImportSummary, r: &RecordingRead, out: &std::path::Path) -> String {
-    let w = &s.written;
-    let mut text = format!(
-        "imported {} packets of mongod traffic recordings from {} input(s) into {}\n",
-        r.packets,
-        s.files.len(),
-        out.display()
-    );
-    // One line per layout met, with the files that have it (a directory has many).
-    let mut layouts: Vec<(&str, Vec<&str>)> = Vec::new();
-    for entry in &r.layouts {
-        let (file, layout) = entry.split_once(": ").unwrap_or(("", entry));
-        match layouts.iter_mut().find(|(l, _)| *l == layout) {
-            Some((_, files)) => files.push(file),
-            None => layouts.push((layout, vec![file])),
-        }
-    }
-    for (layout, files) in &layouts {
-        let which = match files.as_slice() {
-            [one] => one.to_string(),
-            [first, .., last] => format!("{} files, {first} to {last}", files.len()),
-            [] => String::new(),
-        };
-        text.push_str(&format!("layout: {layout}: {which}\n"));
-    }
-    text.push_str(&format!(
-        "checksums: {} verified, {} mismatched, {} not verified\n",
-        r.checksums_verified,
-        r.checksum_mismatches.len(),
-        r.unverified.len()
-    ));
-    for u in &r.unverified {
-        text.push_str(&format!("not verified: {u}\n"));
-    }
-    text.push_str(&format!(
-        "connections: {}; messages: {} ({} bytes), {} credentials redacted; session events: {}\n\
-         internal traffic left out: {} sessions, {} messages (--keep-internal keeps it)\n",
-        w.connections,
-        w.messages,
-        w.wire_bytes,
-        w.redacted_messages,
-        r.session_events,
-        r.internal_sessions,
-        r.internal_messages,
-    ));
-    text
 }
 
 /// The reassembly's bounds from the options, each checked against its range.
@@ -261,29 +129,4 @@ fn reassembly_bounds(args: &ImportArgs) -> anyhow::Result<Bounds> {
         max_bytes: args.reassembly_mb << 20,
         idle_ns: args.flow_idle_timeout * 1_000_000_000,
     })
-}
-
-/// What the reassembly's bounds let go and the TLS connections it left out, when any.
-fn reassembly_lines(t: &mongotape::import::tcp::TcpStats) -> String {
-    let mut out = String::new();
-    if t.expired + t.evicted + t.out_of_window > 0 {
-        out.push_str(&format!(
-            "reassembly bounds: {} connections let go idle, {} evicted (--max-connections, \
-             --reassembly-mb); {} segments too far ahead dropped\n",
-            t.expired, t.evicted, t.out_of_window
-        ));
-    }
-    if t.tls_connections > 0 {
-        out.push_str(&format!(
-            "TLS: {} connections left out (encrypted, nothing of them written): {}{}\n",
-            t.tls_connections,
-            t.tls.join(", "),
-            if t.tls_connections > t.tls.len() as u64 {
-                ", ..."
-            } else {
-                ""
-            }
-        ));
-    }
-    out
 }

@@ -1,8 +1,8 @@
 //! Command-line definitions, one file per subcommand; `exit` (statuses), `output` (log, colour,
-//! stdout), `help` (each subcommand's examples and exit statuses) and `thresholds` (replay's
-//! gates, as options) are shared.
+//! stdout), `help` (each subcommand's examples and exit statuses), `redact` (`--redact`) and
+//! `thresholds` (replay's gates, as options) are shared.
 //!
-//! Layers, bottom up: exit output < compare generate help import merge record replay_ab thresholds window < record_live replay view < analyze slice
+//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice
 
 mod analyze;
 mod compare;
@@ -14,9 +14,11 @@ mod merge;
 mod output;
 mod record;
 mod record_live;
+mod redact;
 mod replay;
 mod replay_ab;
 mod slice;
+mod snapshot;
 mod thresholds;
 mod view;
 mod window;
@@ -31,6 +33,8 @@ const GLOBAL: &str = "Global options";
 #[command(
     name = "mongotape",
     version,
+    // Help wrapped to the terminal, at most 100 columns (100 off a terminal).
+    max_term_width = 100,
     about = "Record MongoDB traffic through a proxy, replay it, and measure what the server spends"
 )]
 struct Cli {
@@ -83,6 +87,9 @@ enum Command {
     /// Add the reports of a sharded replay (`replay --shard I/N`) into one, percentiles exact.
     #[command(after_help = help::MERGE.after_help())]
     Merge(merge::MergeArgs),
+    /// Snapshot some namespaces of a server at one point in time, in mongodump's layout.
+    #[command(after_help = snapshot::ABOUT.after_help())]
+    Snapshot(snapshot::SnapshotArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = help::COMPLETIONS.after_help())]
     Completions(generate::CompletionsArgs),
@@ -131,6 +138,10 @@ pub fn main() -> ExitCode {
         Command::Merge(mut args) => {
             args.quiet |= quiet;
             merge::run(args)
+        }
+        Command::Snapshot(mut args) => {
+            args.quiet |= quiet;
+            snapshot::run(args)
         }
         Command::Completions(args) => {
             generate::completions(args, command()).map(|()| exit::Exit::Ok.into())

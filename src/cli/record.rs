@@ -1,4 +1,5 @@
 use super::output::note;
+use super::redact::RedactArg;
 use anyhow::Context;
 use clap::Args;
 use mongotape::capture::{CaptureError, SegmentPlan};
@@ -7,8 +8,8 @@ use mongotape::metrics::MetricsServer;
 use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
 use mongotape::proxy::shutdown::Signals;
-use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode, CLIENT_ONLY_OPTIONS};
-use mongotape::redact::Redaction;
+use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode};
+use mongotape::state::{NsPattern, SnapshotOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,11 +58,8 @@ pub struct RecordArgs {
     /// Replace an existing capture (or segments) of the same name.
     #[arg(long, requires = "out")]
     pub(super) force: bool,
-    /// What the capture keeps: `credentials` removes authentication payloads and passwords
-    /// (always, the default); `values` also replaces every string and binary value by a keyed hash
-    /// of the same length (equal values stay equal; the key is never written).
-    #[arg(long, value_enum, default_value = "credentials", value_name = "WHAT")]
-    redact: RedactArg,
+    #[command(flatten)]
+    pub(super) redact: RedactArg,
     /// End the recording after this long (e.g. 90s, 10m, 1h; a number is seconds). The capture
     /// is closed; the proxy keeps forwarding until it is stopped.
     #[arg(short, long, requires = "out", value_parser = parse_duration, value_name = "DURATION")]
@@ -103,7 +101,7 @@ pub struct RecordArgs {
     /// Example: `--interface eth0 --server-port 27017`. See docs/import.md, "Live sniffing".
     #[arg(long, value_name = "IFACE", requires = "out",
           conflicts_with_all = ["no_record", "tls_cert", "advertise_host", "listen", "upstream",
-                                "threads", "max_queue_mb", "topology_interval_secs"])]
+                                "threads", "max_queue_mb", "topology_interval_secs", "snapshot"])]
     pub(super) interface: Option<String>,
     /// With --interface: a server's port (repeatable; default 27017). Its side of each
     /// connection is the server's.
@@ -118,6 +116,12 @@ pub struct RecordArgs {
         requires = "interface"
     )]
     pub(super) sniff_buffer: usize,
+    /// Snapshot the namespaces matching PATTERN (`DB.*` or `DB.COLLECTION`; repeatable) on the
+    /// upstream as recording starts, at one cluster time T0, into OUT.snapshot/ in mongodump's
+    /// layout; T0 goes into the capture (`inspect` shows it). Recording does not wait for it.
+    /// Example: `--snapshot 'shop.*'`. See docs/state.md.
+    #[arg(long, value_name = "PATTERN", requires = "out")]
+    snapshot: Vec<String>,
     /// Threads forwarding traffic (the recorder has its own thread besides).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -152,12 +156,6 @@ struct LimitArgs {
     drain_timeout: Duration,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum RedactArg {
-    Credentials,
-    Values,
-}
-
 fn megabytes(mb: Option<f64>, option: &str) -> anyhow::Result<Option<u64>> {
     match mb {
         None => Ok(None),
@@ -165,15 +163,6 @@ fn megabytes(mb: Option<f64>, option: &str) -> anyhow::Result<Option<u64>> {
         Some(mb) => Err(super::exit::usage(format!(
             "{option} {mb}: must be a positive number of MB"
         ))),
-    }
-}
-
-impl RecordArgs {
-    pub(super) fn redaction(&self) -> Redaction {
-        match self.redact {
-            RedactArg::Credentials => Redaction::Credentials,
-            RedactArg::Values => Redaction::Values,
-        }
     }
 }
 
@@ -191,12 +180,37 @@ pub(super) fn segment_plan(args: &RecordArgs) -> anyhow::Result<Option<SegmentPl
     }))
 }
 
+/// `--snapshot`: what to take beside the recording, checked before the upstream is contacted.
+fn snapshot_options(args: &RecordArgs) -> anyhow::Result<Option<SnapshotOptions>> {
+    let (Some(out), false) = (&args.out, args.snapshot.is_empty()) else {
+        return Ok(None);
+    };
+    let patterns = args
+        .snapshot
+        .iter()
+        .map(|t| NsPattern::parse(t).map_err(|e| super::exit::usage(format!("--snapshot {e}"))))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let dir = mongotape::proxy::snapshot::dir_beside(out);
+    mongotape::state::writer::SnapshotWriter::check_free(&dir)?;
+    Ok(Some(SnapshotOptions {
+        uri: match args.upstream.contains("://") {
+            true => args.upstream.clone(),
+            false => format!("mongodb://{}/", args.upstream),
+        },
+        patterns,
+        out: dir,
+        gzip: false,
+        batch_size: mongotape::state::source::DEFAULT_BATCH,
+    }))
+}
+
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let plan = segment_plan(&args)?;
     if let Some(plan) = &plan {
         // A wrong --out is said before the upstream is contacted (the proxy checks again).
         plan.check_free()?;
     }
+    let snapshot = snapshot_options(&args)?;
     let metrics = args
         .metrics
         .as_deref()
@@ -214,7 +228,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         if let Some(timeout) = args.limits.connect_timeout {
             upstream.connect_timeout = Some(timeout);
         }
-        note_unused_options(&upstream);
+        if let Some(line) = mongotape::proxy::unused_options(&upstream) {
+            note!("mongotape: {line}");
+        }
         let display = upstream.display.clone();
         let limits = limits(&args.limits);
         let out = args.out.clone();
@@ -234,7 +250,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             proxy.serve_metrics(server);
         }
         let signals = Signals::new().context("installing the signal handlers")?;
-        announce(&proxy, &display, out.as_deref());
+        for line in proxy.announcement(&display, out.as_deref()) {
+            note!("mongotape: {line}");
+        }
+        let snapshot = snapshot.map(|opts| proxy.start_snapshot(opts));
         let snap = proxy
             .run_until(signals.shutdown(limits.drain_timeout))
             .await
@@ -242,29 +261,22 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         if !quiet {
             note!("mongotape: {}", snap.status_line());
         }
+        if let Some(snapshot) = snapshot {
+            if !snapshot.is_finished() && !quiet {
+                note!("mongotape: recording stopped; waiting for the snapshot to finish ...");
+            }
+            let manifest = snapshot.await.context("the snapshot task")??;
+            if !quiet {
+                note!(
+                    "mongotape: snapshot: {} collections, {} documents at {}",
+                    manifest.collections.len(),
+                    manifest.documents,
+                    manifest.point
+                );
+            }
+        }
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Connection-string options and credentials are the application's: the proxy says it ignores them.
-fn note_unused_options(upstream: &ConnString) {
-    let unused = upstream.options_among(CLIENT_ONLY_OPTIONS);
-    if unused.is_empty() && upstream.credential.is_none() {
-        return;
-    }
-    let mut what = unused;
-    if upstream
-        .credential
-        .as_ref()
-        .is_some_and(|c| c.username.is_some())
-    {
-        what.insert(0, "credentials".into());
-    }
-    note!(
-        "mongotape: --upstream {} are for the application's driver; the proxy does not \
-         use them (clients authenticate and choose through it)",
-        what.join(", ")
-    );
 }
 
 fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan>) -> ProxyConfig {
@@ -276,7 +288,7 @@ fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan
         }),
         _ => None,
     };
-    let redaction = args.redaction();
+    let redaction = args.redact.redaction();
     ProxyConfig {
         listen: args.listen,
         advertise_host: args.advertise_host,
@@ -302,28 +314,6 @@ fn limits(args: &LimitArgs) -> Limits {
         reply_timeout: args.reply_timeout,
         idle_timeout: args.idle_timeout,
         drain_timeout: args.drain_timeout,
-    }
-}
-
-/// Each listener and the member it serves, then where the traffic goes.
-fn announce(proxy: &Proxy, display: &str, out: Option<&std::path::Path>) {
-    for (local, member) in proxy.local_addrs().iter().zip(proxy.members()) {
-        if *local == member.advertised {
-            note!("mongotape: listening on {local} for {}", member.upstream);
-        } else {
-            note!(
-                "mongotape: listening on {local} for {} (advertised as {})",
-                member.upstream,
-                member.advertised
-            );
-        }
-    }
-    match out {
-        Some(out) => note!(
-            "mongotape: forwarding to {display}, recording to {}",
-            out.display()
-        ),
-        None => note!("mongotape: forwarding to {display}, not recording"),
     }
 }
 

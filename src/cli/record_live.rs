@@ -4,10 +4,10 @@
 use super::exit::usage;
 use super::output::note;
 use super::record::{segment_plan, RecordArgs};
-use mongotape::import::live::{self, LiveOptions, LiveSummary, STOP_TIMEOUT};
+use mongotape::import::live::{self, LiveOptions, STOP_TIMEOUT};
 use mongotape::import::meter::LiveMeter;
 use mongotape::import::output::{Limits, Meter};
-use mongotape::import::{OutputSpec, ServerSpec};
+use mongotape::import::{text, OutputSpec, ServerSpec};
 use mongotape::metrics::MetricsServer;
 use mongotape::proxy::shutdown;
 use std::path::PathBuf;
@@ -28,9 +28,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             path: plan.path.clone(),
             force: plan.force,
             zstd_level: args.zstd_level,
-            redaction: args.redaction(),
+            redaction: args.redact.redaction(),
             upstream: String::new(),
             source: format!("live: tcpdump -i {interface} '{}'", live::filter(&servers)),
+            skip_probes: false,
         },
         servers,
         limits: Limits {
@@ -61,38 +62,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let shutdown = shutdown::on_thread(STOP_TIMEOUT, metrics.zip(registry))?;
     let sniffing = live::start(&opts)?;
     if !args.quiet {
-        note!(
-            "mongotape: sniffing {} on {interface} into {} (TLS traffic cannot be read this way: \
-             use the proxy or the server's traffic recording for it); stop with Ctrl-C",
-            live::filter(&opts.servers),
-            plan.path.display()
-        );
+        note!("mongotape: {}", text::sniffing_line(&opts));
     }
     let summary = sniffing.run(shutdown, meter.map(|m| Box::new(m) as Box<dyn Meter>))?;
     if !args.quiet {
-        note!("mongotape: {}", render(&summary));
+        note!("mongotape: {}", summary.status_line());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn render(s: &LiveSummary) -> String {
-    let w = &s.written;
-    let k = &s.kernel;
-    format!(
-        "recorded {} connections, {} messages ({} bytes) from {} packets in {} segment(s){}; \
-         gaps: {} ({} messages lost); kernel: {} packets received by the filter, {} dropped",
-        w.connections,
-        w.messages,
-        w.wire_bytes,
-        s.read.packets,
-        s.segments,
-        s.ended_by
-            .as_ref()
-            .map(|r| format!(", ended: {r}"))
-            .unwrap_or_default(),
-        w.gap_records,
-        w.dropped_messages,
-        k.received_by_filter,
-        k.dropped_by_kernel + k.dropped_by_interface,
-    )
 }

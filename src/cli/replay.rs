@@ -18,8 +18,8 @@ pub struct ReplayArgs {
     #[arg(required = true, num_args = 1..)]
     captures: Vec<PathBuf>,
     /// The server to replay against, as a connection string: `host:port`,
-    /// `mongodb://[user:pass@]host1:port,host2:port/[db]?replicaSet=..&tls=true&tlsCAFile=..&authSource=..`
-    /// or `mongodb+srv://`. A replica set's primary is found from hello; reads whose recorded
+    /// `mongodb://[user:pass@]host1:port,host2:port/[db]?replicaSet=..&tls=true&authSource=..` or
+    /// `mongodb+srv://`. A replica set's primary is found from hello; reads whose recorded
     /// `$readPreference` allows it go to a secondary; several mongos share the connections.
     /// Options the replayer cannot honour are an error naming them (docs/replay.md).
     /// Given two or three times: an A/B replay into every target at once (A, B, then A2 a copy of

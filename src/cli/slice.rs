@@ -5,7 +5,7 @@ use super::output;
 use super::window::WindowArgs;
 use clap::Args;
 use mongotape::capture::{CaptureSet, CaptureWriter};
-use mongotape::slice::{SliceSummary, Slicer};
+use mongotape::slice::SliceSummary;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,20 +64,12 @@ pub fn run(args: SliceArgs) -> anyhow::Result<ExitCode> {
     let mut meta = reader.metadata().clone();
     meta.slice = Some(describe(&args));
     meta.segment = None;
-    let mut writer = match args.force {
-        true => CaptureWriter::create(&args.out, &meta, 1)?,
-        false => CaptureWriter::create_new(&args.out, &meta, 1)?,
-    };
-    let mut slicer = Slicer::new(reader, options);
-    let mut errors = Vec::new();
-    while let Some(record) = slicer.next_record() {
-        match record {
-            Ok(r) => writer.write(&r)?,
-            Err(e) => errors.push(e),
-        }
-    }
-    writer.finish()?;
-    let summary = slicer.summary();
+    let out = &args.out;
+    let written = mongotape::slice::write(reader, options, meta, |meta| match args.force {
+        true => CaptureWriter::create(out, meta, 1),
+        false => CaptureWriter::create_new(out, meta, 1),
+    })?;
+    let summary = written.summary;
     report(&args, &summary)?;
     if summary.nothing_kept() {
         super::window::nothing_matched(
@@ -86,8 +78,7 @@ pub fn run(args: SliceArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(Exit::NothingReplayed.into());
     }
-    let source_complete = summary.complete || slicer.into_inner().saw_end();
-    Ok(super::view::damage_status(&errors, source_complete).into())
+    Ok(super::view::damage_status(&written.errors, written.source_complete).into())
 }
 
 fn report(args: &SliceArgs, summary: &SliceSummary) -> anyhow::Result<()> {

@@ -79,12 +79,26 @@ pub struct CatArgs {
     /// Each record indented over several lines instead of one JSON line each.
     #[arg(long)]
     pretty: bool,
-    /// Print only the K slowest requests, slowest first, each paired with its reply
-    /// (`latency_us` from request to reply in the capture, shape, body, the reply's outcome).
+    /// Print only the K slowest requests, slowest first, as a table (latency from request to
+    /// reply in the capture, t, connection, application, shape); with --json one JSON object
+    /// each, with the request's body and the reply's outcome.
     #[arg(long, value_name = "K")]
     slowest: Option<usize>,
+    /// With --slowest: JSON lines instead of a table (every other listing is JSON already).
+    #[arg(short, long)]
+    json: bool,
     #[command(flatten)]
     window: super::window::WindowArgs,
+}
+
+fn slowest_format(args: &CatArgs) -> report::cat::SlowestFormat {
+    match args.json || args.pretty {
+        true => report::cat::SlowestFormat::Json {
+            pretty: args.pretty,
+            no_body: args.no_body,
+        },
+        false => report::cat::SlowestFormat::Table,
+    }
 }
 
 pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
@@ -93,6 +107,7 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
         && args.commands.is_empty()
         && args.namespaces.is_empty());
     let mut reader = args.window.options()?.apply(CaptureSet::open(&args.files)?);
+    let format = slowest_format(&args);
     let options = CatOptions {
         conns: args.conns,
         commands: args.commands,
@@ -105,7 +120,7 @@ pub fn cat(args: CatArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     let listed = match args.slowest {
-        Some(k) => report::cat::slowest(&mut reader, k, args.pretty, &mut out),
+        Some(k) => report::cat::slowest(&mut reader, k, format, &mut out),
         None => report::cat::cat(&mut reader, &options, &mut out),
     };
     let end = match listed {

@@ -6,6 +6,9 @@
 //! Memory is bounded: at most `cap` distinct (command, code) entries, the errors past it counted
 //! in `errors_by_code_other`; at most [`MAX_SHAPES_PER_ERROR`] shapes and one message each.
 
+use super::table::{Column, Field, Table};
+use super::text::cut_bytes;
+use super::units;
 use crate::wire::codes;
 use crate::wire::reply::{ReplyFields, WriteError};
 use serde::{Deserialize, Serialize};
@@ -218,7 +221,7 @@ impl ErrorTally {
             None => {
                 let errmsg = seen.errmsg.map(|m| match self.redact {
                     true => redacted_errmsg(m),
-                    false => cut(m, MAX_ERRMSG),
+                    false => cut_bytes(m, MAX_ERRMSG),
                 });
                 self.entries.push(Entry {
                     report: ErrorByCode {
@@ -338,6 +341,37 @@ impl ErrorsReport {
         Some(line)
     }
 
+    /// The table of errors by command and code (the page's): each entry with its first message
+    /// and the shapes it came from.
+    pub fn table(&self) -> Table {
+        let fields: [Field<ErrorByCode>; 6] = [
+            (Column::new("command"), |e| e.command.clone()),
+            (Column::new("code"), |e| match (e.code, &e.code_name) {
+                (Some(c), Some(n)) => format!("{n} ({c})"),
+                (Some(c), None) => c.to_string(),
+                (None, Some(n)) => n.clone(),
+                (None, None) => "-".into(),
+            }),
+            (Column::new("as"), |e| {
+                if e.write_error {
+                    "write error"
+                } else {
+                    "reply"
+                }
+                .into()
+            }),
+            (Column::new("count"), |e| units::count(e.count as f64)),
+            (Column::new("errmsg"), |e| {
+                e.errmsg.clone().unwrap_or_default()
+            }),
+            (Column::new("shapes"), |e| {
+                let shapes: Vec<&str> = e.shapes.iter().map(|s| s.shape.as_str()).collect();
+                shapes.join("; ")
+            }),
+        ];
+        Table::of(&fields, &self.errors_by_code)
+    }
+
     /// When most errors of a replay are DuplicateKey: what that usually means, in one line.
     pub fn duplicate_key_hint(&self) -> Option<String> {
         let total = self.total();
@@ -369,26 +403,14 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
-/// `s` cut to at most `max` bytes on a character boundary, with `…` when it was cut.
-pub fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
 /// A server's message about a request of a `--redact values` capture, without the values it
 /// may quote: the text before the first `{`, `"` or `'` (a duplicate key's `dup key: { _id:
 /// ... }`, a validation failure's document), then `…`. The capture's values are hashed already;
 /// the server's message may also quote the data the target held.
 pub fn redacted_errmsg(m: &str) -> String {
     match m.find(['{', '"', '\'']) {
-        Some(at) => format!("{}…", cut(m[..at].trim_end(), MAX_ERRMSG)),
-        None => cut(m, MAX_ERRMSG),
+        Some(at) => format!("{}…", cut_bytes(m[..at].trim_end(), MAX_ERRMSG)),
+        None => cut_bytes(m, MAX_ERRMSG),
     }
 }
 

@@ -3,7 +3,8 @@
 //! another to say a number the same way.
 //!
 //! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
-//! - [`table`]: plain-text tables.
+//! - [`table`]: the table model of every report, rendered as text and HTML.
+//! - [`text`]: text cut to fit, with `…`.
 //! - [`summary`]: the summary every report carries (`compare` reads it back), and the histogram
 //!   bounds every latency is kept in.
 //! - [`phases`]: the figures per phase, cut at step markers, with their text table.
@@ -13,7 +14,7 @@
 //! - [`slowest`]: the K slowest requests, a bounded min-heap, with their bodies as JSON.
 //! - [`report_file`]: reading a report file back, bounded (`merge`, `compare`).
 //!
-//! Layers, bottom up: buckets drivers errors report_file summary table units < phases slowest
+//! Layers, bottom up: text < buckets drivers report_file summary table units < errors phases slowest
 
 pub use report_file::SCHEMA_VERSION;
 
@@ -25,4 +26,5 @@ pub mod report_file;
 pub mod slowest;
 pub mod summary;
 pub mod table;
+pub mod text;
 pub mod units;

@@ -11,6 +11,10 @@ use std::path::Path;
 /// Raised when a key is removed or renamed or changes type; adding a key keeps it.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The A/B report's own `schema_version` (`kind: "ab"`; `docs/ab.md`, "Schema versions"): raised
+/// when a field changes meaning, not only when one is removed or renamed.
+pub const AB_SCHEMA_VERSION: u32 = 2;
+
 /// The largest report file read back.
 pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -27,34 +31,47 @@ pub enum ReportFileError {
     #[error("report {path} is larger than any report ({MAX_REPORT_BYTES} bytes at most): {size}")]
     TooLarge { path: String, size: String },
     #[error(
-        "report {path} has schema_version {found}; this mongotape reads schema_version {SCHEMA_VERSION} \
+        "report {path} has schema_version {found}; this mongotape reads schema_version {reads} \
          (and reports written before there was one): read it with the mongotape that wrote it"
     )]
-    UnknownSchema { path: String, found: String },
+    UnknownSchema {
+        path: String,
+        found: String,
+        reads: u32,
+    },
 }
 
-/// The top of a report, for its `schema_version` alone (the other keys are skipped unread).
+/// The top of a report, for its `schema_version` and `kind` alone (the other keys are skipped
+/// unread).
 #[derive(serde::Deserialize)]
 struct Head {
     schema_version: Option<serde_json::Value>,
+    kind: Option<serde_json::Value>,
 }
 
-/// Refuses a report whose `schema_version` is not [`SCHEMA_VERSION`]. A report without one
+/// Refuses a report whose `schema_version` is not its kind's ([`AB_SCHEMA_VERSION`] for an A/B
+/// report, [`SCHEMA_VERSION`] for every other). A report without one
 /// (written before there was one) is read; bytes that are not a JSON object are left to the
 /// caller's parser to name.
 fn check_schema(path: &Path, bytes: &[u8]) -> Result<(), ReportFileError> {
     let Ok(Head {
         schema_version: Some(found),
+        kind,
     }) = serde_json::from_slice::<Head>(bytes)
     else {
         return Ok(());
     };
-    if found.as_u64() == Some(u64::from(SCHEMA_VERSION)) {
+    let reads = match kind.as_ref().and_then(serde_json::Value::as_str) {
+        Some("ab") => AB_SCHEMA_VERSION,
+        _ => SCHEMA_VERSION,
+    };
+    if found.as_u64() == Some(u64::from(reads)) {
         return Ok(());
     }
     Err(ReportFileError::UnknownSchema {
         path: path.display().to_string(),
         found: found.to_string(),
+        reads,
     })
 }
 
@@ -131,6 +148,7 @@ mod tests {
         let at = dir.path().join("r.json");
         for known in [
             r#"{"schema_version": 1, "a": [1]}"#,
+            r#"{"schema_version": 2, "kind": "ab"}"#,
             r#"{"a": 1}"#,
             "[1]",
             "x",
@@ -152,6 +170,10 @@ mod tests {
                 format!("r.json has schema_version {shown}; this mongotape reads schema_version 1");
             assert!(e.contains(&said), "{unknown}: {e}");
         }
+        // An A/B report has a version of its own.
+        std::fs::write(&at, r#"{"schema_version": 1, "kind": "ab"}"#).unwrap();
+        let e = read(&at).unwrap_err().to_string();
+        assert!(e.contains("this mongotape reads schema_version 2"), "{e}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! keeps K entries. A caller asks [`Slowest::admits`] before it builds an entry (the request's
 //! body as JSON and its shape are built only for the few that enter).
 
+use super::table::{Column, Field, Table};
+use super::text::{cut, cut_bytes};
 use super::units;
 use crate::wire::extjson::{self, ExtJson};
 use crate::wire::{Body, Message, Section};
@@ -192,19 +194,31 @@ pub fn render_text(list: &[SlowRequest], rows: usize) -> String {
         );
         let room = 100usize.saturating_sub(head.chars().count()).max(20);
         s.push_str(&head);
-        s.push_str(&cut_chars(&what, room));
+        s.push_str(&cut(&what, room));
         s.push('\n');
     }
     s
 }
 
-fn cut_chars(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
+/// The table of the slowest requests (the page's), each with its whole body.
+pub fn table(slow: &[SlowRequest]) -> Table {
+    fn us(v: Option<f64>) -> String {
+        v.map_or("-".into(), units::duration_us)
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    let fields: [Field<SlowRequest>; 7] = [
+        (Column::new("at"), |s| format!("{:.3} s", s.at_s)),
+        (Column::new("connection"), |s| s.connection.to_string()),
+        (Column::new("application"), |s| {
+            s.application.clone().unwrap_or_default()
+        }),
+        (Column::new("shape"), |s| {
+            s.shape.clone().unwrap_or_else(|| s.command.clone())
+        }),
+        (Column::new("recorded"), |s| us(s.recorded_us)),
+        (Column::new("replayed"), |s| us(s.replayed_us)),
+        (Column::new("request"), |s| s.body.clone()),
+    ];
+    Table::of(&fields, slow)
 }
 
 /// Adds `more` to `list` and keeps the `k` slowest (by [`SlowRequest::latency_us`]), slowest first.
@@ -258,7 +272,7 @@ pub fn body_text(msg: &Message) -> (String, bool) {
     };
     let text = value.to_string();
     let cut = text.len() > MAX_BODY;
-    (super::errors::cut(&text, MAX_BODY), cut)
+    (cut_bytes(&text, MAX_BODY), cut)
 }
 
 fn doc(d: &bson::RawDocument) -> Value {

@@ -1,16 +1,29 @@
-//! The one table model of every report: a report builds its rows once, and the same [`Table`] is
-//! rendered as plain text for the terminal ([`Table::render`]: right-aligned numbers,
-//! left-aligned text) and as HTML by `report::html::Page::table` ([`Table::for_html`]). A column
-//! can be kept out of the text ([`Table::html_only`]) where it would make the terminal table too
-//! wide, or out of the page ([`Table::text_only`]) where the page shows the same figure in a
-//! fuller form (p50 and p99 as two sortable columns, every example rather than the first).
+//! The one table model of every report: a report part builds its [`Table`] once, from
+//! [`Column`]s (a header, an alignment, where the column is shown, how its text is cut) and rows
+//! of cells, and the same table is rendered as plain text for the terminal ([`Table::render`])
+//! and as HTML by `report::html::Page::table` ([`Table::for_html`]). A column can be kept out of
+//! the text ([`Column::html_only`]) where it would make the terminal table too wide, or out of the
+//! page ([`Column::text_only`]) where the page shows the same figure in a fuller form (p50 and p99
+//! as two sortable columns, every example rather than the first). The text cuts a column to a
+//! width ([`Column::cut`]) or to what the other columns leave of [`TEXT_WIDTH`] ([`Column::fit`]);
+//! the page keeps every text whole.
+//!
+//! [`Table::of`] builds a table from a list of items and a list of [`Field`]s (a column and the
+//! cell of an item), so that a column is one line where it is declared.
 
-#[derive(Debug, Clone, Default)]
-pub struct Table {
-    headers: Vec<String>,
-    rows: Vec<Vec<String>>,
-    /// Where each column is shown.
-    shown: Vec<Shown>,
+use super::text::cut;
+
+/// The width of the terminal a text table fits ([`Column::fit`]).
+pub const TEXT_WIDTH: usize = 100;
+
+/// How a column's cells stand in their width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Align {
+    /// Numbers right, text left, cell by cell (the text) or for the whole column (the page).
+    #[default]
+    Auto,
+    Left,
+    Right,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,14 +33,102 @@ enum Shown {
     Text,
 }
 
+/// How the text cuts a column's cells (the page keeps them whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Width {
+    Whole,
+    Cut(usize),
+    Fit,
+}
+
+/// One column: its header, its alignment, where it is shown and how the text cuts it.
+#[derive(Debug, Clone)]
+pub struct Column {
+    header: String,
+    align: Align,
+    shown: Shown,
+    width: Width,
+}
+
+impl Column {
+    pub fn new(header: impl Into<String>) -> Column {
+        Column {
+            header: header.into(),
+            align: Align::Auto,
+            shown: Shown::Both,
+            width: Width::Whole,
+        }
+    }
+
+    pub fn align(mut self, align: Align) -> Column {
+        self.align = align;
+        self
+    }
+
+    /// Kept out of the text rendering (the HTML page shows it).
+    pub fn html_only(mut self) -> Column {
+        self.shown = Shown::Html;
+        self
+    }
+
+    /// Kept out of the HTML page (the text shows it).
+    pub fn text_only(mut self) -> Column {
+        self.shown = Shown::Text;
+        self
+    }
+
+    /// The text cuts each cell to `width` characters, with `…`.
+    pub fn cut(mut self, width: usize) -> Column {
+        self.width = Width::Cut(width);
+        self
+    }
+
+    /// The text cuts each cell to what the other text columns leave of [`TEXT_WIDTH`] (20
+    /// characters at least), so that the table fits the terminal.
+    pub fn fit(mut self) -> Column {
+        self.width = Width::Fit;
+        self
+    }
+
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+
+    pub fn alignment(&self) -> Align {
+        self.align
+    }
+}
+
+/// A column of a table built from items of type `T` ([`Table::of`]): the column and each item's
+/// cell.
+pub type Field<T> = (Column, fn(&T) -> String);
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    columns: Vec<Column>,
+    rows: Vec<Vec<String>>,
+}
+
 impl Table {
+    /// A table of columns with these headers, aligned by their cells.
     pub fn new<S: Into<String>>(headers: impl IntoIterator<Item = S>) -> Table {
-        let headers: Vec<String> = headers.into_iter().map(Into::into).collect();
+        Table::with_columns(headers.into_iter().map(Column::new))
+    }
+
+    pub fn with_columns(columns: impl IntoIterator<Item = Column>) -> Table {
         Table {
-            shown: vec![Shown::Both; headers.len()],
-            headers,
+            columns: columns.into_iter().collect(),
             rows: Vec::new(),
         }
+    }
+
+    /// A table with a row per item, each field filling its column.
+    pub fn of<'a, T: 'a>(fields: &[Field<T>], items: impl IntoIterator<Item = &'a T>) -> Table {
+        let mut t = Table::with_columns(fields.iter().map(|(c, _)| c.clone()));
+        for item in items {
+            t.row(fields.iter().map(|(_, cell)| cell(item)));
+        }
+        t
     }
 
     /// Keeps the named columns out of the text rendering (the HTML page shows them).
@@ -40,10 +141,10 @@ impl Table {
         self.shown_only(columns, Shown::Text)
     }
 
-    fn shown_only<S: AsRef<str>>(mut self, columns: &[S], only: Shown) -> Table {
-        for (i, h) in self.headers.iter().enumerate() {
-            if columns.iter().any(|c| c.as_ref() == h) {
-                self.shown[i] = only;
+    fn shown_only<S: AsRef<str>>(mut self, names: &[S], only: Shown) -> Table {
+        for c in &mut self.columns {
+            if names.iter().any(|n| n.as_ref() == c.header) {
+                c.shown = only;
             }
         }
         self
@@ -55,8 +156,12 @@ impl Table {
         self
     }
 
-    pub fn headers(&self) -> &[String] {
-        &self.headers
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    pub fn headers(&self) -> Vec<&str> {
+        self.columns.iter().map(|c| c.header.as_str()).collect()
     }
 
     pub fn rows(&self) -> &[Vec<String>] {
@@ -71,35 +176,80 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table as plain text, without its HTML-only columns.
+    /// The table as plain text, without its HTML-only columns, cut where its columns say.
     pub fn render(&self) -> String {
-        if self.shown.iter().any(|&s| s != Shown::Both) {
-            return self.columns(Shown::Text).render();
-        }
-        let cols = self.headers.len();
-        let mut width = vec![0; cols];
-        for row in std::iter::once(&self.headers).chain(&self.rows) {
-            for (i, cell) in row.iter().enumerate().take(cols) {
-                width[i] = width[i].max(cell.chars().count());
+        let mut t = self.shown_in(Shown::Text);
+        t.cut_for_text();
+        t.render_text()
+    }
+
+    /// The columns the HTML page shows (all but the text-only ones), every cell whole.
+    pub fn for_html(&self) -> Table {
+        self.shown_in(Shown::Html)
+    }
+
+    /// Cuts the cells of the columns with a width: fixed ones first, then the one that fits.
+    fn cut_for_text(&mut self) {
+        let widths: Vec<Width> = self.columns.iter().map(|c| c.width).collect();
+        for (i, w) in widths.iter().enumerate() {
+            if let Width::Cut(w) = *w {
+                for row in &mut self.rows {
+                    if let Some(c) = row.get_mut(i) {
+                        *c = cut(c, w);
+                    }
+                }
             }
         }
-        let numeric = |s: &str| {
-            !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_digit() || ".,-+%x µsmKMGiB/".contains(c))
-                && s.chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_digit() || c == '-')
+        let Some(fit) = widths.iter().position(|w| *w == Width::Fit) else {
+            return;
         };
+        let others: usize = self
+            .widths()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != fit)
+            .map(|(_, w)| w + 2)
+            .sum();
+        let width = TEXT_WIDTH.saturating_sub(others).max(20);
+        for row in &mut self.rows {
+            if let Some(c) = row.get_mut(fit) {
+                *c = cut(c, width);
+            }
+        }
+    }
+
+    /// Each column's width in characters, its header's included.
+    fn widths(&self) -> Vec<usize> {
+        let mut width: Vec<usize> = self
+            .columns
+            .iter()
+            .map(|c| c.header.chars().count())
+            .collect();
+        for row in &self.rows {
+            for (w, cell) in width.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        width
+    }
+
+    fn render_text(&self) -> String {
+        let width = self.widths();
+        let cols = width.len();
         let mut out = String::new();
-        let line = |out: &mut String, row: &[String], header: bool| {
+        let line = |out: &mut String, row: &[&str], header: bool| {
             for (i, w) in width.iter().enumerate() {
-                let cell = row.get(i).map(String::as_str).unwrap_or("");
+                let cell = row.get(i).copied().unwrap_or("");
                 let pad = w - cell.chars().count();
                 if i > 0 {
                     out.push_str("  ");
                 }
-                if !header && numeric(cell) && i > 0 {
+                let right = match self.columns[i].align {
+                    Align::Auto => i > 0 && looks_numeric(cell),
+                    Align::Left => false,
+                    Align::Right => true,
+                };
+                if !header && right {
                     out.push_str(&" ".repeat(pad));
                     out.push_str(cell);
                 } else {
@@ -114,44 +264,67 @@ impl Table {
             }
             out.push('\n');
         };
-        line(&mut out, &self.headers, true);
+        line(&mut out, &self.headers(), true);
         let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
-        line(&mut out, &rule, true);
+        line(
+            &mut out,
+            &rule.iter().map(String::as_str).collect::<Vec<_>>(),
+            true,
+        );
         for row in &self.rows {
-            line(&mut out, row, false);
+            line(
+                &mut out,
+                &row.iter().map(String::as_str).collect::<Vec<_>>(),
+                false,
+            );
         }
         out
     }
 
-    /// The columns the HTML page shows (all but the text-only ones).
-    pub fn for_html(&self) -> Table {
-        self.columns(Shown::Html)
-    }
-
     /// The columns shown in `medium`, all shown in both.
-    fn columns(&self, medium: Shown) -> Table {
-        let keep = |row: &[String]| -> Vec<String> {
+    fn shown_in(&self, medium: Shown) -> Table {
+        let keep: Vec<bool> = self
+            .columns
+            .iter()
+            .map(|c| c.shown == Shown::Both || c.shown == medium)
+            .collect();
+        let kept = |row: &[String]| -> Vec<String> {
             row.iter()
-                .enumerate()
-                .filter(|(i, _)| {
-                    let shown = self.shown.get(*i).copied().unwrap_or(Shown::Both);
-                    shown == Shown::Both || shown == medium
-                })
-                .map(|(_, c)| c.clone())
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(c, _)| c.clone())
                 .collect()
         };
-        let headers = keep(&self.headers);
         Table {
-            shown: vec![Shown::Both; headers.len()],
-            headers,
-            rows: self.rows.iter().map(|r| keep(r)).collect(),
+            columns: self
+                .columns
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(c, _)| Column {
+                    shown: Shown::Both,
+                    ..c.clone()
+                })
+                .collect(),
+            rows: self.rows.iter().map(|r| kept(r)).collect(),
         }
     }
 }
 
+/// A cell the text right-aligns in an [`Align::Auto`] column: a number, a duration, a size, a
+/// share, a ratio, or `-`.
+fn looks_numeric(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_digit() || ".,-+%x µsmKMGiB/".contains(c))
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '-')
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Table;
+    use super::{Align, Column, Field, Table};
 
     #[test]
     fn text_aligns_numbers_right_and_leaves_html_only_columns_out() {
@@ -180,5 +353,30 @@ mod tests {
         let page = t.for_html();
         assert_eq!(page.headers(), ["field", "examples"]);
         assert_eq!(page.rows()[0], ["n", "[1, 2, 3]"]);
+    }
+
+    #[test]
+    fn one_list_of_fields_gives_both_renderings_cut_and_aligned_as_declared() {
+        let items = [("find shop.orders {a: 1, b: 2}", 3u64), ("insert", 120)];
+        let fields: [Field<(&str, u64)>; 3] = [
+            (Column::new("shape").fit(), |i| i.0.to_string()),
+            (Column::new("code").cut(4).align(Align::Right), |i| {
+                format!("c{}", i.1)
+            }),
+            (Column::new("count").html_only(), |i| i.1.to_string()),
+        ];
+        let t = Table::of(&fields, &items);
+        assert_eq!(t.render(), "shape                          code\n-----------------------------  ----\nfind shop.orders {a: 1, b: 2}    c3\ninsert                         c120\n");
+        assert_eq!(t.for_html().headers(), ["shape", "code", "count"]);
+        assert_eq!(
+            t.for_html().rows()[0][0],
+            items[0].0,
+            "the page keeps the text whole"
+        );
+        let mut long = Table::with_columns([Column::new("shape").fit(), Column::new("n")]);
+        long.row(["x".repeat(120), "1".into()]);
+        let text = long.render();
+        assert_eq!(text.lines().nth(2).map(|l| l.chars().count()), Some(100));
+        assert!(text.contains("x…  1"));
     }
 }

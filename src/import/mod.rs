@@ -8,8 +8,9 @@
 //! vocabulary. `mongoreplay` reads playback files and `mongod` the server's own traffic
 //! recordings. See `docs/import.md`.
 //!
-//! Layers, bottom up: error < input < pcap < tcp < output < meter mongod mongoreplay < mod.rs < live report
+//! Layers, bottom up: counts error < input < pcap < tcp < output < meter mongod mongoreplay < mod.rs < live report < text
 
+mod counts;
 pub mod error;
 pub mod input;
 pub mod live;
@@ -20,6 +21,7 @@ pub mod output;
 pub mod pcap;
 pub mod report;
 pub mod tcp;
+pub mod text;
 
 pub use error::ImportError;
 pub use output::{OutputSpec, Written};
@@ -131,6 +133,13 @@ pub fn detect(path: &Path) -> Result<Format, ImportError> {
     format_of(path, &head[..n])
 }
 
+/// Whether `path` opens as a mongotape capture (zstd holding the capture's file header).
+fn is_capture(path: &Path) -> bool {
+    std::fs::File::open(path)
+        .ok()
+        .is_some_and(|f| crate::capture::CaptureReader::new(std::io::BufReader::new(f)).is_ok())
+}
+
 /// The format of a file by its first bytes.
 fn format_of(path: &Path, head: &[u8]) -> Result<Format, ImportError> {
     match head.get(..4) {
@@ -139,6 +148,12 @@ fn format_of(path: &Path, head: &[u8]) -> Result<Format, ImportError> {
         Some([0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]) => Ok(Format::Pcap),
         _ if mongoreplay::looks_like(head) => Ok(Format::MongoReplay),
         _ if mongod::looks_like(head) => Ok(Format::MongodRecording),
+        Some([0x28, 0xb5, 0x2f, 0xfd]) if is_capture(path) => Err(ImportError::UnknownFormat {
+            path: path.to_owned(),
+            what: "it is a mongotape capture already: read it with `mongotape inspect` or \
+                   `mongotape cat`, cut it with `mongotape slice`"
+                .into(),
+        }),
         _ => Err(ImportError::UnknownFormat {
             path: path.to_owned(),
             what: format!(
@@ -188,7 +203,9 @@ impl PacketImport {
         self.read.packets += 1;
         if self.first_ts.is_none() {
             self.first_ts = Some(p.ts_ns);
-            self.output.begin(p.ts_ns)?;
+            if self.output.starts_at_first_packet() {
+                self.output.begin(p.ts_ns)?;
+            }
         }
         self.last_ts = self.last_ts.max(p.ts_ns);
         let seg = match link::segment(p.linktype, p.data, p.orig_len) {

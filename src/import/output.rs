@@ -4,6 +4,7 @@
 //! were lost, `close`, and the `end` record. Credentials are removed as the proxy removes them
 //! (and every value hashed with `--redact values`); a message that cannot be checked is a gap.
 
+pub use super::counts::Written;
 use super::error::ImportError;
 use super::tcp::frames::{Lost, Out};
 use super::tcp::{Conn, Ender, Events};
@@ -14,33 +15,12 @@ use crate::capture::{
 use crate::redact::{Direction, InflateBudget, Redaction, Redactor};
 use crate::wire::{info, Message, MsgHeader, OpCode};
 use bytes::Bytes;
-use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Requests per connection searched for handshake metadata (as the recorder does).
 const HANDSHAKE_SEARCH: u32 = 4;
-
-/// What was written.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Written {
-    pub connections: u64,
-    /// Requests and replies written.
-    pub messages: u64,
-    pub wire_bytes: u64,
-    /// Gap records: where bytes were lost (sequence holes, segments cut by the snaplen, messages
-    /// that were not whole).
-    pub gap_records: u64,
-    /// Messages the gaps say were lost.
-    pub dropped_messages: u64,
-    pub dropped_bytes: u64,
-    /// Messages whose credentials (or, with `--redact values`, values) were replaced.
-    pub redacted_messages: u64,
-    /// Messages that could not be checked for credentials, written as gaps.
-    pub unredactable_messages: u64,
-}
 
 /// How to create the capture.
 #[derive(Debug, Clone)]
@@ -53,6 +33,9 @@ pub struct OutputSpec {
     pub upstream: String,
     /// The metadata's `source`.
     pub source: String,
+    /// Leave out the proxy's own topology probes; the capture then starts with the first
+    /// connection kept, not the first packet.
+    pub skip_probes: bool,
 }
 
 /// When a capture written live rotates and ends (`record --interface`); an import has none.
@@ -94,6 +77,8 @@ pub struct Output {
     file_bytes: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     redactor: Redactor,
     conns: HashMap<u64, ConnOut>,
+    /// Connections left out (topology probes, with `skip_probes`), by the source's number.
+    left_out: HashSet<u64>,
     next_conn: u64,
     last_ts: u64,
     pub written: Written,
@@ -116,6 +101,7 @@ impl Output {
             file_bytes: None,
             redactor,
             conns: HashMap::new(),
+            left_out: HashSet::new(),
             next_conn: 1,
             last_ts: 0,
             written: Written::default(),
@@ -131,7 +117,7 @@ impl Output {
             format_version: FORMAT_VERSION,
             mongotape_version: env!("CARGO_PKG_VERSION").into(),
             start_unix_ns,
-            start_time: rfc3339(start_unix_ns),
+            start_time: crate::capture::rfc3339(start_unix_ns),
             upstream: self.spec.upstream.clone(),
             listen: String::new(),
             host: String::new(),
@@ -170,6 +156,12 @@ impl Output {
             writer.finish(Some(end))?;
         }
         Ok(self.written)
+    }
+
+    /// Whether the capture starts with its first packet; else with the first record written
+    /// (the packets of the probes left out before it are not the capture's).
+    pub fn starts_at_first_packet(&self) -> bool {
+        !self.spec.skip_probes
     }
 
     /// Tells `meter` what happens from now on.
@@ -213,6 +205,7 @@ impl Output {
 
     /// A loss of the whole capture (`conn_id` 0), such as packets the kernel dropped.
     pub fn capture_gap(&mut self, reason: String, ts_ns: u64) -> Result<(), ImportError> {
+        self.begin(ts_ns)?;
         let ts = self.ts(ts_ns);
         if let Some(meter) = self.meter.as_mut() {
             meter.gap(0, 0, false);
@@ -425,11 +418,31 @@ impl Events for Output {
     type Error = ImportError;
 
     fn message(&mut self, conn: &Conn, from_client: bool, out: Out) -> Result<(), ImportError> {
+        if self.left_out.contains(&conn.id) {
+            return Ok(());
+        }
         match out {
             Out::Message { bytes, ts_ns } => {
+                let first = from_client && !self.conns.contains_key(&conn.id);
+                let probe = first && is_probe(&bytes);
+                if probe {
+                    self.written.topology_probes += 1;
+                    if self.spec.skip_probes {
+                        self.left_out.insert(conn.id);
+                        return Ok(());
+                    }
+                }
                 let ts = self.ts(ts_ns);
-                self.conn_id(conn, ts)?;
-                Output::message(self, conn.id, from_client, bytes, ts)
+                let id = self.conn_id(conn, ts)?;
+                let named = client_metadata(&bytes).is_some();
+                Output::message(self, conn.id, from_client, bytes, ts)?;
+                if probe && !named {
+                    let name =
+                        bson::rawdoc! { "application": { "name": info::TOPOLOGY_PROBE_APP } };
+                    let meta = name.into_bytes();
+                    self.write(Record::new(RecordKind::ClientMetadata, id, ts, meta))?;
+                }
+                Ok(())
             }
             Out::Gap { lost, ts_ns } => {
                 let ts = self.ts(ts_ns);
@@ -446,6 +459,9 @@ impl Events for Output {
         reset: bool,
         ts_ns: u64,
     ) -> Result<(), ImportError> {
+        if self.left_out.remove(&conn.id) {
+            return Ok(());
+        }
         let (side, reason) = match (by, reset) {
             (Ender::Client, false) => (Side::Client, "closed"),
             (Ender::Client, true) => (Side::Client, "reset (RST)"),
@@ -467,8 +483,7 @@ fn client_metadata(message: &[u8]) -> Option<Vec<u8>> {
     info::client_metadata(&parsed).map(|doc| doc.into_bytes())
 }
 
-/// A time as RFC 3339 text, to the microsecond.
-pub fn rfc3339(unix_ns: u64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
-    humantime::format_rfc3339_micros(t).to_string()
+/// Whether a connection's first request is one of the proxy's topology probes.
+fn is_probe(message: &[u8]) -> bool {
+    Message::parse(message).is_ok_and(|m| info::is_topology_probe(&m))
 }

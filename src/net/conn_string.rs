@@ -153,6 +153,7 @@ impl ConnString {
         };
         // The driver's rustls build refuses tlsAllowInvalidHostnames (only its OpenSSL build has
         // it); rustls can honour it, so it is read here and kept from the driver.
+        options_after_slash(&written).map_err(bad)?;
         let (uri, allow_invalid_hostnames) =
             take_option(&written, "tlsallowinvalidhostnames").map_err(bad)?;
         // The synchronous parse validates without touching the network.
@@ -232,6 +233,22 @@ fn normalize(input: &str) -> String {
         input.to_owned()
     } else {
         format!("mongodb://{input}")
+    }
+}
+
+/// The connection-string specification puts a `/` between the hosts and the options
+/// (`mongodb://h/?w=1`); the driver's parser lets `mongodb://h?w=1` through.
+fn options_after_slash(uri: &str) -> Result<(), String> {
+    let rest = uri.split_once("://").map(|(_, r)| r).unwrap_or(uri);
+    let hosts = rest.split('/').next().unwrap_or(rest);
+    let hosts = hosts.rsplit_once('@').map_or(hosts, |(_, h)| h);
+    match hosts.split_once('?') {
+        // Only the hosts are named: never the credentials before them.
+        Some((hosts, _)) => Err(format!(
+            "the options must follow a `/` after the hosts (`{hosts}/?...`), as the \
+             connection-string specification requires"
+        )),
+        None => Ok(()),
     }
 }
 
@@ -370,10 +387,21 @@ mod tests {
             "mongodb://h:1/?replicaSet=a&directConnection=maybe",
             "mongodb://h:notaport",
             "mongodb://h:1/?tls=false&tlsCAFile=x.pem",
+            "mongodb://example.com?w=1",
+            "mongodb+srv://cluster0.example.com?w=1",
+            "h:1?w=1",
         ] {
             let err = ConnString::parse(bad).await.unwrap_err();
             assert!(matches!(err, NetError::ConnString { .. }), "{bad}: {err}");
         }
+        let err = ConnString::parse("mongodb://example.com?w=1")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("`example.com/?...`"), "{err}");
+        let err = ConnString::parse("mongodb://u:secret@h:1?w=1")
+            .await
+            .unwrap_err();
+        assert!(!err.to_string().contains("secret"), "{err}");
         let err = ConnString::parse("mongodb://u:secret@h:1/?w=banana&wtimeoutMS=-5")
             .await
             .unwrap_err();

@@ -29,6 +29,11 @@ pub struct PlanEntry {
     pub keys_examined: Option<u64>,
     /// executionStats.totalDocsExamined
     pub docs_examined: Option<u64>,
+    /// A replay: `docs_examined` times the shape's requests in the run (`count` of its entry in
+    /// `shapes`, of this target's in an A/B replay), the documents the shape examines over the
+    /// run if each request examines as many as the explained one; absent when either is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docs_examined_run: Option<u64>,
     /// executionStats.nReturned
     pub n_returned: Option<u64>,
     /// executionStats.executionTimeMillis
@@ -41,8 +46,8 @@ pub struct PlanEntry {
     pub plan_cache_key: Option<String>,
     /// Why there is no plan: the explain failed (its errmsg and code), or could not be sent.
     pub error: Option<String>,
-    /// An A/B replay: another target's plan line differs from the control's (both explained
-    /// without an error).
+    /// An A/B replay: this target's plan line differs from the control's (A's; both explained
+    /// without an error). Never set on the control's own entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_changed: Option<bool>,
 }
@@ -76,6 +81,31 @@ impl PlanEntry {
             }
             Err(e) => self.error = Some(e),
         }
+    }
+
+    /// Several runs' plans (the shards of a replay): each shape's once, from the first run that
+    /// explained it without an error (else the first that tried), in the order the runs list
+    /// them; `None` when no run explained.
+    pub fn merge<'a>(
+        parts: impl IntoIterator<Item = Option<&'a [PlanEntry]>>,
+    ) -> Option<Vec<PlanEntry>> {
+        let mut out: Option<Vec<PlanEntry>> = None;
+        for list in parts.into_iter().flatten() {
+            let kept = out.get_or_insert_with(Vec::new);
+            for entry in list {
+                match kept.iter_mut().find(|e| e.hash == entry.hash) {
+                    Some(k) if k.error.is_some() && entry.error.is_none() => *k = entry.clone(),
+                    Some(_) => {}
+                    None => kept.push(entry.clone()),
+                }
+            }
+        }
+        out
+    }
+
+    /// Sets `docs_examined_run` for a shape sent `requests` times in the run.
+    pub fn count_requests(&mut self, requests: u64) {
+        self.docs_examined_run = self.docs_examined.map(|d| d.saturating_mul(requests));
     }
 
     /// The plan as a report says it: the plan line, or `error: ...`.

@@ -9,6 +9,7 @@
 //! - `winningPlan.shards` (a sharded find) or a top-level `shards` document (a sharded aggregate):
 //!   each shard's plan, `SHARD_MERGE(a: ...; b: ...)`.
 
+use crate::figures::text::cut_bytes;
 use crate::wire::bson_raw::{self, Element, ARRAY, DOCUMENT, STRING};
 use crate::wire::reply::ReplyFields;
 use serde::{Deserialize, Serialize};
@@ -138,7 +139,7 @@ pub fn summarize(reply: &[u8]) -> Result<PlanSummary, ExplainError> {
     } else {
         return Err(ExplainError::NoPlan);
     }
-    cut(&mut out.plan);
+    out.plan = cut_bytes(&out.plan, MAX_LINE);
     Ok(out)
 }
 
@@ -383,17 +384,4 @@ fn shards_line(stage: &[u8], shards: &[u8], indexes: &mut Vec<String>, nest: usi
         get_str(stage, "stage").unwrap_or("SHARDS"),
         parts.join("; ")
     )
-}
-
-/// Cuts a line longer than [`MAX_LINE`] at a character boundary, with `…`.
-fn cut(line: &mut String) {
-    if line.len() <= MAX_LINE {
-        return;
-    }
-    let mut at = MAX_LINE;
-    while !line.is_char_boundary(at) {
-        at -= 1;
-    }
-    line.truncate(at);
-    line.push('…');
 }

@@ -323,7 +323,7 @@ fn a_b_plans_flag_the_shapes_whose_plan_changed() {
     assert_eq!(
         changed,
         vec![
-            ("status", "A", Some(true)),
+            ("status", "A", Some(false)),
             ("status", "B", Some(true)),
             ("sku", "A", Some(false)),
             ("sku", "B", Some(false)),
@@ -343,7 +343,22 @@ fn a_b_plans_flag_the_shapes_whose_plan_changed() {
         rendered.lines().all(|l| l.chars().count() <= 100),
         "{rendered}"
     );
-    assert!(rendered.contains("A*"), "{rendered}");
+    assert!(
+        rendered.contains("B*") && !rendered.contains("A*"),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn a_copy_of_the_control_is_marked_only_when_its_own_plan_differs() {
+    let on = |plan: &str| vec![entry("status", Some(plan), None)];
+    let (plans, _) = side_by_side(vec![
+        ("A".into(), on("COLLSCAN")),
+        ("B".into(), on("IXSCAN {status: 1} -> FETCH")),
+        ("A2".into(), on("COLLSCAN")),
+    ]);
+    let marks: Vec<Option<bool>> = plans.iter().map(|e| e.plan_changed).collect();
+    assert_eq!(marks, vec![Some(false), Some(true), Some(false)]);
 }
 
 #[test]

@@ -2,55 +2,55 @@
 //! side with the shapes whose plan changed.
 
 use super::PlanEntry;
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Table};
+use crate::figures::text::cut;
 use crate::figures::units;
 
 /// Rows of the text table at most; the JSON has them all.
 pub const TEXT_ROWS: usize = 20;
 
-/// `text` cut to `width` characters, the last one `…` when cut.
-pub fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 fn count(v: Option<u64>) -> String {
     v.map_or("-".into(), |v| units::count(v as f64))
 }
 
-/// The plans table: shape, (target,) plan or error, keys and documents examined, documents
-/// returned; shape and plan cut so that a row fits 100 columns.
+/// The plans table, for the text and the page: shape, target, plan or error, keys and documents
+/// examined, documents returned, documents examined over the run (documents examined per
+/// request times the shape's requests). The text cuts the shape, and the plan to what the other
+/// columns leave, so that a row fits 100 columns; it
+/// shows a target column only in an A/B run (its label, `*` when the plan changed); the page
+/// keeps every text whole, with the target's label and `changed` in a column of its own.
 pub fn table(entries: &[PlanEntry]) -> Table {
     let targets = entries.iter().any(|e| e.target.is_some());
-    let (shape_w, plan_w) = if targets { (30, 26) } else { (34, 30) };
-    let mut headers = vec!["shape"];
+    let shape_w = if targets { 28 } else { 34 };
+    let mut columns = vec![Column::new("shape").cut(shape_w)];
     if targets {
-        headers.push("target");
+        columns.push(Column::new("target").cut(6).text_only());
     }
-    headers.extend(["plan", "keys", "docs", "returned"]);
-    let mut t = Table::new(headers);
-    for e in entries.iter().take(TEXT_ROWS) {
-        let mut row = vec![cut(&e.shape, shape_w)];
+    columns.extend([
+        Column::new("target").html_only(),
+        Column::new("plan").fit(),
+        Column::new("keys"),
+        Column::new("docs"),
+        Column::new("returned"),
+        Column::new("run docs"),
+        Column::new("").html_only(),
+    ]);
+    let mut t = Table::with_columns(columns);
+    for e in entries {
+        let changed = e.plan_changed == Some(true);
+        let label = e.target.clone().unwrap_or_default();
+        let mut row = vec![e.shape.clone()];
         if targets {
-            let changed = if e.plan_changed == Some(true) {
-                "*"
-            } else {
-                ""
-            };
-            row.push(cut(
-                &format!("{}{changed}", e.target.as_deref().unwrap_or("")),
-                6,
-            ));
+            row.push(format!("{label}{}", if changed { "*" } else { "" }));
         }
-        row.push(cut(&e.plan_or_error(), plan_w));
         row.extend([
+            label,
+            e.plan_or_error(),
             count(e.keys_examined),
             count(e.docs_examined),
             count(e.n_returned),
+            count(e.docs_examined_run),
+            if changed { "changed" } else { "" }.into(),
         ]);
         t.row(row);
     }
@@ -68,20 +68,25 @@ pub fn text(entries: &[PlanEntry]) -> String {
         out.push_str("  none: no request of an explained command was answered\n");
         return out;
     }
-    out.push_str(&table(entries).render());
+    out.push_str(&table(&entries[..entries.len().min(TEXT_ROWS)]).render());
     if entries.iter().any(|e| e.plan_changed == Some(true)) {
-        out.push_str("(* the plan differs from the control's)\n");
+        out.push_str("(* this target's plan differs from the control's)\n");
     }
     if entries.len() > TEXT_ROWS {
-        out.push_str(&format!("… and {} more\n", entries.len() - TEXT_ROWS));
+        out.push_str(&format!(
+            "… and {} more rows (every row in the JSON and on the page)\n",
+            entries.len() - TEXT_ROWS
+        ));
     }
     out
 }
 
 /// An A/B run's plans: every target's entries (labelled, control first), grouped by shape in
-/// the order the shapes were met, each with `plan_changed`: some target's plan line differs
-/// from the control's (both explained without an error). Also a finding for each changed shape.
+/// the order the shapes were met, each with `plan_changed`: this target's plan line differs
+/// from the control's (both explained without an error; the control's own entry is never
+/// marked). Also a finding for each shape whose plan changed on some target.
 pub fn side_by_side(per_target: Vec<(String, Vec<PlanEntry>)>) -> (Vec<PlanEntry>, Vec<String>) {
+    let first = per_target.first().map(|(label, _)| label.clone());
     let mut order: Vec<String> = Vec::new();
     let mut by_hash: std::collections::HashMap<String, Vec<PlanEntry>> = Default::default();
     for (label, entries) in per_target {
@@ -99,14 +104,19 @@ pub fn side_by_side(per_target: Vec<(String, Vec<PlanEntry>)>) -> (Vec<PlanEntry
         let Some(mut group) = by_hash.remove(&hash) else {
             continue;
         };
-        let control = group.first().and_then(|e| e.plan.clone());
-        let changed = control.as_ref().is_some_and(|c| {
-            group
-                .iter()
-                .skip(1)
-                .any(|e| e.plan.as_ref().is_some_and(|p| p != c))
-        });
-        if changed {
+        // The control's entry is the reference; a shape the control did not explain has none.
+        let control = group
+            .iter()
+            .find(|e| e.target.as_deref() == first.as_deref())
+            .and_then(|e| e.plan.clone());
+        for e in &mut group {
+            let differs = e.target.as_deref() != first.as_deref()
+                && control.is_some()
+                && e.plan.is_some()
+                && e.plan != control;
+            e.plan_changed = Some(differs);
+        }
+        if group.iter().any(|e| e.plan_changed == Some(true)) {
             let sides: Vec<String> = group
                 .iter()
                 .map(|e| {
@@ -122,9 +132,6 @@ pub fn side_by_side(per_target: Vec<(String, Vec<PlanEntry>)>) -> (Vec<PlanEntry
                 cut(&group[0].shape, 200),
                 sides.join(", ")
             ));
-        }
-        for e in &mut group {
-            e.plan_changed = Some(changed);
         }
         out.extend(group);
     }

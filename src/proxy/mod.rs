@@ -12,7 +12,7 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor supervise < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor snapshot supervise < conn shutdown
 
 pub mod budget;
 pub mod clock;
@@ -26,6 +26,7 @@ pub mod monitor;
 pub mod recorder;
 mod shares;
 pub mod shutdown;
+pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod supervise;
@@ -188,7 +189,7 @@ impl Proxy {
                     format_version: FORMAT_VERSION,
                     mongotape_version: env!("CARGO_PKG_VERSION").into(),
                     start_unix_ns: clock.start_unix_ns(),
-                    start_time: clock::rfc3339(clock.start_unix_ns()),
+                    start_time: crate::capture::rfc3339(clock.start_unix_ns()),
                     upstream: upstream.display.clone(),
                     listen: monitor.local_addrs().join(","),
                     host: hostname(),
@@ -253,6 +254,19 @@ impl Proxy {
 
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// Starts `record --snapshot` beside the proxy (see [`snapshot`]): its T0 goes into the
+    /// capture as a `snapshot` record. Await the handle once recording has stopped.
+    pub fn start_snapshot(
+        &self,
+        opts: crate::state::SnapshotOptions,
+    ) -> tokio::task::JoinHandle<Result<crate::state::Manifest, crate::state::StateError>> {
+        snapshot::start(
+            opts,
+            self.recorder.as_ref().map(Recorder::handle),
+            self.clock,
+        )
     }
 
     /// Serves until `shutdown` turns true, then drains (see [`Proxy::run_until`]) and finishes the
@@ -323,6 +337,47 @@ impl Proxy {
         }
         Ok(self.stats.snapshot())
     }
+
+    /// What `record` says once listening: each listener and the member it serves, then where
+    /// the traffic goes (`display`, the upstream as shown) and the capture, if any.
+    pub fn announcement(&self, display: &str, out: Option<&std::path::Path>) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (local, member) in self.local_addrs().iter().zip(self.members()) {
+            if *local == member.advertised {
+                lines.push(format!("listening on {local} for {}", member.upstream));
+            } else {
+                lines.push(format!(
+                    "listening on {local} for {} (advertised as {})",
+                    member.upstream, member.advertised
+                ));
+            }
+        }
+        lines.push(match out {
+            Some(out) => format!("forwarding to {display}, recording to {}", out.display()),
+            None => format!("forwarding to {display}, not recording"),
+        });
+        lines
+    }
+}
+
+/// The sentence naming the `--upstream` options and credentials that are the application's
+/// (the proxy ignores them), if there are any.
+pub fn unused_options(upstream: &ConnString) -> Option<String> {
+    let mut what = upstream.options_among(CLIENT_ONLY_OPTIONS);
+    if upstream
+        .credential
+        .as_ref()
+        .is_some_and(|c| c.username.is_some())
+    {
+        what.insert(0, "credentials".into());
+    }
+    (!what.is_empty()).then(|| {
+        format!(
+            "--upstream {} are for the application's driver; the proxy does not use them \
+             (clients authenticate and choose through it)",
+            what.join(", ")
+        )
+    })
 }
 
 /// Waits for the connections to close themselves after the drain signal (each writes its close

@@ -5,6 +5,7 @@
 use super::streams::Connector;
 use crate::net::HostPort;
 use crate::wire::hello::AddressMap;
+use crate::wire::info::TOPOLOGY_PROBE_APP;
 use crate::wire::op_msg::{MsgFlags, OpMsg};
 use crate::wire::{FrameSplitter, Message};
 use bson::rawdoc;
@@ -54,8 +55,14 @@ pub async fn ask_hello(
 ) -> Result<HelloFacts, String> {
     let ask = async {
         let (mut r, mut w) = connector.connect(member).await?;
-        let request = OpMsg::with_body(rawdoc! { "hello": 1, "$db": "admin" }, MsgFlags::empty())
-            .encode(1, 0);
+        // Named, so that a packet capture taken on this host tells it from the clients'.
+        let client = rawdoc! {
+            "application": { "name": TOPOLOGY_PROBE_APP },
+            "driver": { "name": "mongotape", "version": env!("CARGO_PKG_VERSION") },
+            "os": { "type": std::env::consts::OS },
+        };
+        let hello = rawdoc! { "hello": 1, "client": client, "$db": "admin" };
+        let request = OpMsg::with_body(hello, MsgFlags::empty()).encode(1, 0);
         w.write_all(&request)
             .await
             .map_err(|e| format!("sending hello to upstream {member}: {e}"))?;

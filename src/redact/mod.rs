@@ -25,6 +25,7 @@ mod error;
 pub mod hash;
 mod stored;
 
+use crate::wire::op_command::{OpCommand, OpCommandReply};
 use crate::wire::{compressed, Body, Message, MsgHeader, OpCode, WireError};
 use bson::RawDocument;
 pub use budget::InflateBudget;
@@ -243,9 +244,40 @@ fn redact_body(
             delete.selector = walker.data(&delete.selector, true)?;
             delete.encode(h.request_id)
         }
+        Body::Command(command) => op_command(command, h.request_id, walker)?,
+        Body::CommandReply(reply) => op_command_reply(reply, h, walker)?,
         Body::GetMore(_) | Body::KillCursors(_) | Body::Unknown(_) => return Ok(None),
     };
     Ok(Some(bytes))
+}
+
+/// OP_COMMAND's two documents read as a command (metadata and command), the input documents as
+/// data.
+fn op_command(
+    command: &OpCommand,
+    request_id: i32,
+    walker: &mut Walker<'_>,
+) -> Result<Vec<u8>, RedactError> {
+    let mut command = command.clone();
+    for doc in command.documents.iter_mut() {
+        *doc = walker.command(doc)?;
+    }
+    for doc in command.input_docs.iter_mut() {
+        *doc = walker.data(doc, false)?;
+    }
+    Ok(command.encode(request_id))
+}
+
+fn op_command_reply(
+    reply: &OpCommandReply,
+    h: &MsgHeader,
+    walker: &mut Walker<'_>,
+) -> Result<Vec<u8>, RedactError> {
+    let mut reply = reply.clone();
+    for doc in reply.documents.iter_mut() {
+        *doc = walker.reply(doc)?;
+    }
+    Ok(reply.encode(h.request_id, h.response_to))
 }
 
 /// A legacy command may come wrapped as `{ $query: command, $readPreference: ... }`.

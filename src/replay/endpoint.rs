@@ -4,7 +4,9 @@
 //! only reads atomics; the replay never waits for it.
 
 use super::measure::live::LiveMetrics;
-use super::route::shared::{Counters, Shared};
+use super::route::counter;
+use super::route::run::Run;
+use super::route::target::TargetState;
 use crate::metrics::expose::{self, label};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -22,7 +24,8 @@ pub enum Progress {
 }
 
 struct ReplayCollector {
-    shared: Arc<Shared>,
+    run: Arc<Run>,
+    target: Arc<TargetState>,
     live: Arc<LiveMetrics>,
     read_bytes: Arc<AtomicU64>,
     progress: Progress,
@@ -36,14 +39,16 @@ impl std::fmt::Debug for ReplayCollector {
 
 /// The registry `replay --metrics` serves: prefix `mongotape_`.
 pub fn registry(
-    shared: Arc<Shared>,
+    run: Arc<Run>,
+    target: Arc<TargetState>,
     live: Arc<LiveMetrics>,
     read_bytes: Arc<AtomicU64>,
     progress: Progress,
 ) -> Registry {
     let mut registry = Registry::with_prefix("mongotape");
     registry.register_collector(Box::new(ReplayCollector {
-        shared,
+        run,
+        target,
         live,
         read_bytes,
         progress,
@@ -54,16 +59,16 @@ pub fn registry(
 impl Collector for ReplayCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let e = &mut enc;
-        let c = &self.shared.counters;
-        let elapsed = self.shared.run.start.elapsed();
+        let c = &self.target.counters;
+        let elapsed = self.run.start.elapsed();
         let read = self.read_bytes.load(Ordering::Relaxed);
-        let routed = Counters::get(&c.routed.0);
+        let routed = counter::get(&self.run.counters.routed.0);
         self.live.encode(e)?;
         expose::counter(
             e,
             "replay_requests_sent",
             "Requests sent to the target.",
-            Counters::get(&c.sent),
+            counter::get(&c.sent),
         )?;
         expose::counter(
             e,
@@ -75,7 +80,7 @@ impl Collector for ReplayCollector {
             e,
             "replay_connections_opened",
             "Connections opened to the target.",
-            Counters::get(&c.connections_opened),
+            counter::get(&c.connections_opened),
         )?;
         expose::counters(
             e,
@@ -84,12 +89,9 @@ impl Collector for ReplayCollector {
             [
                 (
                     label("reason", "cursor_not_found"),
-                    Counters::get(&c.cursor_not_found),
+                    counter::get(&c.cursor_not_found),
                 ),
-                (
-                    label("reason", "after_deadline"),
-                    Counters::get(&c.after_deadline),
-                ),
+                (label("reason", "after_deadline"), self.after_deadline()),
             ],
         )?;
         expose::counter(
@@ -103,12 +105,18 @@ impl Collector for ReplayCollector {
             e,
             "replay_aborted",
             "1 once the replay has failed or been interrupted.",
-            if self.shared.abort.is_set() { 1.0 } else { 0.0 },
+            if self.run.abort.is_set() { 1.0 } else { 0.0 },
         )
     }
 }
 
 impl ReplayCollector {
+    /// Requests due after `--duration`: those the feed kept back and those the lanes did.
+    fn after_deadline(&self) -> u64 {
+        counter::get(&self.run.counters.after_deadline)
+            + counter::get(&self.target.counters.after_deadline)
+    }
+
     /// How far the replay is: the bytes it reads in all, the fraction done, the time it has run.
     fn progress(
         &self,
@@ -117,9 +125,8 @@ impl ReplayCollector {
         routed: u64,
         elapsed: std::time::Duration,
     ) -> std::fmt::Result {
-        let c = &self.shared.counters;
-        let done =
-            self.live.ops() + Counters::get(&c.cursor_not_found) + Counters::get(&c.after_deadline);
+        let c = &self.target.counters;
+        let done = self.live.ops() + counter::get(&c.cursor_not_found) + self.after_deadline();
         // The reader runs ahead of the lanes: what is read counts as done once its requests are.
         let fraction = match self.progress {
             Progress::Bytes { total } if total > 0 && routed > 0 => {

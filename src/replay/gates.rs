@@ -180,6 +180,9 @@ pub fn nothing_replayed(report: &ReplayReport) -> Option<String> {
                 "{n} handshake and authentication commands (each replay connection makes its own)"
             ),
             "ping" => format!("{n} pings (monitoring, not the workload)"),
+            "op_command" => format!(
+                "{n} OP_COMMAND (3.2-4.0's command opcode, which a current server no longer takes)"
+            ),
             _ => format!("{k} {n}"),
         })
         .collect();

@@ -12,7 +12,8 @@
 //!    mapping, live sessions and new `_id`s).
 //! 3. [`route`]: which lane each copy goes to ([`route::Router`]), when ([`pacing`]), as what
 //!    ([`route::op::Op`]), after what ([`route::order`]), and the state the lanes share
-//!    ([`route::shared`], the read-ahead [`route::budget`], the live [`route::cursors`]).
+//!    ([`route::shared`]: the [`route::run`]'s state, with the read-ahead [`route::budget`], and
+//!    each [`route::target`]'s, with its live [`route::cursors`]).
 //! 4. [`lane`]: one replay connection per lane: wait, patch cursor ids, send, read the reply. Over
 //!    [`client`], a minimal MongoDB client (connection, handshake, SCRAM, the `--target` URI).
 //! 5. [`measure`]: the reply's outcome against the recorded one, metrics, step phases, server CPU.
@@ -25,17 +26,19 @@
 //! run's report, JSON and text; its `--html` page is [`crate::report::html::replay`]), [`merge`]
 //! (`mongotape merge`: the reports of a sharded replay added up exactly), [`gates`] (the pass/fail
 //! thresholds judged on the report, and how the run ended). This file starts the run and puts the
-//! report together, with `tally` filling it in from what was measured.
+//! report together, with `state` building the run's state and each target's, and `tally` filling
+//! the report in from what was measured.
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < tally probe < mod.rs < ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < state tally probe < mod.rs < ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
 //! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
 //! `serverStatus`) and `pacing` (the knee); the run's `report` and the shard `merge` beside it
 //! sit below `route`, and `gates`, which reads only the report, beside them. This file (`mod.rs`)
-//! runs one target; `ab` runs several with its steps (`prepare`, `feed_lanes`, `conclude`).
+//! runs one target; `ab` runs several with its steps (`prepare`, `feed_lanes`, `conclude`): one
+//! run, a list of target states.
 
 pub mod ab;
 pub mod client;
@@ -54,26 +57,26 @@ pub mod report;
 pub mod request;
 pub mod route;
 pub mod source;
+mod state;
 mod tally;
 
 use crate::capture::CaptureSet;
 use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
-use measure::metrics::Metrics;
 pub use pacing::Pacing;
 use probe::ServerProbe;
 use progress::progress_bar;
 use report::ReplayReport;
-use route::abort::Abort;
-use route::budget::Budget;
-use route::cursors::Cursors;
-use route::shared::{Counters, Run, Shared};
+use route::run::{Run, RunCounters};
+use route::shared::Shared;
+use route::target::TargetState;
 pub use route::Lanes;
 pub use source::filters::Filters;
 use source::SourceResult;
+use state::{run_state, target_state};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::time::Instant;
 
 /// Replays a capture. Returns a report even when the target failed part-way (`report.error`).
@@ -164,18 +167,24 @@ async fn replay(
         .explain
         .then(|| Arc::new(explain::PlanShapes::new(config.max_shapes)));
     let run = Arc::new(run_state(&config, start, plan_shapes));
-    let shared = Arc::new(shared_state(
+    // One target: its failure is the run's, so it shares the run's abort signal.
+    let target = Arc::new(target_state(
         &config,
         &run,
         ready.target.clone(),
         ready.servers,
+        run.abort.clone(),
     ));
     ready
         .probe
-        .watch_phases(&mut shared.metrics.lock().expect("metrics lock").phases);
+        .watch_phases(&mut target.metrics.lock().expect("metrics lock").phases);
+    let shared = Arc::new(Shared {
+        run: run.clone(),
+        targets: vec![target.clone()],
+    });
     let progress_pos = Arc::new(AtomicU64::new(0));
     let endpoint = metrics.and_then(|server| {
-        serve_metrics(server, &config, &shared, &progress_pos, file_len)
+        serve_metrics(server, &config, &run, &target, &progress_pos, file_len)
             .map_err(|e| tracing::warn!("{e}"))
             .ok()
     });
@@ -184,7 +193,17 @@ async fn replay(
         endpoint.abort();
     }
     let wall_s = start.elapsed().as_secs_f64();
-    conclude(&config, ready.report, ready.probe, &shared, wall_s, &source).await
+    let run_counters = Some(&run.counters);
+    conclude(
+        &config,
+        ready.report,
+        ready.probe,
+        &target,
+        run_counters,
+        wall_s,
+        &source,
+    )
+    .await
 }
 
 /// A target ready to replay into: found, checked with a first connection, measured before.
@@ -236,38 +255,40 @@ pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Rea
     })
 }
 
-/// The readings after the run, and the report of one target put together.
+/// The readings after the run, and the report of one target put together: from the target's
+/// state, and the run's counters when the report has them ([`tally::add_counts`]).
 pub(crate) async fn conclude(
     config: &ReplayConfig,
     mut report: ReplayReport,
     mut probe: ServerProbe,
-    shared: &Shared,
+    target: &TargetState,
+    run: Option<&RunCounters>,
     wall_s: f64,
     source: &SourceResult,
 ) -> ReplayReport {
     // The explains still running end first: the server's readings after the run include them.
-    if let Some(plans) = &shared.plans {
+    if let Some(plans) = &target.plans {
         let finished = tokio::select! {
             plans = plans.finish(config.op_timeout) => plans,
             signal = stopped() => {
                 let why = format!("interrupted ({signal}) while explaining");
-                shared.abort.trigger(why.clone());
+                target.abort.trigger(why.clone());
                 plans.cut(&format!("not explained: {why}"))
             }
         };
         report.plans = Some(finished);
     }
     let server_cpu_after = probe
-        .after(config.server_status && !shared.abort.is_set())
+        .after(config.server_status && !target.abort.is_set())
         .await;
-    let mut metrics = shared.metrics.lock().expect("metrics lock");
+    let mut metrics = target.metrics.lock().expect("metrics lock");
     metrics.phases.finish(server_cpu_after);
     report.load = probe.load();
     let (server, replayer) = probe.report(metrics.ops(), wall_s);
     tally::add_measurements(&mut report, config, &metrics, wall_s, &server, &replayer);
     drop(metrics);
-    tally::add_counts(&mut report, shared, source);
-    let metrics = shared.metrics.lock().expect("metrics lock");
+    tally::add_counts(&mut report, target, run, source);
+    let metrics = target.metrics.lock().expect("metrics lock");
     tally::add_knee(&mut report, config, &metrics, wall_s);
     tally::add_shapes(&mut report, &metrics, source);
     drop(metrics);
@@ -283,62 +304,6 @@ pub(crate) async fn conclude(
         ..replayer
     };
     report
-}
-
-/// What belongs to the run: its clock starting at `start`, its pacing, read-ahead and settings.
-pub(crate) fn run_state(
-    config: &ReplayConfig,
-    start: Instant,
-    plan_shapes: Option<Arc<explain::PlanShapes>>,
-) -> Run {
-    Run {
-        pacing: config.pacing.per_shard(config.shard.map_or(1, |s| s.count)),
-        start,
-        deadline: config.duration.map(|d| start + d),
-        budget: Budget::new(config.read_ahead_bytes.max(1)),
-        op_timeout: config.op_timeout,
-        cursor_wait: config.op_timeout,
-        pairs: None,
-        plan_shapes,
-    }
-}
-
-/// What the lanes share on one target, in the run `run`.
-pub(crate) fn shared_state(
-    config: &ReplayConfig,
-    run: &Arc<Run>,
-    target: Target,
-    servers: Topology,
-) -> Shared {
-    let start = run.start;
-    let plans = run.plan_shapes.as_ref().map(|shapes| {
-        Arc::new(explain::PlanRunner::start(
-            shapes.clone(),
-            target.clone(),
-            servers.lane_host(),
-            config.op_timeout,
-        ))
-    });
-    Shared {
-        run: run.clone(),
-        target,
-        servers,
-        cursors: Cursors::default(),
-        metrics: Mutex::new(
-            Metrics::new(start.into_std())
-                .with_why(measure::why::Why::new(
-                    config.slowest,
-                    config.capture_redacted(),
-                ))
-                .with_command_seconds(config.pacing.open_loop()),
-        ),
-        slots: route::slots::ConnSlots::new(config.connection_limit().0),
-        abort: Abort::default(),
-        counters: Counters::default(),
-        targets: Vec::new(),
-        observe: false,
-        plans,
-    }
 }
 
 /// `--start-at`: sleeps until then (a time already past starts at once); a stop signal meanwhile
@@ -398,7 +363,7 @@ pub(crate) async fn feed_lanes(
         let shared = shared.clone();
         tokio::spawn(async move {
             if let Some(signal) = stop_signal().await {
-                shared.abort.trigger(format!("interrupted ({signal})"));
+                shared.run.abort.trigger(format!("interrupted ({signal})"));
             }
         })
     };
@@ -406,6 +371,7 @@ pub(crate) async fn feed_lanes(
     for lane in std::mem::take(&mut source.lanes) {
         if let Err(e) = lane.await {
             shared
+                .run
                 .abort
                 .trigger(format!("internal: a replay connection failed: {e}"));
         }
@@ -446,19 +412,26 @@ async fn stopped() -> &'static str {
 fn serve_metrics(
     server: crate::metrics::MetricsServer,
     config: &ReplayConfig,
-    shared: &Arc<Shared>,
+    run: &Arc<Run>,
+    target: &Arc<TargetState>,
     progress_pos: &Arc<AtomicU64>,
     file_len: u64,
 ) -> Result<tokio::task::JoinHandle<()>, crate::metrics::MetricsError> {
     let live = Arc::new(measure::live::LiveMetrics::default());
-    shared.metrics.lock().expect("metrics lock").live = Some(live.clone());
+    target.metrics.lock().expect("metrics lock").live = Some(live.clone());
     let progress = match (config.passes(), config.duration) {
         (None, Some(duration)) => endpoint::Progress::Time { duration },
         (passes, _) => endpoint::Progress::Bytes {
             total: file_len.saturating_mul(passes.unwrap_or(1).max(1)),
         },
     };
-    let registry = endpoint::registry(shared.clone(), live, progress_pos.clone(), progress);
+    let registry = endpoint::registry(
+        run.clone(),
+        target.clone(),
+        live,
+        progress_pos.clone(),
+        progress,
+    );
     // An address the user needs: its own target, kept by `-q` (which drops other info lines).
     tracing::info!(target: "mongotape::address", "metrics on http://{}/metrics", server.local_addr());
     server.serve(registry)

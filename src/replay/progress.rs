@@ -4,7 +4,8 @@
 //! is read to the end, by extrapolating its bytes before). It only reads counters; the replay never
 //! waits for it.
 
-use super::route::shared::{Counters, Shared};
+use super::route::counter;
+use super::route::shared::Shared;
 use crate::figures::units;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -76,8 +77,8 @@ pub(super) fn progress_bar(
             tokio::time::sleep(Duration::from_millis(200)).await;
             let c = Counts {
                 elapsed_s: started.elapsed().as_secs_f64(),
-                sent: Counters::get(&shared.counters.sent),
-                routed: Counters::get(&shared.counters.routed.0),
+                sent: shared.sent(),
+                routed: counter::get(&shared.run.counters.routed.0),
                 read: pos.load(Ordering::Relaxed),
                 len,
             };

@@ -4,7 +4,9 @@
 use super::config::ReplayConfig;
 use super::measure::{self, metrics::Metrics};
 use super::report::{self, ReplayReport, ReplayerReport, ServerReport};
-use super::route::shared::{Counters, Shared};
+use super::route::counter::get;
+use super::route::run::RunCounters;
+use super::route::target::TargetState;
 use super::source::SourceResult;
 use crate::figures::summary::ReportSummary;
 
@@ -17,7 +19,6 @@ pub(super) fn add_measurements(
     server: &ServerReport,
     replayer: &ReplayerReport,
 ) {
-    let ops = metrics.ops();
     let label = config.label.clone().unwrap_or_else(|| {
         config
             .capture
@@ -25,24 +26,17 @@ pub(super) fn add_measurements(
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    report.summary = ReportSummary {
-        kind: "replay".into(),
+    report.summary = ReportSummary::of(
+        "replay",
         label,
-        source: report.capture.clone(),
+        report.capture.clone(),
         wall_s,
-        ops,
-        ops_per_s: if wall_s > 0.0 {
-            ops as f64 / wall_s
-        } else {
-            0.0
-        },
-        overall: metrics.overall(wall_s),
-        per_command: metrics.per_command(wall_s),
-        server_cpu_s_per_1k_ops: server.cpu_s_per_1k_ops,
-        server_cpu_net_s_per_1k_ops: server.cpu_net_s_per_1k_ops,
-        client_cpu_us_per_op: replayer.cpu_us_per_op,
-        client_bound_share: None,
-    };
+        metrics.overall(wall_s),
+        metrics.per_command(wall_s),
+    );
+    report.summary.server_cpu_s_per_1k_ops = server.cpu_s_per_1k_ops;
+    report.summary.server_cpu_net_s_per_1k_ops = server.cpu_net_s_per_1k_ops;
+    report.summary.client_cpu_us_per_op = replayer.cpu_us_per_op;
     report.per_namespace = metrics.per_namespace(wall_s);
     report.lag = metrics.lag();
     report.divergences = metrics.divergences();
@@ -99,59 +93,75 @@ pub(super) fn add_knee(
 }
 
 /// The query shapes: the feed's (with their recorded figures) and the lanes' replayed figures;
-/// the slowest requests with the feed's shapes and applications.
+/// the slowest requests with the feed's shapes and applications; the plans' documents examined
+/// over the run.
 pub(super) fn add_shapes(report: &mut ReplayReport, metrics: &Metrics, source: &SourceResult) {
     let built = report::shapes::of(&source.shapes, &metrics.shapes);
     report.shapes = built.shapes;
     report.histograms.per_shape = built.replayed;
     report.recorded.per_shape = built.recorded;
     report.slowest = metrics.why.slowest(&source.shapes, &source.applications);
+    report.count_plans();
 }
 
-/// What was sent, skipped and read, and whether the run completed.
-pub(super) fn add_counts(report: &mut ReplayReport, shared: &Shared, source: &SourceResult) {
-    let c = &shared.counters;
-    report.sent = Counters::get(&c.sent);
-    report.compressed = Counters::get(&c.compressed);
-    report.connections_opened = Counters::get(&c.connections_opened);
-    report.stray_replies = Counters::get(&c.stray_replies);
-    report.retried_not_primary = Counters::get(&shared.servers.retried);
-    report.retried_dropped_connection = Counters::get(&shared.servers.retried_dropped);
+/// What was sent, skipped and read, and whether the run completed. `run`: the run's own counters
+/// (the feed's and the order's), for the report of a replay into one target; an A/B target's
+/// report has not counted them so far (`None`: they read 0).
+pub(super) fn add_counts(
+    report: &mut ReplayReport,
+    target: &TargetState,
+    run: Option<&RunCounters>,
+    source: &SourceResult,
+) {
+    let c = &target.counters;
+    let none = RunCounters::default();
+    let r = run.unwrap_or(&none);
+    report.sent = get(&c.sent);
+    report.compressed = get(&c.compressed);
+    report.connections_opened = get(&c.connections_opened);
+    report.stray_replies = get(&c.stray_replies);
+    report.retried_not_primary = get(&target.servers.retried);
+    report.retried_dropped_connection = get(&target.servers.retried_dropped);
     report.skipped = source
         .skipped
         .iter()
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     report.skipped.insert("filtered".into(), source.filtered);
-    report.skipped.insert(
-        "cursor_not_found".into(),
-        Counters::get(&c.cursor_not_found),
-    );
+    report.filtered_by = source
+        .filtered_by
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
     report
         .skipped
-        .insert("after_deadline".into(), Counters::get(&c.after_deadline));
+        .insert("cursor_not_found".into(), get(&c.cursor_not_found));
+    report.skipped.insert(
+        "after_deadline".into(),
+        get(&c.after_deadline) + get(&r.after_deadline),
+    );
     if let Some(o) = &mut report.ordering {
-        o.followed_a_write = Counters::get(&c.ordered);
-        o.waited = Counters::get(&c.order_waits);
-        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+        o.followed_a_write = get(&r.ordered);
+        o.waited = get(&r.order_waits);
+        o.wait_s = get(&r.order_wait_ns) as f64 / 1e9;
     }
     // The same counters: with one lane per recorded connection, only sessions make requests wait.
     if let Some(o) = &mut report.session_order {
-        o.followed = Counters::get(&c.ordered);
-        o.waited = Counters::get(&c.order_waits);
-        o.wait_s = Counters::get(&c.order_wait_ns) as f64 / 1e9;
+        o.followed = get(&r.ordered);
+        o.waited = get(&r.order_waits);
+        o.wait_s = get(&r.order_wait_ns) as f64 / 1e9;
     }
     if let Some(l) = &mut report.connection_limit {
-        let s = &shared.slots;
+        let s = &target.slots;
         l.peak_open = s.peak.load(std::sync::atomic::Ordering::Relaxed) as u64;
-        l.waited = Counters::get(&s.waited);
-        l.given_up = Counters::get(&s.given_up);
+        l.waited = get(&s.waited);
+        l.given_up = get(&s.given_up);
     }
     report.requests_read = source.requests_read;
     report.iterations = source.iterations;
     report.recorded_span_s = source.recorded_span_ns as f64 / 1e9;
     report.recorded = report::RecordedReport::of(&source.recorded_latency);
     report.capture_error = source.capture_error.clone();
-    report.error = shared.abort.reason();
+    report.error = target.abort.reason();
     report.complete = report.error.is_none() && report.capture_error.is_none();
 }

@@ -1,10 +1,12 @@
-//! Pairs replies with the requests they answer, per connection, by `responseTo`. Memory is
+//! Pairs replies with the requests they answer, per connection, by `responseTo`; an OP_REPLY
+//! whose `responseTo` is 0 (old shells' replies as some mongoreplay files hold them) answers the
+//! oldest request waiting on its connection, a reply by its opcode. Memory is
 //! bounded: at most [`PairLimits::per_connection`] requests wait on one connection (past it the
 //! oldest is forgotten) and [`PairLimits::total`] over all (past it a new one is not kept); each
 //! one not kept is counted in [`Pairer::untracked`], and a reply to it counts as unsolicited.
 
 use crate::shape::ShapeId;
-use crate::wire::{Message, RequestInfo};
+use crate::wire::{Message, OpCode, RequestInfo};
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 
@@ -33,6 +35,8 @@ impl Default for PairLimits {
 /// A request waiting for its reply.
 #[derive(Debug, Clone)]
 pub struct Pending {
+    /// The request's `requestID` (what its reply answers).
+    pub request_id: i32,
     pub info: RequestInfo,
     pub ts_ns: u64,
     pub bytes: usize,
@@ -151,6 +155,7 @@ impl Pairer {
         // per-connection bound forgets the others.
         let id = msg.header.request_id;
         let pending = Pending {
+            request_id: id,
             info,
             ts_ns,
             bytes,
@@ -168,7 +173,9 @@ impl Pairer {
             return Answer::Unsolicited;
         };
         let to = msg.header.response_to;
-        let answer = match w.requests.iter().position(|(r, _)| *r == to) {
+        let by_order = to == 0 && msg.header.op_code == OpCode::Reply && !w.requests.is_empty();
+        let found = w.requests.iter().position(|(r, _)| *r == to);
+        let answer = match found.or(by_order.then_some(0)) {
             Some(at) => {
                 self.total -= 1;
                 let (_, p) = w.requests.remove(at).expect("found at that position");
@@ -275,5 +282,29 @@ mod tests {
         send(&mut p, 5, 1);
         assert_eq!(p.close(5).len(), 1);
         assert!(p.conns.is_empty() && p.total == 0 && p.untracked == 0);
+    }
+
+    #[test]
+    fn an_op_reply_answering_request_0_takes_the_oldest_request_waiting() {
+        let reply = |to| {
+            let bytes = crate::wire::legacy::OpReply {
+                response_flags: 0,
+                cursor_id: 0,
+                starting_from: 0,
+                number_returned: 1,
+                documents: vec![bson::rawdoc! { "ok": 1 }],
+            }
+            .encode(90, to);
+            Message::parse(&bytes).unwrap()
+        };
+        let mut p = Pairer::default();
+        send(&mut p, 1, 4);
+        send(&mut p, 1, 5);
+        assert!(matches!(p.reply(1, &reply(0), false), Answer::Request(r) if r.request_id == 4));
+        assert!(matches!(p.reply(1, &reply(5), false), Answer::Request(r) if r.request_id == 5));
+        // Nothing waiting: unsolicited; an OP_MSG answering 0 is never taken by order.
+        assert!(matches!(p.reply(1, &reply(0), false), Answer::Unsolicited));
+        send(&mut p, 1, 6);
+        assert!(!answered(&mut p, 1, 0));
     }
 }

@@ -188,7 +188,12 @@ impl Shaper {
             let msg = Message::parse(wire).ok()?;
             return self.request(&msg);
         }
-        let view = OpMsgView::new(wire).ok()?;
+        self.request_view(&OpMsgView::new(wire).ok()?)
+    }
+
+    /// The shape of an OP_MSG request already opened (the bytes are not read again): the one
+    /// [`Shaper::request_wire`] gives its bytes. `None` for bytes that do not decode.
+    pub fn request_view(&mut self, view: &OpMsgView<'_>) -> Option<Shaped<'_>> {
         let body = RawDocument::from_bytes(view.body().ok()?).ok()?;
         // A statement sequence counts by its first document only.
         let mut sequences: SmallVec<[(&str, &RawDocument); 2]> = SmallVec::new();
@@ -256,7 +261,9 @@ impl Shaper {
                 self.head("killCursors", "");
                 Some(k.cursor_ids.clone())
             }
-            Body::Reply(_) | Body::Unknown(_) => return None,
+            Body::Reply(_) | Body::Command(_) | Body::CommandReply(_) | Body::Unknown(_) => {
+                return None
+            }
         };
         Some(self.finish(cursors))
     }

@@ -27,7 +27,7 @@ pub use filter::{Bound, ConnFilter, FilterError, MessageFilter, SliceOptions};
 pub use slicer::Slicer;
 pub use summary::{Fate, Reason, SliceSummary};
 
-use crate::capture::RecordSource;
+use crate::capture::{CaptureError, CaptureWriter, Metadata, RecordSource};
 
 impl SliceOptions {
     /// `source` read through a [`Slicer`] when a filter is set, as it is otherwise.
@@ -37,6 +37,58 @@ impl SliceOptions {
             false => Either::Sliced(Box::new(Slicer::new(source, self))),
         }
     }
+}
+
+/// What [`write`] did: the slice's counts, the records that could not be read, and whether the
+/// source was read to its end.
+pub struct Written {
+    pub summary: SliceSummary,
+    pub errors: Vec<CaptureError>,
+    pub source_complete: bool,
+}
+
+/// Writes what `options` keep of `source` into the capture `create` opens with `meta` (the
+/// slice's metadata, its start moved to the slice's first record) and finishes it, then reads
+/// the rest of `source` only to count what lies past the window. A record that cannot be read
+/// is set aside (the slice goes on), a record that cannot be written ends it.
+pub fn write<S: RecordSource, W: std::io::Write>(
+    source: S,
+    options: SliceOptions,
+    mut meta: Metadata,
+    create: impl FnOnce(&Metadata) -> Result<CaptureWriter<W>, CaptureError>,
+) -> Result<Written, CaptureError> {
+    let mut slicer = Slicer::new(source, options);
+    let mut errors = Vec::new();
+    let mut first = None;
+    while let Some(record) = slicer.next_record() {
+        match record {
+            Ok(r) => {
+                first = Some(r);
+                break;
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if let Some(r) = &first {
+        meta.start_at(r.ts_ns);
+    }
+    let mut writer = create(&meta)?;
+    let rest = std::iter::from_fn(|| slicer.next_record());
+    for record in first.into_iter().map(Ok).chain(rest) {
+        match record {
+            Ok(r) => writer.write(&r)?,
+            Err(e) => errors.push(e),
+        }
+    }
+    writer.finish()?;
+    errors.extend(slicer.count_rest());
+    let summary = slicer.summary();
+    let source_complete = summary.complete || slicer.into_inner().saw_end();
+    Ok(Written {
+        summary,
+        errors,
+        source_complete,
+    })
 }
 
 /// A capture read whole, or through a [`Slicer`].
@@ -51,6 +103,14 @@ impl<S: RecordSource> Either<S> {
         match self {
             Either::Whole(_) => None,
             Either::Sliced(s) => Some(s.summary()),
+        }
+    }
+
+    /// See [`Slicer::count_rest`]; nothing to do for a capture read whole.
+    pub fn count_rest(&mut self) -> Option<crate::capture::CaptureError> {
+        match self {
+            Either::Whole(_) => None,
+            Either::Sliced(s) => s.count_rest(),
         }
     }
 
@@ -85,6 +145,30 @@ impl<S: RecordSource> RecordSource for Either<S> {
     }
     fn records_read(&self) -> u64 {
         self.source().records_read()
+    }
+}
+
+impl<S: RecordSource> Slicer<S> {
+    /// Once the slice is read: when its window ended before the capture did, reads the rest of
+    /// the capture only to count its messages (`after_until`), so that the summary accounts for
+    /// every message of the capture. The first reading error ends the count (returned).
+    pub fn count_rest(&mut self) -> Option<crate::capture::CaptureError> {
+        if !self.past_until {
+            return None;
+        }
+        while let Some(record) = self.inner.next_record() {
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => return Some(e),
+            };
+            let bytes = record.payload.len() as u64;
+            match record.kind {
+                crate::capture::RecordKind::Request => self.summary.after_window(true, bytes),
+                crate::capture::RecordKind::Reply => self.summary.after_window(false, bytes),
+                _ => {}
+            }
+        }
+        None
     }
 }
 

@@ -44,7 +44,7 @@ struct Entry {
 }
 
 pub struct Slicer<S> {
-    inner: S,
+    pub(super) inner: S,
     options: SliceOptions,
     /// `--since` and `--until` in ns since the epoch, set at the first record.
     window: Option<(u64, u64)>,
@@ -57,11 +57,11 @@ pub struct Slicer<S> {
     last_ts: u64,
     /// Kept requests still awaiting their first reply.
     awaiting_kept: u64,
-    past_until: bool,
+    pub(super) past_until: bool,
     finished: bool,
     end_written: bool,
     gap_messages: u64,
-    summary: SliceSummary,
+    pub(super) summary: SliceSummary,
 }
 
 impl<S: RecordSource> Slicer<S> {

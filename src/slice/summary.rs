@@ -84,7 +84,8 @@ pub struct Messages {
 pub struct SliceSummary {
     #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
-    /// What the slice read of the capture.
+    /// The capture's messages: what the slice read (what lies after `--until` read only to be
+    /// counted, as `after_until`).
     pub read: Messages,
     /// What it kept.
     pub kept: Messages,
@@ -114,6 +115,16 @@ impl SliceSummary {
     /// True when nothing but events was kept.
     pub fn nothing_kept(&self) -> bool {
         self.kept.requests == 0 && self.kept.replies == 0
+    }
+
+    /// A message after `--until` that was not read for the slice, only counted.
+    pub(super) fn after_window(&mut self, request: bool, bytes: u64) {
+        match request {
+            true => self.read.requests += 1,
+            false => self.read.replies += 1,
+        }
+        self.read.bytes += bytes;
+        self.drop(request, Reason::AfterWindow);
     }
 
     pub(super) fn drop(&mut self, request: bool, reason: Reason) {

@@ -18,6 +18,9 @@ pub enum OpCode {
     GetMore,
     Delete,
     KillCursors,
+    /// OP_COMMAND and OP_COMMANDREPLY: 3.2-4.0's command opcodes, read but never replayed.
+    Command,
+    CommandReply,
     Compressed,
     Msg,
     /// An opcode mongotape does not know; its message is kept as raw bytes.
@@ -34,6 +37,8 @@ impl OpCode {
             2005 => OpCode::GetMore,
             2006 => OpCode::Delete,
             2007 => OpCode::KillCursors,
+            2010 => OpCode::Command,
+            2011 => OpCode::CommandReply,
             2012 => OpCode::Compressed,
             2013 => OpCode::Msg,
             other => OpCode::Unknown(other),
@@ -49,6 +54,8 @@ impl OpCode {
             OpCode::GetMore => 2005,
             OpCode::Delete => 2006,
             OpCode::KillCursors => 2007,
+            OpCode::Command => 2010,
+            OpCode::CommandReply => 2011,
             OpCode::Compressed => 2012,
             OpCode::Msg => 2013,
             OpCode::Unknown(code) => code,
@@ -56,7 +63,7 @@ impl OpCode {
     }
 
     /// Every opcode mongotape knows, in the protocol's order.
-    pub const KNOWN: [OpCode; 9] = [
+    pub const KNOWN: [OpCode; 11] = [
         OpCode::Reply,
         OpCode::Update,
         OpCode::Insert,
@@ -64,6 +71,8 @@ impl OpCode {
         OpCode::GetMore,
         OpCode::Delete,
         OpCode::KillCursors,
+        OpCode::Command,
+        OpCode::CommandReply,
         OpCode::Compressed,
         OpCode::Msg,
     ];
@@ -78,6 +87,8 @@ impl OpCode {
             OpCode::GetMore => "OP_GET_MORE",
             OpCode::Delete => "OP_DELETE",
             OpCode::KillCursors => "OP_KILL_CURSORS",
+            OpCode::Command => "OP_COMMAND",
+            OpCode::CommandReply => "OP_COMMANDREPLY",
             OpCode::Compressed => "OP_COMPRESSED",
             OpCode::Msg => "OP_MSG",
             OpCode::Unknown(_) => return None,
@@ -164,6 +175,26 @@ impl MsgHeader {
         if let Some(field) = message.get_mut(..4) {
             field.copy_from_slice(&length.to_le_bytes());
         }
+    }
+
+    /// A message being encoded: its header, the length filled in by [`MsgHeader::finish`].
+    pub fn start(request_id: i32, response_to: i32, op_code: OpCode) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        MsgHeader {
+            message_length: 0,
+            request_id,
+            response_to,
+            op_code,
+        }
+        .write_to(&mut out);
+        out
+    }
+
+    /// An encoded message with its length written into its header.
+    pub fn finish(mut out: Vec<u8>) -> Vec<u8> {
+        let len = out.len() as i32;
+        out[..4].copy_from_slice(&len.to_le_bytes());
+        out
     }
 
     pub fn write_to(&self, out: &mut Vec<u8>) {

@@ -90,7 +90,14 @@ impl RequestInfo {
                 killed_cursors: k.cursor_ids.clone(),
                 ..Default::default()
             },
-            Body::Reply(_) => RequestInfo {
+            Body::Command(c) => {
+                let mut info = from_command(c.command());
+                info.command = c.command_name.clone();
+                info.db = Some(c.database.clone());
+                info.expects_reply = true;
+                info
+            }
+            Body::Reply(_) | Body::CommandReply(_) => RequestInfo {
                 command: "reply".into(),
                 ..Default::default()
             },
@@ -248,6 +255,31 @@ impl ReplyInfo {
     }
 }
 
+/// The application name the proxy's own topology probes (the `hello`s it sends the upstream on
+/// connections of its own) give in their client metadata: a packet capture taken on the proxy's
+/// host sees them beside the clients' connections.
+pub const TOPOLOGY_PROBE_APP: &str = "mongotape topology probe";
+
+/// Whether `msg`, the first request of a connection, is a topology probe's: a hello naming
+/// [`TOPOLOGY_PROBE_APP`], or exactly `{hello: 1, $db: "admin"}`, what the proxies of earlier
+/// versions sent (a driver's first hello always carries client metadata).
+pub fn is_topology_probe(msg: &Message) -> bool {
+    let Body::Msg(m) = &msg.body else {
+        return false;
+    };
+    let body = m.body();
+    if body.get("hello").ok().flatten().is_none() {
+        return false;
+    }
+    match body.get_document("client") {
+        Ok(client) => client
+            .get_document("application")
+            .and_then(|a| a.get_str("name"))
+            .is_ok_and(|name| name == TOPOLOGY_PROBE_APP),
+        Err(_) => body.iter().count() == 2 && body.get_str("$db").is_ok_and(|db| db == "admin"),
+    }
+}
+
 /// The handshake's `client` metadata document, when `msg` is a hello/isMaster that carries one.
 pub fn client_metadata(msg: &Message) -> Option<RawDocumentBuf> {
     let doc: &RawDocument = match &msg.body {
@@ -304,6 +336,27 @@ mod tests {
         assert!(info.lsid.is_some());
         assert!(!info.expects_reply);
         assert_eq!(info.documents, 2);
+    }
+
+    #[test]
+    fn a_topology_probe_is_the_proxys_hello_or_a_bare_one() {
+        let body = |doc| msg(MsgFlags::empty(), vec![Section::Body(doc)]);
+        let named = rawdoc! {
+            "hello": 1, "client": { "application": { "name": TOPOLOGY_PROBE_APP } }, "$db": "admin"
+        };
+        assert!(is_topology_probe(&body(named)));
+        assert!(is_topology_probe(&body(
+            rawdoc! { "hello": 1, "$db": "admin" }
+        )));
+        let driver = rawdoc! {
+            "hello": 1, "client": { "driver": { "name": "PyMongo" } }, "$db": "admin"
+        };
+        assert!(!is_topology_probe(&body(driver)));
+        let more = rawdoc! { "hello": 1, "helloOk": true, "$db": "admin" };
+        assert!(!is_topology_probe(&body(more)));
+        assert!(!is_topology_probe(&body(
+            rawdoc! { "ping": 1, "$db": "admin" }
+        )));
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl OpQuery {
     }
 
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::Query);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::Query);
         out.extend_from_slice(&self.flags.to_le_bytes());
         push_cstring(&mut out, &self.full_collection_name);
         out.extend_from_slice(&self.number_to_skip.to_le_bytes());
@@ -165,7 +165,7 @@ impl OpQuery {
         if let Some(sel) = &self.return_fields_selector {
             out.extend_from_slice(sel.as_bytes());
         }
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
@@ -198,7 +198,7 @@ impl OpReply {
     }
 
     pub fn encode(&self, request_id: i32, response_to: i32) -> Vec<u8> {
-        let mut out = start(request_id, response_to, OpCode::Reply);
+        let mut out = MsgHeader::start(request_id, response_to, OpCode::Reply);
         out.extend_from_slice(&self.response_flags.to_le_bytes());
         out.extend_from_slice(&self.cursor_id.to_le_bytes());
         out.extend_from_slice(&self.starting_from.to_le_bytes());
@@ -206,7 +206,7 @@ impl OpReply {
         for d in &self.documents {
             out.extend_from_slice(d.as_bytes());
         }
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
@@ -303,12 +303,12 @@ impl OpGetMore {
     }
 
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::GetMore);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::GetMore);
         out.extend_from_slice(&0i32.to_le_bytes());
         push_cstring(&mut out, &self.full_collection_name);
         out.extend_from_slice(&self.number_to_return.to_le_bytes());
         out.extend_from_slice(&self.cursor_id.to_le_bytes());
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
@@ -334,68 +334,50 @@ impl OpKillCursors {
     }
 
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::KillCursors);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::KillCursors);
         out.extend_from_slice(&0i32.to_le_bytes());
         out.extend_from_slice(&(self.cursor_ids.len() as i32).to_le_bytes());
         for id in &self.cursor_ids {
             out.extend_from_slice(&id.to_le_bytes());
         }
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
 // Encoders for the legacy writes: only redaction re-encodes them (a replay turns them into commands).
 impl OpInsert {
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::Insert);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::Insert);
         out.extend_from_slice(&self.flags.to_le_bytes());
         push_cstring(&mut out, &self.full_collection_name);
         for d in &self.documents {
             out.extend_from_slice(d.as_bytes());
         }
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
 impl OpUpdate {
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::Update);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::Update);
         out.extend_from_slice(&0i32.to_le_bytes());
         push_cstring(&mut out, &self.full_collection_name);
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(self.selector.as_bytes());
         out.extend_from_slice(self.update.as_bytes());
-        finish(out)
+        MsgHeader::finish(out)
     }
 }
 
 impl OpDelete {
     pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        let mut out = start(request_id, 0, OpCode::Delete);
+        let mut out = MsgHeader::start(request_id, 0, OpCode::Delete);
         out.extend_from_slice(&0i32.to_le_bytes());
         push_cstring(&mut out, &self.full_collection_name);
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(self.selector.as_bytes());
-        finish(out)
+        MsgHeader::finish(out)
     }
-}
-
-fn start(request_id: i32, response_to: i32, op_code: OpCode) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
-    MsgHeader {
-        message_length: 0,
-        request_id,
-        response_to,
-        op_code,
-    }
-    .write_to(&mut out);
-    out
-}
-
-fn finish(mut out: Vec<u8>) -> Vec<u8> {
-    let len = out.len() as i32;
-    out[..4].copy_from_slice(&len.to_le_bytes());
-    out
 }
 
 fn push_cstring(out: &mut Vec<u8>, s: &str) {

@@ -5,6 +5,7 @@ use super::compressed::{self, Compressor};
 use super::error::WireError;
 use super::header::{MsgHeader, OpCode, HEADER_LEN};
 use super::legacy::{OpDelete, OpGetMore, OpInsert, OpKillCursors, OpQuery, OpReply, OpUpdate};
+use super::op_command::{OpCommand, OpCommandReply};
 use super::op_msg::OpMsg;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +18,8 @@ pub enum Body {
     Delete(OpDelete),
     GetMore(OpGetMore),
     KillCursors(OpKillCursors),
+    Command(OpCommand),
+    CommandReply(OpCommandReply),
     /// An opcode mongotape does not know: the bytes after the header, untouched.
     Unknown(Vec<u8>),
 }
@@ -60,6 +63,8 @@ impl Message {
             OpCode::Delete => Body::Delete(OpDelete::parse(bytes)?),
             OpCode::GetMore => Body::GetMore(OpGetMore::parse(bytes)?),
             OpCode::KillCursors => Body::KillCursors(OpKillCursors::parse(bytes)?),
+            OpCode::Command => Body::Command(OpCommand::parse(bytes)?),
+            OpCode::CommandReply => Body::CommandReply(OpCommandReply::parse(bytes)?),
             OpCode::Compressed => return Err(WireError::NestedCompression),
             OpCode::Unknown(_) => Body::Unknown(bytes[HEADER_LEN..].to_vec()),
         };

@@ -9,6 +9,7 @@
 //! - [`op_msg`]: OP_MSG owned ([`OpMsg`], flags, sections, checksum); [`op_msg_view`]: the same read
 //!   in place ([`OpMsgView`], zero-copy) and written section by section ([`OpMsgWriter`]).
 //! - [`legacy`]: OP_QUERY, OP_REPLY (and its in-place head) and the removed legacy opcodes;
+//!   [`op_command`]: 3.2-4.0's OP_COMMAND and OP_COMMANDREPLY (read, never replayed);
 //!   [`compressed`]: OP_COMPRESSED; [`message`]: any message decoded by opcode.
 //! - [`bson_raw`]: a BSON document's elements as byte ranges, and a writer that copies them;
 //!   [`depth`]: how deeply a document nests, measured without recursion, and the one limit every
@@ -20,7 +21,7 @@
 //!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 //!
-//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_msg < extjson message op_msg_view < hello marker reply < info peek
+//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_command op_msg < extjson message op_msg_view < hello marker reply < info peek
 
 pub mod bson_raw;
 pub mod codes;
@@ -35,6 +36,7 @@ pub mod info;
 pub mod legacy;
 pub mod marker;
 pub mod message;
+pub mod op_command;
 pub mod op_msg;
 pub mod op_msg_view;
 pub mod peek;

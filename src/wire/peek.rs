@@ -33,7 +33,8 @@ pub fn request(message: &[u8]) -> Option<RequestPeek<'_>> {
         OpCode::KillCursors => (Some(b"killCursors"), false),
         // Whether a compressed OP_MSG has moreToCome is inside its compressed body.
         OpCode::Compressed => (None, true),
-        OpCode::Reply | OpCode::Unknown(_) => (None, false),
+        OpCode::Command => (op_command_name(message), true),
+        OpCode::Reply | OpCode::CommandReply | OpCode::Unknown(_) => (None, false),
     };
     Some(RequestPeek {
         op_code: header.op_code,
@@ -41,6 +42,14 @@ pub fn request(message: &[u8]) -> Option<RequestPeek<'_>> {
         command,
         expects_reply,
     })
+}
+
+/// OP_COMMAND's command name: the cstring after the database's.
+fn op_command_name(message: &[u8]) -> Option<&[u8]> {
+    let body = message.get(HEADER_LEN..)?;
+    let db_end = body.iter().position(|&b| b == 0)?;
+    let rest = body.get(db_end + 1..)?;
+    rest.get(..rest.iter().position(|&b| b == 0)?)
 }
 
 fn more_to_come(message: &[u8]) -> bool {

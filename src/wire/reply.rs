@@ -89,6 +89,12 @@ impl<'a> ReplyBody<'a> {
                 }),
                 more_to_come: false,
             }),
+            Body::CommandReply(r) => Some(ReplyBody {
+                op_code: OpCode::CommandReply,
+                doc: Some(Cow::Borrowed(r.reply().as_bytes())),
+                legacy: None,
+                more_to_come: false,
+            }),
             _ => None,
         }
     }
@@ -143,6 +149,15 @@ pub fn body_in_place(frame: &[u8]) -> Result<Option<ReplyBody<'_>>, WireError> {
                     cursor_id: view.cursor_id,
                     number_returned: view.number_returned,
                 }),
+                more_to_come: false,
+            }
+        }
+        OpCode::CommandReply => {
+            let reply = super::op_command::OpCommandReply::parse(frame)?;
+            ReplyBody {
+                op_code: OpCode::CommandReply,
+                doc: Some(Cow::Owned(reply.reply().as_bytes().to_vec())),
+                legacy: None,
                 more_to_come: false,
             }
         }

@@ -153,6 +153,7 @@ pub fn mongoreplay_import(data: &[u8]) {
         redaction: Redaction::Credentials,
         upstream: String::new(),
         source: "mongoreplay: fuzz".into(),
+        skip_probes: false,
     });
     let result = mongotape::import::mongoreplay::read(
         Cursor::new(input),
@@ -208,6 +209,7 @@ pub fn mongod_recording_import(data: &[u8]) {
         redaction: Redaction::Credentials,
         upstream: String::new(),
         source: "mongod recording: fuzz".into(),
+        skip_probes: false,
     });
     let mut read = RecordingRead::default();
     let mut anchor = Anchor::default();

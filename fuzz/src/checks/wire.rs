@@ -129,6 +129,8 @@ fn encode(msg: &Message) -> Vec<u8> {
         Body::Delete(d) => d.encode(id),
         Body::GetMore(g) => g.encode(id),
         Body::KillCursors(k) => k.encode(id),
+        Body::Command(c) => c.encode(id),
+        Body::CommandReply(r) => r.encode(id, to),
         Body::Unknown(rest) => framed(msg.header.op_code.as_i32(), rest),
     };
     MsgHeader::write_request_id(&mut out, id);

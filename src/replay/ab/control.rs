@@ -10,14 +10,19 @@
 use super::stats::RatioEstimate;
 use serde::{Deserialize, Serialize};
 
-/// What A2 showed against A on one command (or namespace), and the candidate judged against it.
+/// What A2 showed against A on one command (or namespace, or query shape), and the candidate
+/// judged against it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ControlCheck {
-    /// `command` or `namespace`.
-    #[schemars(extend("enum" = ["command", "namespace"]))]
+    /// `command`, `namespace` or `shape` (a query shape, named by its text in backquotes).
+    #[schemars(extend("enum" = ["command", "namespace", "shape"]))]
     pub kind: String,
     pub name: String,
+    /// A query shape's hash (`shapes[].hash`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
+    pub hash: Option<String>,
     /// The copy of the control (A2) and the candidate (B), by label.
     pub baseline: String,
     pub candidate: String,
@@ -46,6 +51,7 @@ pub fn within(a2: &RatioEstimate, b: &RatioEstimate) -> bool {
 pub struct Names<'a> {
     pub kind: &'a str,
     pub name: &'a str,
+    pub hash: Option<&'a str>,
     pub control: &'a str,
     pub baseline: &'a str,
     pub candidate: &'a str,
@@ -58,6 +64,7 @@ pub fn check(n: &Names<'_>, a2: &RatioEstimate, b: &RatioEstimate) -> ControlChe
     ControlCheck {
         kind: n.kind.into(),
         name: n.name.into(),
+        hash: n.hash.map(str::to_owned),
         baseline: n.baseline.into(),
         candidate: n.candidate.into(),
         baseline_ratio: Some(*a2),

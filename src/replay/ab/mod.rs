@@ -7,12 +7,13 @@
 //! [`report::AbReport`]: the targets side by side with ratio intervals ([`stats`]) and the reply
 //! differences with the noise a second baseline shows taken out ([`diff`]). `docs/ab.md`.
 //!
-//! Layers, bottom up: order stats < control diff < collect model < config tables < report < shapes < text
+//! Layers, bottom up: order stats < control diff < verdict < collect model < config findings tables < report < shapes < text
 
 pub mod collect;
 mod config;
 pub mod control;
 pub mod diff;
+pub mod findings;
 pub mod model;
 pub mod order;
 pub mod report;
@@ -20,13 +21,14 @@ pub mod shapes;
 pub mod stats;
 pub mod tables;
 mod text;
+pub mod verdict;
 
 use super::client::{Target, Topology};
+use super::route::abort::Abort;
 use super::route::shared::Shared;
-use super::{
-    conclude, feed_lanes, prepare, run_state, shared_state, wait_for_start, ReplayConfig,
-    ReplayError,
-};
+use super::route::target::TargetState;
+use super::state::{run_state, target_state};
+use super::{conclude, feed_lanes, prepare, wait_for_start, ReplayConfig, ReplayError};
 use collect::Collector;
 pub use config::{AbConfig, AbTarget};
 use report::AbReport;
@@ -119,37 +121,33 @@ async fn replay(
     let mut run = run_state(&config, start, plan_shapes);
     run.pairs = Some(collector.clone());
     let run = Arc::new(run);
-    let sides: Vec<Arc<Shared>> = ready
+    // Each target with its own abort signal: one failing, the others go on.
+    let sides: Vec<Arc<TargetState>> = ready
         .iter_mut()
         .zip(&configs)
         .map(|(r, c)| {
             let host = r.servers.lane_host();
             let servers = std::mem::replace(&mut r.servers, Topology::single(host));
-            let mut s = shared_state(c, &run, r.target.clone(), servers);
+            let abort = Arc::new(Abort::default());
+            let mut s = target_state(c, &run, r.target.clone(), servers, abort);
             s.observe = true;
             r.probe
                 .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
             Arc::new(s)
         })
         .collect();
-    // The feed's and the paired lanes' state: the run's, and no connection of its own.
-    let mut hub = shared_state(
-        &config,
-        &run,
-        ready[0].target.clone(),
-        Topology::single(sides[0].servers.lane_host()),
-    );
-    // Each target explains on its own connection; the hub explains nothing.
-    hub.plans = None;
-    hub.targets = sides.clone();
-    let hub = Arc::new(hub);
-    let source = feed_lanes(&config, &hub, file_len, Arc::new(AtomicU64::new(0))).await;
+    let shared = Arc::new(Shared {
+        run,
+        targets: sides.clone(),
+    });
+    let source = feed_lanes(&config, &shared, file_len, Arc::new(AtomicU64::new(0))).await;
     let wall_s = start.elapsed().as_secs_f64();
     let mut reports = Vec::new();
     for ((r, side), c) in ready.into_iter().zip(&sides).zip(&configs) {
-        reports.push(conclude(c, r.report, r.probe, side, wall_s, &source).await);
+        // The run's counters (the order's, the feed's skips) are not in the targets' reports.
+        reports.push(conclude(c, r.report, r.probe, side, None, wall_s, &source).await);
     }
-    drop(hub);
+    drop(shared);
     let mut collected = collector.take();
     let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
     let shapes = shapes::rows(

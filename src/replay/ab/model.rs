@@ -10,10 +10,9 @@ use crate::replay::report::{OptionsReport, ReplayReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub use crate::figures::report_file::AB_SCHEMA_VERSION as SCHEMA_VERSION;
 
-/// Fewer paired requests than this make no finding (their interval is still reported).
-pub const MIN_PAIRS_FOR_FINDING: u64 = 30;
+pub use super::verdict::MIN_PAIRS_FOR_FINDING;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
@@ -41,11 +40,17 @@ pub struct AbReport {
     /// candidate's mean and median latency over the control's on the same requests of the shape,
     /// most moved total time first.
     pub shapes: Vec<AbShapeRow>,
-    /// The run's findings as sentences: significant ratios, real differences, failed targets.
+    /// The run's findings as sentences: significant ratios (mean and median agreeing, beyond
+    /// A2; `docs/ab.md`, "What makes a finding"), real differences, failed targets.
     pub findings: Vec<String>,
-    /// With A2: per command and namespace, what A2 (a copy of A) showed against A, and each
-    /// candidate's ratio judged against it; a ratio `within` it is not a finding (`docs/ab.md`,
-    /// "The A2 rule"). Empty without A2.
+    /// Ratios with an interval clear of 1 that are not findings, each with why ("tail only:
+    /// median 1.00x (0.93-1.01x)"): per command, namespace and query shape.
+    pub set_aside: Vec<String>,
+    /// What makes the figures doubtful: a target where many requests failed, with what to do.
+    pub warnings: Vec<String>,
+    /// With A2: per command, namespace and query shape, what A2 (a copy of A) showed against A,
+    /// and each candidate's ratio judged against it; a ratio `within` it is not a finding
+    /// (`docs/ab.md`, "The A2 rule"). Empty without A2.
     pub control: Vec<ControlCheck>,
     /// This process's CPU per request sent to all targets, microseconds.
     pub replayer_cpu_us_per_op: Option<f64>,
@@ -128,6 +133,12 @@ pub struct RatioReport {
     /// typical request, which a few slow outliers do not move.
     pub median: Option<RatioEstimate>,
     pub sentence: Option<String>,
+    /// A candidate's ratio that is a finding (`docs/ab.md`, "What makes a finding").
+    pub finding: bool,
+    /// Why a candidate's ratio with the mean or the median interval clear of 1 is not a finding:
+    /// "tail only: median 1.00x (0.93-1.01x)", "within what A2 shows: ...", "DISTURBED run: ...".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_a_finding: Option<String>,
 }
 
 /// One query shape on every target.

@@ -6,9 +6,9 @@
 
 use super::collect::{Collected, PairCounts};
 use super::config::AbConfig;
-use super::control::{self, ControlCheck};
 use super::diff::Differences;
-use super::stats::{PairSample, RatioEstimate};
+use super::findings;
+use super::stats::PairSample;
 use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
 use crate::replay::report::ReplayReport;
@@ -136,8 +136,11 @@ impl AbReport {
         r.replayer_cpu_us_per_op = replayer_cpu_us_per_op(&r.targets);
         r.error = failures(&r.targets);
         r.complete = r.error.is_none() && r.targets.iter().all(|t| t.complete);
-        r.control = control_checks(&r);
-        r.findings = findings(&r);
+        findings::judge(&mut r);
+        r.control = findings::control_checks(&r);
+        r.findings = findings::findings(&r);
+        r.set_aside = findings::set_aside(&r);
+        r.warnings = findings::warnings(&r);
         add_plans(&mut r, config.explain);
         r
     }
@@ -275,6 +278,7 @@ pub(super) fn row_of(
                 }),
                 mean,
                 median,
+                ..RatioReport::default()
             }
         })
         .collect();
@@ -285,105 +289,4 @@ pub(super) fn row_of(
         targets,
         ratios,
     }
-}
-
-/// The baseline's ratio in a row, when the run has a baseline (A2).
-fn baseline_ratio<'a>(
-    r: &AbReport,
-    ratios: &'a [RatioReport],
-) -> Option<(&'a str, &'a RatioEstimate)> {
-    let label = r
-        .targets
-        .iter()
-        .find(|t| t.role == "baseline")?
-        .label
-        .as_str();
-    let ratio = ratios.iter().find(|x| x.target == label)?;
-    Some((ratio.target.as_str(), ratio.mean.as_ref()?))
-}
-
-/// Whether a candidate's ratio among a row's `ratios` (a command's, a namespace's or a query
-/// shape's) is within what A2 shows there (not a finding).
-fn explained(r: &AbReport, ratios: &[RatioReport], ratio: &RatioReport) -> bool {
-    match (baseline_ratio(r, ratios), &ratio.mean) {
-        (Some((_, a2)), Some(b)) => control::within(a2, b),
-        _ => false,
-    }
-}
-
-/// With A2, every command and namespace: what A2/A was, and each candidate judged against it.
-fn control_checks(r: &AbReport) -> Vec<ControlCheck> {
-    let control = r.targets.first().map_or("A", |t| t.label.as_str());
-    let rows = (r.per_command.iter().map(|(k, row)| ("command", k, row)))
-        .chain(r.per_namespace.iter().map(|(k, row)| ("namespace", k, row)));
-    let mut out = Vec::new();
-    for (kind, name, row) in rows {
-        let Some((baseline, a2)) = baseline_ratio(r, &row.ratios) else {
-            continue;
-        };
-        for ratio in &row.ratios {
-            let candidate = r
-                .targets
-                .iter()
-                .any(|t| t.label == ratio.target && t.role == "candidate");
-            let Some(b) = ratio
-                .mean
-                .filter(|m| candidate && m.pairs >= MIN_PAIRS_FOR_FINDING)
-            else {
-                continue;
-            };
-            let names = control::Names {
-                kind,
-                name,
-                control,
-                baseline,
-                candidate: &ratio.target,
-            };
-            out.push(control::check(&names, a2, &b));
-        }
-    }
-    out
-}
-
-/// The sentences worth reading first: failures, significant ratios per command, per namespace,
-/// then per query shape ranked by how much total time moved (candidates only), real differences.
-fn findings(r: &AbReport) -> Vec<String> {
-    let mut out: Vec<String> = r
-        .targets
-        .iter()
-        .filter_map(|t| {
-            t.error
-                .as_ref()
-                .map(|e| format!("{} failed part-way: {e}", t.label))
-        })
-        .collect();
-    let candidates: Vec<&str> = r
-        .targets
-        .iter()
-        .filter(|t| t.role == "candidate")
-        .map(|t| t.label.as_str())
-        .collect();
-    let shapes = r.shapes.iter().map(|s| &s.ratios);
-    let rows = r.per_command.values().chain(r.per_namespace.values());
-    for ratios in rows.map(|row| &row.ratios).chain(shapes) {
-        for ratio in ratios {
-            if let (Some(m), Some(s)) = (&ratio.mean, &ratio.sentence) {
-                if candidates.contains(&ratio.target.as_str())
-                    && m.pairs >= MIN_PAIRS_FOR_FINDING
-                    && m.direction() != std::cmp::Ordering::Equal
-                    && !explained(r, ratios, ratio)
-                {
-                    out.push(s.clone());
-                }
-            }
-        }
-    }
-    for name in &r.differences.real {
-        let f = &r.differences.fields[name];
-        out.push(format!(
-            "replies differ on {name} in {} of {} compared requests",
-            f.unexplained, f.compared
-        ));
-    }
-    out
 }

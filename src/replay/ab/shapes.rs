@@ -7,28 +7,23 @@ use super::config::AbConfig;
 use super::report::{row_of, AbShapeRow};
 use super::stats::{PairSample, RatioEstimate};
 use crate::figures::summary::{CommandSummary, LatencySummary};
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Table};
 use crate::figures::units;
 use crate::replay::report::shapes::{ReplayShape, ShapeSide};
-use crate::replay::report::shapes_text::{ellipsis, TEXT_WIDTH};
 use crate::replay::report::ReplayReport;
 use crate::shape::{ShapeId, ShapeStats, ShapeTable};
 use std::collections::HashMap;
 
 /// The figures a ratio row needs, from a shape's entry.
 fn summary(s: &ShapeSide) -> CommandSummary {
-    CommandSummary {
-        count: s.count,
-        errors: s.errors,
-        ops_per_s: 0.0,
-        latency: LatencySummary {
-            count: s.count.saturating_sub(s.no_reply),
-            mean_us: s.mean_us,
-            p50_us: s.p50_us,
-            p99_us: s.p99_us,
-            ..LatencySummary::default()
-        },
-    }
+    let latency = LatencySummary {
+        count: s.count.saturating_sub(s.no_reply),
+        mean_us: s.mean_us,
+        p50_us: s.p50_us,
+        p99_us: s.p99_us,
+        ..LatencySummary::default()
+    };
+    CommandSummary::of(s.count, s.errors, 0.0, latency)
 }
 
 /// Every shape of the run (the feed's table: ids to shapes), most moved total time first.
@@ -69,7 +64,12 @@ pub fn rows(
             let sample = ShapeId::at(i).and_then(|id| samples.remove(&id));
             let what = format!("`{}`", shape.text);
             let figures = sides.iter().map(summary).collect();
-            let row = row_of(ab, labels, figures, sample.as_ref(), &what);
+            let mut row = row_of(ab, labels, figures, sample.as_ref(), &what);
+            for (i, x) in row.ratios.iter_mut().enumerate() {
+                if let Some(sentence) = &mut x.sentence {
+                    sentence.push_str(&share_clause(&sides, labels, i + 1));
+                }
+            }
             let control = sides[0].total_us;
             Some(AbShapeRow {
                 hash,
@@ -94,15 +94,48 @@ pub fn rows(
     rows
 }
 
+/// What the shape weighs in the workload on the control and on target `i`, and how much its
+/// time moved: "; 30% of the replayed requests' summed latency with A, 46% with B; +1.56 s over
+/// 200 requests". The share is of the latency of every request replayed into that target, added
+/// up (`shapes[].targets[].share`), not of the server's time.
+pub fn share_clause(sides: &[ShapeSide], labels: &[String], i: usize) -> String {
+    let (Some(a), Some(b)) = (sides.first(), sides.get(i)) else {
+        return String::new();
+    };
+    let moved = b.total_us - a.total_us;
+    format!(
+        "; {} of the replayed requests' summed latency with {}, {} with {}; {}{} over {} requests",
+        whole_percent(a.share),
+        labels[0],
+        whole_percent(b.share),
+        labels[i],
+        if moved < 0.0 { "-" } else { "+" },
+        units::rounded_us(moved.abs()),
+        units::count(a.count as f64)
+    )
+}
+
+/// `0.304` as `30%`; under 1% with one decimal (`0.4%`).
+fn whole_percent(share: f64) -> String {
+    let pct = share * 100.0;
+    if pct > 0.0 && pct < 1.0 {
+        format!("{pct:.1}%")
+    } else {
+        format!("{pct:.0}%")
+    }
+}
+
 /// Shapes the text lists.
 pub const TEXT_ROWS: usize = 10;
 
-/// The shapes side by side: the first `limit` rows; `cut` fits the shape text into 100 columns
-/// (the text summary), else keeps it whole (the page).
-pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize, cut: bool) -> Table {
-    let mut headers = vec!["shape".to_string()];
-    headers.extend(labels.iter().map(|l| format!("total {l}")));
-    headers.extend(labels.iter().skip(1).map(|l| format!("{l}/{}", labels[0])));
+/// The shapes side by side: the first `limit` rows, each target's total time on the shape and
+/// its share of the summed latency of every request replayed into that target; the text cuts
+/// the shape text to fit 100 columns, the page keeps it whole.
+pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
+    let mut columns = vec![Column::new("shape").fit()];
+    columns.extend(labels.iter().map(|l| Column::new(format!("total {l}"))));
+    columns.push(Column::new(format!("share {}", labels.join("/"))));
+    columns.extend((labels.iter().skip(1)).map(|l| Column::new(format!("{l}/{}", labels[0]))));
     let interval = |e: &Option<RatioEstimate>| {
         e.map_or("-".into(), |m| {
             format!(
@@ -113,28 +146,17 @@ pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize, cut: bool) ->
             )
         })
     };
-    let mut cells: Vec<Vec<String>> = rows
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .take(limit)
         .map(|r| {
             let mut c = vec![r.shape.clone()];
             c.extend(r.targets.iter().map(|t| units::duration_us(t.total_us)));
+            let shares: Vec<String> = r.targets.iter().map(|t| whole_percent(t.share)).collect();
+            c.push(shares.join("/"));
             c.extend(r.ratios.iter().map(|x| interval(&x.mean)));
             c
         })
         .collect();
-    if cut {
-        let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let others: usize = widths.iter().skip(1).map(|w| w + 2).sum();
-        let width = TEXT_WIDTH.saturating_sub(others).max(20);
-        for row in &mut cells {
-            row[0] = ellipsis(&row[0], width);
-        }
-    }
-    Table::new(headers).with_rows(cells)
+    Table::with_columns(columns).with_rows(cells)
 }

@@ -1,9 +1,10 @@
 //! The tables of an A/B report, built once: the text ([`super::text`]) and the HTML page
 //! (`report::html::ab`) render the same rows, the page with p50 and p99 apart and every example.
 
-use super::report::{AbReport, AbRow, FieldReport};
+use super::report::{AbReport, AbRow, FieldReport, RatioReport};
 use super::stats::RatioEstimate;
 use crate::figures::table::Table;
+use crate::figures::text::cut;
 use crate::figures::units;
 use std::collections::BTreeMap;
 
@@ -69,6 +70,7 @@ pub fn comparison(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Ta
         headers.push(format!("{l}/{control} mean (interval)"));
         headers.push(format!("{l}/{control} median (interval)"));
         headers.push(format!("{l}/{control} p99"));
+        headers.push(format!("{l} finding?"));
     }
     let mut t = Table::new(headers).text_only(&text).html_only(&html);
     let all = std::iter::once(("all", &r.overall));
@@ -116,12 +118,23 @@ pub fn comparison_text(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) 
         latency.row(cells);
         let mut cells = vec![name];
         for x in &row.ratios {
-            cells.push(interval(x.median));
+            cells.push(interval(x.median) + &not_a_finding_mark(x));
             cells.push(x.p99.map_or("-".into(), units::ratio));
         }
         ratios.row(cells);
     }
     [latency, ratios]
+}
+
+/// Marks a ratio clear of 1 that is not a finding (the text says why under the table).
+pub const NOT_A_FINDING: &str = "~";
+
+fn not_a_finding_mark(x: &RatioReport) -> String {
+    if x.not_a_finding.is_some() {
+        format!(" {NOT_A_FINDING}")
+    } else {
+        String::new()
+    }
 }
 
 /// Each target's label cut short for a column header (the targets' table gives them whole), so
@@ -181,6 +194,12 @@ fn comparison_cells(name: &str, row: &AbRow) -> Vec<String> {
         cells.push(interval(r.mean));
         cells.push(interval(r.median));
         cells.push(r.p99.map_or("-".into(), units::ratio));
+        cells.push(match (&r.not_a_finding, r.finding) {
+            // The reason's head ("tail only"); the whole of it is in the set-aside list above.
+            (Some(why), _) => format!("no: {}", why.split([':', '(']).next().unwrap_or("").trim()),
+            (None, true) => "yes".into(),
+            (None, false) => String::new(),
+        });
     }
     cells
 }
@@ -248,16 +267,6 @@ pub fn first_examples(r: &AbReport) -> String {
         }
     }
     out
-}
-
-/// `text` in at most `width` characters, `...` ending a cut one.
-fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(width.saturating_sub(3)).collect();
-    s.push_str("...");
-    s
 }
 
 /// The first example on one line of at most 80 bytes, cut on a character boundary.

@@ -1,8 +1,10 @@
 //! The A/B report as text: the targets, the comparison per command, the differences, the findings.
 
-use super::report::AbReport;
+use super::report::{AbReport, AbRow};
 use super::shapes;
 use super::tables;
+use crate::figures::table::TEXT_WIDTH;
+use crate::figures::text::cut;
 use crate::figures::units;
 
 impl AbReport {
@@ -18,6 +20,9 @@ impl AbReport {
         ));
         out.push_str(&tables::targets(self).render());
         out.push_str(&self.errors_text());
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
         out.push('\n');
         for (key, rows) in [
             ("command", &self.per_command),
@@ -34,6 +39,7 @@ impl AbReport {
                 tables::cut_label(control)
             ));
             out.push_str(&ratios.render());
+            out.push_str(&not_findings_legend(&self.overall, rows));
             out.push('\n');
         }
         if !self.shapes.is_empty() {
@@ -43,7 +49,10 @@ impl AbReport {
                 self.shapes.len().min(shapes::TEXT_ROWS),
                 self.shapes.len()
             ));
-            out.push_str(&shapes::table(&self.shapes, &labels, shapes::TEXT_ROWS, true).render());
+            out.push_str(&shapes::table(&self.shapes, &labels, shapes::TEXT_ROWS).render());
+            out.push_str(
+                "(share: of the summed latency of every request replayed into that target)\n",
+            );
             out.push('\n');
         }
         out.push_str(&self.differences_text());
@@ -65,6 +74,12 @@ impl AbReport {
                 out.push_str(&format!("  {f}\n"));
             }
         }
+        if !self.set_aside.is_empty() {
+            out.push_str("\nnot findings (an interval clear of 1, but):\n");
+            for f in &self.set_aside {
+                out.push_str(&format!("  {f}\n"));
+            }
+        }
         out.push_str(&self.control_text());
         out
     }
@@ -83,12 +98,22 @@ impl AbReport {
         out
     }
 
-    /// With A2: per command, what A2 showed against A and whether the candidate went beyond it.
+    /// With A2: per command and per query shape the text lists, what A2 showed against A and
+    /// whether the candidate went beyond it.
     fn control_text(&self) -> String {
+        let listed: Vec<&str> = self
+            .shapes
+            .iter()
+            .take(shapes::TEXT_ROWS)
+            .map(|s| s.hash.as_str())
+            .collect();
         let per_command: Vec<_> = self
             .control
             .iter()
-            .filter(|c| c.kind == "command")
+            .filter(|c| {
+                c.kind == "command"
+                    || (c.kind == "shape" && c.hash.as_deref().is_some_and(|h| listed.contains(&h)))
+            })
             .collect();
         if per_command.is_empty() {
             return String::new();
@@ -122,6 +147,29 @@ impl AbReport {
         out.push_str(&tables::first_examples(self));
         out
     }
+}
+
+/// Under a table of ratios: why each ratio marked [`tables::NOT_A_FINDING`] is not a finding.
+fn not_findings_legend(
+    overall: &AbRow,
+    rows: &std::collections::BTreeMap<String, AbRow>,
+) -> String {
+    let mut out = String::new();
+    let all = std::iter::once(("all", overall));
+    for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
+        for x in &row.ratios {
+            if let Some(why) = &x.not_a_finding {
+                let line = format!(
+                    "  {} not a finding: {name}, {}: {why}",
+                    tables::NOT_A_FINDING,
+                    x.target
+                );
+                out.push_str(&cut(&line, TEXT_WIDTH));
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -170,6 +218,7 @@ mod tests {
             p99: Some(1.5),
             mean: estimate,
             median: estimate,
+            not_a_finding: Some("within what A2 shows: A2 1.20x (1.10-1.40x)".into()),
             ..RatioReport::default()
         };
         let row = AbRow {
@@ -210,6 +259,12 @@ mod tests {
         );
         assert!(
             text.contains("  cursor.firstBatch[].lastModified: find: \"xxx"),
+            "{text}"
+        );
+        // A ratio clear of 1 that is not a finding is marked, and the text says why.
+        assert!(text.contains("1.23x (1.12x-1.34x) ~"), "{text}");
+        assert!(
+            text.contains("  ~ not a finding: commitTransaction, B: within what A2 shows"),
             "{text}"
         );
     }

@@ -4,15 +4,16 @@
 //! has nothing to send and another lane waits for one.
 
 use crate::replay::client::{Conn, ConnError, ReadMode};
+use crate::replay::route::counter;
 use crate::replay::route::op::Op;
-use crate::replay::route::shared::{Counters, Shared};
+use crate::replay::route::run::Run;
 use crate::replay::route::slots::Slot;
+use crate::replay::route::target::TargetState;
 use crate::wire::bson_raw;
 use crate::wire::compressed::Compressor;
 use crate::wire::OpMsgView;
 use bson::rawdoc;
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use tokio::sync::watch;
 
 /// Which of the lane's connections a request went on.
@@ -53,36 +54,38 @@ impl Conns {
     /// `--duration` deadline passed while the lane waited for a connection slot.
     pub async fn pick(
         &mut self,
-        shared: &Shared,
+        run: &Run,
+        target: &TargetState,
         op: &Op,
         live_cursors: &[i64],
         abort: &mut watch::Receiver<bool>,
     ) -> Result<Option<(&mut Conn, Side)>, ConnError> {
         let side =
-            if shared.servers.has_secondaries() && goes_to_secondary(shared, op, live_cursors) {
+            if target.servers.has_secondaries() && goes_to_secondary(target, op, live_cursors) {
                 Side::Secondary
             } else {
                 Side::Primary
             };
         if self.side(side).0.is_none() {
-            let generation = shared.servers.generation();
+            let generation = target.servers.generation();
             let host = match side {
-                Side::Primary => shared.servers.lane_host(),
-                Side::Secondary => shared
+                Side::Primary => target.servers.lane_host(),
+                Side::Secondary => target
                     .servers
                     .secondary_host()
-                    .unwrap_or_else(|| shared.servers.lane_host()),
+                    .unwrap_or_else(|| target.servers.lane_host()),
             };
             // Opening a connection is rare against sending on one: its futures (handshake,
             // authentication) are boxed, so the lane's future for every request stays small
             // (it is moved for every request).
             if self.side(side).1.is_none() && !self.uncapped {
-                let Some(slot) = Box::pin(self.take_slot(shared, side, &host, abort)).await? else {
+                let Some(slot) = Box::pin(self.take_slot(run, target, side, &host, abort)).await?
+                else {
                     return Ok(None);
                 };
                 *self.side(side).1 = Some(slot);
             }
-            let conn = Box::pin(connect(shared, &host, op.compressor, abort)).await?;
+            let conn = Box::pin(connect(run, target, &host, op.compressor, abort)).await?;
             *self.side(side).0 = Some(conn);
             if side == Side::Primary {
                 self.generation = generation;
@@ -106,27 +109,28 @@ impl Conns {
     /// the `--duration` deadline passes meanwhile: what waits then is not sent.
     async fn take_slot(
         &mut self,
-        shared: &Shared,
+        run: &Run,
+        target: &TargetState,
         side: Side,
         host: &crate::net::HostPort,
         abort: &mut watch::Receiver<bool>,
     ) -> Result<Option<Slot>, ConnError> {
-        if let Some(slot) = shared.slots.try_take() {
+        if let Some(slot) = target.slots.try_take() {
             return Ok(Some(slot));
         }
         let other = match side {
             Side::Primary => Side::Secondary,
             Side::Secondary => Side::Primary,
         };
-        self.close(shared, other).await;
+        self.close(target, other).await;
         let deadline = async {
-            match shared.run.deadline {
+            match run.deadline {
                 Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            slot = shared.slots.take() => Ok(Some(slot)),
+            slot = target.slots.take() => Ok(Some(slot)),
             () = deadline => Ok(None),
             _ = abort.wait_for(|a| *a) => Err(ConnError::Closed {
                 addr: host.to_string(),
@@ -137,7 +141,7 @@ impl Conns {
 
     /// Runs `wait`, during which the lane has nothing to send. When another lane waits for a slot
     /// meanwhile, this one's connections close and give theirs up (reopened when it sends again).
-    pub async fn idle<T>(&mut self, shared: &Shared, wait: impl Future<Output = T>) -> T {
+    pub async fn idle<T>(&mut self, target: &TargetState, wait: impl Future<Output = T>) -> T {
         if self.primary_slot.is_none() && self.secondary_slot.is_none() {
             return wait.await;
         }
@@ -145,30 +149,27 @@ impl Conns {
         tokio::select! {
             biased;
             out = &mut wait => return out,
-            () = shared.slots.claim() => {}
+            () = target.slots.claim() => {}
         }
-        Box::pin(self.close(shared, Side::Primary)).await;
-        Box::pin(self.close(shared, Side::Secondary)).await;
+        Box::pin(self.close(target, Side::Primary)).await;
+        Box::pin(self.close(target, Side::Secondary)).await;
         wait.await
     }
 
     /// Closes one connection (an unacknowledged write on it confirmed first) and frees its slot.
-    pub async fn close(&mut self, shared: &Shared, side: Side) {
+    pub async fn close(&mut self, target: &TargetState, side: Side) {
         if let Some(mut conn) = self.side(side).0.take() {
-            if side == Side::Primary && self.unconfirmed && !shared.abort.is_set() {
+            if side == Side::Primary && self.unconfirmed && !target.abort.is_set() {
                 let ping = rawdoc! { "ping": 1, "$db": "admin" };
                 if let Err(e) = conn
                     .command(&ping, "confirming unacknowledged writes")
                     .await
                 {
-                    shared.abort.trigger(e.to_string());
+                    target.abort.trigger(e.to_string());
                 }
                 self.unconfirmed = false;
             }
-            shared
-                .counters
-                .stray_replies
-                .fetch_add(conn.stray_replies, Ordering::Relaxed);
+            counter::add(&target.counters.stray_replies, conn.stray_replies);
         }
         *self.side(side).1 = None;
     }
@@ -180,33 +181,34 @@ impl Conns {
 }
 
 async fn connect(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     host: &crate::net::HostPort,
     offer: Option<Compressor>,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Conn, ConnError> {
     let conn = tokio::select! {
-        c = Conn::connect_offering(&shared.target, host, shared.run.op_timeout, offer) => c,
+        c = Conn::connect_offering(&target.target, host, run.op_timeout, offer) => c,
         _ = abort.wait_for(|a| *a) => Err(ConnError::Closed { addr: host.to_string(), during: "aborting" }),
     }?;
-    Counters::bump(&shared.counters.connections_opened);
+    counter::bump(&target.counters.connections_opened);
     Ok(conn)
 }
 
 /// A getMore or killCursors follows its cursor; any other request goes to a secondary when its
 /// recorded `$readPreference` allows one, or, recorded without one, when it is a read and the
 /// target's `readPreference` allows one.
-fn goes_to_secondary(shared: &Shared, op: &Op, live_cursors: &[i64]) -> bool {
+fn goes_to_secondary(target: &TargetState, op: &Op, live_cursors: &[i64]) -> bool {
     if !live_cursors.is_empty() {
         return live_cursors
             .iter()
-            .any(|c| shared.servers.is_on_secondary(*c));
+            .any(|c| target.servers.is_on_secondary(*c));
     }
     match recorded_read_mode(&op.bytes) {
         Some(mode) => mode.prefers_secondary(),
         None => {
             is_read(&op.command, &op.bytes)
-                && shared
+                && target
                     .target
                     .read_preference
                     .is_some_and(ReadMode::prefers_secondary)

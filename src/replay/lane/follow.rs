@@ -5,8 +5,10 @@
 use super::conns::{Conns, Side};
 use super::step::{one, Step};
 use crate::replay::client::ConnError;
+use crate::replay::route::counter;
 use crate::replay::route::op::Op;
-use crate::replay::route::shared::{Counters, Shared};
+use crate::replay::route::run::Run;
+use crate::replay::route::target::TargetState;
 
 /// How many times one request is sent again after "not primary" replies or dropped connections
 /// before the replay gives up.
@@ -16,29 +18,31 @@ const NOT_PRIMARY_RETRIES: u32 = 3;
 /// is safe to send again, finds the primary again, reconnects and sends it again (counted in the
 /// report), a few times at most.
 pub(super) async fn send_following_primary(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     op: Op,
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
-    let first = one(shared, conns, op, abort).await;
+    let first = one(run, target, conns, op, abort).await;
     if matches!(first, Ok(Step::NotPrimary(_) | Step::Dropped(..))) {
         // Rare, and a large future: boxed, so the common path's stays small.
-        return Box::pin(follow_primary(shared, conns, first, abort)).await;
+        return Box::pin(follow_primary(run, target, conns, first, abort)).await;
     }
     first
 }
 
 /// [`send_following_primary`] once the first send answered "not primary" or was dropped.
 async fn follow_primary(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     mut result: Result<Step, ConnError>,
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let mut retries = 0;
     loop {
-        let (op, counter, last_error) = match result {
+        let (op, retried, last_error) = match result {
             Ok(Step::NotPrimary(op)) => {
                 let addr = conns
                     .primary
@@ -53,14 +57,14 @@ async fn follow_primary(
                     ),
                 };
                 conns.primary = None;
-                (op, &shared.servers.retried, error)
+                (op, &target.servers.retried, error)
             }
             Ok(Step::Dropped(op, side, error)) => {
                 match side {
                     Side::Primary => conns.primary = None,
                     Side::Secondary => conns.secondary = None,
                 }
-                (op, &shared.servers.retried_dropped, error)
+                (op, &target.servers.retried_dropped, error)
             }
             other => return other,
         };
@@ -68,11 +72,11 @@ async fn follow_primary(
             return Err(last_error);
         }
         retries += 1;
-        shared
+        target
             .servers
-            .rediscover(&shared.target, conns.generation, shared.run.op_timeout)
+            .rediscover(&target.target, conns.generation, run.op_timeout)
             .await?;
-        Counters::bump(counter);
-        result = one(shared, conns, *op, abort).await;
+        counter::bump(retried);
+        result = one(run, target, conns, *op, abort).await;
     }
 }

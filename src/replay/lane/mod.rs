@@ -6,7 +6,9 @@
 //! Layers, bottom up: conns lag < close retry < step < follow < paired
 
 use crate::replay::route::op::Op;
+use crate::replay::route::run::Run;
 use crate::replay::route::shared::Shared;
+use crate::replay::route::target::TargetState;
 use close::{drain, finish};
 use conns::Conns;
 use follow::send_following_primary;
@@ -24,27 +26,27 @@ mod step;
 
 /// Runs one lane until its queue closes or the replay is aborted. Its connections are opened with
 /// the first request that needs each (step markers need none), so the handshake can offer that
-/// request's compressor.
+/// request's compressor. With one target the lane is that target's connection; with several, a
+/// paired lane ([`paired`]).
 pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
-    if shared.targets.is_empty() {
-        run_one(shared, rx).await
-    } else {
-        paired::run(shared, rx).await
+    match &shared.targets[..] {
+        [one] => run_one(&shared.run, one, rx).await,
+        _ => paired::run(&shared, rx).await,
     }
 }
 
-/// One lane on one target.
-async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
-    let mut abort = shared.abort.subscribe();
+/// One lane on one target (whose abort signal is the run's).
+async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Box<Op>>) {
+    let mut abort = target.abort.subscribe();
     let mut conns = Conns::default();
     let mut last_unacknowledged = false;
     loop {
         // The reader usually runs ahead: take the next request without registering a waiter on the
         // abort signal (shared by every connection) unless the queue is empty.
         let op = match rx.try_recv() {
-            Ok(op) if !shared.abort.is_set() => *op,
+            Ok(op) if !target.abort.is_set() => *op,
             Ok(op) => {
-                shared.run.budget.release(op.charge);
+                run.budget.release(op.charge);
                 break;
             }
             Err(TryRecvError::Disconnected) => break,
@@ -57,26 +59,26 @@ async fn run_one(shared: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
                         op = rx.recv() => op,
                     }
                 };
-                match conns.idle(&shared, next).await {
+                match conns.idle(target, next).await {
                     Some(op) => *op,
                     None => break,
                 }
             }
         };
         let len = op.charge;
-        let result = send_following_primary(&shared, &mut conns, op, &mut abort).await;
-        shared.run.budget.release(len);
+        let result = send_following_primary(run, target, &mut conns, op, &mut abort).await;
+        run.budget.release(len);
         match result {
             Ok(Step::Sent { acknowledged, .. }) => last_unacknowledged = !acknowledged,
             // NotPrimary and Dropped are never returned by send_following_primary.
             Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..)) => {}
             Ok(Step::Stop) => break,
             Err(e) => {
-                shared.abort.trigger(e.to_string());
+                target.abort.trigger(e.to_string());
                 break;
             }
         }
     }
-    drain(&shared, &mut rx);
-    finish(&shared, &mut conns, last_unacknowledged).await;
+    drain(run, &mut rx);
+    finish(target, &mut conns, last_unacknowledged).await;
 }

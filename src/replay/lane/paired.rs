@@ -12,9 +12,12 @@ use super::follow::send_following_primary;
 use super::step::Step;
 use crate::replay::measure::observed::{asks_order, Observed};
 use crate::replay::names::Name;
+use crate::replay::route::counter;
 use crate::replay::route::op::Op;
 use crate::replay::route::order::{self, Completes};
-use crate::replay::route::shared::{Counters, Shared};
+use crate::replay::route::run::Run;
+use crate::replay::route::shared::Shared;
+use crate::replay::route::target::TargetState;
 use crate::shape::ShapeId;
 use futures_util::future::join_all;
 use std::sync::{Arc, Mutex};
@@ -24,7 +27,7 @@ use tokio::sync::watch;
 /// One request on every target: when the last copy is done (or dropped), it releases the
 /// read-ahead budget, completes the write others wait for, and hands the observations over.
 struct Pair {
-    hub: Arc<Shared>,
+    run: Arc<Run>,
     len: usize,
     command: Name,
     namespace: Name,
@@ -39,8 +42,8 @@ struct Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        self.hub.run.budget.release(self.len);
-        if let (Some(sink), false) = (&self.hub.run.pairs, self.marker) {
+        self.run.budget.release(self.len);
+        if let (Some(sink), false) = (&self.run.pairs, self.marker) {
             let seen = std::mem::take(&mut *self.seen.lock().expect("pair lock"));
             if self.unsorted {
                 sink.paired_unsorted(&self.command, &self.namespace, self.shape, &seen);
@@ -54,11 +57,11 @@ impl Drop for Pair {
 type Copy = (Op, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
-pub(super) async fn run(hub: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
-    if hub.run.pacing.open_loop() {
-        open_loop(hub, rx).await
+pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Box<Op>>) {
+    if shared.run.pacing.open_loop() {
+        open_loop(shared, rx).await
     } else {
-        lockstep(hub, rx).await
+        lockstep(shared, rx).await
     }
 }
 
@@ -76,20 +79,26 @@ async fn next(
 
 /// Every request to every target, in one task: the copies are sent together and the next request
 /// waits for all of their replies (no task hand-off per request).
-async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
-    let mut abort = hub.abort.subscribe();
-    let mut sides: Vec<Side> = hub.targets.iter().map(|t| Side::new(t.clone())).collect();
+async fn lockstep(shared: &Shared, mut rx: UnboundedReceiver<Box<Op>>) {
+    let run = &shared.run;
+    let mut abort = run.abort.subscribe();
+    let mut sides: Vec<Side> = shared
+        .targets
+        .iter()
+        .map(|t| Side::new(t.clone()))
+        .collect();
     while let Some(op) = next(&mut rx, &mut abort).await {
-        if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.run.budget.release(op.charge);
+        if !order::wait_turn(run, op.after.as_ref(), &mut abort).await {
+            run.budget.release(op.charge);
             break;
         }
-        let (op, pair) = Pair::new(&hub, op, sides.len());
-        // Sent in turn from a rotating first target, so none is always sent first; the last
-        // target takes the op itself, the others a copy.
+        let (op, pair) = Pair::new(run, op, sides.len());
+        // Sent in turn from a first target drawn per request, so none is always sent first;
+        // the last target takes the op itself, the others a copy.
         let n = sides.len();
+        let first = first_target(op.seq, n);
         let order: Vec<usize> = (0..n)
-            .map(|j| (j + (op.seq % n as u64) as usize) % n)
+            .map(|j| (j + first) % n)
             .filter(|&i| sides[i].alive())
             .collect();
         let last = order.last().copied();
@@ -102,7 +111,7 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
             } else {
                 copy_of(op.as_ref()?)
             };
-            Some(Box::pin(async move { (i, side.step(copy).await) }))
+            Some(Box::pin(async move { (i, side.step(run, copy).await) }))
         });
         let seen = tokio::select! {
             biased;
@@ -116,97 +125,115 @@ async fn lockstep(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
             }
         }
         drop(pair);
-        Counters::bump(&hub.counters.sent);
-        if all_failed(&hub) {
+        counter::bump(&run.counters.paired);
+        if all_failed(shared) {
             break;
         }
     }
-    drain(&hub, &mut rx);
+    drain(run, &mut rx);
     for side in &mut sides {
-        finish(&side.shared, &mut side.conns, side.last_unacknowledged).await;
+        finish(&side.target, &mut side.conns, side.last_unacknowledged).await;
     }
 }
 
 /// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
-async fn open_loop(hub: Arc<Shared>, mut rx: UnboundedReceiver<Box<Op>>) {
-    let mut abort = hub.abort.subscribe();
-    let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = hub
+async fn open_loop(shared: &Shared, mut rx: UnboundedReceiver<Box<Op>>) {
+    let mut abort = shared.run.abort.subscribe();
+    let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = shared
         .targets
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let (tx, rx) = unbounded_channel();
-            (tx, tokio::spawn(target_lane(t.clone(), i, rx)))
+            (
+                tx,
+                tokio::spawn(target_lane(shared.run.clone(), t.clone(), i, rx)),
+            )
         })
         .unzip();
     while let Some(op) = next(&mut rx, &mut abort).await {
-        if !order::wait_turn(&hub, op.after.as_ref(), &mut abort).await {
-            hub.run.budget.release(op.charge);
+        if !order::wait_turn(&shared.run, op.after.as_ref(), &mut abort).await {
+            shared.run.budget.release(op.charge);
             break;
         }
-        let (op, pair) = Pair::new(&hub, op, copies.len());
-        // Handed over from a rotating first target, as in lockstep: the first task woken tends to
-        // send first, and a loaded replayer would otherwise always delay the same target.
+        let (op, pair) = Pair::new(&shared.run, op, copies.len());
+        // Handed over from a first target drawn per request, as in lockstep: the first task
+        // woken tends to send first, and a loaded replayer would otherwise always delay the same
+        // target.
         let n = copies.len();
+        let first = first_target(op.seq, n);
         for j in 0..n {
-            let i = (j + (op.seq % n as u64) as usize) % n;
-            if !hub.targets[i].abort.is_set() {
+            let i = (j + first) % n;
+            if !shared.targets[i].abort.is_set() {
                 let _ = copies[i].send((copy_of(&op), pair.clone()));
             }
         }
         // The budget, the write's completion and the observations go when every target is done.
         drop(pair);
-        Counters::bump(&hub.counters.sent);
-        if all_failed(&hub) {
+        counter::bump(&shared.run.counters.paired);
+        if all_failed(shared) {
             break;
         }
     }
-    drain(&hub, &mut rx);
+    drain(&shared.run, &mut rx);
     drop(copies);
     for t in tasks {
         let _ = t.await;
     }
 }
 
+/// The target request `seq` goes to first: drawn from a hash of `seq`, not `seq % n`, which a
+/// workload that alternates (an insert, then a find, on one connection) would turn into "every
+/// find to B first", a bias of one command against one target. Deterministic, so a run repeats.
+fn first_target(seq: u64, n: usize) -> usize {
+    // splitmix64's finalizer: every bit of `seq` moves every bit of the result.
+    let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % n.max(1) as u64) as usize
+}
+
 /// Every target failed: the run stops, with their reasons.
-fn all_failed(hub: &Shared) -> bool {
-    if !hub.targets.iter().all(|t| t.abort.is_set()) {
+fn all_failed(shared: &Shared) -> bool {
+    if !shared.targets.iter().all(|t| t.abort.is_set()) {
         return false;
     }
-    let reasons: Vec<String> = hub
+    let reasons: Vec<String> = shared
         .targets
         .iter()
         .filter_map(|t| t.abort.reason())
         .collect();
-    hub.abort.trigger(reasons.join("; "));
+    shared.run.abort.trigger(reasons.join("; "));
     true
 }
 
 /// One target's connection in a lockstep lane.
 struct Side {
-    shared: Arc<Shared>,
+    target: Arc<TargetState>,
     conns: Conns,
     abort: watch::Receiver<bool>,
     last_unacknowledged: bool,
 }
 
 impl Side {
-    fn new(shared: Arc<Shared>) -> Side {
+    fn new(target: Arc<TargetState>) -> Side {
         Side {
-            abort: shared.abort.subscribe(),
-            shared,
+            abort: target.abort.subscribe(),
+            target,
             conns: Conns::uncapped(),
             last_unacknowledged: false,
         }
     }
 
     fn alive(&self) -> bool {
-        !self.shared.abort.is_set()
+        !self.target.abort.is_set()
     }
 
     /// Sends the copy and reads its reply; a failure ends this target (the others go on).
-    async fn step(&mut self, op: Op) -> Option<Observed> {
-        match send_following_primary(&self.shared, &mut self.conns, op, &mut self.abort).await {
+    async fn step(&mut self, run: &Run, op: Op) -> Option<Observed> {
+        let target = &self.target;
+        match send_following_primary(run, target, &mut self.conns, op, &mut self.abort).await {
             Ok(Step::Sent {
                 acknowledged,
                 observed,
@@ -216,7 +243,7 @@ impl Side {
             }
             Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..) | Step::Stop) => None,
             Err(e) => {
-                self.shared.abort.trigger(e.to_string());
+                self.target.abort.trigger(e.to_string());
                 None
             }
         }
@@ -226,10 +253,10 @@ impl Side {
 impl Pair {
     /// The pair for `op` over `width` targets; the op comes back without its completion, which
     /// the pair keeps.
-    fn new(hub: &Arc<Shared>, op: Op, width: usize) -> (Op, Arc<Pair>) {
+    fn new(run: &Arc<Run>, op: Op, width: usize) -> (Op, Arc<Pair>) {
         let (op, completes) = take_completes(op);
         let pair = Arc::new(Pair {
-            hub: hub.clone(),
+            run: run.clone(),
             len: op.charge,
             command: op.command.clone(),
             namespace: op.namespace.clone(),
@@ -278,15 +305,20 @@ fn copy_of(op: &Op) -> Op {
 }
 
 /// One target's side of a paired lane: the single-target loop over the copies it is given.
-async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceiver<Copy>) {
-    let mut abort = shared.abort.subscribe();
+async fn target_lane(
+    run: Arc<Run>,
+    target: Arc<TargetState>,
+    index: usize,
+    mut rx: UnboundedReceiver<Copy>,
+) {
+    let mut abort = target.abort.subscribe();
     let mut conns = Conns::uncapped();
     let mut last_unacknowledged = false;
     while let Some((op, pair)) = rx.recv().await {
-        if shared.abort.is_set() {
+        if target.abort.is_set() {
             break;
         }
-        match send_following_primary(&shared, &mut conns, op, &mut abort).await {
+        match send_following_primary(&run, &target, &mut conns, op, &mut abort).await {
             Ok(Step::Sent {
                 acknowledged,
                 observed,
@@ -299,12 +331,40 @@ async fn target_lane(shared: Arc<Shared>, index: usize, mut rx: UnboundedReceive
             Ok(Step::Skipped | Step::NotPrimary(_) | Step::Dropped(..)) => {}
             Ok(Step::Stop) => break,
             Err(e) => {
-                shared.abort.trigger(e.to_string());
+                target.abort.trigger(e.to_string());
                 break;
             }
         }
     }
     rx.close();
     while rx.try_recv().is_ok() {}
-    finish(&shared, &mut conns, last_unacknowledged).await;
+    finish(&target, &mut conns, last_unacknowledged).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_target;
+
+    /// A workload that alternates two commands: each command goes first to each target about
+    /// half the time, whatever the period (with `seq % n` every odd request went to B first).
+    #[test]
+    fn no_period_of_the_workload_sends_one_command_always_first_to_one_target() {
+        for n in [2usize, 3] {
+            for period in [2u64, 3, 4] {
+                let mut first = vec![vec![0u32; n]; period as usize];
+                for seq in 0..6_000u64 {
+                    first[(seq % period) as usize][first_target(seq, n)] += 1;
+                }
+                let each = 6_000 / (period as u32 * n as u32);
+                for counts in &first {
+                    for &c in counts {
+                        assert!(
+                            c > each * 8 / 10 && c < each * 12 / 10,
+                            "n {n}, period {period}: {first:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -10,8 +10,10 @@ use crate::replay::measure::sample::{Sample, ShapeSample};
 use crate::replay::measure::step_phases::Marker;
 use crate::replay::measure::why::Answered;
 use crate::replay::pacing::timer;
+use crate::replay::route::counter;
 use crate::replay::route::op::Op;
-use crate::replay::route::shared::{Counters, Shared};
+use crate::replay::route::run::Run;
+use crate::replay::route::target::TargetState;
 use crate::wire::bson_raw;
 use crate::wire::codes::UNAUTHORIZED;
 use crate::wire::compressed;
@@ -22,7 +24,7 @@ use tokio::time::Instant;
 pub(super) enum Step {
     Sent {
         acknowledged: bool,
-        /// A/B replay only (`Shared::observe`): what this target answered.
+        /// A/B replay only (`TargetState::observe`): what this target answered.
         observed: Option<Box<Observed>>,
     },
     Skipped,
@@ -35,23 +37,21 @@ pub(super) enum Step {
 }
 
 pub(super) async fn one(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     mut op: Op,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
-    let intended = shared
-        .run
-        .pacing
-        .due_at(shared.run.start, op.offset_ns, op.seq);
+    let intended = run.pacing.due_at(run.start, op.offset_ns, op.seq);
     // Reached after its time: whatever lag it has is not the clock's.
     let held = intended.is_some_and(|d| Instant::now() > d);
-    let live_cursors = match before_send(shared, conns, &mut op, intended, abort).await? {
+    let live_cursors = match before_send(run, target, conns, &mut op, intended, abort).await? {
         Ok(live_cursors) => live_cursors,
         Err(step) => return Ok(step),
     };
-    let Some((conn, side)) = conns.pick(shared, &op, &live_cursors, abort).await? else {
-        Counters::bump(&shared.counters.after_deadline);
+    let Some((conn, side)) = conns.pick(run, target, &op, &live_cursors, abort).await? else {
+        counter::bump(&target.counters.after_deadline);
         return Ok(Step::Skipped);
     };
     let sent_at = Instant::now();
@@ -62,47 +62,47 @@ pub(super) async fn one(
         held,
         from_send: None,
     };
-    let id = match send(shared, conn, &mut op).await {
+    let id = match send(target, conn, &mut op).await {
         Ok(id) => id,
-        Err(e) => return dropped(shared, op, side, e),
+        Err(e) => return dropped(target, op, side, e),
     };
     if !op.expects_reply {
         if side == Side::Primary {
             conns.unconfirmed = true;
         }
-        return Ok(unacknowledged(shared, &op, lag));
+        return Ok(unacknowledged(target, &op, lag));
     }
     let frame = match conn.recv(id).await {
         Ok(frame) => frame,
-        Err(e) => return dropped(shared, op, side, e),
+        Err(e) => return dropped(target, op, side, e),
     };
     let done = Instant::now();
-    let latency_ns = lag.latency(shared, intended, sent_at, done);
+    let latency_ns = lag.latency(run, intended, sent_at, done);
     let live = outcome::scan(&frame).map_err(|source| ConnError::Wire {
         addr: conn.addr().to_owned(),
         source,
     })?;
     if side == Side::Primary
         && is_not_primary(live.code)
-        && shared.servers.follows_primary()
+        && target.servers.follows_primary()
         && op.recorded.as_ref().is_none_or(|r| !is_not_primary(r.code))
     {
         return Ok(Step::NotPrimary(Box::new(op)));
     }
-    check_authorized(shared, conn, &op, &live)?;
+    check_authorized(target, conn, &op, &live)?;
     if side == Side::Secondary {
         if let Some(id) = live.cursor_id.filter(|&id| id != 0) {
-            shared.servers.opened_on_secondary(id);
+            target.servers.opened_on_secondary(id);
         }
     }
-    follow_cursors(shared, &op, &live);
-    if let (Some(slot), Some(plans)) = (op.plan_slot, &shared.plans) {
+    follow_cursors(target, &op, &live);
+    if let (Some(slot), Some(plans)) = (op.plan_slot, &target.plans) {
         if live.ok && live.write_errors == 0 {
             plans.answered(slot, &op.bytes);
         }
     }
-    measure(shared, &op, (&live, &frame, done), latency_ns, lag);
-    let observed = shared
+    measure(target, &op, (&live, &frame, done), latency_ns, lag);
+    let observed = target
         .observe
         .then(|| Box::new(Observed::of_reply(&frame, live, latency_ns)));
     if side == Side::Primary {
@@ -117,20 +117,21 @@ pub(super) async fn one(
 /// [`ready`], when it has anything to do: boxed, since its waits make a large future, which the
 /// lane would otherwise move for every request, even those with nothing to wait for (`--fast`).
 async fn before_send(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     op: &mut Op,
     intended: Option<Instant>,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Result<Vec<i64>, Step>, ConnError> {
     if at_once(conns, op, intended) {
-        return Ok(if past_deadline(shared) {
+        return Ok(if past_deadline(run, target) {
             Err(Step::Skipped)
         } else {
             Ok(Vec::new())
         });
     }
-    Box::pin(ready(shared, conns, op, intended, abort)).await
+    Box::pin(ready(run, target, conns, op, intended, abort)).await
 }
 
 /// Whether [`ready`] has nothing to do for the op: not a step marker, no connection to open ahead
@@ -144,10 +145,10 @@ fn at_once(conns: &Conns, op: &Op, intended: Option<Instant>) -> bool {
 }
 
 /// Past the `--duration` deadline: the request is not sent (counted).
-fn past_deadline(shared: &Shared) -> bool {
-    let past = shared.run.deadline.is_some_and(|d| Instant::now() >= d);
+fn past_deadline(run: &Run, target: &TargetState) -> bool {
+    let past = run.deadline.is_some_and(|d| Instant::now() >= d);
     if past {
-        Counters::bump(&shared.counters.after_deadline);
+        counter::bump(&target.counters.after_deadline);
     }
     past
 }
@@ -156,7 +157,8 @@ fn past_deadline(shared: &Shared) -> bool {
 /// the due time, the order's turn, the cursor ids patched. The live cursor ids, or the step the op
 /// ends with.
 async fn ready(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     op: &mut Op,
     intended: Option<Instant>,
@@ -164,36 +166,36 @@ async fn ready(
 ) -> Result<Result<Vec<i64>, Step>, ConnError> {
     if let Some(marker) = &op.marker {
         let reached = conns
-            .idle(shared, reach_marker(shared, marker, intended, abort))
+            .idle(target, reach_marker(run, target, marker, intended, abort))
             .await;
         return Ok(Err(if reached { Step::Skipped } else { Step::Stop }));
     }
     if conns.primary.is_none() && op.connect_lead_ns > 0 {
-        if let Some(stop) = connect_ahead(shared, conns, op, intended, abort).await? {
+        if let Some(stop) = connect_ahead(run, target, conns, op, intended, abort).await? {
             return Ok(Err(stop));
         }
     }
     // Waiting, the lane has nothing to send: its connection slot goes to another lane that asks.
     if let Some(step) = conns
-        .idle(shared, wait_until_due(shared, intended, abort))
+        .idle(target, wait_until_due(run, target, intended, abort))
         .await
     {
         return Ok(Err(step));
     }
-    let turn = crate::replay::route::order::wait_turn(shared, op.after.as_ref(), abort);
-    if !conns.idle(shared, turn).await {
+    let turn = crate::replay::route::order::wait_turn(run, op.after.as_ref(), abort);
+    if !conns.idle(target, turn).await {
         return Ok(Err(Step::Stop));
     }
-    let Some(live_cursors) = conns.idle(shared, patch_cursors(shared, op)).await else {
-        Counters::bump(&shared.counters.cursor_not_found);
+    let Some(live_cursors) = conns.idle(target, patch_cursors(run, target, op)).await else {
+        counter::bump(&target.counters.cursor_not_found);
         return Ok(Err(Step::Skipped));
     };
     Ok(Ok(live_cursors))
 }
 
 /// A request sent that expects no reply (moreToCome): counted, with no latency.
-fn unacknowledged(shared: &Shared, op: &Op, lag: Lag) -> Step {
-    shared.metrics.lock().expect("metrics lock").record(Sample {
+fn unacknowledged(target: &TargetState, op: &Op, lag: Lag) -> Step {
+    target.metrics.lock().expect("metrics lock").record(Sample {
         command: &op.command,
         namespace: &op.namespace,
         latency_ns: None,
@@ -212,14 +214,14 @@ fn unacknowledged(shared: &Shared, op: &Op, lag: Lag) -> Step {
     });
     Step::Sent {
         acknowledged: false,
-        observed: shared.observe.then(Box::default),
+        observed: target.observe.then(Box::default),
     }
 }
 
 /// A connection error on `op`: [`Step::Dropped`] when a replica set's member dropped the
 /// connection and the op is safe to send again, else the error (which ends the replay).
-fn dropped(shared: &Shared, op: Op, side: Side, e: ConnError) -> Result<Step, ConnError> {
-    if shared.servers.follows_primary()
+fn dropped(target: &TargetState, op: Op, side: Side, e: ConnError) -> Result<Step, ConnError> {
+    if target.servers.follows_primary()
         && super::retry::is_dropped(&e)
         && super::retry::safe_to_resend(&op)
     {
@@ -234,7 +236,8 @@ fn dropped(shared: &Shared, op: Op, side: Side, e: ConnError) -> Result<Step, Co
 /// authentication) is not charged to the request's lag and latency. A request that will not be sent
 /// (due after `--duration`) opens nothing.
 async fn connect_ahead(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     conns: &mut Conns,
     op: &Op,
     intended: Option<Instant>,
@@ -243,29 +246,30 @@ async fn connect_ahead(
     let Some(due) = intended else {
         return Ok(None);
     };
-    if shared.run.deadline.is_some_and(|d| due >= d) {
+    if run.deadline.is_some_and(|d| due >= d) {
         return Ok(None);
     }
-    let lead = shared.run.pacing.connect_lead(op.connect_lead_ns);
+    let lead = run.pacing.connect_lead(op.connect_lead_ns);
     if let Some(at) = due.checked_sub(lead) {
-        if !conns.idle(shared, sleep_until(at, abort)).await {
+        if !conns.idle(target, sleep_until(at, abort)).await {
             return Ok(Some(Step::Stop));
         }
     }
-    conns.pick(shared, op, &[], abort).await?;
+    conns.pick(run, target, op, &[], abort).await?;
     Ok(None)
 }
 
 /// Sleeps until the op's intended time. `Some(step)` when it is not to be sent: past the
 /// `--duration` deadline, or the replay was aborted meanwhile.
 async fn wait_until_due(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     intended: Option<Instant>,
     abort: &mut watch::Receiver<bool>,
 ) -> Option<Step> {
-    if let (Some(deadline), Some(due)) = (shared.run.deadline, intended) {
+    if let (Some(deadline), Some(due)) = (run.deadline, intended) {
         if due >= deadline {
-            Counters::bump(&shared.counters.after_deadline);
+            counter::bump(&target.counters.after_deadline);
             return Some(Step::Skipped);
         }
     }
@@ -274,7 +278,7 @@ async fn wait_until_due(
             return Some(Step::Stop);
         }
     }
-    past_deadline(shared).then_some(Step::Skipped)
+    past_deadline(run, target).then_some(Step::Skipped)
 }
 
 /// Sleeps until `at` (not at all when it has passed). False when the replay was aborted meanwhile.
@@ -290,7 +294,7 @@ async fn sleep_until(at: Instant, abort: &mut watch::Receiver<bool>) -> bool {
 
 /// Writes the live ids of the recorded cursors the op names into its bytes (waiting for cursors
 /// opened on other lanes), and returns them. `None` when none of them is live: the op is not sent.
-async fn patch_cursors(shared: &Shared, op: &mut Op) -> Option<Vec<i64>> {
+async fn patch_cursors(run: &Run, target: &TargetState, op: &mut Op) -> Option<Vec<i64>> {
     if op.cursor_patches.is_empty() {
         return Some(Vec::new());
     }
@@ -299,9 +303,9 @@ async fn patch_cursors(shared: &Shared, op: &mut Op) -> Option<Vec<i64>> {
     let mut fallback = None;
     let mut missing = Vec::new();
     for &(at, recorded) in &op.cursor_patches {
-        match shared
+        match target
             .cursors
-            .live(op.scope, recorded, shared.run.cursor_wait)
+            .live(op.scope, recorded, run.cursor_wait)
             .await
         {
             Some(live) => {
@@ -325,31 +329,31 @@ async fn patch_cursors(shared: &Shared, op: &mut Op) -> Option<Vec<i64>> {
 
 /// Sends the op, compressed as the recorded client did with what the target agreed to; returns
 /// the request id it went out with.
-async fn send(shared: &Shared, conn: &mut Conn, op: &mut Op) -> Result<i32, ConnError> {
+async fn send(target: &TargetState, conn: &mut Conn, op: &mut Op) -> Result<i32, ConnError> {
     let packed = match (op.compressor, conn.compressor()) {
         (Some(_), Some(c)) => compressed::compress(&op.bytes, c).ok(),
         _ => None,
     };
     let id = match packed {
         Some(mut packed) => {
-            Counters::bump(&shared.counters.compressed);
+            counter::bump(&target.counters.compressed);
             conn.send(&mut packed).await?
         }
         None => conn.send(&mut op.bytes).await?,
     };
-    Counters::bump(&shared.counters.sent);
+    counter::bump(&target.counters.sent);
     Ok(id)
 }
 
 /// Without credentials every request would fail this way: one clear error, not a divergence each.
 fn check_authorized(
-    shared: &Shared,
+    target: &TargetState,
     conn: &Conn,
     op: &Op,
     live: &Outcome,
 ) -> Result<(), ConnError> {
     if live.code == Some(UNAUTHORIZED)
-        && shared.target.auth.is_none()
+        && target.target.auth.is_none()
         && op
             .recorded
             .as_ref()
@@ -365,25 +369,25 @@ fn check_authorized(
 }
 
 /// Tells the shared cursor map what the live reply did to the op's cursors.
-fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
+fn follow_cursors(target: &TargetState, op: &Op, live: &Outcome) {
     if let Some(recorded) = op.produces_cursor {
         let id = if live.ok { live.cursor_id } else { None };
-        shared.cursors.resolve(op.scope, recorded, id);
+        target.cursors.resolve(op.scope, recorded, id);
     }
     match &*op.command {
         "getMore" => {
             if let Some(&(_, recorded)) = op.cursor_patches.first() {
                 let recorded_done = op.recorded.as_ref().and_then(|o| o.cursor_id) == Some(0);
                 if recorded_done {
-                    shared.cursors.forget(op.scope, recorded);
+                    target.cursors.forget(op.scope, recorded);
                 } else if !live.ok || live.cursor_id == Some(0) {
-                    shared.cursors.resolve(op.scope, recorded, None);
+                    target.cursors.resolve(op.scope, recorded, None);
                 }
             }
         }
         "killCursors" => {
             for &(_, recorded) in &op.cursor_patches {
-                shared.cursors.forget(op.scope, recorded);
+                target.cursors.forget(op.scope, recorded);
             }
         }
         _ => {}
@@ -392,11 +396,17 @@ fn follow_cursors(shared: &Shared, op: &Op, live: &Outcome) {
 
 /// Records the answered op, and how its reply differs from the recorded one.
 /// `reply`: the live outcome, the reply's bytes and when it was read.
-fn measure(shared: &Shared, op: &Op, reply: (&Outcome, &[u8], Instant), latency_ns: u64, lag: Lag) {
+fn measure(
+    target: &TargetState,
+    op: &Op,
+    reply: (&Outcome, &[u8], Instant),
+    latency_ns: u64,
+    lag: Lag,
+) {
     let (live, frame, done) = reply;
     let reply_bytes = frame.len();
     let error = !live.ok || live.write_errors > 0;
-    let mut metrics = shared.metrics.lock().expect("metrics lock");
+    let mut metrics = target.metrics.lock().expect("metrics lock");
     metrics.why.answered(&Answered {
         command: &op.command,
         namespace: &op.namespace,
@@ -452,13 +462,14 @@ fn continues(op: &Op) -> bool {
 /// Waits for the marker's due time (as a request would be), then marks the phase. False when the
 /// replay was aborted meanwhile.
 async fn reach_marker(
-    shared: &Shared,
+    run: &Run,
+    target: &TargetState,
     marker: &Marker,
     due: Option<Instant>,
     abort: &mut watch::Receiver<bool>,
 ) -> bool {
     if let Some(due) = due {
-        if shared.run.deadline.is_some_and(|d| due >= d) {
+        if run.deadline.is_some_and(|d| due >= d) {
             return true;
         }
         if due > Instant::now() {
@@ -468,7 +479,7 @@ async fn reach_marker(
             }
         }
     }
-    shared
+    target
         .metrics
         .lock()
         .expect("metrics lock")

@@ -50,16 +50,8 @@ impl Stat {
     }
 
     fn summary(&self, wall_s: f64) -> CommandSummary {
-        CommandSummary {
-            count: self.count,
-            errors: self.errors,
-            ops_per_s: if wall_s > 0.0 {
-                self.count as f64 / wall_s
-            } else {
-                0.0
-            },
-            latency: LatencySummary::from_ns_histogram(&self.latency),
-        }
+        let latency = LatencySummary::from_ns_histogram(&self.latency);
+        CommandSummary::of(self.count, self.errors, wall_s, latency)
     }
 }
 
@@ -69,6 +61,26 @@ pub struct DivergenceReport {
     /// How often each field differed.
     pub fields: BTreeMap<String, u64>,
     pub examples: Vec<serde_json::Value>,
+}
+
+impl DivergenceReport {
+    /// Several runs' divergences added up per command; the examples of the first runs kept, up
+    /// to [`DIVERGENCE_EXAMPLES`].
+    pub fn merge_map<'a>(
+        parts: impl IntoIterator<Item = &'a BTreeMap<String, DivergenceReport>>,
+    ) -> BTreeMap<String, DivergenceReport> {
+        let mut out: BTreeMap<String, DivergenceReport> = BTreeMap::new();
+        for (cmd, d) in parts.into_iter().flatten() {
+            let e = out.entry(cmd.clone()).or_default();
+            e.count += d.count;
+            for (f, n) in &d.fields {
+                *e.fields.entry(f.clone()).or_default() += n;
+            }
+            let room = DIVERGENCE_EXAMPLES.saturating_sub(e.examples.len());
+            e.examples.extend(d.examples.iter().take(room).cloned());
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -91,6 +103,31 @@ pub struct LagReport {
     /// loop.
     #[serde(default)]
     pub from_send: LatencySummary,
+}
+
+/// The summed lag histograms of several runs, for [`LagReport::merge`].
+pub struct LagHistograms<'a> {
+    pub lag: Option<&'a Histogram<u64>>,
+    pub clock: Option<&'a Histogram<u64>>,
+    pub from_send: Option<&'a Histogram<u64>>,
+}
+
+impl LagReport {
+    /// Several runs' lag: percentiles from their summed histograms, counts added up.
+    pub fn merge(parts: &[&LagReport], summed: LagHistograms<'_>) -> LagReport {
+        let of = |h: Option<&Histogram<u64>>| {
+            h.map(LatencySummary::from_ns_histogram).unwrap_or_default()
+        };
+        let count = |f: fn(&LagReport) -> u64| parts.iter().map(|l| f(l)).sum();
+        LagReport {
+            latency: of(summed.lag),
+            behind_1ms: count(|l| l.behind_1ms),
+            behind_100ms: count(|l| l.behind_100ms),
+            clock: of(summed.clock),
+            held: count(|l| l.held),
+            from_send: of(summed.from_send),
+        }
+    }
 }
 
 /// The histograms behind the report's percentiles, serialized ([`hdr`]).

@@ -7,7 +7,8 @@
 //! merge says which shards were merged, which are missing and which failed.
 //!
 //! - [`input`]: reading the shard reports, and which shards are there.
-//! - [`sum`]: adding histograms, summaries, timelines and the rest.
+//! - [`sum`]: adding the histograms, then the report composed of its parts' merges, each written
+//!   beside its type (`ReportSummary::merge`, `LagReport::merge`, `PlanEntry::merge`, ...).
 //! - `seconds`: the timelines added up by wall-clock second.
 //! - `knee`: the knee found again on the merged seconds, with every shard's connections.
 //! - `shapes`: adding up per query shape, both sides, matched by hash.

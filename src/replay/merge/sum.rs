@@ -1,27 +1,33 @@
-//! Adding shard reports up: histograms first, every figure that derives from them read off the sums.
+//! Adding shard reports up: histograms first, then the report composed of its parts' merges, each
+//! written beside its type (`ReportSummary::merge`, `CommandSummary::merge_map`, `LagReport::merge`,
+//! ...), the figures that derive from histograms read off the sums.
 
-use super::seconds::Second;
-use crate::figures::summary::{new_ns_histogram, CommandSummary, LatencySummary, ReportSummary};
+use super::error::MergeError;
+use super::input::ShardInput;
+use super::seconds::{self, Second};
+use crate::figures::summary::{new_ns_histogram, CommandSummary, ReportSummary};
+use crate::plan::PlanEntry;
 use crate::replay::measure::buckets::BucketTimeline;
 use crate::replay::measure::hdr;
 use crate::replay::measure::knee::command_histogram;
 use crate::replay::measure::metrics::{
-    coarse_histogram, DivergenceReport, HistogramsReport, LagReport, SecondReport,
-    DIVERGENCE_EXAMPLES,
+    coarse_histogram, DivergenceReport, HistogramsReport, LagHistograms, LagReport,
 };
-use crate::replay::measure::timeline::CommandSecondReport;
-
-use super::error::MergeError;
-use crate::replay::merge::input::ShardInput;
 use crate::replay::report::{
-    MergeReport, RecordedReport, ReplayReport, ReplayerReport, SessionOrderReport,
+    MergeReport, RecordedReport, ReplayReport, ReplayerReport, ServerReport, SessionOrderReport,
 };
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
 /// Skips counted over the whole capture by every shard alike (before the shard's part is taken):
 /// the merge keeps one shard's figure, not the sum.
-const PER_CAPTURE_SKIPS: &[&str] = &["handshake", "ping", "unsupported_opcode", "filtered"];
+const PER_CAPTURE_SKIPS: &[&str] = &[
+    "handshake",
+    "ping",
+    "unsupported_opcode",
+    "op_command",
+    "filtered",
+];
 
 struct Decoder<'a> {
     path: &'a str,
@@ -50,24 +56,6 @@ impl Decoder<'_> {
                 detail: format!("{what}: values outside the histogram's range"),
             })
         }
-    }
-}
-
-/// The lag of all the shards: percentiles from the summed histograms, counts summed.
-fn lag(inputs: &[ShardInput], sums: &Sums) -> LagReport {
-    let of = |h: &Option<Histogram<u64>>| {
-        h.as_ref()
-            .map(LatencySummary::from_ns_histogram)
-            .unwrap_or_default()
-    };
-    let count = |f: fn(&LagReport) -> u64| inputs.iter().map(|i| f(&i.report.lag)).sum();
-    LagReport {
-        latency: of(&sums.lag),
-        behind_1ms: count(|l| l.behind_1ms),
-        behind_100ms: count(|l| l.behind_100ms),
-        clock: of(&sums.clock_lag),
-        held: count(|l| l.held),
-        from_send: of(&sums.from_send),
     }
 }
 
@@ -142,93 +130,28 @@ impl Sums {
         }
         Ok(())
     }
-}
 
-fn command(count: u64, errors: u64, wall_s: f64, h: Option<&Histogram<u64>>) -> CommandSummary {
-    CommandSummary {
-        count,
-        errors,
-        ops_per_s: if wall_s > 0.0 {
-            count as f64 / wall_s
-        } else {
-            0.0
-        },
-        latency: h.map(LatencySummary::from_ns_histogram).unwrap_or_default(),
-    }
-}
-
-/// Counts per key added up, latency from the summed histogram.
-fn commands(
-    inputs: &[ShardInput],
-    pick: impl Fn(&ReplayReport) -> &BTreeMap<String, CommandSummary>,
-    hists: &BTreeMap<String, Histogram<u64>>,
-    wall_s: f64,
-) -> BTreeMap<String, CommandSummary> {
-    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for i in inputs {
-        for (k, c) in pick(&i.report) {
-            let e = counts.entry(k.clone()).or_default();
-            e.0 += c.count;
-            e.1 += c.errors;
+    fn lag_histograms(&self) -> LagHistograms<'_> {
+        LagHistograms {
+            lag: self.lag.as_ref(),
+            clock: self.clock_lag.as_ref(),
+            from_send: self.from_send.as_ref(),
         }
     }
-    counts
-        .into_iter()
-        .map(|(k, (n, e))| {
-            let s = command(n, e, wall_s, hists.get(&k));
-            (k, s)
-        })
-        .collect()
-}
 
-fn divergences(inputs: &[ShardInput]) -> BTreeMap<String, DivergenceReport> {
-    let mut out: BTreeMap<String, DivergenceReport> = BTreeMap::new();
-    for i in inputs {
-        for (cmd, d) in &i.report.divergences {
-            let e = out.entry(cmd.clone()).or_default();
-            e.count += d.count;
-            for (f, n) in &d.fields {
-                *e.fields.entry(f.clone()).or_default() += n;
-            }
-            let room = DIVERGENCE_EXAMPLES.saturating_sub(e.examples.len());
-            e.examples.extend(d.examples.iter().take(room).cloned());
+    fn histograms(&self) -> HistogramsReport {
+        let one = |h: &Option<Histogram<u64>>| h.as_ref().map(hdr::encode).unwrap_or_default();
+        HistogramsReport {
+            format: hdr::FORMAT.into(),
+            overall: one(&self.overall),
+            per_command: encode_all(&self.per_command),
+            per_namespace: encode_all(&self.per_namespace),
+            lag: one(&self.lag),
+            clock_lag: one(&self.clock_lag),
+            from_send: one(&self.from_send),
+            per_shape: BTreeMap::new(),
         }
     }
-    out
-}
-
-fn timeline(sums: &Sums) -> Vec<SecondReport> {
-    let first = sums.seconds.keys().next().copied().unwrap_or_default();
-    let us = |ns: u64| ns as f64 / 1000.0;
-    sums.seconds
-        .iter()
-        .map(|(&unix_s, s)| SecondReport {
-            second: (unix_s - first) as usize,
-            unix_s,
-            ops: s.ops,
-            errors: s.errors,
-            p50_us: us(s.latency.value_at_quantile(0.5)),
-            p99_us: us(s.latency.value_at_quantile(0.99)),
-            max_us: us(s.latency.max()),
-            max_lag_us: s.max_lag_us,
-            hdr: hdr::encode(&s.latency),
-            replies: s.replies,
-            busy_us: s.busy_us,
-            per_command: s
-                .per_command
-                .iter()
-                .map(|(cmd, (replies, busy_us, h))| {
-                    let c = CommandSecondReport {
-                        replies: *replies,
-                        busy_us: *busy_us,
-                        p99_us: us(h.value_at_quantile(0.99)),
-                        hdr: hdr::encode(h),
-                    };
-                    (cmd.clone(), c)
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// The merged report.
@@ -247,34 +170,41 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         .fold(0.0, f64::max);
     let wall_s = (end - start).max(0.0);
     let mut r = counts(&inputs, start);
-    r.summary = summary(&inputs, &sums, wall_s);
+    let parts = |f: fn(&ReplayReport) -> &ReportSummary| -> Vec<&ReportSummary> {
+        inputs.iter().map(|i| f(&i.report)).collect()
+    };
+    r.summary = ReportSummary::merge(
+        &parts(|r| &r.summary),
+        wall_s,
+        sums.overall.as_ref(),
+        &sums.per_command,
+    );
     r.recorded = RecordedReport::of(&sums.recorded);
-    r.per_namespace = commands(&inputs, |r| &r.per_namespace, &sums.per_namespace, wall_s);
+    r.per_namespace = CommandSummary::merge_map(
+        inputs.iter().map(|i| &i.report.per_namespace),
+        wall_s,
+        &sums.per_namespace,
+    );
     r.skipped = skipped(&inputs);
-    r.lag = lag(&inputs, &sums);
-    r.divergences = divergences(&inputs);
-    r.timeline = timeline(&sums);
+    r.lag = LagReport::merge(
+        &inputs.iter().map(|i| &i.report.lag).collect::<Vec<_>>(),
+        sums.lag_histograms(),
+    );
+    r.divergences = DivergenceReport::merge_map(inputs.iter().map(|i| &i.report.divergences));
+    r.timeline = seconds::timeline(&sums.seconds);
     r.timeline_buckets = buckets(&inputs)?;
     add_cpu(&mut r, &inputs);
-    r.plans = plans(&inputs);
+    r.plans = PlanEntry::merge(inputs.iter().map(|i| i.report.plans.as_deref()));
     if let Some(schedule) = &r.options.open_loop {
         let duration_s = r.options.duration_s.unwrap_or(wall_s);
         r.knee = super::knee::find(&inputs, &sums.seconds, schedule, start, duration_s);
     }
-    r.histograms = HistogramsReport {
-        format: hdr::FORMAT.into(),
-        overall: sums.overall.as_ref().map(hdr::encode).unwrap_or_default(),
-        per_command: encode_all(&sums.per_command),
-        per_namespace: encode_all(&sums.per_namespace),
-        lag: sums.lag.as_ref().map(hdr::encode).unwrap_or_default(),
-        clock_lag: sums.clock_lag.as_ref().map(hdr::encode).unwrap_or_default(),
-        from_send: sums.from_send.as_ref().map(hdr::encode).unwrap_or_default(),
-        per_shape: BTreeMap::new(),
-    };
+    r.histograms = sums.histograms();
     let shapes = super::shapes::add_up(&inputs)?;
     r.shapes = shapes.shapes;
     r.histograms.per_shape = shapes.replayed;
     r.recorded.per_shape = shapes.recorded;
+    r.count_plans();
     r.complete = census.missing.is_empty() && census.failed.is_empty();
     r.capture_error = inputs.iter().find_map(|i| i.report.capture_error.clone());
     r.error = (!census.failed.is_empty()).then(|| {
@@ -283,27 +213,6 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
     });
     r.merge = Some(census);
     Ok(r)
-}
-
-/// `--explain`: each shape's plan once, from the first shard that explained it without an error
-/// (else the first that tried), in the order the shards list them.
-fn plans(inputs: &[ShardInput]) -> Option<Vec<crate::plan::PlanEntry>> {
-    let mut out: Vec<crate::plan::PlanEntry> = Vec::new();
-    for entry in inputs
-        .iter()
-        .filter_map(|i| i.report.plans.as_ref())
-        .flatten()
-    {
-        match out.iter_mut().find(|e| e.hash == entry.hash) {
-            Some(kept) if kept.error.is_some() && entry.error.is_none() => *kept = entry.clone(),
-            Some(_) => {}
-            None => out.push(entry.clone()),
-        }
-    }
-    inputs
-        .iter()
-        .any(|i| i.report.plans.is_some())
-        .then_some(out)
 }
 
 /// The report's head: what every shard shares, and the counters that add up.
@@ -329,38 +238,12 @@ fn counts(inputs: &[ShardInput], start: f64) -> ReplayReport {
         stray_replies: total(|r| r.stray_replies),
         retried_not_primary: total(|r| r.retried_not_primary),
         retried_dropped_connection: total(|r| r.retried_dropped_connection),
-        session_order: session_order(inputs.iter().map(|i| &i.report)),
-        ..ReplayReport::default()
-    }
-}
-
-/// The summary over the whole run: the shards' operations over the span they covered together.
-fn summary(inputs: &[ShardInput], sums: &Sums, wall_s: f64) -> ReportSummary {
-    let first = &inputs[0].report;
-    let ops = inputs.iter().map(|i| i.report.summary.ops).sum::<u64>();
-    let errors = inputs.iter().map(|i| i.report.summary.overall.errors).sum();
-    ReportSummary {
-        kind: "replay".into(),
-        label: first.summary.label.clone(),
-        source: first.summary.source.clone(),
-        wall_s,
-        ops,
-        ops_per_s: if wall_s > 0.0 {
-            ops as f64 / wall_s
-        } else {
-            0.0
-        },
-        overall: command(ops, errors, wall_s, sums.overall.as_ref()),
-        per_command: commands(
-            inputs,
-            |r| &r.summary.per_command,
-            &sums.per_command,
-            wall_s,
+        session_order: SessionOrderReport::merge(
+            inputs
+                .iter()
+                .filter_map(|i| i.report.session_order.as_ref()),
         ),
-        server_cpu_s_per_1k_ops: None,
-        server_cpu_net_s_per_1k_ops: None,
-        client_cpu_us_per_op: None,
-        client_bound_share: None,
+        ..ReplayReport::default()
     }
 }
 
@@ -402,60 +285,19 @@ fn encode_all(m: &BTreeMap<String, Histogram<u64>>) -> BTreeMap<String, String> 
     m.iter().map(|(k, h)| (k.clone(), hdr::encode(h))).collect()
 }
 
-/// The server's CPU: every shard that could see the server measured all of it over nearly the
-/// same time, so the widest measurement stands for the run (not their sum). The replayers' CPU adds.
+/// The server's CPU ([`ServerReport::merge`]) and the replayers' ([`ReplayerReport::merge`]),
+/// and the summary's figures read off them.
 fn add_cpu(r: &mut ReplayReport, inputs: &[ShardInput]) {
-    let ops = r.summary.ops.max(1) as f64;
-    if let Some(widest) = inputs
-        .iter()
-        .filter(|i| i.report.server.cpu_s.is_some())
-        .max_by(|a, b| {
-            a.report
-                .server
-                .cpu_s
-                .partial_cmp(&b.report.server.cpu_s)
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })
-    {
-        r.server = widest.report.server.clone();
-        r.server.cpu_s_per_1k_ops = r.server.cpu_s.map(|c| c / ops * 1000.0);
-        r.server.cpu_net_s_per_1k_ops = r.server.cpu_net_s.map(|c| c / ops * 1000.0);
-    } else if let Some(i) = inputs.first() {
-        r.server = i.report.server.clone();
-    }
+    let ops = r.summary.ops;
+    r.server = ServerReport::merge(
+        &inputs.iter().map(|i| &i.report.server).collect::<Vec<_>>(),
+        ops,
+    );
     r.summary.server_cpu_s_per_1k_ops = r.server.cpu_s_per_1k_ops;
     r.summary.server_cpu_net_s_per_1k_ops = r.server.cpu_net_s_per_1k_ops;
-    let replayer: Vec<f64> = inputs
-        .iter()
-        .filter_map(|i| i.report.replayer.cpu_s)
-        .collect();
-    if !replayer.is_empty() {
-        let cpu: f64 = replayer.iter().sum();
-        let reader: Option<f64> = inputs.iter().map(|i| i.report.replayer.reader_cpu_s).sum();
-        r.replayer = ReplayerReport {
-            cpu_s: Some(cpu),
-            cpu_us_per_op: Some(cpu / ops * 1e6),
-            threads: None,
-            reader_cpu_s: reader,
-            reader_cpu_us_per_op: reader.map(|c| c / ops * 1e6),
-        };
+    let replayers: Vec<&ReplayerReport> = inputs.iter().map(|i| &i.report.replayer).collect();
+    if let Some(replayer) = ReplayerReport::merge(&replayers, ops) {
+        r.replayer = replayer;
         r.summary.client_cpu_us_per_op = r.replayer.cpu_us_per_op;
     }
-}
-
-/// The shards' session waits added up; `None` when no shard kept sessions in order.
-fn session_order<'a>(
-    reports: impl Iterator<Item = &'a ReplayReport>,
-) -> Option<SessionOrderReport> {
-    reports.filter_map(|r| r.session_order.as_ref()).fold(
-        None,
-        |sum: Option<SessionOrderReport>, o| {
-            let s = sum.unwrap_or_default();
-            Some(SessionOrderReport {
-                followed: s.followed + o.followed,
-                waited: s.waited + o.waited,
-                wait_s: s.wait_s + o.wait_s,
-            })
-        },
-    )
 }

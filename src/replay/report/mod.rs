@@ -49,6 +49,29 @@ pub struct ServerReport {
     pub status_error: Option<String>,
 }
 
+impl ServerReport {
+    /// Several runs' (shards') view of one server over `ops` operations in all: each measured
+    /// all of the server's CPU over nearly the same time, so the widest measurement stands for
+    /// the run (not their sum), its rates over `ops`.
+    pub fn merge(parts: &[&ServerReport], ops: u64) -> ServerReport {
+        let ops = ops.max(1) as f64;
+        let widest = parts.iter().filter(|s| s.cpu_s.is_some()).max_by(|a, b| {
+            a.cpu_s
+                .partial_cmp(&b.cpu_s)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        match widest {
+            Some(w) => {
+                let mut r = (*w).clone();
+                r.cpu_s_per_1k_ops = r.cpu_s.map(|c| c / ops * 1000.0);
+                r.cpu_net_s_per_1k_ops = r.cpu_net_s.map(|c| c / ops * 1000.0);
+                r
+            }
+            None => parts.first().map(|s| (*s).clone()).unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayerReport {
@@ -63,6 +86,27 @@ pub struct ReplayerReport {
     pub reader_cpu_s: Option<f64>,
     #[schemars(range(min = 0))]
     pub reader_cpu_us_per_op: Option<f64>,
+}
+
+impl ReplayerReport {
+    /// Several replayers' CPU (the shards') added up over `ops` operations in all; `None` when
+    /// none measured it.
+    pub fn merge(parts: &[&ReplayerReport], ops: u64) -> Option<ReplayerReport> {
+        let ops = ops.max(1) as f64;
+        let measured: Vec<f64> = parts.iter().filter_map(|r| r.cpu_s).collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let cpu: f64 = measured.iter().sum();
+        let reader: Option<f64> = parts.iter().map(|r| r.reader_cpu_s).sum();
+        Some(ReplayerReport {
+            cpu_s: Some(cpu),
+            cpu_us_per_op: Some(cpu / ops * 1e6),
+            threads: None,
+            reader_cpu_s: reader,
+            reader_cpu_us_per_op: reader.map(|c| c / ops * 1e6),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -188,6 +232,22 @@ pub struct SessionOrderReport {
     pub wait_s: f64,
 }
 
+impl SessionOrderReport {
+    /// Several runs' session waits added up; `None` when no run kept sessions in order.
+    pub fn merge<'a>(
+        parts: impl IntoIterator<Item = &'a SessionOrderReport>,
+    ) -> Option<SessionOrderReport> {
+        parts.into_iter().fold(None, |sum, o| {
+            let s = sum.unwrap_or_default();
+            Some(SessionOrderReport {
+                followed: s.followed + o.followed,
+                waited: s.waited + o.waited,
+                wait_s: s.wait_s + o.wait_s,
+            })
+        })
+    }
+}
+
 /// How many replay connections were open at once (`--max-open-connections`,
 /// [`crate::replay::route::slots`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -283,6 +343,11 @@ pub struct ReplayReport {
     pub connections_opened: u64,
     /// Requests not replayed, by why (handshake, filtered, ...).
     pub skipped: BTreeMap<String, u64>,
+    /// The requests of `skipped.filtered` by which filter left them out (first pass): the keys
+    /// of `slice`'s reasons for `--since`, `--until` and `--app` (`before_since`, `after_until`,
+    /// `connection_filter`, `cursor_opened_outside`, `transaction_outside_window`, ...), and
+    /// `request_filter` for `--command`, `--namespace` and `--connection`.
+    pub filtered_by: BTreeMap<String, u64>,
     pub per_namespace: BTreeMap<String, CommandSummary>,
     /// Schedule lag: send time minus intended send time, for every request; `clock`, the same for
     /// the requests their lane reached before their time (the pacing clock's own lateness); `held`,
@@ -337,4 +402,24 @@ pub struct ReplayReport {
     /// The K slowest requests replayed (`--slowest K`), by the replay's latency; a merged report
     /// keeps the K slowest of its shards.
     pub slowest: Vec<SlowRequest>,
+}
+
+impl ReplayReport {
+    /// Each plan's documents examined over the run ([`crate::plan::PlanEntry::count_requests`]),
+    /// from its shape's requests (joined by hash; a shape past the cap counts none).
+    pub fn count_plans(&mut self) {
+        let Some(plans) = &mut self.plans else {
+            return;
+        };
+        for p in plans {
+            let shape = self
+                .shapes
+                .shapes
+                .iter()
+                .find(|s| s.replayed.hash == p.hash);
+            if let Some(s) = shape {
+                p.count_requests(s.replayed.count);
+            }
+        }
+    }
 }

@@ -2,98 +2,60 @@
 //! most replayed time, shape text cut to fit 100 columns) and the page (every shape, whole text).
 
 use super::shapes::{ReplayShape, ReplayShapes};
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Field, Table};
 use crate::figures::units::{self, duration_us};
 
 /// Shapes the text summary lists.
 pub const TEXT_ROWS: usize = 10;
-/// The width the text table fits in.
-pub const TEXT_WIDTH: usize = 100;
 
-const HEADERS: [&str; 12] = [
-    "shape",
-    "hash",
-    "count",
-    "getMores",
-    "errors",
-    "p50",
-    "p99",
-    "recorded p50",
-    "recorded p99",
-    "total",
-    "share",
-    "docs",
-];
-const HTML_ONLY: [&str; 3] = ["hash", "getMores", "recorded p99"];
-
-/// `text` cut to `width` characters, the last one `…` when cut.
-pub fn ellipsis(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-fn cells(s: &ReplayShape) -> Vec<String> {
-    let r = &s.replayed;
-    let lat = |count: u64, no_reply: u64, v: f64| {
-        if count > no_reply {
-            duration_us(v)
-        } else {
-            "-".into()
-        }
-    };
-    let rec = &s.recorded;
-    vec![
-        r.shape.clone(),
-        r.hash.clone(),
-        r.count.to_string(),
-        r.getmores.to_string(),
-        r.errors.to_string(),
-        lat(r.count, r.no_reply, r.p50_us),
-        lat(r.count, r.no_reply, r.p99_us),
-        lat(rec.count, rec.no_reply, rec.p50_us),
-        lat(rec.count, rec.no_reply, rec.p99_us),
-        duration_us(r.total_us),
-        units::share(Some(r.share)),
-        r.docs_returned.to_string(),
+/// The columns, each with its cell of a shape.
+fn fields() -> [Field<ReplayShape>; 12] {
+    [
+        (Column::new("shape").fit(), |s| s.replayed.shape.clone()),
+        (Column::new("hash").html_only(), |s| s.replayed.hash.clone()),
+        (Column::new("count"), |s| s.replayed.count.to_string()),
+        (Column::new("getMores").html_only(), |s| {
+            s.replayed.getmores.to_string()
+        }),
+        (Column::new("errors"), |s| s.replayed.errors.to_string()),
+        (Column::new("p50"), |s| {
+            lat(s.replayed.count, s.replayed.no_reply, s.replayed.p50_us)
+        }),
+        (Column::new("p99"), |s| {
+            lat(s.replayed.count, s.replayed.no_reply, s.replayed.p99_us)
+        }),
+        (Column::new("recorded p50"), |s| {
+            lat(s.recorded.count, s.recorded.no_reply, s.recorded.p50_us)
+        }),
+        (Column::new("recorded p99").html_only(), |s| {
+            lat(s.recorded.count, s.recorded.no_reply, s.recorded.p99_us)
+        }),
+        (Column::new("total"), |s| duration_us(s.replayed.total_us)),
+        (Column::new("share"), |s| {
+            units::share(Some(s.replayed.share))
+        }),
+        (Column::new("docs"), |s| {
+            s.replayed.docs_returned.to_string()
+        }),
     ]
 }
 
-/// The shapes table: the first `limit` shapes and `other` when it holds any; `cut` fits the
-/// shape text into [`TEXT_WIDTH`] with the other text columns (the text summary), else keeps it
-/// whole (the page).
-pub fn table(shapes: &ReplayShapes, limit: usize, cut: bool) -> Table {
-    let other = &shapes.shapes_other;
-    let mut rows: Vec<Vec<String>> = shapes
-        .shapes
-        .iter()
-        .take(limit)
-        .chain((other.replayed.count + other.replayed.getmores > 0).then_some(other))
-        .map(cells)
-        .collect();
-    if cut {
-        let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
-        for row in &rows {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let others: usize = HEADERS
-            .iter()
-            .zip(&widths)
-            .skip(1)
-            .filter(|(h, _)| !HTML_ONLY.contains(h))
-            .map(|(_, w)| w + 2)
-            .sum();
-        let width = TEXT_WIDTH.saturating_sub(others).max(20);
-        for row in &mut rows {
-            row[0] = ellipsis(&row[0], width);
-        }
+/// A latency of one side of a shape, `-` when none of its requests had a reply.
+fn lat(count: u64, no_reply: u64, v: f64) -> String {
+    if count > no_reply {
+        duration_us(v)
+    } else {
+        "-".into()
     }
-    Table::new(HEADERS).html_only(&HTML_ONLY).with_rows(rows)
+}
+
+/// The shapes table: the first `limit` shapes and `other` when it holds any; the text cuts the
+/// shape text to fit `TEXT_WIDTH`, the page keeps it whole.
+pub fn table(shapes: &ReplayShapes, limit: usize) -> Table {
+    let other = &shapes.shapes_other;
+    let listed = shapes.shapes.iter().take(limit);
+    let rows = listed.chain((other.replayed.count + other.replayed.getmores > 0).then_some(other));
+    Table::of(&fields(), rows)
 }
 
 /// The text summary's part on shapes: the top of the table, and how many more there are.
@@ -106,7 +68,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
         shapes.shapes.len().min(TEXT_ROWS),
         shapes.shapes.len()
     );
-    s.push_str(&table(shapes, TEXT_ROWS, true).render());
+    s.push_str(&table(shapes, TEXT_ROWS).render());
     let other = &shapes.shapes_other.replayed;
     if other.count + other.getmores > 0 {
         s.push_str(&format!(
@@ -122,6 +84,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::figures::table::TEXT_WIDTH;
     use crate::shape::ShapeReport;
 
     #[test]
@@ -157,7 +120,7 @@ mod tests {
         assert!(text.contains('…'), "{text}");
         // A blank line and the title, the header, the rule, ten shapes, a blank line.
         assert_eq!(lines.len(), 2 + 2 + TEXT_ROWS + 1, "{text}");
-        let page = table(&shapes, usize::MAX, false).for_html();
+        let page = table(&shapes, usize::MAX).for_html();
         assert_eq!(page.rows().len(), 12);
         assert!(page.rows().iter().any(|r| r[0] == long));
     }

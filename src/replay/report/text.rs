@@ -3,7 +3,7 @@
 
 use super::ReplayReport;
 use crate::figures::summary::{CommandSummary, LatencySummary};
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Field, Table};
 use crate::figures::units;
 use crate::replay::measure::knee::KneeReport;
 use crate::replay::pacing::Pacing;
@@ -146,7 +146,10 @@ impl ReplayReport {
             .skipped
             .iter()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, n)| match k.as_str() {
+                "filtered" => format!("filtered {n}{}", self.filtered_reasons()),
+                _ => format!("{k} {n}"),
+            })
             .collect();
         if !skipped.is_empty() {
             out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
@@ -283,41 +286,89 @@ impl ReplayReport {
     /// replayed p50 and p99 and their ratio. The text leaves p90, p99.9 and max to the page (and
     /// the JSON), to fit 100 columns.
     pub fn command_table(&self) -> Table {
-        let mut t = Table::new([
-            "command", "count", "errors", "ops/s", "p50", "rec p50", "p50/rec", "p90", "p99",
-            "rec p99", "p99/rec", "p99.9", "max",
-        ])
-        .html_only(&["p90", "p99.9", "max"]);
         let s = &self.summary;
-        for (name, c) in &s.per_command {
-            let rec = self.recorded.per_command.get(name).filter(|l| l.count > 0);
-            t.row(command_cells(name, c, rec));
+        let rows: Vec<CommandRow> = (s.per_command.iter())
+            .map(|(name, c)| {
+                let rec = self.recorded.per_command.get(name).filter(|l| l.count > 0);
+                (name.as_str(), c, rec)
+            })
+            .chain([("(all)", &s.overall, None)])
+            .collect();
+        Table::of(&command_fields(), &rows)
+    }
+
+    /// What `filtered` holds, by filter: ` (263 after --until, 456 command, namespace or
+    /// connection left out)`; empty when not known (a report from before `filtered_by`).
+    fn filtered_reasons(&self) -> String {
+        let mut by: Vec<(&String, &u64)> =
+            self.filtered_by.iter().filter(|(_, n)| **n > 0).collect();
+        if by.is_empty() {
+            return String::new();
         }
-        t.row(command_cells("(all)", &s.overall, None));
-        t
+        by.sort_by_key(|(k, n)| (std::cmp::Reverse(**n), k.as_str()));
+        let said: Vec<String> = by
+            .into_iter()
+            .map(|(k, n)| {
+                let why = crate::slice::summary::ALL_REASONS
+                    .iter()
+                    .find(|r| r.name() == k)
+                    .map(|r| r.for_people())
+                    .unwrap_or(match k.as_str() {
+                        "request_filter" => "left out by --command, --namespace or --connection",
+                        other => other,
+                    });
+                format!("{n} {why}")
+            })
+            .collect();
+        format!(" ({})", said.join("; "))
     }
 }
 
-fn command_cells(name: &str, c: &CommandSummary, recorded: Option<&LatencySummary>) -> Vec<String> {
-    let l = &c.latency;
-    let beside = |live: f64, recorded: Option<f64>| {
-        let ratio = recorded
-            .filter(|v| *v > 0.0)
-            .map_or("-".into(), |v| units::ratio(live / v));
-        [recorded.map_or("-".into(), units::duration_us), ratio]
-    };
-    let mut cells = vec![
-        name.to_owned(),
-        c.count.to_string(),
-        c.errors.to_string(),
-        units::count(c.ops_per_s),
-        units::duration_us(l.p50_us),
-    ];
-    cells.extend(beside(l.p50_us, recorded.map(|r| r.p50_us)));
-    cells.extend([units::duration_us(l.p90_us), units::duration_us(l.p99_us)]);
-    cells.extend(beside(l.p99_us, recorded.map(|r| r.p99_us)));
-    cells.extend([units::duration_us(l.p999_us), units::duration_us(l.max_us)]);
-    cells
+/// A command's row: its name, its figures, the latency the capture recorded for it.
+type CommandRow<'a> = (&'a str, &'a CommandSummary, Option<&'a LatencySummary>);
+
+/// The columns of the table per command, each with its cell.
+fn command_fields<'a>() -> [Field<CommandRow<'a>>; 13] {
+    [
+        (Column::new("command"), |r| r.0.to_owned()),
+        (Column::new("count"), |r| r.1.count.to_string()),
+        (Column::new("errors"), |r| r.1.errors.to_string()),
+        (Column::new("ops/s"), |r| units::count(r.1.ops_per_s)),
+        (Column::new("p50"), |r| {
+            units::duration_us(r.1.latency.p50_us)
+        }),
+        (Column::new("rec p50"), |r| recorded(r.2.map(|l| l.p50_us))),
+        (Column::new("p50/rec"), |r| {
+            ratio(r.1.latency.p50_us, r.2.map(|l| l.p50_us))
+        }),
+        (Column::new("p90").html_only(), |r| {
+            units::duration_us(r.1.latency.p90_us)
+        }),
+        (Column::new("p99"), |r| {
+            units::duration_us(r.1.latency.p99_us)
+        }),
+        (Column::new("rec p99"), |r| recorded(r.2.map(|l| l.p99_us))),
+        (Column::new("p99/rec"), |r| {
+            ratio(r.1.latency.p99_us, r.2.map(|l| l.p99_us))
+        }),
+        (Column::new("p99.9").html_only(), |r| {
+            units::duration_us(r.1.latency.p999_us)
+        }),
+        (Column::new("max").html_only(), |r| {
+            units::duration_us(r.1.latency.max_us)
+        }),
+    ]
+}
+
+fn recorded(v: Option<f64>) -> String {
+    v.map_or("-".into(), units::duration_us)
+}
+
+/// The replayed figure over the recorded one, `-` without a recorded one.
+fn ratio(live: f64, recorded: Option<f64>) -> String {
+    recorded
+        .filter(|v| *v > 0.0)
+        .map_or("-".into(), |v| units::ratio(live / v))
 }
 
 #[cfg(test)]

@@ -19,4 +19,4 @@ pub mod sessions;
 pub mod understand;
 
 pub use recorded::{Request, Scope, Skip};
-pub use understand::{understand, understand_with};
+pub use understand::{open, understand, understand_opened, understand_with, Opened};

@@ -21,6 +21,8 @@ pub enum Skip {
     Ping,
     /// An opcode a current server no longer takes and that has no command equivalent here.
     Unsupported,
+    /// OP_COMMAND, 3.2-4.0's command opcode: a current server no longer takes it.
+    OpCommand,
     /// The recorded bytes do not decode.
     Malformed,
     /// A document nests deeper than `wire::depth::MAX_DEPTH` levels: a server refuses it (and
@@ -34,6 +36,7 @@ impl Skip {
             Skip::Handshake => "handshake",
             Skip::Ping => "ping",
             Skip::Unsupported => "unsupported_opcode",
+            Skip::OpCommand => "op_command",
             Skip::Malformed => "malformed",
             Skip::TooDeep => "nests_too_deep",
         }

@@ -37,6 +37,24 @@ pub fn understand_with(
     wire: &Bytes,
     names: &mut Names,
 ) -> Result<Request, Skip> {
+    let opened = open(wire)?;
+    understand_opened(conn_id, ts_ns, &opened, names).map(|(req, _)| req)
+}
+
+/// A recorded request's bytes opened: the OP_MSG it is, or stands for (decompressed, or turned
+/// from a legacy opcode into the command it means).
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub msg: Bytes,
+    /// The request id of the message `msg` was read from (inside the compression, if any).
+    pub request_id: i32,
+    pub compressor: Option<Compressor>,
+    /// `msg` was written from a legacy opcode (its shape is read from the legacy bytes).
+    pub legacy: bool,
+}
+
+/// Opens a recorded request's bytes; a reply, or an opcode that is not replayed, is skipped.
+pub fn open(wire: &Bytes) -> Result<Opened, Skip> {
     let header = MsgHeader::parse(wire)
         .ok()
         .flatten()
@@ -45,18 +63,35 @@ pub fn understand_with(
         OpCode::Msg => wire.clone(),
         OpCode::Compressed => {
             let (compressor, inner) = compressed::decompress(wire).map_err(|_| Skip::Malformed)?;
-            let mut req = understand_with(conn_id, ts_ns, &Bytes::from(inner), names)?;
-            req.compressor = (compressor != Compressor::Noop).then_some(compressor);
-            return Ok(req);
+            let mut opened = open(&Bytes::from(inner))?;
+            opened.compressor = (compressor != Compressor::Noop).then_some(compressor);
+            return Ok(opened);
         }
         OpCode::Query => from_op_query(wire)?,
         OpCode::Insert => from_op_insert(wire)?,
         OpCode::Update => from_op_update(wire)?,
         OpCode::Delete => from_op_delete(wire)?,
         OpCode::GetMore => from_op_get_more(wire)?,
+        OpCode::Command => return Err(Skip::OpCommand),
         _ => return Err(Skip::Unsupported),
     };
-    let view = OpMsgView::new(&msg).map_err(|_| Skip::Malformed)?;
+    Ok(Opened {
+        msg,
+        request_id: header.request_id,
+        compressor: None,
+        legacy: header.op_code != OpCode::Msg,
+    })
+}
+
+/// [`understand_with`] on bytes opened already, with the view of the OP_MSG it read, for the
+/// query shape: `None` when that OP_MSG was written from a legacy opcode.
+pub fn understand_opened<'a>(
+    conn_id: u64,
+    ts_ns: u64,
+    opened: &'a Opened,
+    names: &mut Names,
+) -> Result<(Request, Option<OpMsgView<'a>>), Skip> {
+    let view = OpMsgView::new(&opened.msg).map_err(|_| Skip::Malformed)?;
     if too_deep(&view) {
         return Err(Skip::TooDeep);
     }
@@ -75,7 +110,7 @@ pub fn understand_with(
     let mut req = Request {
         conn_id,
         ts_ns,
-        request_id: header.request_id,
+        request_id: opened.request_id,
         collection: first.as_str().map(|c| names.get(c)),
         command: names.get(first.key),
         db: Name::default(),
@@ -84,7 +119,7 @@ pub fn understand_with(
         transaction: None,
         cursor_refs: Vec::new(),
         recorded: None,
-        compressor: None,
+        compressor: opened.compressor,
         shape: None,
         msg: Bytes::new(),
     };
@@ -92,8 +127,8 @@ pub fn understand_with(
         req.cursor_refs.extend(first.as_i64());
     }
     read_fields(&mut req, els, names)?;
-    req.msg = msg;
-    Ok(req)
+    req.msg = opened.msg.clone();
+    Ok((req, (!opened.legacy).then_some(view)))
 }
 
 /// The body's fields after the command: database, a getMore's collection, the cursors a

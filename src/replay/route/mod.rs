@@ -1,7 +1,8 @@
 //! Step 3 of the pipeline: which lane each copy of a recorded request goes to ([`Router`]), when it
 //! is due (by [`crate::replay::pacing`]), in what form ([`op::Op`]), and what the lanes share
-//! ([`shared`], with the read-ahead [`budget`], the live [`cursors`], the connection [`slots`] and
-//! the [`abort`] signal).
+//! ([`shared`]: the [`run`]'s state, with its read-ahead [`budget`] and [`abort`] signal, and each
+//! [`target`]'s, with its live [`cursors`], connection [`slots`] and own abort signal; the
+//! [`counter`]s of both).
 //!
 //! Routing: with one lane per recorded connection it follows the recording; with `--connections N`
 //! it spreads requests over N lanes per clone, keeping a cursor's getMores and a transaction's
@@ -9,20 +10,23 @@
 //! one lane per recorded connection, a logical session's requests go one at a time
 //! ([`session_order`]), as the recording driver sent them.
 //!
-//! Layers, bottom up: abort cursors slots < budget < shared < order < op session_order
+//! Layers, bottom up: abort counter cursors slots < budget < run target < shared < order < op session_order
 
 pub mod abort;
 pub mod budget;
+pub mod counter;
 pub mod cursors;
 pub mod op;
 pub mod order;
+pub mod run;
 pub mod session_order;
 pub mod shared;
 pub mod slots;
+pub mod target;
 
 use crate::replay::request::{Request, Scope};
 use op::Op;
-use shared::Shared;
+use run::Run;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -51,7 +55,7 @@ const REAP_AT_LEAST: usize = 64;
 pub struct Router {
     lanes_mode: Lanes,
     spawn_lane: SpawnLane,
-    shared: Arc<Shared>,
+    run: Arc<Run>,
     lanes: Vec<Option<UnboundedSender<Box<Op>>>>,
     by_conn: HashMap<(Scope, u64), usize>,
     by_cursor: HashMap<(Scope, i64), usize>,
@@ -69,16 +73,11 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(
-        lanes_mode: Lanes,
-        clones: u32,
-        spawn_lane: SpawnLane,
-        shared: Arc<Shared>,
-    ) -> Router {
+    pub fn new(lanes_mode: Lanes, clones: u32, spawn_lane: SpawnLane, run: Arc<Run>) -> Router {
         let mut r = Router {
             lanes_mode,
             spawn_lane,
-            shared,
+            run,
             lanes: Vec::new(),
             by_conn: HashMap::new(),
             by_cursor: HashMap::new(),
@@ -118,7 +117,7 @@ impl Router {
                 continue;
             }
             if let Some(Err(e)) = self.joins.swap_remove(i).now_or_never() {
-                self.shared
+                self.run
                     .abort
                     .trigger(format!("internal: a replay connection failed: {e}"));
             }
@@ -216,10 +215,10 @@ impl Router {
             None => false,
         };
         if delivered && request {
-            shared::Counters::bump(&self.shared.counters.routed.0);
+            counter::bump(&self.run.counters.routed.0);
         }
         if !delivered {
-            self.shared.run.budget.release(len);
+            self.run.budget.release(len);
         }
     }
 

@@ -10,11 +10,11 @@
 //! No wait can deadlock: a request only ever waits for ones emitted before it, and every lane takes
 //! its requests in emission order.
 
-use super::shared::{Counters, Shared};
+use super::counter;
+use super::run::Run;
 use crate::replay::names::Name;
 use crate::replay::request::{Request, Scope};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::{watch, Semaphore};
 
@@ -200,12 +200,12 @@ impl Order {
 
 /// Waits for what `after` stands for. False when the replay was aborted meanwhile.
 pub async fn wait_turn(
-    shared: &Shared,
+    run: &Run,
     after: Option<&After>,
     abort: &mut watch::Receiver<bool>,
 ) -> bool {
     let Some(after) = after else { return true };
-    Counters::bump(&shared.counters.ordered);
+    counter::bump(&run.counters.ordered);
     if after.done() {
         return true;
     }
@@ -219,11 +219,11 @@ pub async fn wait_turn(
             return false;
         }
     }
-    Counters::bump(&shared.counters.order_waits);
-    shared
-        .counters
-        .order_wait_ns
-        .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    counter::bump(&run.counters.order_waits);
+    counter::add(
+        &run.counters.order_wait_ns,
+        started.elapsed().as_nanos() as u64,
+    );
     true
 }
 

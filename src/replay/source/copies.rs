@@ -9,6 +9,7 @@ use crate::replay::names::Name;
 use crate::replay::request::db_map::{CopyDb, DbMap};
 use crate::replay::request::rewrite;
 use crate::replay::request::{Request, Scope, Skip};
+use crate::replay::route::counter;
 use crate::replay::route::op::Op;
 use crate::replay::route::Lanes;
 
@@ -29,7 +30,7 @@ const BARRIERS: &[&str] = &[
 impl Feed<'_> {
     /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
     pub(super) fn emit(&mut self, req: Request) -> bool {
-        if self.shared.abort.is_set() {
+        if self.shared.run.abort.is_set() {
             return false;
         }
         let clones = self.cfg.clones.max(1);
@@ -48,10 +49,7 @@ impl Feed<'_> {
                 self.past_deadline = true;
                 return false;
             }
-            self.shared
-                .counters
-                .after_deadline
-                .fetch_add(clones as u64, std::sync::atomic::Ordering::Relaxed);
+            counter::add(&self.shared.run.counters.after_deadline, clones as u64);
             return true;
         }
         let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
@@ -61,7 +59,7 @@ impl Feed<'_> {
         if let Some(ids) = self.ids.as_mut().filter(|_| insert && self.iteration == 0) {
             ids.learn(&req.msg);
         }
-        if barrier && !self.shared.run.budget.wait_empty(&self.shared.abort) {
+        if barrier && !self.shared.run.budget.wait_empty(&self.shared.run.abort) {
             return false;
         }
         // A recorded connection's first request: its lane connects when the client did.
@@ -84,7 +82,7 @@ impl Feed<'_> {
                 return false;
             }
         }
-        !barrier || self.shared.run.budget.wait_empty(&self.shared.abort)
+        !barrier || self.shared.run.budget.wait_empty(&self.shared.run.abort)
     }
 
     /// Whether the next request, `offset_in_pass` after this pass's first, is due at or after the
@@ -170,7 +168,7 @@ impl Feed<'_> {
             .shared
             .run
             .budget
-            .acquire(op.charge, &self.shared.abort)
+            .acquire(op.charge, &self.shared.run.abort)
         {
             return false;
         }

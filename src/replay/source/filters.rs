@@ -41,6 +41,9 @@ impl Filters {
     }
 }
 
+/// The key of `filtered_by` for `--command`, `--namespace` and `--connection`.
+pub const REQUEST_FILTER: &str = "request_filter";
+
 impl super::SourceResult {
     /// What `--since`/`--until`/`--app` left out of the first pass counts as filtered, as
     /// `--command`'s does.
@@ -48,6 +51,15 @@ impl super::SourceResult {
         if let (0, Some(s)) = (iteration, slice) {
             self.requests_read += s.dropped_requests_total();
             self.filtered += s.dropped_requests_total();
+            for (reason, n) in s.dropped_requests {
+                *self.filtered_by.entry(reason).or_default() += n;
+            }
         }
+    }
+
+    /// A request `--command`, `--namespace` or `--connection` left out (first pass).
+    pub(super) fn request_filtered(&mut self) {
+        self.filtered += 1;
+        *self.filtered_by.entry(REQUEST_FILTER).or_default() += 1;
     }
 }

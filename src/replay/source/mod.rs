@@ -14,7 +14,7 @@ use crate::replay::measure::{outcome, step_phases::Marker};
 use crate::replay::request::kill_cursors::{self, CursorNamespaces};
 use crate::replay::request::{self, ids::IdRemap, sessions::Sessions, Request, Skip};
 use crate::replay::route::{shared::Shared, Lanes, Router, SpawnLane};
-use crate::wire::header::MsgHeader;
+use crate::wire::header::{MsgHeader, OpCode};
 use filters::Filters;
 use markers::MarkerSeq;
 use std::collections::{HashMap, VecDeque};
@@ -186,7 +186,7 @@ impl Feed<'_> {
             if n.is_multiple_of(256) {
                 self.progress
                     .store(base + reader.compressed_offset(), Ordering::Relaxed);
-                if self.shared.abort.is_set() || self.deadline_passed() {
+                if self.shared.run.abort.is_set() || self.deadline_passed() {
                     go_on = false;
                     break;
                 }
@@ -215,6 +215,12 @@ impl Feed<'_> {
         }
         if go_on {
             go_on = self.flush_all(&mut held);
+        }
+        if go_on && self.iteration == 0 {
+            // What lies after --until is counted, so that every request read is accounted for.
+            if let Some(e) = reader.count_rest() {
+                self.result.capture_damage(e.to_string());
+            }
         }
         self.result.left_out(self.iteration, reader.summary());
         self.progress
@@ -259,13 +265,16 @@ impl Feed<'_> {
     /// What a recorded request is, or `None` when it is not replayed (counted in the first pass).
     /// A step marker, though not replayed, comes back as a placeholder.
     fn understood(&mut self, record: &Record) -> Option<Request> {
-        let understood = request::understand_with(
-            record.conn_id,
-            record.ts_ns,
-            &record.payload,
-            &mut self.names,
-        )
-        .or_else(|skip| self.legacy_kill_cursors(skip, record));
+        // The bytes are opened once: the view read here is the one the shape is taken from.
+        let opened = request::open(&record.payload);
+        let understood = match &opened {
+            Ok(o) => request::understand_opened(record.conn_id, record.ts_ns, o, &mut self.names),
+            Err(skip) => Err(*skip),
+        }
+        .or_else(|skip| {
+            self.legacy_kill_cursors(skip, record)
+                .map(|req| (req, None))
+        });
         match understood {
             Err(skip) => {
                 if self.iteration == 0 {
@@ -273,15 +282,17 @@ impl Feed<'_> {
                 }
                 self.marker_request(skip, record.conn_id, record.ts_ns, &record.payload)
             }
-            Ok(req) if !self.cfg.filters.accepts(&req) => {
+            Ok((req, _)) if !self.cfg.filters.accepts(&req) => {
                 if self.iteration == 0 {
-                    self.result.filtered += 1;
+                    self.result.request_filtered();
                 }
                 None
             }
-            Ok(mut req) => {
+            Ok((mut req, view)) => {
                 let count = self.counts_recorded(record.conn_id);
-                req.shape = self.shapes.request(&record.payload, &req, count);
+                req.shape = self
+                    .shapes
+                    .request(&record.payload, view.as_ref(), &req, count);
                 Some(req)
             }
         }
@@ -305,14 +316,17 @@ impl Feed<'_> {
         let Some(q) = held.get_mut(&record.conn_id) else {
             return true;
         };
-        let response_to = MsgHeader::parse(&record.payload)
-            .ok()
-            .flatten()
-            .map(|h| h.response_to);
-        if let Some(req) = q
-            .iter_mut()
-            .find(|r| Some(r.request_id) == response_to && r.expects_reply && r.recorded.is_none())
-        {
+        let header = MsgHeader::parse(&record.payload).ok().flatten();
+        let response_to = header.map(|h| h.response_to);
+        // An OP_REPLY answering request 0 (old shells' replies in mongoreplay files) answers the
+        // oldest request still waiting: a reply by its opcode.
+        let by_order = header.is_some_and(|h| h.response_to == 0 && h.op_code == OpCode::Reply);
+        let waiting = |r: &Request| r.expects_reply && r.recorded.is_none();
+        let found = q
+            .iter()
+            .position(|r| Some(r.request_id) == response_to && waiting(r))
+            .or_else(|| q.iter().position(waiting).filter(|_| by_order));
+        if let Some(req) = found.and_then(|at| q.get_mut(at)) {
             let mut recorded = outcome::scan(&record.payload).unwrap_or_default();
             recorded.latency_ns = Some(record.ts_ns.saturating_sub(req.ts_ns));
             req.recorded = Some(recorded);
@@ -392,7 +406,7 @@ impl Feed<'_> {
                 // A pass starts where the previous one ended on schedule, or later if it ran late.
                 let scheduled = self.iteration * (self.result.recorded_span_ns + 1_000_000);
                 self.pass_base_ns = if self.cfg.pass_barrier {
-                    if !self.shared.run.budget.wait_empty(&self.shared.abort) {
+                    if !self.shared.run.budget.wait_empty(&self.shared.run.abort) {
                         break;
                     }
                     scheduled.max(self.shared.run.start.elapsed().as_nanos() as u64)
@@ -406,7 +420,10 @@ impl Feed<'_> {
             let seq_before = self.seq;
             let go_on = self.pass();
             self.iteration += 1;
-            if !go_on || self.past_deadline || self.deadline_passed() || self.shared.abort.is_set()
+            if !go_on
+                || self.past_deadline
+                || self.deadline_passed()
+                || self.shared.run.abort.is_set()
             {
                 break;
             }
@@ -416,12 +433,6 @@ impl Feed<'_> {
             }
         }
     }
-}
-
-/// CPU time of the calling thread, in seconds.
-fn thread_cpu_s() -> f64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// Runs the feed to the end of the last pass; returns what it saw and the lanes to wait for.
@@ -445,7 +456,7 @@ pub fn run(
         Some(Ok(p)) => Some(p),
         None => None,
     };
-    let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.clone());
+    let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.run.clone());
     let mut feed = Feed {
         cfg: &cfg,
         shared,
@@ -472,11 +483,11 @@ pub fn run(
         shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
         recorded_latency: FastMap::default(),
     };
-    let cpu_before = thread_cpu_s();
+    let cpu_before = result::thread_cpu_s();
     feed.passes();
     feed.router.close_all();
     let mut result = feed.result;
-    result.reader_cpu_s = Some(thread_cpu_s() - cpu_before);
+    result.reader_cpu_s = Some(result::thread_cpu_s() - cpu_before);
     result.iterations = feed.iteration;
     result.recorded_latency = std::mem::take(&mut feed.recorded_latency)
         .into_iter()

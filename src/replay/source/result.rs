@@ -13,6 +13,8 @@ pub struct SourceResult {
     pub requests_read: u64,
     pub skipped: BTreeMap<&'static str, u64>,
     pub filtered: u64,
+    /// `filtered` by the filter that left each out (`ReplayReport::filtered_by`).
+    pub filtered_by: BTreeMap<&'static str, u64>,
     pub iterations: u64,
     /// Recorded time from the first to the last replayed request of one pass.
     pub recorded_span_ns: u64,
@@ -41,4 +43,10 @@ impl SourceResult {
             None => self.capture_error = Some(what),
         }
     }
+}
+
+/// CPU time of the calling thread, in seconds.
+pub(super) fn thread_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }

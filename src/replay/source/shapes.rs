@@ -9,7 +9,7 @@ use crate::replay::measure::outcome::Outcome;
 use crate::replay::request::Request;
 use crate::shape::stats::ReplyFigures;
 use crate::shape::{CursorShapes, ShapeId, ShapeStats, ShapeTable, Shaped, Shaper};
-use crate::wire::header::{MsgHeader, OpCode};
+use crate::wire::OpMsgView;
 
 /// The feed's shapes: the table every id points into, with the recorded figures.
 #[derive(Debug, Default)]
@@ -49,8 +49,16 @@ impl FeedShapes {
         self.first_pass = first;
     }
 
-    /// The shape of the next request replayed: the first pass's when it remembered it.
-    pub fn request(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
+    /// The shape of the next request replayed: the first pass's when it remembered it. `view`:
+    /// the OP_MSG the request was read from, unless it came as a legacy opcode (then its shape is
+    /// read from `wire`, its bytes as recorded).
+    pub fn request(
+        &mut self,
+        wire: &[u8],
+        view: Option<&OpMsgView<'_>>,
+        req: &Request,
+        count: bool,
+    ) -> Option<ShapeId> {
         let at = self.at;
         self.at += 1;
         if !self.first_pass {
@@ -58,21 +66,30 @@ impl FeedShapes {
                 return *id;
             }
         }
-        let id = self.shape(wire, req, count);
+        let id = self.shape(wire, view, req, count);
         if self.first_pass && self.remember && self.remembered.len() < MAX_REMEMBERED {
             self.remembered.push(id);
         }
         id
     }
 
-    /// The shape of a recorded request from its bytes as recorded (any opcode, compressed or
-    /// not); `count`: its recorded figures are this replay's. `None` for bytes that do not decode.
-    fn shape(&mut self, wire: &[u8], req: &Request, count: bool) -> Option<ShapeId> {
-        let shaped = if is_op_msg_insert(wire, req) {
+    /// The shape of a recorded request from the OP_MSG it was read as, else from its bytes as
+    /// recorded; `count`: its recorded figures are this replay's. `None` for bytes that do not
+    /// decode.
+    fn shape(
+        &mut self,
+        wire: &[u8],
+        view: Option<&OpMsgView<'_>>,
+        req: &Request,
+        count: bool,
+    ) -> Option<ShapeId> {
+        let shaped = match view {
             // Its namespace alone, known already: the command is not read again.
-            self.shaper.insert(Some(&req.db), req.collection.as_deref())
-        } else {
-            self.shaper.request_wire(wire)?
+            Some(_) if is_op_msg_insert(req) => {
+                self.shaper.insert(Some(&req.db), req.collection.as_deref())
+            }
+            Some(view) => self.shaper.request_view(view)?,
+            None => self.shaper.request_wire(wire)?,
         };
         let (id, continues) = match shaped {
             Shaped::Own(view) => (self.table.id(&view), false),
@@ -118,15 +135,10 @@ impl FeedShapes {
     }
 }
 
-/// An insert recorded as a plain OP_MSG with a `$db` (the request's database is empty when the
-/// body has none, and the shape then tells the two apart).
-fn is_op_msg_insert(wire: &[u8], req: &Request) -> bool {
-    &*req.command == "insert"
-        && !req.db.is_empty()
-        && MsgHeader::parse(wire)
-            .ok()
-            .flatten()
-            .is_some_and(|h| h.op_code == OpCode::Msg)
+/// An insert read as an OP_MSG with a `$db` (the request's database is empty when the body has
+/// none, and the shape then tells the two apart).
+fn is_op_msg_insert(req: &Request) -> bool {
+    &*req.command == "insert" && !req.db.is_empty()
 }
 
 /// What the capture says of a reply besides its outcome.
@@ -141,8 +153,9 @@ pub struct Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::names::Names;
     use crate::replay::request::understand::tests::msg;
-    use crate::replay::request::understand::understand;
+    use crate::replay::request::understand::{open, understand_opened};
     use crate::wire::op_msg::MsgFlags;
     use bson::rawdoc;
 
@@ -170,9 +183,10 @@ mod tests {
             msg(MsgFlags::empty(), rawdoc! {"insert": "c"}, true),
         ];
         for wire in inserts {
-            let req = understand(1, 1, &wire).unwrap();
+            let opened = open(&wire).unwrap();
+            let (req, view) = understand_opened(1, 1, &opened, &mut Names::default()).unwrap();
             let mut feed = FeedShapes::new(100, false);
-            let id = feed.request(&wire, &req, true).unwrap();
+            let id = feed.request(&wire, view.as_ref(), &req, true).unwrap();
             let mut shaper = Shaper::new();
             let read = shaper.request_wire(&wire).unwrap().view();
             let (shape, stats) = feed.table.get(id).unwrap();
@@ -181,6 +195,53 @@ mod tests {
                 (read.text, read.command, read.namespace)
             );
             assert_eq!(stats.count, 1);
+        }
+    }
+
+    /// The shape taken from the OP_MSG read while understanding a request is the one its bytes
+    /// as recorded give: plain, compressed (the insert shortcut included) and legacy requests.
+    #[test]
+    fn a_request_shaped_from_its_view_has_the_shape_read_from_its_bytes() {
+        use crate::wire::compressed::{compress, Compressor};
+        use crate::wire::legacy::OpQuery;
+        let find = msg(
+            MsgFlags::empty(),
+            rawdoc! {"find": "c", "filter": {"a": 1, "b": {"$gt": 2}}, "$db": "bench"},
+            false,
+        );
+        let insert = msg(
+            MsgFlags::empty(),
+            rawdoc! {"insert": "c", "ordered": true, "$db": "bench"},
+            true,
+        );
+        let query = OpQuery {
+            flags: 0,
+            full_collection_name: "bench.c".into(),
+            number_to_skip: 0,
+            number_to_return: 0,
+            query: rawdoc! {"$query": {"a": 1}, "$orderby": {"b": 1}},
+            return_fields_selector: None,
+        };
+        let query = bytes::Bytes::from(query.encode(3));
+        let mut wires = vec![find.clone(), insert.clone(), query.clone()];
+        for plain in [&find, &insert, &query] {
+            for c in [Compressor::Noop, Compressor::Zlib] {
+                wires.push(compress(plain, c).unwrap().into());
+            }
+        }
+        for wire in wires {
+            let opened = open(&wire).unwrap();
+            let (req, view) = understand_opened(1, 1, &opened, &mut Names::default()).unwrap();
+            assert_eq!(view.is_none(), opened.legacy);
+            let mut feed = FeedShapes::new(100, false);
+            let id = feed.request(&wire, view.as_ref(), &req, true).unwrap();
+            let mut shaper = Shaper::new();
+            let read = shaper.request_wire(&wire).unwrap().view();
+            let (shape, _) = feed.table.get(id).unwrap();
+            assert_eq!(
+                (&*shape.text, &*shape.command, &*shape.namespace),
+                (read.text, read.command, read.namespace)
+            );
         }
     }
 }

@@ -163,41 +163,32 @@ impl Tally {
             .span
             .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
             .unwrap_or(0.0);
-        let rate = |n: u64| if wall_s > 0.0 { n as f64 / wall_s } else { 0.0 };
-        ReportSummary {
-            kind: "analyze".into(),
-            label: label.unwrap_or(source).to_owned(),
-            source: source.to_owned(),
+        let overall = CommandSummary::of(
+            self.replayable,
+            self.replayable_errors,
             wall_s,
-            ops: self.replayable,
-            ops_per_s: rate(self.replayable),
-            overall: CommandSummary {
-                count: self.replayable,
-                errors: self.replayable_errors,
-                ops_per_s: rate(self.replayable),
-                latency: self
-                    .replayable_hist
-                    .as_ref()
-                    .map(LatencySummary::from_ns_histogram)
-                    .unwrap_or_default(),
-            },
-            per_command: commands
-                .iter()
-                .filter(|c| !is_handshake_command(&c.command))
-                .map(|c| {
-                    let s = CommandSummary {
-                        count: c.requests,
-                        errors: c.errors,
-                        ops_per_s: rate(c.requests),
-                        latency: c.latency.clone(),
-                    };
-                    (c.command.clone(), s)
-                })
-                .collect(),
-            server_cpu_s_per_1k_ops: None,
-            server_cpu_net_s_per_1k_ops: None,
-            client_cpu_us_per_op: None,
-            client_bound_share,
-        }
+            self.replayable_hist
+                .as_ref()
+                .map(LatencySummary::from_ns_histogram)
+                .unwrap_or_default(),
+        );
+        let per_command = commands
+            .iter()
+            .filter(|c| !is_handshake_command(&c.command))
+            .map(|c| {
+                let s = CommandSummary::of(c.requests, c.errors, wall_s, c.latency.clone());
+                (c.command.clone(), s)
+            })
+            .collect();
+        let mut s = ReportSummary::of(
+            "analyze",
+            label.unwrap_or(source).to_owned(),
+            source.to_owned(),
+            wall_s,
+            overall,
+            per_command,
+        );
+        s.client_bound_share = client_bound_share;
+        s
     }
 }

@@ -4,7 +4,7 @@
 use super::conn::TimeSplit;
 use super::{AnalyzeReport, Category, CommandReport, Totals};
 use crate::figures::drivers::label_for_people;
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Field, Table};
 use crate::figures::units::{self, duration_ns, duration_us};
 use crate::shape::ShapeReport;
 
@@ -166,98 +166,45 @@ pub fn commands(commands: &[CommandReport]) -> Table {
     t
 }
 
-/// Width of the terminal a text table must fit.
-pub const TEXT_WIDTH: usize = 100;
-
 /// The query shapes, most total time first, at most `limit` of them plus `other` when it holds
-/// requests. `cut`: the width the shape text is cut to (with `…`) so the text table fits
-/// [`TEXT_WIDTH`]; `None` keeps the whole text (the HTML page). Hash, getMores, mean and reply
-/// bytes are on the page only.
-pub fn shapes(r: &AnalyzeReport, limit: usize, cut: bool) -> Table {
-    let headers = [
-        "shape",
-        "hash",
-        "count",
-        "getMores",
-        "errors",
-        "p50",
-        "p99",
-        "mean",
-        "total",
-        "share",
-        "docs",
-        "reply bytes",
-    ];
-    let html_only = ["hash", "getMores", "mean", "reply bytes"];
+/// requests. The text cuts the shape text to fit `TEXT_WIDTH` and leaves hash, getMores, mean and
+/// reply bytes to the page, which keeps the whole text.
+pub fn shapes(r: &AnalyzeReport, limit: usize) -> Table {
     let other = &r.shapes.shapes_other;
     let listed = r.shapes.shapes.iter().take(limit);
-    let rows: Vec<(&ShapeReport, Vec<String>)> = listed
-        .chain((other.count + other.getmores > 0).then_some(other))
-        .map(|s| (s, shape_cells(s)))
-        .collect();
-    let text = if cut {
-        // What the other text columns take, with two spaces between columns.
-        let mut widths = vec![0usize; headers.len()];
-        for (i, h) in headers.iter().enumerate() {
-            widths[i] = h.chars().count();
-        }
-        for (_, cells) in &rows {
-            for (i, c) in cells.iter().enumerate() {
-                widths[i] = widths[i].max(c.chars().count());
-            }
-        }
-        let others: usize = headers
-            .iter()
-            .zip(&widths)
-            .skip(1)
-            .filter(|(h, _)| !html_only.contains(h))
-            .map(|(_, w)| w + 2)
-            .sum();
-        Some(TEXT_WIDTH.saturating_sub(others).max(20))
-    } else {
-        None
-    };
-    let mut t = Table::new(headers).html_only(&html_only);
-    for (s, mut cells) in rows {
-        cells[0] = match text {
-            Some(width) => ellipsis(&s.shape, width),
-            None => s.shape.clone(),
-        };
-        t.row(cells);
-    }
-    t
+    let rows = listed.chain((other.count + other.getmores > 0).then_some(other));
+    Table::of(&shape_fields(), rows)
 }
 
-fn shape_cells(s: &ShapeReport) -> Vec<String> {
-    let lat = |v: f64| {
-        if s.count > s.no_reply {
-            duration_us(v)
-        } else {
-            "-".into()
-        }
-    };
-    vec![
-        String::new(),
-        s.hash.clone(),
-        s.count.to_string(),
-        s.getmores.to_string(),
-        s.errors.to_string(),
-        lat(s.p50_us),
-        lat(s.p99_us),
-        lat(s.mean_us),
-        duration_us(s.total_us),
-        units::share(Some(s.share)),
-        s.docs_returned.to_string(),
-        units::bytes(s.reply_bytes),
+/// The shape table's columns, each with its cell of a shape.
+fn shape_fields() -> [Field<ShapeReport>; 12] {
+    [
+        (Column::new("shape").fit(), |s| s.shape.clone()),
+        (Column::new("hash").html_only(), |s| s.hash.clone()),
+        (Column::new("count"), |s| s.count.to_string()),
+        (Column::new("getMores").html_only(), |s| {
+            s.getmores.to_string()
+        }),
+        (Column::new("errors"), |s| s.errors.to_string()),
+        (Column::new("p50"), |s| shape_latency(s, s.p50_us)),
+        (Column::new("p99"), |s| shape_latency(s, s.p99_us)),
+        (Column::new("mean").html_only(), |s| {
+            shape_latency(s, s.mean_us)
+        }),
+        (Column::new("total"), |s| duration_us(s.total_us)),
+        (Column::new("share"), |s| units::share(Some(s.share))),
+        (Column::new("docs"), |s| s.docs_returned.to_string()),
+        (Column::new("reply bytes").html_only(), |s| {
+            units::bytes(s.reply_bytes)
+        }),
     ]
 }
 
-/// `text` cut to `width` characters, the last one `…` when cut.
-pub fn ellipsis(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
+/// A latency of a shape, `-` when none of its requests had a reply.
+fn shape_latency(s: &ShapeReport, v: f64) -> String {
+    if s.count > s.no_reply {
+        duration_us(v)
+    } else {
+        "-".into()
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

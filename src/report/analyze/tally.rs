@@ -320,7 +320,7 @@ impl Tally {
         let answer = self.pairer.reply(conn_id, &msg, reply.more_to_come);
         if let Answer::Request(p) = &answer {
             if p.info.command == "ping" {
-                if let Some(step) = self.markers.remove(&(conn_id, msg.header.response_to)) {
+                if let Some(step) = self.markers.remove(&(conn_id, p.request_id)) {
                     self.phases.marker(&step, p.ts_ns, ts);
                 }
             }
@@ -351,7 +351,7 @@ impl Tally {
             first_ns: self.first_ns.unwrap_or(0),
             at: (conn_id, ts),
             reply: payload,
-            request_id: msg.header.response_to,
+            request_id: p.request_id,
             pending: &p,
             error,
         };

@@ -141,7 +141,7 @@ fn shapes(s: &mut String, r: &AnalyzeReport) {
         all.len().min(MAX_SHAPE_ROWS),
         all.len()
     ));
-    s.push_str(&tables::shapes(r, MAX_SHAPE_ROWS, true).render());
+    s.push_str(&tables::shapes(r, MAX_SHAPE_ROWS).render());
     let other = &r.shapes.shapes_other;
     if other.count + other.getmores > 0 {
         s.push_str(&format!(

@@ -108,6 +108,11 @@ impl JsonWriter {
                 "cursorId": g.cursor_id,
             }),
             Body::KillCursors(k) => json!({ "cursorIds": k.cursor_ids }),
+            Body::Command(c) => json!({
+                "database": c.database, "commandName": c.command_name,
+                "documents": self.docs(&c.documents), "inputDocs": self.docs(&c.input_docs),
+            }),
+            Body::CommandReply(r) => json!({ "documents": self.docs(&r.documents) }),
             Body::Unknown(bytes) => json!({ "rawLength": bytes.len() }),
         }
     }

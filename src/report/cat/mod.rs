@@ -11,7 +11,7 @@ pub use json::{
     body_json, body_json_in, doc_json, doc_json_in, event_json, message_json, too_deep_json,
     ExtJson, JsonWriter,
 };
-pub use slowest::slowest;
+pub use slowest::{slowest, SlowestFormat};
 
 use super::pair::{Answer, Pairer};
 use crate::capture::{CaptureError, Record, RecordKind, RecordSource};

@@ -1,12 +1,15 @@
 //! `mongotape cat --slowest K`: the K slowest requests of a capture (handshakes and monitoring
-//! hellos left out, as `analyze` does), each paired with its reply,
-//! slowest first, one JSON object each. One pass, memory bounded: the requests waiting for their
-//! reply (as `cat` pairs them, each a share of its record up to 64 KiB), the K kept and the
-//! application names of the connections open.
+//! hellos left out, as `analyze` does), each paired with its reply, slowest first: a table (the
+//! shape says what each request is, without its session and cluster-time fields), or one JSON
+//! object each. One pass, memory bounded: the requests waiting for their reply (as `cat` pairs
+//! them, each a share of its record up to 64 KiB), the K kept and the application names of the
+//! connections open.
 
 use super::CatEnd;
 use crate::capture::{Record, RecordKind, RecordSource};
 use crate::figures::slowest::{body_text, SlowRequest, Slowest};
+use crate::figures::table::Table;
+use crate::figures::units;
 use crate::report::pair::{Answer, Pairer};
 use crate::shape::Shaper;
 use crate::wire::info::is_handshake_command;
@@ -19,18 +22,29 @@ use std::io::Write;
 /// A request is kept for pairing with its bytes only up to this size.
 const MAX_KEPT_REQUEST: usize = 64 * 1024;
 
+/// How `cat --slowest` prints its list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SlowestFormat {
+    /// A table: latency, t, connection, application, shape.
+    #[default]
+    Table,
+    /// One JSON object per request (indented when `pretty`), with the request's body unless
+    /// `no_body`.
+    Json { pretty: bool, no_body: bool },
+}
+
 /// Writes the `k` slowest requests of `reader` (request to reply in the capture) to `out`,
-/// slowest first: when (`t`, seconds from the capture's start as in every `cat` line),
-/// connection, application, command, namespace, shape, `latency_us`, the request's body and what
-/// its reply said. Only writing can fail.
+/// slowest first: when (`t`, seconds from the capture's first record as in every `cat` line),
+/// connection, application, command, namespace, shape, `latency_us`, and in JSON the request's
+/// body and what its reply said. Only writing can fail.
 pub fn slowest(
     reader: &mut impl RecordSource,
     k: usize,
-    pretty: bool,
+    format: SlowestFormat,
     out: &mut impl Write,
 ) -> std::io::Result<CatEnd> {
     let mut f = Finder {
-        start: reader.metadata().start_unix_ns,
+        origin: None,
         k,
         pairer: Pairer::default(),
         kept: Slowest::new(k),
@@ -45,20 +59,27 @@ pub fn slowest(
             Err(e) => capture_errors.push(e),
         }
     }
-    let mut lines = 0;
-    for r in f.kept.sorted() {
-        let reply = f
-            .replies
-            .remove(&(r.connection, r.request_id))
-            .unwrap_or(Value::Null);
-        let line = line(&r, reply);
-        if pretty {
-            let text = serde_json::to_string_pretty(&line).map_err(std::io::Error::other)?;
-            writeln!(out, "{text}")?;
-        } else {
-            writeln!(out, "{line}")?;
+    let sorted = f.kept.sorted();
+    let lines = sorted.len() as u64;
+    match format {
+        SlowestFormat::Table if sorted.is_empty() => {}
+        SlowestFormat::Table => write!(out, "{}", table(&sorted).render())?,
+        SlowestFormat::Json { pretty, no_body } => {
+            for r in &sorted {
+                let reply = f
+                    .replies
+                    .remove(&(r.connection, r.request_id))
+                    .unwrap_or(Value::Null);
+                let line = line(r, reply, !no_body);
+                if pretty {
+                    let text =
+                        serde_json::to_string_pretty(&line).map_err(std::io::Error::other)?;
+                    writeln!(out, "{text}")?;
+                } else {
+                    writeln!(out, "{line}")?;
+                }
+            }
         }
-        lines += 1;
     }
     Ok(CatEnd {
         lines,
@@ -71,7 +92,8 @@ pub fn slowest(
 
 /// The pass's state: requests waiting, the K kept and their replies, application names.
 struct Finder {
-    start: u64,
+    /// The first record's time: `t` counts from it, as in `cat`, `analyze` and `slice`.
+    origin: Option<u64>,
     k: usize,
     pairer: Pairer,
     kept: Slowest,
@@ -82,6 +104,7 @@ struct Finder {
 
 impl Finder {
     fn record(&mut self, record: &Record) {
+        self.origin.get_or_insert(record.ts_ns);
         match record.kind {
             RecordKind::ClientMetadata => {
                 if let Some(app) = application(&record.payload) {
@@ -123,9 +146,9 @@ impl Finder {
             return;
         }
         let request = SlowRequest {
-            at_s: p.ts_ns.saturating_sub(self.start) as f64 / 1e9,
+            at_s: p.ts_ns.saturating_sub(self.origin.unwrap_or(p.ts_ns)) as f64 / 1e9,
             connection: conn,
-            request_id: msg.header.response_to,
+            request_id: p.request_id,
             application: self.apps.get(&conn).cloned(),
             command: p.info.command.clone(),
             namespace: p.info.namespace(),
@@ -134,7 +157,7 @@ impl Finder {
         };
         let request = described(request, p.payload.as_ref(), &mut self.shaper);
         self.replies
-            .insert((conn, msg.header.response_to), reply_json(&reply));
+            .insert((conn, p.request_id), reply_json(&reply));
         self.kept.push(latency, request);
         // What was pushed out of the list needs no reply kept.
         if self.replies.len() > 2 * self.k.max(1) {
@@ -178,16 +201,54 @@ fn reply_json(r: &ReplyInfo) -> Value {
     })
 }
 
-/// One slow request as printed: its body as JSON (text when it was cut), its reply's outcome.
-fn line(r: &SlowRequest, reply: Value) -> Value {
-    let body = if r.body_cut {
-        Value::String(r.body.clone())
-    } else {
-        serde_json::from_str(&r.body).unwrap_or_else(|_| Value::String(r.body.clone()))
-    };
-    json!({
+/// A shape is cut past this many characters in the table, so that a line fits 100 columns
+/// beside the latency, time, connection and a short application name.
+const SHAPE_COLUMN: usize = 60;
+
+/// The slowest requests as a table: what each request is told by its shape (or its command and
+/// namespace when it has none), never by its body.
+fn table(list: &[SlowRequest]) -> Table {
+    let mut t = Table::new(["latency", "t", "conn", "app", "shape"]);
+    for r in list {
+        let what = r
+            .shape
+            .clone()
+            .unwrap_or_else(|| format!("{} {}", r.command, r.namespace));
+        t.row([
+            r.recorded_us.map_or("-".into(), units::duration_us),
+            format!("{:.3}s", r.at_s),
+            r.connection.to_string(),
+            r.application.clone().unwrap_or_else(|| "-".into()),
+            cut_chars(what.trim_end(), SHAPE_COLUMN),
+        ]);
+    }
+    t
+}
+
+fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// One slow request as printed: its body as JSON (text when it was cut; none unless `body`), its
+/// reply's outcome.
+fn line(r: &SlowRequest, reply: Value, body: bool) -> Value {
+    let mut line = json!({
         "latency_us": r.recorded_us, "conn": r.connection, "request_id": r.request_id,
         "t": r.at_s, "application": r.application, "command": r.command, "ns": r.namespace,
-        "shape_hash": r.shape_hash, "shape": r.shape, "body": body, "reply": reply,
-    })
+        "shape_hash": r.shape_hash, "shape": r.shape, "reply": reply,
+    });
+    if body {
+        let body = if r.body_cut {
+            Value::String(r.body.clone())
+        } else {
+            serde_json::from_str(&r.body).unwrap_or_else(|_| Value::String(r.body.clone()))
+        };
+        line["body"] = body;
+    }
+    line
 }

@@ -21,5 +21,10 @@ pub struct ReportErrors {
 /// The `errors_by_code` of a report file (empty for a report written before it had them).
 pub fn load_errors(path: &Path) -> Result<ErrorsReport, CompareError> {
     let (_, value) = load_json(path)?;
-    Ok(serde_json::from_value(value).unwrap_or_default())
+    Ok(errors_of(value))
+}
+
+/// The `errors_by_code` of a report already read.
+pub fn errors_of(value: serde_json::Value) -> ErrorsReport {
+    serde_json::from_value(value).unwrap_or_default()
 }

@@ -17,7 +17,7 @@ mod shapes;
 mod text;
 
 pub use errors::{load_errors, ReportErrors};
-pub use read::{load_summary, CompareError};
+pub use read::{load_reports, load_summary, CompareError};
 pub use repeats::compare_repeats;
 pub use rows::{ColumnHead, CommandRows, Interval, MetricRow, Spread};
 pub use shapes::{compare_shapes, load_shapes, ShapeRows};
@@ -44,6 +44,35 @@ pub struct CompareReport {
     /// Each report's errors by command and code, in the order given.
     #[serde(default)]
     pub errors_by_code: Vec<ReportErrors>,
+}
+
+/// The reports of some files, one column each: a file is one report, an A/B report one per
+/// target (its replay report).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The file of each column (`FILE [LABEL]` for an A/B report's target).
+    pub files: Vec<String>,
+    pub summaries: Vec<ReportSummary>,
+    pub errors: Vec<ErrorsReport>,
+    pub shapes: Vec<Vec<crate::shape::ShapeReport>>,
+}
+
+/// Reads `paths` in order into columns ([`Loaded`]).
+pub fn load_columns(paths: &[std::path::PathBuf]) -> Result<Loaded, CompareError> {
+    let mut loaded = Loaded::default();
+    for path in paths {
+        for (name, value) in load_reports(path)? {
+            loaded
+                .shapes
+                .push(shapes::shapes_of(name.clone(), value.clone())?);
+            loaded.errors.push(errors::errors_of(value.clone()));
+            loaded
+                .summaries
+                .push(read::summary_of(name.clone(), value)?);
+            loaded.files.push(name);
+        }
+    }
+    Ok(loaded)
 }
 
 fn command_rows(cols: &[&CommandSummary]) -> Vec<MetricRow> {

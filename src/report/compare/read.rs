@@ -1,7 +1,9 @@
 //! Reading a report file to compare: its `summary` (the schema version is checked by
-//! `figures::report_file`), and why a report could not be read.
+//! `figures::report_file`), and why a report could not be read. An A/B report is the replay
+//! reports of its targets, each compared as a report of its own (labelled A, B, A2).
 
 use crate::figures::summary::ReportSummary;
+use serde_json::Value;
 use std::path::Path;
 
 /// Why a report could not be compared.
@@ -30,9 +32,48 @@ pub fn load_json(path: &Path) -> Result<(String, serde_json::Value), CompareErro
     }
 }
 
+/// The reports a file holds, each with its name for errors: the file itself, or for an A/B
+/// report (`kind: ab`) each target's replay report, its summary labelled by the target.
+pub fn load_reports(path: &Path) -> Result<Vec<(String, Value)>, CompareError> {
+    let (name, mut value) = load_json(path)?;
+    if value.get("kind").and_then(Value::as_str) != Some("ab") {
+        return Ok(vec![(name, value)]);
+    }
+    let no_targets = |detail: &str| CompareError::NoSummary {
+        path: name.clone(),
+        detail: format!("an A/B report whose {detail}"),
+    };
+    let Some(Value::Array(targets)) = value.get_mut("targets").map(Value::take) else {
+        return Err(no_targets("`targets` are missing"));
+    };
+    let mut reports = Vec::with_capacity(targets.len());
+    for mut target in targets {
+        let label = target.get("label").and_then(Value::as_str).unwrap_or("?");
+        let label = label.to_owned();
+        let mut replay = match target.get_mut("replay").map(Value::take) {
+            Some(r @ Value::Object(_)) => r,
+            _ => {
+                return Err(no_targets(&format!(
+                    "target {label} has no `replay` report"
+                )))
+            }
+        };
+        if let Some(Value::Object(summary)) = replay.get_mut("summary") {
+            summary.insert("label".into(), Value::String(label.clone()));
+        }
+        reports.push((format!("{name} [{label}]"), replay));
+    }
+    Ok(reports)
+}
+
 /// Loads the summary of a report file.
 pub fn load_summary(path: &Path) -> Result<ReportSummary, CompareError> {
-    let (name, mut value) = load_json(path)?;
+    let (name, value) = load_json(path)?;
+    summary_of(name, value)
+}
+
+/// The summary of a report already read (`name` for errors).
+pub fn summary_of(name: String, mut value: Value) -> Result<ReportSummary, CompareError> {
     let doc = match value.get_mut("summary") {
         Some(s) => s.take(),
         None => value,

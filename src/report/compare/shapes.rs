@@ -23,7 +23,15 @@ pub struct ShapeRows {
 
 /// The `shapes` of a report file: empty when it has none.
 pub fn load_shapes(path: &Path) -> Result<Vec<ShapeReport>, CompareError> {
-    let (name, mut value) = load_json(path)?;
+    let (name, value) = load_json(path)?;
+    shapes_of(name, value)
+}
+
+/// The `shapes` of a report already read (`name` for errors).
+pub fn shapes_of(
+    name: String,
+    mut value: serde_json::Value,
+) -> Result<Vec<ShapeReport>, CompareError> {
     match value.get_mut("shapes").map(serde_json::Value::take) {
         None | Some(serde_json::Value::Null) => Ok(Vec::new()),
         Some(shapes) => serde_json::from_value(shapes).map_err(|e| CompareError::NoSummary {

@@ -6,6 +6,9 @@ use super::{BarChart, LineChart, Page};
 use crate::replay::ab::report::{AbReport, AbRow};
 use crate::replay::ab::{shapes, tables};
 
+/// Query shapes whose A2 sentence the page prints (the most moved first; the JSON has all).
+const CONTROL_SHAPES: usize = 20;
+
 /// Commands whose latency distributions are drawn (the busiest).
 const DISTRIBUTIONS: usize = 6;
 
@@ -25,9 +28,13 @@ pub fn render_html(r: &AbReport) -> String {
         page =
             page.paragraph("No command is significantly slower or faster, and no reply differs.");
     }
+    for w in &r.warnings {
+        page = page.paragraph(&format!("Warning: {w}"));
+    }
     for f in &r.findings {
         page = page.paragraph(f);
     }
+    page = verdicts(page, r);
     page = page.section("Targets").table(&tables::targets(r));
     if let Some(load) = &r.load {
         page = page.paragraph(load.text().trim_end());
@@ -38,11 +45,51 @@ pub fn render_html(r: &AbReport) -> String {
         if !t.replay.errors.errors_by_code.is_empty() {
             page = page.paragraph(&format!("Errors on {}:", t.label));
             page = super::why::errors(page, &t.replay.errors);
+            if let Some(hint) = t.replay.errors.duplicate_key_hint() {
+                page = page.paragraph(&format!("{}: {hint}", t.label));
+            }
         }
     }
     page = distributions(page, r, &labels);
     page = shape_distributions(page, r, &labels);
     differences(page, r).render()
+}
+
+/// The ratios set aside (clear of 1, not findings) and, with A2, what the control's copy showed
+/// per command and per query shape: each candidate's ratio within it or beyond it.
+fn verdicts(mut page: Page, r: &AbReport) -> Page {
+    if !r.set_aside.is_empty() {
+        page = page.paragraph(
+            "Not findings: an interval clear of 1, but the mean and the per-request median do \
+             not agree, A2 shows as much, or the run was DISTURBED and the difference is too \
+             small to tell (docs/ab.md, \"What makes a finding\").",
+        );
+        for s in &r.set_aside {
+            page = page.paragraph(s);
+        }
+    }
+    let commands = r.control.iter().filter(|c| c.kind == "command");
+    let shapes: Vec<_> = r.control.iter().filter(|c| c.kind == "shape").collect();
+    let checks: Vec<_> = commands
+        .chain(shapes.iter().copied().take(CONTROL_SHAPES))
+        .collect();
+    if checks.is_empty() {
+        return page;
+    }
+    page = page.paragraph(
+        "The control's copy (A2) against the control, per command and per query shape: a \
+         candidate's ratio within what it shows is not a finding (docs/ab.md, \"The A2 rule\").",
+    );
+    for c in checks {
+        page = page.paragraph(&c.sentence);
+    }
+    if shapes.len() > CONTROL_SHAPES {
+        page = page.paragraph(&format!(
+            "… and {} more query shapes in the JSON (`control`, kind `shape`).",
+            shapes.len() - CONTROL_SHAPES
+        ));
+    }
+    page
 }
 
 fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
@@ -76,11 +123,12 @@ fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
     let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
     page.section("Per query shape")
         .paragraph(
-            "Each query shape (docs/shapes.md) on every target: its total time, and each \
-             candidate's mean latency over the control's on the same requests of the shape, with \
-             its interval; the shapes whose total time moved most first.",
+            "Each query shape (docs/shapes.md) on every target: its total time, its share of the \
+             summed latency of every request replayed into that target (not of the server's \
+             time), and each candidate's mean latency over the control's on the same requests of \
+             the shape, with its interval; the shapes whose total time moved most first.",
         )
-        .table(&shapes::table(&r.shapes, &labels, usize::MAX, false))
+        .table(&shapes::table(&r.shapes, &labels, usize::MAX))
 }
 
 /// Each target's latency distribution (share of requests at or under a latency), overlaid.

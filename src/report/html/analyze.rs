@@ -280,7 +280,7 @@ fn shape_table(page: Page, r: &AnalyzeReport) -> Page {
              cursor. At most {} distinct shapes are kept; the rest are counted as other.",
             r.shapes.shapes_cap
         ))
-        .table(&tables::shapes(r, usize::MAX, false));
+        .table(&tables::shapes(r, usize::MAX));
     if r.shape_histograms.is_empty() {
         return page;
     }

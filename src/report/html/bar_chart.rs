@@ -2,8 +2,9 @@
 //! stacked. A value that was not measured is drawn as "n/a", not as a zero bar; a series that is
 //! zero in every category is not drawn but named under the chart ("0 throughout").
 
-use super::chart::{color, figure, finite, legend, nice_ticks, truncate, Series, W};
+use super::chart::{color, figure, finite, legend, nice_ticks, Series, W};
 use super::escape::esc;
+use crate::figures::text::cut;
 use crate::figures::units;
 use std::fmt::Write;
 
@@ -173,7 +174,7 @@ impl BarChart {
         let label_w = self
             .categories
             .iter()
-            .map(|c| truncate(c, 40).chars().count())
+            .map(|c| cut(c, 40).chars().count())
             .max()
             .unwrap_or(0) as f64
             * 6.6
@@ -205,7 +206,7 @@ impl BarChart {
             x0 - 6.0,
             ry + row_h / 2.0 + 4.0,
             esc(cat),
-            esc(&truncate(cat, 40))
+            esc(&cut(cat, 40))
         );
         let mut acc = 0.0;
         for (k, &i) in drawn.iter().enumerate() {

@@ -4,6 +4,7 @@
 //! generic over series of numbers so any report can draw them.
 
 use super::escape::esc;
+use crate::figures::text::cut;
 use std::fmt::Write;
 
 pub(super) const W: f64 = 860.0;
@@ -52,16 +53,6 @@ pub(super) fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     ticks
 }
 
-pub(super) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
 /// The legend of `series`, each with its index in the chart (its default colour).
 pub(super) fn legend<'a, T: 'a>(
     series: impl IntoIterator<Item = (usize, &'a Series<T>)>,
@@ -71,7 +62,7 @@ pub(super) fn legend<'a, T: 'a>(
     let mut s = String::new();
     let mut x = x0;
     for (i, se) in series {
-        let name = truncate(&se.name, 40);
+        let name = cut(&se.name, 40);
         let _ = write!(
             s,
             "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" rx=\"2\" fill=\"{}\"/>\

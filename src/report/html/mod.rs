@@ -38,7 +38,7 @@ pub mod replay;
 pub mod summary;
 mod why;
 
-use crate::figures::table::Table;
+use crate::figures::table::{Align, Table};
 pub use bar_chart::BarChart;
 pub use escape::esc;
 pub use line_chart::LineChart;
@@ -129,29 +129,31 @@ impl Page {
         self
     }
 
-    /// A table (the same model the text reports render); columns whose cells all look numeric
-    /// are right-aligned. Click a header to sort.
+    /// A table (the same model the text reports render), every cell whole. A column aligned
+    /// [`Align::Auto`] is right-aligned when all its cells look numeric. Click a header to sort.
     pub fn table(mut self, table: &Table) -> Page {
         let table = table.for_html();
-        let (headers, rows) = (table.headers(), table.rows());
-        let numeric: Vec<bool> = (0..headers.len())
-            .map(|i| {
-                rows.iter()
+        let rows = table.rows();
+        let numeric: Vec<bool> = (table.columns().iter().enumerate())
+            .map(|(i, c)| match c.alignment() {
+                Align::Left => false,
+                Align::Right => true,
+                Align::Auto => rows
+                    .iter()
                     .filter_map(|r| r.get(i))
-                    .all(|c| c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-'))
+                    .all(|c| c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-')),
             })
             .collect();
+        let class = |i: usize| if numeric[i] { " class=\"num\"" } else { "" };
         let mut t = String::from("<div class=\"tw\"><table class=\"sortable\"><thead><tr>");
-        for (i, h) in headers.iter().enumerate() {
-            let class = if numeric[i] { " class=\"num\"" } else { "" };
-            t.push_str(&format!("<th{class}>{}</th>", esc(h)));
+        for (i, h) in table.headers().iter().enumerate() {
+            t.push_str(&format!("<th{}>{}</th>", class(i), esc(h)));
         }
         t.push_str("</tr></thead><tbody>");
         for row in rows {
             t.push_str("<tr>");
-            for (i, cell) in row.iter().enumerate().take(headers.len()) {
-                let class = if numeric[i] { " class=\"num\"" } else { "" };
-                t.push_str(&format!("<td{class}>{}</td>", esc(cell)));
+            for (i, cell) in row.iter().enumerate().take(numeric.len()) {
+                t.push_str(&format!("<td{}>{}</td>", class(i), esc(cell)));
             }
             t.push_str("</tr>");
         }

@@ -1,13 +1,13 @@
 //! The charts any report can draw from its shared [`ReportSummary`]: facts, throughput and latency
-//! percentiles per command, and a table. A replay report calls
+//! percentiles per command. The table per command is the report's own (the replay's sets the
+//! recorded latency beside the replayed). A replay report calls
 //! `summary::summary_section(Page::new(..), &report.summary)` and adds its own charts after.
 
 use super::{BarChart, Page};
 use crate::figures::summary::ReportSummary;
-use crate::figures::table::Table;
 use crate::figures::units::{self, duration_us};
 
-/// Commands drawn (the most frequent); the table has them all.
+/// Commands drawn (the most frequent).
 const MAX_CHART_COMMANDS: usize = 12;
 
 /// The summary's headline figures, each present only when measured.
@@ -53,30 +53,6 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
         top.iter()
             .map(move |(_, c)| (c.latency.count > 0).then(|| f(&c.latency)))
     };
-    let rows: Vec<Vec<String>> = cmds
-        .iter()
-        .map(|(name, c)| {
-            let l = &c.latency;
-            let t = |v: f64| {
-                if l.count > 0 {
-                    duration_us(v)
-                } else {
-                    "-".into()
-                }
-            };
-            vec![
-                name.to_string(),
-                c.count.to_string(),
-                c.errors.to_string(),
-                units::count(c.ops_per_s),
-                t(l.p50_us),
-                t(l.p90_us),
-                t(l.p99_us),
-                t(l.p999_us),
-                t(l.max_us),
-            ]
-        })
-        .collect();
     page.facts(&facts)
         .bar_chart(
             BarChart::new("Throughput per command", "ops/s")
@@ -89,12 +65,6 @@ pub fn summary_section(page: Page, s: &ReportSummary) -> Page {
                 .series_opt("p50", lat(|l| l.p50_us))
                 .series_opt("p90", lat(|l| l.p90_us))
                 .series_opt("p99", lat(|l| l.p99_us)),
-        )
-        .table(
-            &Table::new([
-                "command", "count", "errors", "ops/s", "p50", "p90", "p99", "p99.9", "max",
-            ])
-            .with_rows(rows),
         )
 }
 

@@ -4,8 +4,6 @@
 use super::Page;
 use crate::figures::errors::ErrorsReport;
 use crate::figures::slowest::SlowRequest;
-use crate::figures::table::Table;
-use crate::figures::units;
 use crate::plan::PlanEntry;
 
 /// Errors by command and code, with an example message and the shapes they came from.
@@ -13,35 +11,7 @@ pub fn errors(page: Page, e: &ErrorsReport) -> Page {
     if e.errors_by_code.is_empty() {
         return page;
     }
-    let rows: Vec<Vec<String>> = e
-        .errors_by_code
-        .iter()
-        .map(|x| {
-            let code = match (x.code, &x.code_name) {
-                (Some(c), Some(n)) => format!("{n} ({c})"),
-                (Some(c), None) => c.to_string(),
-                (None, Some(n)) => n.clone(),
-                (None, None) => "-".into(),
-            };
-            let shapes: Vec<&str> = x.shapes.iter().map(|s| s.shape.as_str()).collect();
-            vec![
-                x.command.clone(),
-                code,
-                if x.write_error {
-                    "write error"
-                } else {
-                    "reply"
-                }
-                .into(),
-                units::count(x.count as f64),
-                x.errmsg.clone().unwrap_or_default(),
-                shapes.join("; "),
-            ]
-        })
-        .collect();
-    let mut page = page
-        .section("Errors by command and code")
-        .table(&Table::new(["command", "code", "as", "count", "errmsg", "shapes"]).with_rows(rows));
+    let mut page = page.section("Errors by command and code").table(&e.table());
     if e.errors_by_code_other > 0 {
         page = page.paragraph(&format!(
             "{} more errors of other commands and codes (past the bound on distinct entries).",
@@ -56,34 +26,8 @@ pub fn slowest(page: Page, slow: &[SlowRequest]) -> Page {
     if slow.is_empty() {
         return page;
     }
-    let us = |v: Option<f64>| v.map_or("-".into(), units::duration_us);
-    let rows: Vec<Vec<String>> = slow
-        .iter()
-        .map(|s| {
-            vec![
-                format!("{:.3} s", s.at_s),
-                s.connection.to_string(),
-                s.application.clone().unwrap_or_default(),
-                s.shape.clone().unwrap_or_else(|| s.command.clone()),
-                us(s.recorded_us),
-                us(s.replayed_us),
-                s.body.clone(),
-            ]
-        })
-        .collect();
     page.section(&format!("The {} slowest requests", slow.len()))
-        .table(
-            &Table::new([
-                "at",
-                "connection",
-                "application",
-                "shape",
-                "recorded",
-                "replayed",
-                "request",
-            ])
-            .with_rows(rows),
-        )
+        .table(&crate::figures::slowest::table(slow))
 }
 
 /// The plans of the explained shapes (`--explain`), per target in an A/B run.
@@ -91,27 +35,8 @@ pub fn plans(page: Page, plans: Option<&[PlanEntry]>) -> Page {
     let Some(plans) = plans.filter(|p| !p.is_empty()) else {
         return page;
     };
-    let n = |v: Option<u64>| v.map_or("-".into(), |v| units::count(v as f64));
-    let rows: Vec<Vec<String>> = plans
-        .iter()
-        .map(|p| {
-            vec![
-                p.shape.clone(),
-                p.target.clone().unwrap_or_default(),
-                p.plan_or_error(),
-                n(p.keys_examined),
-                n(p.docs_examined),
-                n(p.n_returned),
-                match p.plan_changed {
-                    Some(true) => "changed".into(),
-                    _ => String::new(),
-                },
-            ]
-        })
-        .collect();
-    page.section("Query plans (explain, executionStats)").table(
-        &Table::new(["shape", "target", "plan", "keys", "docs", "returned", ""]).with_rows(rows),
-    )
+    page.section("Query plans (explain, executionStats)")
+        .table(&crate::plan::text::table(plans))
 }
 
 /// All three, in that order.
@@ -166,6 +91,8 @@ mod tests {
         );
         plan.plan = Some("IXSCAN {a: 1} -> FETCH".into());
         plan.keys_examined = Some(15);
+        plan.docs_examined = Some(15);
+        plan.count_requests(3_000);
         plan.plan_changed = Some(true);
         let html = sections(Page::new("t"), &e, &slow, Some(&[plan])).render();
         for needle in [
@@ -179,6 +106,8 @@ mod tests {
             "1.50ms",
             "IXSCAN {a: 1} -&gt; FETCH",
             "changed",
+            "run docs",
+            "45k",
         ] {
             assert!(html.contains(needle), "{needle} missing");
         }

@@ -7,7 +7,7 @@ mod text;
 use super::pair::{Answer, PairLimits, Pairer};
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
-    RecordSource,
+    RecordSource, SnapshotEvent, SNAPSHOT,
 };
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
@@ -158,6 +158,10 @@ pub struct Inspection {
     #[schemars(extend("const" = crate::figures::SCHEMA_VERSION))]
     pub schema_version: u32,
     pub metadata: Metadata,
+    /// `record --snapshot`: the starting state's snapshot and its point in time T0 (the capture's
+    /// `snapshot` record); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotEvent>,
     pub compressed_file_bytes: u64,
     pub records: u64,
     pub first_ns: Option<u64>,
@@ -289,6 +293,7 @@ impl Inspection {
             }
             RecordKind::End => self.complete = true,
             RecordKind::Request | RecordKind::Reply => self.message(record, row, pairer),
+            SNAPSHOT => self.snapshot = record.event::<SnapshotEvent>().ok(),
             RecordKind::Unknown(_) => {}
         }
     }

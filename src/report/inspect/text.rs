@@ -18,10 +18,20 @@ impl Inspection {
     /// Where the capture comes from, its size and state.
     fn overview(&self, s: &mut String) {
         let m = &self.metadata;
-        s.push_str(&format!(
-            "capture     recorded {} by mongotape {} from upstream {}\n",
-            m.start_time, m.mongotape_version, m.upstream
-        ));
+        s.push_str(&match &m.source {
+            // An import names its input; its upstream is only known when `--server` gave it.
+            Some(source) => format!(
+                "capture     imported by mongotape {} from {source}, starting {}\n",
+                m.mongotape_version, m.start_time
+            ),
+            None => format!(
+                "capture     recorded {} by mongotape {} from upstream {}\n",
+                m.start_time, m.mongotape_version, m.upstream
+            ),
+        });
+        if let Some(slice) = &m.slice {
+            s.push_str(&format!("slice       cut from {slice}\n"));
+        }
         s.push_str(&format!(
             "duration    {} from the first record to the last (cat's t counts from the first), \
              {} records, {} connections\n",
@@ -44,6 +54,16 @@ impl Inspection {
             (None, false) => "no end record: the recorder did not shut down cleanly".into(),
         };
         s.push_str(&format!("state       {state}\n"));
+        if let Some(snap) = &self.snapshot {
+            let point = match snap.kind.as_str() {
+                "wall_clock" => format!(
+                    "{} (wall clock: the upstream has no snapshot reads)",
+                    snap.wall_time
+                ),
+                _ => format!("T0 Timestamp({}, {}) ({})", snap.t, snap.i, snap.wall_time),
+            };
+            s.push_str(&format!("snapshot    {point} in {}\n", snap.dir));
+        }
         if self.dropped_messages > 0 {
             s.push_str(&format!(
                 "GAPS        {} messages forwarded but not recorded\n",

@@ -1,6 +1,7 @@
 //! The replay page's latency: per command, the distribution the replay measured over the one the
 //! capture recorded (small multiples, one chart per command), and the replay's latency table
-//! (the text's, with the recorded p50 and p99 beside the replayed).
+//! (the text's, with the recorded p50 and p99 beside the replayed): the page's one table per
+//! command.
 
 use crate::replay::measure::hdr;
 use crate::replay::report::ReplayReport;
@@ -19,8 +20,9 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
         .iter()
         .filter(|(_, c)| c.latency.count > 0)
         .collect();
+    let page = page.section("Latency per command: replayed and recorded");
     if cmds.is_empty() {
-        return page;
+        return page.table(&r.command_table());
     }
     cmds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     let cdf = |text: Option<&String>| {
@@ -58,12 +60,11 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
             chart.series("recorded", recorded).color(RECORDED)
         }
     });
-    page.section("Latency per command: replayed and recorded")
-        .paragraph(
-            "Each chart is one command: the share of its replies at or below each latency (log \
+    page.paragraph(
+        "Each chart is one command: the share of its replies at or below each latency (log \
              axis), as the replay measured it and as the capture recorded it (request to reply, \
              as analyze measures it). A curve to the right is slower.",
-        )
-        .grid(charts)
-        .table(&r.command_table())
+    )
+    .grid(charts)
+    .table(&r.command_table())
 }

@@ -154,6 +154,11 @@ mod tests {
         assert_eq!(html.matches(">0 throughout</p>").count(), 2);
         assert!(html.contains("chart line small"));
         assert!(!html.contains("<x>"));
+        assert_eq!(
+            html.matches(">command</th>").count(),
+            1,
+            "one table per command, the recorded latency beside the replayed"
+        );
         assert!(
             html.contains("In buckets of 1.00ms (40 points)"),
             "a 40 ms run in fine buckets"

@@ -33,7 +33,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
         .map(|s| {
             let hash = &s.replayed.hash;
             (
-                shapes_text::ellipsis(&s.replayed.shape, TITLE_CHARS),
+                crate::figures::text::cut(&s.replayed.shape, TITLE_CHARS),
                 cdf(r.histograms.per_shape.get(hash)),
                 cdf(r.recorded.per_shape.get(hash)),
             )
@@ -68,7 +68,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
             shapes.shapes_cap
         ))
         .grid(charts)
-        .table(&shapes_text::table(shapes, usize::MAX, false))
+        .table(&shapes_text::table(shapes, usize::MAX))
 }
 
 #[cfg(test)]

@@ -1,0 +1,47 @@
+//! The snapshot folder's parsers (`mongotape::state`) over any bytes.
+
+use super::mode;
+use mongotape::state::bsonfile::{BsonDocuments, MAX_DOCUMENT_LEN};
+use mongotape::state::DumpMetadata;
+use std::path::Path;
+
+/// An even first byte: the rest is a `.bson` file (documents one after another), read to its end
+/// or its first error; every document handed out is whole and checked, they are the file's
+/// first bytes in order, nothing follows an error, and the error names the file and an offset
+/// at a document boundary. Odd: the rest is a `COLL.metadata.json`.
+pub fn snapshot_bson(data: &[u8]) {
+    let (m, rest) = mode(data);
+    if m & 1 == 1 {
+        if let Err(e) = DumpMetadata::parse(rest, Path::new("f.metadata.json")) {
+            assert!(e.to_string().starts_with("f.metadata.json: "), "{e}");
+        }
+        return;
+    }
+    let mut docs = BsonDocuments::new(rest, Path::new("db/c.bson"));
+    let mut at = 0usize;
+    while let Some(next) = docs.next() {
+        match next {
+            Ok(doc) => {
+                assert!(doc.len() >= 5 && doc.len() <= MAX_DOCUMENT_LEN);
+                assert_eq!(
+                    &rest[at..at + doc.len()],
+                    &doc[..],
+                    "a document is not the file's bytes"
+                );
+                at += doc.len();
+                assert_eq!(docs.offset(), at as u64);
+                assert!(bson::RawDocument::from_bytes(&doc).is_ok());
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(
+                    text.starts_with(&format!("db/c.bson: corrupt at byte offset {at}:")),
+                    "{text}"
+                );
+                assert!(docs.next().is_none(), "a document after an error");
+                return;
+            }
+        }
+    }
+    assert_eq!(at, rest.len(), "a clean end before the end of the file");
+}

@@ -1,0 +1,24 @@
+//! The state a replay starts from: a point-in-time snapshot of the collections a workload uses,
+//! stored in mongodump's layout (`docs/state.md`).
+//!
+//! `pattern` is which namespaces (`shop.*`, `shop.orders`; never the server's own); `layout` the
+//! files and what they hold, without I/O; `bsonfile` reads a `.bson` file as a stream of checked
+//! documents; `writer` writes a snapshot folder as captures are written (no clobbering, no links,
+//! a `.partial` until whole); `dump` opens a snapshot folder, mongotape's or mongodump's, for
+//! reading; `source` takes a snapshot from a server at one cluster time, with the driver.
+//!
+//! Layers, bottom up: error < bsonfile layout pattern < dump writer < source
+
+pub mod bsonfile;
+pub mod dump;
+pub mod error;
+pub mod layout;
+pub mod pattern;
+pub mod source;
+pub mod writer;
+
+pub use dump::{DumpCollection, DumpMetadata, SnapshotDir};
+pub use error::StateError;
+pub use layout::{Manifest, SnapshotPoint};
+pub use pattern::NsPattern;
+pub use source::{take, SnapshotOptions};
