@@ -55,6 +55,10 @@ pub struct ReplayConfig {
     pub slowest: usize,
     /// `--threads N`: the runtime's worker threads, which send and receive ([`worker_threads`]).
     pub threads: Option<usize>,
+    /// `--skip-snapshotted [DIR]`: skip the recorded requests the snapshot (the capture's own by
+    /// default) already holds, for a target restored by hand with mongorestore
+    /// ([`super::source::cut`]; `--restore` implies it).
+    pub snapshot_cut: Option<std::sync::Arc<super::source::cut::SnapshotCut>>,
 }
 
 impl ReplayConfig {
@@ -87,6 +91,7 @@ impl ReplayConfig {
             max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
             slowest: crate::figures::slowest::DEFAULT_SLOWEST,
             threads: None,
+            snapshot_cut: None,
         }
     }
 }

@@ -337,6 +337,7 @@ pub(crate) async fn feed_lanes(
         shard: config.shard,
         unordered: config.unordered,
         max_shapes: config.max_shapes,
+        snapshot_cut: config.snapshot_cut.clone(),
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {

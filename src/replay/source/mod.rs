@@ -3,9 +3,10 @@
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
 //! read-ahead budget. Step markers travel the same way ([`markers`]). With `--shard I/N` only this
 //! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
-//! queued, and a pass reuses the previous one's connections.
+//! queued, and a pass reuses the previous one's connections. With `--skip-snapshotted` the writes
+//! the snapshot already holds stay out ([`cut`]).
 //!
-//! Layers, bottom up: apps markers peak result shapes shard < filters < mod.rs < copies
+//! Layers, bottom up: apps markers peak result shapes shard cut < filters < mod.rs < copies passes
 
 use crate::capture::{CaptureSet, Record, RecordKind, RecordSource};
 use crate::figures::summary::new_ns_histogram;
@@ -25,8 +26,10 @@ use tokio::runtime::Handle;
 
 mod apps;
 mod copies;
+mod passes;
 mod result;
 pub use result::SourceResult;
+pub mod cut;
 pub mod filters;
 pub mod markers;
 pub mod peak;
@@ -58,6 +61,8 @@ pub struct SourceConfig {
     pub unordered: bool,
     /// Distinct query shapes kept; the rest are counted under `other` (`--max-shapes`).
     pub max_shapes: usize,
+    /// `--skip-snapshotted`: the writes this snapshot holds are not replayed.
+    pub snapshot_cut: Option<Arc<cut::SnapshotCut>>,
 }
 
 /// The feed's state over all passes.
@@ -394,47 +399,6 @@ impl Feed<'_> {
     }
 }
 
-impl Feed<'_> {
-    /// Every pass over the capture, each starting on schedule after the one before, until the
-    /// last, the deadline, an abort, or a pass with nothing to replay.
-    fn passes(&mut self) {
-        loop {
-            if self.cfg.repeat.is_some_and(|r| self.iteration >= r) {
-                break;
-            }
-            if self.iteration > 0 {
-                // A pass starts where the previous one ended on schedule, or later if it ran late.
-                let scheduled = self.iteration * (self.result.recorded_span_ns + 1_000_000);
-                self.pass_base_ns = if self.cfg.pass_barrier {
-                    if !self.shared.run.budget.wait_empty(&self.shared.run.abort) {
-                        break;
-                    }
-                    scheduled.max(self.shared.run.start.elapsed().as_nanos() as u64)
-                } else {
-                    scheduled
-                };
-            }
-            if self.iteration > 0 && self.due_after_deadline(0) {
-                break;
-            }
-            let seq_before = self.seq;
-            let go_on = self.pass();
-            self.iteration += 1;
-            if !go_on
-                || self.past_deadline
-                || self.deadline_passed()
-                || self.shared.run.abort.is_set()
-            {
-                break;
-            }
-            if self.first_ts.is_none() || self.seq == seq_before {
-                // Nothing replayable (here, on this shard): repeating would spin.
-                break;
-            }
-        }
-    }
-}
-
 /// Runs the feed to the end of the last pass; returns what it saw and the lanes to wait for.
 pub fn run(
     cfg: SourceConfig,
@@ -446,22 +410,23 @@ pub fn run(
         let shared = shared.clone();
         Box::new(move |rx| handle.spawn(lane::run(shared.clone(), rx)))
     };
-    let plan = match cfg.shard.map(|s| shard::ShardPlan::build(&cfg.inputs, s)) {
-        Some(Err(e)) => {
-            return SourceResult {
-                capture_error: Some(e.to_string()),
-                ..SourceResult::default()
-            }
-        }
-        Some(Ok(p)) => Some(p),
-        None => None,
+    let plan = match cfg
+        .shard
+        .map(|s| shard::ShardPlan::build(&cfg.inputs, s))
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(e) => return SourceResult::failed(e.to_string()),
     };
     let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.run.clone());
     let mut feed = Feed {
         cfg: &cfg,
         shared,
         router,
-        result: SourceResult::default(),
+        result: SourceResult {
+            snapshot_cut: cfg.snapshot_cut.as_ref().map(|c| c.empty_report()),
+            ..SourceResult::default()
+        },
         sessions: Sessions::default(),
         seq: 0,
         first_ts: None,
