@@ -7,14 +7,27 @@
 //! a `.partial` until whole); `dump` opens a snapshot folder, mongotape's or mongodump's, for
 //! reading; `source` takes a snapshot from a server at one cluster time, with the driver.
 //!
-//! Layers, bottom up: error < bsonfile layout pattern < dump writer < source
+//! The end state (`docs/state.md`, "The end state"): `fingerprint` is a collection's count and
+//! order-independent hash, without I/O; `end` the end's files (`mongotape-end.json`, the per-`_id`
+//! digests); `survey` fingerprints collections on a server; `ending` takes the end when a
+//! recording stops; `reproducible` counts the recorded writes a replay cannot reproduce;
+//! `verdict` is what a check says, `compare` makes the check.
+//!
+//! Layers, bottom up: error < bsonfile layout pattern < dump writer < source fingerprint reproducible verdict < end survey < ending compare
 
 pub mod bsonfile;
+pub mod compare;
 pub mod dump;
+pub mod end;
+pub mod ending;
 pub mod error;
+pub mod fingerprint;
 pub mod layout;
 pub mod pattern;
+pub mod reproducible;
 pub mod source;
+pub mod survey;
+pub mod verdict;
 pub mod writer;
 
 pub use dump::{DumpCollection, DumpMetadata, SnapshotDir};
