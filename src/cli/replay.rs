@@ -156,6 +156,13 @@ pub struct ReplayArgs {
     /// Example: `--metrics 127.0.0.1:9217`. See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// After the run, fingerprint the snapshotted namespaces on each target (each --db-map and
+    /// --clones database) and compare them with the capture's end state in DIR (default: the
+    /// capture's own snapshot folder, CAPTURE.snapshot): `state: equal`, or the collections that
+    /// differ with both counts and up to 5 differing _ids; on A/B, the targets against each other
+    /// too. See docs/state.md, "The end state".
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    check_state: Option<PathBuf>,
     #[command(flatten)]
     ab: super::replay_ab::AbArgs,
     #[command(flatten)]
@@ -287,6 +294,13 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());
     config.label = args.label.first().cloned();
     config.metrics = args.metrics.take();
+    config.check_state = args
+        .check_state
+        .as_ref()
+        .map(|dir| match dir.as_os_str().is_empty() {
+            true => mongotape::proxy::snapshot::dir_beside(&args.captures[0]),
+            false => dir.clone(),
+        });
     Ok(config)
 }
 
@@ -316,6 +330,7 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
             &args.label,
             &args.server_pid,
             &args.ab,
+            &args.thresholds,
             out,
         );
     }

@@ -55,6 +55,9 @@ pub struct ReplayConfig {
     pub slowest: usize,
     /// `--threads N`: the runtime's worker threads, which send and receive ([`worker_threads`]).
     pub threads: Option<usize>,
+    /// `--check-state [DIR]`: after the run, fingerprint the snapshotted namespaces on each
+    /// target and compare them with the capture's end state in DIR (its snapshot folder).
+    pub check_state: Option<PathBuf>,
 }
 
 impl ReplayConfig {
@@ -87,6 +90,7 @@ impl ReplayConfig {
             max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
             slowest: crate::figures::slowest::DEFAULT_SLOWEST,
             threads: None,
+            check_state: None,
         }
     }
 }

@@ -148,6 +148,10 @@ async fn replay(
         reports.push(conclude(c, r.report, r.probe, side, None, wall_s, &source).await);
     }
     drop(shared);
+    let uris: Vec<(String, String)> = (ab.targets.iter())
+        .map(|t| (t.label.clone(), t.uri.clone()))
+        .collect();
+    let between = super::check_state::check_all(&config, &uris, &mut reports).await;
     let mut collected = collector.take();
     let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
     let shapes = shapes::rows(
@@ -157,5 +161,7 @@ async fn replay(
         &source.shapes,
         std::mem::take(&mut collected.per_shape),
     );
-    AbReport::build(&config, &ab, reports, collected, shapes, wall_s)
+    let mut report = AbReport::build(&config, &ab, reports, collected, shapes, wall_s);
+    report.state_between = between;
+    report
 }
