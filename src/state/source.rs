@@ -96,19 +96,8 @@ pub async fn take(
 /// The collections of `db` the patterns name, by name.
 async fn list(db: &Database, patterns: &[NsPattern]) -> Result<Vec<Listed>, StateError> {
     let action = format!("listCollections on {}", db.name());
-    let mut cursor = db
-        .run_cursor_command(doc! {"listCollections": 1})
-        .await
-        .map_err(|e| StateError::source(&action, e))?;
     let mut out = Vec::new();
-    while cursor
-        .advance()
-        .await
-        .map_err(|e| StateError::source(&action, e))?
-    {
-        let spec: Document = cursor
-            .deserialize_current()
-            .map_err(|e| StateError::source(&action, e))?;
+    for spec in drain(db, doc! {"listCollections": 1}, &action).await? {
         let name = spec.get_str("name").unwrap_or_default().to_owned();
         if !pattern::any_matches(patterns, db.name(), &name) {
             continue;
@@ -125,29 +114,39 @@ async fn list(db: &Database, patterns: &[NsPattern]) -> Result<Vec<Listed>, Stat
     Ok(out)
 }
 
+/// Every document of a metadata command's cursor (`listCollections`, `listIndexes`): a
+/// database's collection list or a collection's indexes, never its documents.
+async fn drain(
+    db: &Database,
+    command: Document,
+    action: &str,
+) -> Result<Vec<Document>, StateError> {
+    let mut cursor = db
+        .run_cursor_command(command)
+        .await
+        .map_err(|e| StateError::source(action, e))?;
+    let mut out = Vec::new();
+    while cursor
+        .advance()
+        .await
+        .map_err(|e| StateError::source(action, e))?
+    {
+        out.push(
+            cursor
+                .deserialize_current()
+                .map_err(|e| StateError::source(action, e))?,
+        );
+    }
+    Ok(out)
+}
+
 /// The collection's indexes (`listIndexes`); a view has none.
 async fn indexes(db: &Database, c: &Listed) -> Result<Vec<Document>, StateError> {
     if c.kind == "view" {
         return Ok(Vec::new());
     }
     let action = format!("listIndexes on {}.{}", c.db, c.name);
-    let mut cursor = db
-        .run_cursor_command(doc! {"listIndexes": &c.name})
-        .await
-        .map_err(|e| StateError::source(&action, e))?;
-    let mut out = Vec::new();
-    while cursor
-        .advance()
-        .await
-        .map_err(|e| StateError::source(&action, e))?
-    {
-        out.push(
-            cursor
-                .deserialize_current()
-                .map_err(|e| StateError::source(&action, e))?,
-        );
-    }
-    Ok(out)
+    drain(db, doc! {"listIndexes": &c.name}, &action).await
 }
 
 /// mongodump's `COLL.metadata.json`: options, indexes, uuid (hex), collectionName, type; the
