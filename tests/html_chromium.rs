@@ -67,7 +67,7 @@ fn assert_replay_page(html: &Path, report: &ReplayReport) -> Rendered {
         .shapes
         .shapes
         .iter()
-        .filter(|s| s.replayed.count > s.replayed.no_reply)
+        .filter(|s| s.replayed.figures.answered())
         .take(8)
         .count();
     assert_eq!(

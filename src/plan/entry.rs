@@ -1,7 +1,7 @@
 //! A shape's plan as reports carry it: the shape, the target it was explained on, and the plan
-//! summary or the error that took its place.
+//! (`summary` reads it from an `explain` reply into the same type) or the error that took its
+//! place.
 
-use super::PlanSummary;
 use serde::{Deserialize, Serialize};
 
 /// One entry of a report's `plans` array: a query shape's plan from `explain` (docs/shapes.md,
@@ -64,20 +64,22 @@ impl PlanEntry {
         }
     }
 
-    /// Fills in the plan, or the error.
-    pub fn set(&mut self, result: Result<PlanSummary, String>) {
+    /// Fills in the plan read from an explain ([`super::summarize`]: its plan's fields), or the
+    /// error; the shape and the target stay this entry's.
+    pub fn set(&mut self, result: Result<PlanEntry, String>) {
         match result {
-            Ok(s) => {
-                self.plan = Some(s.plan);
-                self.indexes = s.indexes;
-                self.keys_examined = s.keys_examined;
-                self.docs_examined = s.docs_examined;
-                self.n_returned = s.n_returned;
-                self.execution_time_ms = s.execution_time_ms;
-                self.query_shape_hash = s.query_shape_hash;
-                self.plan_cache_shape_hash = s.plan_cache_shape_hash;
-                self.plan_cache_key = s.plan_cache_key;
-                self.error = None;
+            Ok(plan) => {
+                *self = PlanEntry {
+                    hash: std::mem::take(&mut self.hash),
+                    shape: std::mem::take(&mut self.shape),
+                    command: std::mem::take(&mut self.command),
+                    namespace: std::mem::take(&mut self.namespace),
+                    target: self.target.take(),
+                    docs_examined_run: self.docs_examined_run,
+                    plan_changed: self.plan_changed,
+                    error: None,
+                    ..plan
+                }
             }
             Err(e) => self.error = Some(e),
         }

@@ -1,4 +1,6 @@
-//! An `explain` reply (verbosity `executionStats`) to a [`PlanSummary`].
+//! An `explain` reply (verbosity `executionStats`) to the plan's fields of a [`PlanEntry`]: the
+//! winning plan as one line, the indexes it reads, the totals of `executionStats` and the
+//! server's hashes (the shape's fields are the caller's, [`PlanEntry::set`]).
 //!
 //! Where the plan is, by the reply's form:
 //! - `queryPlanner.winningPlan` (find, count, distinct, update, delete, findAndModify, and an
@@ -9,10 +11,10 @@
 //! - `winningPlan.shards` (a sharded find) or a top-level `shards` document (a sharded aggregate):
 //!   each shard's plan, `SHARD_MERGE(a: ...; b: ...)`.
 
+use super::PlanEntry;
 use crate::figures::text::cut_bytes;
 use crate::wire::bson_raw::{self, Element, ARRAY, DOCUMENT, STRING};
 use crate::wire::reply::ReplyFields;
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Plan stages walked at most; a deeper or larger tree is cut with `…`.
@@ -20,26 +22,6 @@ const MAX_STAGES: usize = 256;
 const MAX_DEPTH: usize = 64;
 /// The plan line is cut past this many bytes.
 pub const MAX_LINE: usize = 1024;
-
-/// What the server said about a request's plan.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default)]
-pub struct PlanSummary {
-    /// The winning plan from its leaves up: `IXSCAN {status: 1} -> FETCH`, `COLLSCAN`,
-    /// `COLLSCAN -> $group`, `OR(IXSCAN {a: 1}, IXSCAN {b: 1}) -> FETCH`.
-    pub plan: String,
-    /// The indexes the plan reads, by name, in plan order.
-    pub indexes: Vec<String>,
-    pub keys_examined: Option<u64>,
-    pub docs_examined: Option<u64>,
-    pub n_returned: Option<u64>,
-    pub execution_time_ms: Option<u64>,
-    /// MongoDB 8.0+: the hash of the query shape (`$queryStats`).
-    pub query_shape_hash: Option<String>,
-    /// The plan cache's shape hash (`planCacheShapeHash`, `queryHash` before 8.0).
-    pub plan_cache_shape_hash: Option<String>,
-    pub plan_cache_key: Option<String>,
-}
 
 /// Why an `explain` reply gives no plan.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -108,7 +90,7 @@ fn hash_of(doc: &[u8], key: &str) -> Option<String> {
 }
 
 /// Reads an `explain` reply.
-pub fn summarize(reply: &[u8]) -> Result<PlanSummary, ExplainError> {
+pub fn summarize(reply: &[u8]) -> Result<PlanEntry, ExplainError> {
     bson_raw::iter(reply)?;
     let fields = ReplyFields::of(reply)?;
     if !fields.is_ok() {
@@ -123,9 +105,9 @@ pub fn summarize(reply: &[u8]) -> Result<PlanSummary, ExplainError> {
                 .collect(),
         });
     }
-    let mut out = PlanSummary {
+    let mut out = PlanEntry {
         query_shape_hash: hash_of(reply, "queryShapeHash"),
-        ..PlanSummary::default()
+        ..PlanEntry::default()
     };
     if let Some(planner) = get_doc(reply, "queryPlanner") {
         read_planner(&mut out, planner)?;
@@ -139,12 +121,12 @@ pub fn summarize(reply: &[u8]) -> Result<PlanSummary, ExplainError> {
     } else {
         return Err(ExplainError::NoPlan);
     }
-    out.plan = cut_bytes(&out.plan, MAX_LINE);
+    out.plan = out.plan.map(|p| cut_bytes(&p, MAX_LINE));
     Ok(out)
 }
 
 /// `queryPlanner`: its winning plan and hashes.
-fn read_planner(out: &mut PlanSummary, planner: &[u8]) -> Result<(), ExplainError> {
+fn read_planner(out: &mut PlanEntry, planner: &[u8]) -> Result<(), ExplainError> {
     out.plan_cache_shape_hash = hash_of(planner, "planCacheShapeHash")
         .or_else(|| hash_of(planner, "queryHash"))
         .or(out.plan_cache_shape_hash.take());
@@ -154,12 +136,12 @@ fn read_planner(out: &mut PlanSummary, planner: &[u8]) -> Result<(), ExplainErro
         .take()
         .or_else(|| hash_of(planner, "queryShapeHash"));
     let winning = get_doc(planner, "winningPlan").ok_or(ExplainError::NoPlan)?;
-    out.plan = plan_line(winning, &mut out.indexes);
+    out.plan = Some(plan_line(winning, &mut out.indexes));
     Ok(())
 }
 
 /// `executionStats`: the totals.
-fn read_stats(out: &mut PlanSummary, stats: &[u8]) {
+fn read_stats(out: &mut PlanEntry, stats: &[u8]) {
     out.keys_examined = get_count(stats, "totalKeysExamined");
     out.docs_examined = get_count(stats, "totalDocsExamined");
     out.n_returned = get_count(stats, "nReturned");
@@ -168,7 +150,7 @@ fn read_stats(out: &mut PlanSummary, stats: &[u8]) {
 
 /// Aggregate's `stages`: the `$cursor` stage's plan (or the first stage's name), then the name
 /// of each later stage.
-fn read_stages(out: &mut PlanSummary, stages: &[u8]) -> Result<(), ExplainError> {
+fn read_stages(out: &mut PlanEntry, stages: &[u8]) -> Result<(), ExplainError> {
     let mut parts: Vec<String> = Vec::new();
     for (_, stage) in docs_of(stages).take(MAX_STAGES) {
         let Some(first) = bson_raw::iter(stage).ok().and_then(|mut i| i.next()?.ok()) else {
@@ -182,7 +164,7 @@ fn read_stages(out: &mut PlanSummary, stages: &[u8]) -> Result<(), ExplainError>
                 if let Some(stats) = get_doc(cursor, "executionStats") {
                     read_stats(out, stats);
                 }
-                parts.push(std::mem::take(&mut out.plan));
+                parts.push(out.plan.take().unwrap_or_default());
             }
             None => parts.push(first.key.to_owned()),
         }
@@ -190,13 +172,13 @@ fn read_stages(out: &mut PlanSummary, stages: &[u8]) -> Result<(), ExplainError>
     if parts.is_empty() {
         return Err(ExplainError::NoPlan);
     }
-    out.plan = parts.join(" -> ");
+    out.plan = Some(parts.join(" -> "));
     Ok(())
 }
 
 /// A sharded aggregate's `shards: {name: {queryPlanner | stages ...}}`: each shard's plan, with
 /// the totals added up.
-fn read_shards(out: &mut PlanSummary, shards: &[u8]) {
+fn read_shards(out: &mut PlanEntry, shards: &[u8]) {
     let mut parts = Vec::new();
     for (name, shard) in docs_of(shards).take(MAX_STAGES) {
         let one = match summarize_shard(shard) {
@@ -206,7 +188,7 @@ fn read_shards(out: &mut PlanSummary, shards: &[u8]) {
                 continue;
             }
         };
-        parts.push(format!("{name}: {}", one.plan));
+        parts.push(format!("{name}: {}", one.plan.unwrap_or_default()));
         out.indexes.extend(one.indexes);
         add(&mut out.keys_examined, one.keys_examined);
         add(&mut out.docs_examined, one.docs_examined);
@@ -217,12 +199,12 @@ fn read_shards(out: &mut PlanSummary, shards: &[u8]) {
             .or(one.plan_cache_shape_hash);
         out.plan_cache_key = out.plan_cache_key.take().or(one.plan_cache_key);
     }
-    out.plan = format!("SHARDS({})", parts.join("; "));
+    out.plan = Some(format!("SHARDS({})", parts.join("; ")));
 }
 
 /// One shard's part of a sharded aggregate's explain: a reply without `ok`.
-fn summarize_shard(shard: &[u8]) -> Result<PlanSummary, ExplainError> {
-    let mut one = PlanSummary::default();
+fn summarize_shard(shard: &[u8]) -> Result<PlanEntry, ExplainError> {
+    let mut one = PlanEntry::default();
     if let Some(planner) = get_doc(shard, "queryPlanner") {
         read_planner(&mut one, planner)?;
         if let Some(stats) = get_doc(shard, "executionStats") {

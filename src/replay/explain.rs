@@ -89,7 +89,7 @@ impl PlanShapes {
 }
 
 /// The explains done so far: each slot with its plan or error.
-type Explained = Arc<Mutex<Vec<(u32, Result<plan::PlanSummary, String>)>>>;
+type Explained = Arc<Mutex<Vec<(u32, Result<plan::PlanEntry, String>)>>>;
 
 /// A request to explain, or its error before it could be sent.
 struct Job {
@@ -216,7 +216,7 @@ async fn explain(
     host: &HostPort,
     timeout: Duration,
     cmd: &RawDocumentBuf,
-) -> Result<plan::PlanSummary, String> {
+) -> Result<plan::PlanEntry, String> {
     if conn.is_none() {
         *conn = Some(
             Conn::connect(target, host, timeout)

@@ -20,7 +20,7 @@ pub mod stats;
 pub mod table;
 pub mod walk;
 
-pub use stats::{ReplyFigures, ShapeReport, ShapeStats, ShapesReport};
+pub use stats::{ReplyFigures, ShapeFigures, ShapeReport, ShapeStats, ShapesReport};
 pub use table::{CursorShapes, ShapeId, ShapeTable, DEFAULT_MAX_SHAPES};
 
 use crate::wire::header::{MsgHeader, OpCode};

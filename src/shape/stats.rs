@@ -94,7 +94,7 @@ impl ShapeStats {
     /// The figures again from a report's entry and the histogram the report carried with it
     /// (for adding reports up: `merge`). Counts, time, documents and bytes are exact; the mean
     /// is the entry's to its printed precision, the fastest and slowest reply the histogram's.
-    pub fn from_report(r: &ShapeReport, hist: Option<Histogram<u32>>) -> ShapeStats {
+    pub fn from_report(r: &ShapeFigures, hist: Option<Histogram<u32>>) -> ShapeStats {
         let ns = |us: f64| (us * 1e3).round().max(0.0) as u64;
         // Into one of ours, which grows as the histograms added to it need.
         let hist = hist.map(|read| {
@@ -152,11 +152,7 @@ impl ShapeStats {
                     .clamp(self.own_min_ns, self.own_max_ns))
             })
         };
-        ShapeReport {
-            hash: shape.hash(),
-            command: shape.command.clone(),
-            namespace: shape.namespace.clone(),
-            shape: shape.text.clone(),
+        let figures = ShapeFigures {
             count: self.count,
             getmores: self.getmores,
             no_reply: self.no_reply,
@@ -176,11 +172,18 @@ impl ShapeStats {
             },
             docs_returned: self.docs_returned,
             reply_bytes: self.reply_bytes,
+        };
+        ShapeReport {
+            hash: shape.hash(),
+            command: shape.command.clone(),
+            namespace: shape.namespace.clone(),
+            shape: shape.text.clone(),
+            figures,
         }
     }
 }
 
-/// One shape in a report's `shapes` array.
+/// One shape in a report's `shapes` array: the shape, and its figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeReport {
     /// First 16 hex digits of the SHA-256 of `shape` ([`super::hash`]); `other` for the entry past
@@ -192,6 +195,14 @@ pub struct ShapeReport {
     /// The shape's text, literals replaced by type placeholders (`find shop.orders {status:
     /// ?string} sort {ts: -1}`).
     pub shape: String,
+    #[serde(flatten)]
+    pub figures: ShapeFigures,
+}
+
+/// A shape's figures, without the shape: a report's entry (flattened into [`ShapeReport`]), the
+/// capture's side of a replayed shape, each target's side of an A/B replay's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShapeFigures {
     /// Requests of the shape itself.
     pub count: u64,
     /// getMore and killCursors requests charged to it.
@@ -216,6 +227,13 @@ pub struct ShapeReport {
     /// Documents returned: first batches plus the getMores' batches.
     pub docs_returned: u64,
     pub reply_bytes: u64,
+}
+
+impl ShapeFigures {
+    /// Some of its requests had a reply (their latency means something).
+    pub fn answered(&self) -> bool {
+        self.count > self.no_reply
+    }
 }
 
 /// The shapes of a report, as the report's top-level keys `shapes`, `shapes_other` and
@@ -255,9 +273,10 @@ impl ShapesReport {
             .map(|(shape, s)| s.report(shape, all_ns))
             .collect();
         shapes.sort_by(|a, b| {
-            b.total_us
-                .total_cmp(&a.total_us)
-                .then(b.count.cmp(&a.count))
+            b.figures
+                .total_us
+                .total_cmp(&a.figures.total_us)
+                .then(b.figures.count.cmp(&a.figures.count))
                 .then_with(|| a.shape.cmp(&b.shape))
         });
         let other_shape = Shape {
@@ -308,7 +327,7 @@ mod tests {
             bytes: 500,
         });
         let r = ShapesReport::of(t);
-        let e = &r.shapes[0];
+        let (e, hash) = (&r.shapes[0].figures, &r.shapes[0].hash);
         assert_eq!((e.count, e.getmores, e.errors), (2, 1, 1));
         assert_eq!((e.docs_returned, e.reply_bytes), (252, 2_500));
         assert_eq!(e.total_us, 1_000.0);
@@ -316,7 +335,7 @@ mod tests {
         assert!((e.p50_us - 100.0).abs() < 2.0, "{}", e.p50_us);
         assert!((e.p99_us - 300.0).abs() < 3.0, "{}", e.p99_us);
         assert_eq!(e.share, 1.0);
-        assert_eq!(e.hash, crate::shape::hash("find d.c {}"));
-        assert_eq!((r.shapes_cap, r.shapes_other.count), (10, 0));
+        assert_eq!(*hash, crate::shape::hash("find d.c {}"));
+        assert_eq!((r.shapes_cap, r.shapes_other.figures.count), (10, 0));
     }
 }

@@ -205,7 +205,13 @@ pub fn as_i64(value: RawBsonRef<'_>) -> Option<i64> {
     }
 }
 
-/// The outcome of a reply, as far as a replayer compares it.
+/// What a decoded reply ([`Message`]) says, owned: [`super::reply::ReplyFields`] copied out of
+/// the message with the reply's `moreToCome`. Not the same type as `ReplyFields`, which borrows
+/// its strings from a body that may have been inflated only for the time of the call; the report
+/// readers (`inspect`, `analyze`, `cat`, `slice`) keep this past the message. Not the replayer's
+/// `Outcome` (`replay/measure/outcome.rs`) either: that one is a per-request result that is
+/// compared and serialized, with `ok` already judged; this one keeps `ok` as the number the server
+/// sent and the `codeName` the readers print.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReplyInfo {
     pub ok: Option<f64>,

@@ -180,7 +180,10 @@ pub struct WriteError<'a> {
     pub errmsg: Option<&'a str>,
 }
 
-/// What a reply document says, as far as mongotape reads it.
+/// What a reply document says, as far as mongotape reads it: the one reading of a reply, a view
+/// borrowed from the document (no string is copied; the replay's lanes read every reply with it).
+/// [`super::ReplyInfo`] (an owned copy for the readers of decoded messages) and the replayer's
+/// `Outcome` (a compared, serialized per-request result) are made from it, never read apart.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplyFields<'a> {
     /// `ok` as a number (`true` is 1); `None` when the document has none.

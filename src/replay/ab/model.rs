@@ -5,7 +5,7 @@ use super::control::ControlCheck;
 use super::diff::FieldDiff;
 use super::stats::RatioEstimate;
 use crate::figures::summary::CommandSummary;
-use crate::replay::report::shapes::ShapeSide;
+use crate::shape::ShapeFigures;
 use crate::replay::report::{OptionsReport, ReplayReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -151,7 +151,7 @@ pub struct AbShapeRow {
     pub namespace: String,
     pub shape: String,
     /// Each target's figures for the shape, in target order.
-    pub targets: Vec<ShapeSide>,
+    pub targets: Vec<ShapeFigures>,
     /// Each candidate against the control, on the same requests of this shape.
     pub ratios: Vec<RatioReport>,
     /// The most any target's total time on the shape moved from the control's, µs (the rank).

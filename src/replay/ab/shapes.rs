@@ -9,13 +9,13 @@ use super::stats::{PairSample, RatioEstimate};
 use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::{Column, Table};
 use crate::figures::units;
-use crate::replay::report::shapes::{ReplayShape, ShapeSide};
+use crate::replay::report::shapes::ReplayShape;
 use crate::replay::report::ReplayReport;
-use crate::shape::{ShapeId, ShapeStats, ShapeTable};
+use crate::shape::{ShapeFigures, ShapeId, ShapeStats, ShapeTable};
 use std::collections::HashMap;
 
 /// The figures a ratio row needs, from a shape's entry.
-fn summary(s: &ShapeSide) -> CommandSummary {
+fn summary(s: &ShapeFigures) -> CommandSummary {
     let latency = LatencySummary {
         count: s.count.saturating_sub(s.no_reply),
         mean_us: s.mean_us,
@@ -50,11 +50,11 @@ pub fn rows(
         .enumerate()
         .filter_map(|(i, (shape, _))| {
             let hash = shape.hash();
-            let sides: Vec<ShapeSide> = by_hash
+            let sides: Vec<ShapeFigures> = by_hash
                 .iter()
                 .map(|m| {
                     m.get(hash.as_str())
-                        .map(|s| ShapeSide::of(&s.replayed))
+                        .map(|s| s.replayed.figures.clone())
                         .unwrap_or_default()
                 })
                 .collect();
@@ -98,7 +98,7 @@ pub fn rows(
 /// time moved: "; 30% of the replayed requests' summed latency with A, 46% with B; +1.56 s over
 /// 200 requests". The share is of the latency of every request replayed into that target, added
 /// up (`shapes[].targets[].share`), not of the server's time.
-pub fn share_clause(sides: &[ShapeSide], labels: &[String], i: usize) -> String {
+pub fn share_clause(sides: &[ShapeFigures], labels: &[String], i: usize) -> String {
     let (Some(a), Some(b)) = (sides.first(), sides.get(i)) else {
         return String::new();
     };

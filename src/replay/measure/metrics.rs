@@ -7,7 +7,7 @@ use super::buckets::{BucketTimeline, Buckets};
 use super::hdr;
 use super::knee::Bucket;
 use super::sample::Sample;
-use super::shapes::ShapeFigures;
+use super::shapes::ReplayedShapes;
 use super::step_phases::ReplayPhases;
 use super::timeline::Timeline;
 pub use super::timeline::{coarse_histogram, SecondReport};
@@ -170,7 +170,7 @@ pub struct Metrics {
     /// The replay cut at the capture's step markers.
     pub phases: ReplayPhases,
     /// Figures per query shape.
-    pub shapes: ShapeFigures,
+    pub shapes: ReplayedShapes,
     /// `--metrics`: the same samples as live figures for a scrape.
     pub live: Option<Arc<super::live::LiveMetrics>>,
     /// Errors by code and the slowest requests.
@@ -200,7 +200,7 @@ impl Metrics {
             divergences: BTreeMap::new(),
             unacknowledged: 0,
             phases: ReplayPhases::new(start),
-            shapes: ShapeFigures::default(),
+            shapes: ReplayedShapes::default(),
             live: None,
             why: super::why::Why::default(),
         }

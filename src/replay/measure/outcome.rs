@@ -4,7 +4,11 @@
 use crate::wire::{reply, WireError};
 use serde::Serialize;
 
-/// What a replayer compares between a recorded and a live reply.
+/// What a replayer compares between a recorded and a live reply: one request's result, made from
+/// [`reply::ReplyFields`] (the one reading of a reply) and kept after the frame is gone, with `ok`
+/// judged by the one rule and a recorded reply's latency. Not [`crate::wire::ReplyInfo`]: this is
+/// serialized into the report's divergences and compared field by field ([`Outcome::differences`]),
+/// which keeps what differs between runs (`codeName`, `moreToCome`) out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub ok: bool,

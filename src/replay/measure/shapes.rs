@@ -9,12 +9,12 @@ use crate::shape::{ShapeId, ShapeStats};
 
 /// Replayed figures per shape id, and those of the shapes past the feed's cap (`other`).
 #[derive(Debug, Default)]
-pub struct ShapeFigures {
+pub struct ReplayedShapes {
     per_id: Vec<ShapeStats>,
     other: ShapeStats,
 }
 
-impl ShapeFigures {
+impl ReplayedShapes {
     fn stats(&mut self, id: ShapeId) -> &mut ShapeStats {
         match id.index() {
             Some(i) => {

@@ -28,8 +28,8 @@ fn sides(input: &ShardInput, key: &str, e: &ReplayShape) -> Result<Sides, MergeE
     let replayed: Option<Histogram<u32>> = hist(&r.histograms.per_shape, "histogram")?;
     let recorded: Option<Histogram<u32>> = hist(&r.recorded.per_shape, "recorded histogram")?;
     Ok((
-        ShapeStats::from_report(&e.recorded.as_report(&e.replayed), recorded),
-        ShapeStats::from_report(&e.replayed, replayed),
+        ShapeStats::from_report(&e.recorded, recorded),
+        ShapeStats::from_report(&e.replayed.figures, replayed),
     ))
 }
 

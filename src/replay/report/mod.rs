@@ -418,7 +418,7 @@ impl ReplayReport {
                 .iter()
                 .find(|s| s.replayed.hash == p.hash);
             if let Some(s) = shape {
-                p.count_requests(s.replayed.count);
+                p.count_requests(s.replayed.figures.count);
             }
         }
     }

@@ -1,11 +1,12 @@
 //! Query shapes in the replay report (`docs/shapes.md`): each shape's replayed figures (the entry
-//! `analyze` writes, [`ShapeReport`]) with the same shape's recorded figures beside them, and the
+//! `analyze` writes, [`ShapeReport`]) with the same shape's recorded figures beside them
+//! ([`ShapeFigures`], the same figures without the shape), and the
 //! per-shape histograms, serialized like every other ([`crate::replay::measure::hdr`]) so that
 //! `merge` adds shard reports up per shape exactly.
 
 use crate::replay::measure::hdr;
-use crate::replay::measure::shapes::ShapeFigures;
-use crate::shape::{Shape, ShapeReport, ShapeStats, ShapeTable, ShapesReport};
+use crate::replay::measure::shapes::ReplayedShapes;
+use crate::shape::{Shape, ShapeFigures, ShapeReport, ShapeStats, ShapeTable, ShapesReport};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,69 +17,7 @@ pub struct ReplayShape {
     pub replayed: ShapeReport,
     /// The capture's figures of the shape (request to reply as recorded), of the first pass.
     #[serde(default)]
-    pub recorded: ShapeSide,
-}
-
-/// One side's figures of a shape (the recorded ones, or one A/B target's): [`ShapeReport`]'s
-/// without the shape itself.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default)]
-pub struct ShapeSide {
-    pub count: u64,
-    pub getmores: u64,
-    pub no_reply: u64,
-    pub errors: u64,
-    #[schemars(range(min = 0))]
-    pub p50_us: f64,
-    #[schemars(range(min = 0))]
-    pub p99_us: f64,
-    #[schemars(range(min = 0))]
-    pub mean_us: f64,
-    #[schemars(range(min = 0))]
-    pub total_us: f64,
-    #[schemars(range(min = 0, max = 1))]
-    pub share: f64,
-    pub docs_returned: u64,
-    pub reply_bytes: u64,
-}
-
-impl ShapeSide {
-    pub fn of(r: &ShapeReport) -> ShapeSide {
-        ShapeSide {
-            count: r.count,
-            getmores: r.getmores,
-            no_reply: r.no_reply,
-            errors: r.errors,
-            p50_us: r.p50_us,
-            p99_us: r.p99_us,
-            mean_us: r.mean_us,
-            total_us: r.total_us,
-            share: r.share,
-            docs_returned: r.docs_returned,
-            reply_bytes: r.reply_bytes,
-        }
-    }
-
-    /// As a shape's entry (for adding up), the shape's names taken from `of`.
-    pub fn as_report(&self, of: &ShapeReport) -> ShapeReport {
-        ShapeReport {
-            hash: of.hash.clone(),
-            command: of.command.clone(),
-            namespace: of.namespace.clone(),
-            shape: of.shape.clone(),
-            count: self.count,
-            getmores: self.getmores,
-            no_reply: self.no_reply,
-            errors: self.errors,
-            p50_us: self.p50_us,
-            p99_us: self.p99_us,
-            mean_us: self.mean_us,
-            total_us: self.total_us,
-            share: self.share,
-            docs_returned: self.docs_returned,
-            reply_bytes: self.reply_bytes,
-        }
-    }
+    pub recorded: ShapeFigures,
 }
 
 /// The report's top-level `shapes`, `shapes_other` and `shapes_cap`.
@@ -123,7 +62,7 @@ pub fn pair(
     let by_hash: HashMap<&str, &ShapeReport> =
         rec.shapes.iter().map(|s| (s.hash.as_str(), s)).collect();
     let with = |r: ShapeReport, rec: Option<&ShapeReport>| ReplayShape {
-        recorded: rec.map(ShapeSide::of).unwrap_or_default(),
+        recorded: rec.map(|r| r.figures.clone()).unwrap_or_default(),
         replayed: r,
     };
     let histograms = |list: &[(Shape, ShapeStats)], other: &ShapeStats| -> ShapeHistograms {
@@ -156,7 +95,7 @@ pub fn pair(
 
 /// The shapes of a replay: the feed's table (shapes and recorded figures) and the lanes'
 /// replayed figures, which point into it by place.
-pub fn of(recorded: &ShapeTable<ShapeStats>, replayed: &ShapeFigures) -> Built {
+pub fn of(recorded: &ShapeTable<ShapeStats>, replayed: &ReplayedShapes) -> Built {
     let (entries, recorded_other) = recorded.parts();
     let live: Vec<ShapeStats> = (0..entries.len()).map(|i| replayed.at(i)).collect();
     pair(

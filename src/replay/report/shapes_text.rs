@@ -13,16 +13,16 @@ fn fields() -> [Field<ReplayShape>; 12] {
     [
         (Column::new("shape").fit(), |s| s.replayed.shape.clone()),
         (Column::new("hash").html_only(), |s| s.replayed.hash.clone()),
-        (Column::new("count"), |s| s.replayed.count.to_string()),
+        (Column::new("count"), |s| s.replayed.figures.count.to_string()),
         (Column::new("getMores").html_only(), |s| {
-            s.replayed.getmores.to_string()
+            s.replayed.figures.getmores.to_string()
         }),
-        (Column::new("errors"), |s| s.replayed.errors.to_string()),
+        (Column::new("errors"), |s| s.replayed.figures.errors.to_string()),
         (Column::new("p50"), |s| {
-            lat(s.replayed.count, s.replayed.no_reply, s.replayed.p50_us)
+            lat(s.replayed.figures.count, s.replayed.figures.no_reply, s.replayed.figures.p50_us)
         }),
         (Column::new("p99"), |s| {
-            lat(s.replayed.count, s.replayed.no_reply, s.replayed.p99_us)
+            lat(s.replayed.figures.count, s.replayed.figures.no_reply, s.replayed.figures.p99_us)
         }),
         (Column::new("recorded p50"), |s| {
             lat(s.recorded.count, s.recorded.no_reply, s.recorded.p50_us)
@@ -30,12 +30,12 @@ fn fields() -> [Field<ReplayShape>; 12] {
         (Column::new("recorded p99").html_only(), |s| {
             lat(s.recorded.count, s.recorded.no_reply, s.recorded.p99_us)
         }),
-        (Column::new("total"), |s| duration_us(s.replayed.total_us)),
+        (Column::new("total"), |s| duration_us(s.replayed.figures.total_us)),
         (Column::new("share"), |s| {
-            units::share(Some(s.replayed.share))
+            units::share(Some(s.replayed.figures.share))
         }),
         (Column::new("docs"), |s| {
-            s.replayed.docs_returned.to_string()
+            s.replayed.figures.docs_returned.to_string()
         }),
     ]
 }
@@ -54,7 +54,7 @@ fn lat(count: u64, no_reply: u64, v: f64) -> String {
 pub fn table(shapes: &ReplayShapes, limit: usize) -> Table {
     let other = &shapes.shapes_other;
     let listed = shapes.shapes.iter().take(limit);
-    let rows = listed.chain((other.replayed.count + other.replayed.getmores > 0).then_some(other));
+    let rows = listed.chain((other.replayed.figures.count + other.replayed.figures.getmores > 0).then_some(other));
     Table::of(&fields(), rows)
 }
 
@@ -69,7 +69,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
         shapes.shapes.len()
     );
     s.push_str(&table(shapes, TEXT_ROWS).render());
-    let other = &shapes.shapes_other.replayed;
+    let other = &shapes.shapes_other.replayed.figures;
     if other.count + other.getmores > 0 {
         s.push_str(&format!(
             "... {} requests of shapes past the first {} are counted under `other` (--max-shapes)\n",
@@ -85,7 +85,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
 mod tests {
     use super::*;
     use crate::figures::table::TEXT_WIDTH;
-    use crate::shape::ShapeReport;
+    use crate::shape::{ShapeFigures, ShapeReport};
 
     #[test]
     fn the_text_table_fits_100_columns_and_cuts_the_shape_with_an_ellipsis() {
@@ -94,12 +94,15 @@ mod tests {
             replayed: ShapeReport {
                 hash: crate::shape::hash(text),
                 shape: text.to_owned(),
-                count: n,
-                p50_us: 1234.5,
-                p99_us: 99_999.0,
-                total_us: 1.5e9,
-                share: 0.5,
-                docs_returned: 123_456,
+                figures: ShapeFigures {
+                    count: n,
+                    p50_us: 1234.5,
+                    p99_us: 99_999.0,
+                    total_us: 1.5e9,
+                    share: 0.5,
+                    docs_returned: 123_456,
+                    ..ShapeFigures::default()
+                },
                 ..ShapeReport::default()
             },
             ..ReplayShape::default()

@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(on.shapes.shapes[0].shape, "find d.c {a: ?number}");
         let off = analyze_with(capture(&recs), "off", None, 0);
         assert!(off.shapes.shapes.is_empty());
-        assert_eq!(off.shapes.shapes_other.count, 0);
+        assert_eq!(off.shapes.shapes_other.figures.count, 0);
         assert_eq!(off.summary.ops, on.summary.ops);
     }
 }

@@ -172,7 +172,7 @@ pub fn commands(commands: &[CommandReport]) -> Table {
 pub fn shapes(r: &AnalyzeReport, limit: usize) -> Table {
     let other = &r.shapes.shapes_other;
     let listed = r.shapes.shapes.iter().take(limit);
-    let rows = listed.chain((other.count + other.getmores > 0).then_some(other));
+    let rows = listed.chain((other.figures.count + other.figures.getmores > 0).then_some(other));
     Table::of(&shape_fields(), rows)
 }
 
@@ -181,28 +181,28 @@ fn shape_fields() -> [Field<ShapeReport>; 12] {
     [
         (Column::new("shape").fit(), |s| s.shape.clone()),
         (Column::new("hash").html_only(), |s| s.hash.clone()),
-        (Column::new("count"), |s| s.count.to_string()),
+        (Column::new("count"), |s| s.figures.count.to_string()),
         (Column::new("getMores").html_only(), |s| {
-            s.getmores.to_string()
+            s.figures.getmores.to_string()
         }),
-        (Column::new("errors"), |s| s.errors.to_string()),
-        (Column::new("p50"), |s| shape_latency(s, s.p50_us)),
-        (Column::new("p99"), |s| shape_latency(s, s.p99_us)),
+        (Column::new("errors"), |s| s.figures.errors.to_string()),
+        (Column::new("p50"), |s| shape_latency(s, s.figures.p50_us)),
+        (Column::new("p99"), |s| shape_latency(s, s.figures.p99_us)),
         (Column::new("mean").html_only(), |s| {
-            shape_latency(s, s.mean_us)
+            shape_latency(s, s.figures.mean_us)
         }),
-        (Column::new("total"), |s| duration_us(s.total_us)),
-        (Column::new("share"), |s| units::share(Some(s.share))),
-        (Column::new("docs"), |s| s.docs_returned.to_string()),
+        (Column::new("total"), |s| duration_us(s.figures.total_us)),
+        (Column::new("share"), |s| units::share(Some(s.figures.share))),
+        (Column::new("docs"), |s| s.figures.docs_returned.to_string()),
         (Column::new("reply bytes").html_only(), |s| {
-            units::bytes(s.reply_bytes)
+            units::bytes(s.figures.reply_bytes)
         }),
     ]
 }
 
 /// A latency of a shape, `-` when none of its requests had a reply.
 fn shape_latency(s: &ShapeReport, v: f64) -> String {
-    if s.count > s.no_reply {
+    if s.figures.count > s.figures.no_reply {
         duration_us(v)
     } else {
         "-".into()

@@ -142,7 +142,7 @@ fn shapes(s: &mut String, r: &AnalyzeReport) {
         all.len()
     ));
     s.push_str(&tables::shapes(r, MAX_SHAPE_ROWS).render());
-    let other = &r.shapes.shapes_other;
+    let other = &r.shapes.shapes_other.figures;
     if other.count + other.getmores > 0 {
         s.push_str(&format!(
             "... {} requests of shapes past the first {} are counted under `other` (--max-shapes)\n",

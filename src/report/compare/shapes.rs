@@ -5,7 +5,7 @@
 
 use super::read::{load_json, CompareError};
 use super::rows::{row, MetricRow};
-use crate::shape::ShapeReport;
+use crate::shape::{ShapeFigures, ShapeReport};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -42,10 +42,11 @@ pub fn shapes_of(
 }
 
 fn shape_rows(cols: &[Option<&ShapeReport>]) -> Vec<MetricRow> {
-    let f = |g: fn(&ShapeReport) -> f64| cols.iter().map(|c| c.map(g)).collect();
-    let lat = |g: fn(&ShapeReport) -> f64| {
-        cols.iter()
-            .map(|c| c.filter(|s| s.count > s.no_reply).map(g))
+    let figures = || cols.iter().map(|c| c.map(|s| &s.figures));
+    let f = |g: fn(&ShapeFigures) -> f64| figures().map(|c| c.map(g)).collect();
+    let lat = |g: fn(&ShapeFigures) -> f64| {
+        figures()
+            .map(|c| c.filter(|s| s.answered()).map(g))
             .collect()
     };
     vec![
@@ -76,7 +77,7 @@ pub fn compare_shapes(reports: &[Vec<ShapeReport>]) -> Vec<ShapeRows> {
             .iter()
             .map(|m| m.get(s.hash.as_str()).copied())
             .collect();
-        let total: f64 = cols.iter().flatten().map(|c| c.total_us).sum();
+        let total: f64 = cols.iter().flatten().map(|c| c.figures.total_us).sum();
         out.push((
             total,
             ShapeRows {
@@ -100,9 +101,12 @@ mod tests {
         ShapeReport {
             hash: crate::shape::hash(text),
             shape: text.into(),
-            count,
-            total_us,
-            p50_us: total_us / count as f64,
+            figures: ShapeFigures {
+                count,
+                total_us,
+                p50_us: total_us / count as f64,
+                ..ShapeFigures::default()
+            },
             ..ShapeReport::default()
         }
     }

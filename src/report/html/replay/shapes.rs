@@ -28,7 +28,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     let curves: Vec<_> = shapes
         .shapes
         .iter()
-        .filter(|s| s.replayed.count > s.replayed.no_reply)
+        .filter(|s| s.replayed.figures.count > s.replayed.figures.no_reply)
         .take(MAX_CHART_SHAPES)
         .map(|s| {
             let hash = &s.replayed.hash;
@@ -75,7 +75,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
 mod tests {
     use super::*;
     use crate::replay::report::shapes::ReplayShape;
-    use crate::shape::ShapeReport;
+    use crate::shape::{ShapeFigures, ShapeReport};
 
     #[test]
     fn every_shape_is_in_the_table_and_the_busy_ones_are_drawn_replayed_over_recorded() {
@@ -91,8 +91,11 @@ mod tests {
                 replayed: ShapeReport {
                     hash: hash.clone(),
                     shape: text.to_string(),
-                    count: 3,
-                    total_us: 600.0 - i as f64,
+                    figures: ShapeFigures {
+                        count: 3,
+                        total_us: 600.0 - i as f64,
+                        ..ShapeFigures::default()
+                    },
                     ..ShapeReport::default()
                 },
                 ..ReplayShape::default()
