@@ -9,12 +9,14 @@
 //! - [`table`]: the bounded table of shapes (the rest under `other`) and the map of open cursors
 //!   to the shape that opened them, which `getMore` and `killCursors` are charged to.
 //! - [`stats`]: the figures kept per shape and their JSON entry, shared by every report.
+//! - [`columns`]: the one column list of every shape table, text and HTML.
 //!
 //! Pure, no I/O, never panics on input. Sits beside `redact` and `metrics`: it reads `wire`
 //! and `figures` only.
 //!
-//! Layers, bottom up: walk < command < mod.rs < table < stats
+//! Layers, bottom up: walk < command < mod.rs < table < stats < columns
 
+pub mod columns;
 mod command;
 pub mod stats;
 pub mod table;

@@ -1,61 +1,28 @@
 //! The replay's query shapes as a table, built once for the text summary (the ten that took the
 //! most replayed time, shape text cut to fit 100 columns) and the page (every shape, whole text).
 
-use super::shapes::{ReplayShape, ReplayShapes};
-use crate::figures::table::{Column, Field, Table};
-use crate::figures::units::{self, duration_us};
+use super::shapes::ReplayShapes;
+use crate::figures::table::Table;
+use crate::figures::units;
+use crate::shape::columns::{self, ShapeRow};
 
 /// Shapes the text summary lists.
 pub const TEXT_ROWS: usize = 10;
 
-/// The columns, each with its cell of a shape.
-fn fields() -> [Field<ReplayShape>; 12] {
-    [
-        (Column::new("shape").fit(), |s| s.replayed.shape.clone()),
-        (Column::new("hash").html_only(), |s| s.replayed.hash.clone()),
-        (Column::new("count"), |s| s.replayed.figures.count.to_string()),
-        (Column::new("getMores").html_only(), |s| {
-            s.replayed.figures.getmores.to_string()
-        }),
-        (Column::new("errors"), |s| s.replayed.figures.errors.to_string()),
-        (Column::new("p50"), |s| {
-            lat(s.replayed.figures.count, s.replayed.figures.no_reply, s.replayed.figures.p50_us)
-        }),
-        (Column::new("p99"), |s| {
-            lat(s.replayed.figures.count, s.replayed.figures.no_reply, s.replayed.figures.p99_us)
-        }),
-        (Column::new("recorded p50"), |s| {
-            lat(s.recorded.count, s.recorded.no_reply, s.recorded.p50_us)
-        }),
-        (Column::new("recorded p99").html_only(), |s| {
-            lat(s.recorded.count, s.recorded.no_reply, s.recorded.p99_us)
-        }),
-        (Column::new("total"), |s| duration_us(s.replayed.figures.total_us)),
-        (Column::new("share"), |s| {
-            units::share(Some(s.replayed.figures.share))
-        }),
-        (Column::new("docs"), |s| {
-            s.replayed.figures.docs_returned.to_string()
-        }),
-    ]
-}
-
-/// A latency of one side of a shape, `-` when none of its requests had a reply.
-fn lat(count: u64, no_reply: u64, v: f64) -> String {
-    if count > no_reply {
-        duration_us(v)
-    } else {
-        "-".into()
-    }
-}
-
-/// The shapes table: the first `limit` shapes and `other` when it holds any; the text cuts the
-/// shape text to fit `TEXT_WIDTH`, the page keeps it whole.
+/// The shapes table ([`crate::shape::columns`], with the recorded latencies): the first `limit`
+/// shapes and `other` when it holds any; the text cuts the shape text to fit `TEXT_WIDTH`, the
+/// page keeps it whole.
 pub fn table(shapes: &ReplayShapes, limit: usize) -> Table {
     let other = &shapes.shapes_other;
-    let listed = shapes.shapes.iter().take(limit);
-    let rows = listed.chain((other.replayed.figures.count + other.replayed.figures.getmores > 0).then_some(other));
-    Table::of(&fields(), rows)
+    let busy = other.replayed.figures.count + other.replayed.figures.getmores > 0;
+    let rows = shapes.shapes.iter().take(limit).chain(busy.then_some(other));
+    columns::table(
+        rows.map(|s| ShapeRow {
+            shape: &s.replayed,
+            recorded: Some(&s.recorded),
+        }),
+        true,
+    )
 }
 
 /// The text summary's part on shapes: the top of the table, and how many more there are.
@@ -85,6 +52,7 @@ pub fn render_text(shapes: &ReplayShapes) -> String {
 mod tests {
     use super::*;
     use crate::figures::table::TEXT_WIDTH;
+    use crate::replay::report::shapes::ReplayShape;
     use crate::shape::{ShapeFigures, ShapeReport};
 
     #[test]

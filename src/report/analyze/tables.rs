@@ -4,9 +4,9 @@
 use super::conn::TimeSplit;
 use super::{AnalyzeReport, Category, CommandReport, Totals};
 use crate::figures::drivers::label_for_people;
-use crate::figures::table::{Column, Field, Table};
+use crate::figures::table::Table;
 use crate::figures::units::{self, duration_ns, duration_us};
-use crate::shape::ShapeReport;
+use crate::shape::columns;
 
 /// Wall, server, client and gap time, and the client-bound share.
 fn time_cells(t: &TimeSplit, share: Option<f64>) -> [String; 5] {
@@ -170,41 +170,6 @@ pub fn commands(commands: &[CommandReport]) -> Table {
 /// requests. The text cuts the shape text to fit `TEXT_WIDTH` and leaves hash, getMores, mean and
 /// reply bytes to the page, which keeps the whole text.
 pub fn shapes(r: &AnalyzeReport, limit: usize) -> Table {
-    let other = &r.shapes.shapes_other;
-    let listed = r.shapes.shapes.iter().take(limit);
-    let rows = listed.chain((other.figures.count + other.figures.getmores > 0).then_some(other));
-    Table::of(&shape_fields(), rows)
-}
-
-/// The shape table's columns, each with its cell of a shape.
-fn shape_fields() -> [Field<ShapeReport>; 12] {
-    [
-        (Column::new("shape").fit(), |s| s.shape.clone()),
-        (Column::new("hash").html_only(), |s| s.hash.clone()),
-        (Column::new("count"), |s| s.figures.count.to_string()),
-        (Column::new("getMores").html_only(), |s| {
-            s.figures.getmores.to_string()
-        }),
-        (Column::new("errors"), |s| s.figures.errors.to_string()),
-        (Column::new("p50"), |s| shape_latency(s, s.figures.p50_us)),
-        (Column::new("p99"), |s| shape_latency(s, s.figures.p99_us)),
-        (Column::new("mean").html_only(), |s| {
-            shape_latency(s, s.figures.mean_us)
-        }),
-        (Column::new("total"), |s| duration_us(s.figures.total_us)),
-        (Column::new("share"), |s| units::share(Some(s.figures.share))),
-        (Column::new("docs"), |s| s.figures.docs_returned.to_string()),
-        (Column::new("reply bytes").html_only(), |s| {
-            units::bytes(s.figures.reply_bytes)
-        }),
-    ]
-}
-
-/// A latency of a shape, `-` when none of its requests had a reply.
-fn shape_latency(s: &ShapeReport, v: f64) -> String {
-    if s.figures.count > s.figures.no_reply {
-        duration_us(v)
-    } else {
-        "-".into()
-    }
+    let s = &r.shapes;
+    columns::table(columns::own(&s.shapes, &s.shapes_other, limit), false)
 }

@@ -1,0 +1,97 @@
+//! The one column list of every shape table (analyze's, a replay's, a merged replay's), built
+//! once as a [`Table`] and rendered as text and HTML: a shape figure is one line here. The text
+//! leaves hash, getMores, mean and reply bytes to the page and cuts the shape's text to fit
+//! [`crate::figures::table::TEXT_WIDTH`]; the page keeps it whole.
+
+use super::{ShapeFigures, ShapeReport};
+use crate::figures::table::{Column, Field, Table};
+use crate::figures::units::{self, duration_us};
+
+/// One row of a shape table: the shape with its figures, and the capture's figures of the same
+/// shape in a replay's table.
+pub struct ShapeRow<'a> {
+    pub shape: &'a ShapeReport,
+    pub recorded: Option<&'a ShapeFigures>,
+}
+
+/// A latency of a shape's side, `-` when none of its requests had a reply.
+fn latency(s: &ShapeFigures, v: f64) -> String {
+    if s.answered() {
+        duration_us(v)
+    } else {
+        "-".into()
+    }
+}
+
+fn recorded(r: &ShapeRow<'_>, v: fn(&ShapeFigures) -> f64) -> String {
+    r.recorded.map_or("-".into(), |f| latency(f, v(f)))
+}
+
+/// The columns, each with its cell of a row; `recorded_side`: the capture's latencies beside the
+/// replayed ones.
+fn fields<'a>(recorded_side: bool) -> Vec<Field<ShapeRow<'a>>> {
+    let mut f: Vec<Field<ShapeRow<'a>>> = vec![
+        (Column::new("shape").fit(), |r| r.shape.shape.clone()),
+        (Column::new("hash").html_only(), |r| r.shape.hash.clone()),
+        (Column::new("count"), |r| r.shape.figures.count.to_string()),
+        (Column::new("getMores").html_only(), |r| {
+            r.shape.figures.getmores.to_string()
+        }),
+        (Column::new("errors"), |r| r.shape.figures.errors.to_string()),
+        (Column::new("p50"), |r| {
+            latency(&r.shape.figures, r.shape.figures.p50_us)
+        }),
+        (Column::new("p99"), |r| {
+            latency(&r.shape.figures, r.shape.figures.p99_us)
+        }),
+        (Column::new("mean").html_only(), |r| {
+            latency(&r.shape.figures, r.shape.figures.mean_us)
+        }),
+    ];
+    if recorded_side {
+        f.push((Column::new("recorded p50"), |r| recorded(r, |f| f.p50_us)));
+        f.push((Column::new("recorded p99").html_only(), |r| {
+            recorded(r, |f| f.p99_us)
+        }));
+    }
+    let tail: [Field<ShapeRow<'a>>; 4] = [
+        (Column::new("total"), |r| {
+            duration_us(r.shape.figures.total_us)
+        }),
+        (Column::new("share"), |r| {
+            units::share(Some(r.shape.figures.share))
+        }),
+        (Column::new("docs"), |r| {
+            r.shape.figures.docs_returned.to_string()
+        }),
+        (Column::new("reply bytes").html_only(), |r| {
+            units::bytes(r.shape.figures.reply_bytes)
+        }),
+    ];
+    f.extend(tail);
+    f
+}
+
+/// The shape table of these rows; the recorded latencies when `recorded_side`.
+pub fn table<'a>(rows: impl IntoIterator<Item = ShapeRow<'a>>, recorded_side: bool) -> Table {
+    let rows: Vec<ShapeRow<'a>> = rows.into_iter().collect();
+    Table::of(&fields(recorded_side), &rows)
+}
+
+/// The rows of a report's own shapes (no other side): the first `limit`, and `other` when it
+/// holds any request.
+pub fn own<'a>(
+    shapes: &'a [ShapeReport],
+    other: &'a ShapeReport,
+    limit: usize,
+) -> impl Iterator<Item = ShapeRow<'a>> {
+    let busy = other.figures.count + other.figures.getmores > 0;
+    shapes
+        .iter()
+        .take(limit)
+        .chain(busy.then_some(other))
+        .map(|shape| ShapeRow {
+            shape,
+            recorded: None,
+        })
+}
