@@ -149,7 +149,7 @@ fn the_setup_with_twenty_more_indexes_is_found_slower_on_inserts() {
         cpu("indexed"),
         cpu("plain")
     );
-    assert_eq!(run.report["schema_version"], 2);
+    assert_eq!(run.report["schema_version"], 3);
     assert_eq!(run.report["kind"], "ab");
     // The machine's load: flagged in JSON, text and HTML alike.
     let disturbed = run.report["load"]["disturbed"]
@@ -193,8 +193,35 @@ fn identical_servers_differ_in_nothing_at_a_fixed_rate() {
     let b = Server::start();
     // A server just started still settles (its one-node replica set, the first writes): B, started
     // last, would be measured in that window. One pass into both first, then the measured one.
-    ab_replay(&rec.capture, &[a.addr(), b.addr()], &["--fast"]);
+    // That pass on two connections: the order kept between them is the run's, counted once.
+    let warm = ab_replay(
+        &rec.capture,
+        &[a.addr(), b.addr()],
+        &["--fast", "--connections", "2"],
+    );
+    let order = &warm.report["run"]["ordering"];
+    assert_eq!(order["connections"], 2, "{order}");
+    assert!(order["followed_a_write"].as_u64() > Some(0), "{order}");
+    assert!(order["mean_in_flight"].as_f64() > Some(0.0), "{order}");
+    assert!(warm.report["run"]["session_order"].is_null());
+    assert!(
+        warm.output.stdout.contains("followed a write on another connection"),
+        "{}",
+        warm.output.stdout
+    );
     let run = ab_replay(&rec.capture, &[a.addr(), b.addr()], &["--rate", "500"]);
+    // One lane per recorded connection: the sessions' order; nothing was due after a --duration.
+    let counters = &run.report["run"];
+    assert_eq!(counters["after_deadline"], 0, "{counters}");
+    assert!(counters["ordering"].is_null(), "{counters}");
+    assert!(counters["session_order"]["waited"].is_u64(), "{counters}");
+    assert!(
+        run.output
+            .stdout
+            .contains("run (all targets): 0 request(s) due after --duration"),
+        "{}",
+        run.output.stdout
+    );
     assert!(
         run.report["differences"]["fields"]
             .as_object()

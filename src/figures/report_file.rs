@@ -13,7 +13,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The A/B report's own `schema_version` (`kind: "ab"`; `docs/ab.md`, "Schema versions"): raised
 /// when a field changes meaning, not only when one is removed or renamed.
-pub const AB_SCHEMA_VERSION: u32 = 2;
+pub const AB_SCHEMA_VERSION: u32 = 3;
 
 /// The largest report file read back.
 pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
@@ -148,7 +148,7 @@ mod tests {
         let at = dir.path().join("r.json");
         for known in [
             r#"{"schema_version": 1, "a": [1]}"#,
-            r#"{"schema_version": 2, "kind": "ab"}"#,
+            r#"{"schema_version": 3, "kind": "ab"}"#,
             r#"{"a": 1}"#,
             "[1]",
             "x",
@@ -173,7 +173,7 @@ mod tests {
         // An A/B report has a version of its own.
         std::fs::write(&at, r#"{"schema_version": 1, "kind": "ab"}"#).unwrap();
         let e = read(&at).unwrap_err().to_string();
-        assert!(e.contains("this mongotape reads schema_version 2"), "{e}");
+        assert!(e.contains("this mongotape reads schema_version 3"), "{e}");
     }
 
     #[test]

@@ -165,3 +165,28 @@ pub(super) fn add_counts(
     report.error = target.abort.reason();
     report.complete = report.error.is_none() && report.capture_error.is_none();
 }
+
+/// The run's own counters (the feed's and the order's) as an A/B report's `run`; each target's
+/// report counts only its own.
+pub(super) fn run_report(config: &ReplayConfig, r: &RunCounters) -> report::run::RunReport {
+    let (followed, waited) = (get(&r.ordered), get(&r.order_waits));
+    let wait_s = get(&r.order_wait_ns) as f64 / 1e9;
+    report::run::RunReport {
+        after_deadline: get(&r.after_deadline),
+        ordering: config.connections.map(|n| report::OrderingReport {
+            connections: n,
+            followed_a_write: followed,
+            waited,
+            wait_s,
+            mean_in_flight: 0.0,
+        }),
+        session_order: config
+            .connections
+            .is_none()
+            .then_some(report::SessionOrderReport {
+                followed,
+                waited,
+                wait_s,
+            }),
+    }
+}

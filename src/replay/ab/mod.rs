@@ -142,9 +142,11 @@ async fn replay(
     });
     let source = feed_lanes(&config, &shared, file_len, Arc::new(AtomicU64::new(0))).await;
     let wall_s = start.elapsed().as_secs_f64();
+    let run = super::tally::run_report(&config, &shared.run.counters);
     let mut reports = Vec::new();
     for ((r, side), c) in ready.into_iter().zip(&sides).zip(&configs) {
-        // The run's counters (the order's, the feed's skips) are not in the targets' reports.
+        // The run's counters (the order's, the feed's skips) are not in the targets' reports:
+        // they are the A/B report's `run`.
         reports.push(conclude(c, r.report, r.probe, side, None, wall_s, &source).await);
     }
     drop(shared);
@@ -157,5 +159,5 @@ async fn replay(
         &source.shapes,
         std::mem::take(&mut collected.per_shape),
     );
-    AbReport::build(&config, &ab, reports, collected, shapes, wall_s)
+    AbReport::build(&config, &ab, reports, collected, shapes, run, wall_s)
 }

@@ -6,6 +6,7 @@ use super::diff::FieldDiff;
 use super::stats::RatioEstimate;
 use crate::figures::summary::CommandSummary;
 use crate::shape::ShapeFigures;
+use crate::replay::report::run::RunReport;
 use crate::replay::report::{OptionsReport, ReplayReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,6 +33,9 @@ pub struct AbReport {
     #[schemars(length(max = 3))]
     pub targets: Vec<TargetReport>,
     pub pairs: PairsReport,
+    /// The run's own counters, the same for every target (the feed's and the order's):
+    /// requests due after `--duration`, and the order kept between connections.
+    pub run: RunReport,
     pub overall: AbRow,
     pub per_command: BTreeMap<String, AbRow>,
     pub per_namespace: BTreeMap<String, AbRow>,

@@ -11,6 +11,7 @@ use super::findings;
 use super::stats::PairSample;
 use crate::figures::summary::CommandSummary;
 use crate::replay::config::options_report;
+use crate::replay::report::run::RunReport;
 use crate::replay::report::ReplayReport;
 use crate::replay::ReplayConfig;
 
@@ -73,10 +74,12 @@ impl AbReport {
         reports: Vec<ReplayReport>,
         collected: Collected,
         shapes: Vec<AbShapeRow>,
+        run: RunReport,
         wall_s: f64,
     ) -> AbReport {
         let mut r = AbReport::base(config);
         r.wall_s = wall_s;
+        r.run = run;
         let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
         r.targets = reports
             .into_iter()
@@ -92,6 +95,9 @@ impl AbReport {
             differences,
         } = collected;
         r.pairs = pairs_report(counts, differences.compared);
+        if let (Some(o), Some(control)) = (&mut r.run.ordering, r.targets.first()) {
+            o.mean_in_flight = control.replay.ordering.as_ref().map_or(0.0, |c| c.mean_in_flight);
+        }
         r.load = machine_load(&r.targets);
         for t in &mut r.targets {
             // Each target's own view would count the other targets' servers as other work.

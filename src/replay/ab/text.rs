@@ -19,6 +19,7 @@ impl AbReport {
             self.pairs.unpaired
         ));
         out.push_str(&tables::targets(self).render());
+        out.push_str(&self.run.text());
         out.push_str(&self.errors_text());
         for w in &self.warnings {
             out.push_str(&format!("warning: {w}\n"));

@@ -1,8 +1,9 @@
 //! The replay report: JSON (`--report`) with the shared [`ReportSummary`] under `summary`, and a text
 //! summary for stdout ([`text`]: the same latency table the HTML page shows, built once).
 //!
-//! Layers, bottom up: shapes < mod.rs shapes_text < text why
+//! Layers, bottom up: shapes < mod.rs shapes_text < run < text why
 
+pub mod run;
 pub mod shapes;
 pub mod shapes_text;
 mod text;

@@ -244,17 +244,10 @@ impl ReplayReport {
             out.push_str(&knee_text(k));
         }
         if let Some(o) = &self.ordering {
-            out.push_str(&format!(
-                "order: {} request(s) followed a write on another connection, {} waited ({}); {:.1} requests in flight on average over {} connection(s) per clone\n",
-                o.followed_a_write, o.waited, units::duration_s(o.wait_s), o.mean_in_flight, o.connections
-            ));
+            out.push_str(&o.text());
         }
         if let Some(o) = self.session_order.as_ref().filter(|o| o.waited > 0) {
-            out.push_str(&format!(
-                "session order: {} request(s) waited for their session's previous request on another connection ({})\n",
-                o.waited,
-                units::duration_s(o.wait_s)
-            ));
+            out.push_str(&o.text());
         }
     }
 

@@ -36,6 +36,9 @@ pub fn render_html(r: &AbReport) -> String {
     }
     page = verdicts(page, r);
     page = page.section("Targets").table(&tables::targets(r));
+    for line in r.run.text().lines() {
+        page = page.paragraph(line);
+    }
     if let Some(load) = &r.load {
         page = page.paragraph(load.text().trim_end());
     }
