@@ -205,7 +205,9 @@ fn identical_servers_differ_in_nothing_at_a_fixed_rate() {
     assert!(order["mean_in_flight"].as_f64() > Some(0.0), "{order}");
     assert!(warm.report["run"]["session_order"].is_null());
     assert!(
-        warm.output.stdout.contains("followed a write on another connection"),
+        warm.output
+            .stdout
+            .contains("followed a write on another connection"),
         "{}",
         warm.output.stdout
     );

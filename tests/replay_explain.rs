@@ -153,10 +153,50 @@ fn replay_explain_gives_each_shape_its_plan_and_applies_no_write_twice() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("run docs"), "no run docs column in the page");
-    // Without --explain: no plans.
+    // Each shape's documents examined per request, from its plan: in the shape's entry (not on
+    // the recorded side, not on the insert, which has no plan), the text's and the page's tables.
+    let status = shape_of(&run.report["shapes"], FIND_STATUS);
+    assert_eq!(status["docs_per_request"], 30, "{status}");
+    assert!(status["recorded"].get("docs_per_request").is_none());
+    let insert = run.report["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["command"] == "insert")
+        .expect("the insert's shape");
+    assert!(insert.get("docs_per_request").is_none(), "{insert}");
+    assert!(
+        lines().any(|l| l.starts_with("shape ") && l.ends_with("examined/req")),
+        "{}",
+        run.output.stdout
+    );
+    assert!(
+        lines().any(|l| l.starts_with("find shop.orders {s")
+            && !l.contains("COLLSCAN")
+            && l.ends_with(" 30")),
+        "{}",
+        run.output.stdout
+    );
+    assert!(
+        html.contains("examined/req"),
+        "no examined/req column in the page"
+    );
+    // Without --explain: no plans, and no figure from them.
     python(SETUP, &[target.uri().as_str(), "0"]);
     let plain = replay(&capture, target.addr(), &["--fast"]);
     assert!(plain.report.get("plans").is_none());
+    let shapes = plain.report["shapes"].as_array().unwrap();
+    assert!(shapes.iter().all(|s| s.get("docs_per_request").is_none()));
+    assert!(!plain.output.stdout.contains("examined/req"));
+}
+
+/// A report's shape entry of this text.
+fn shape_of(shapes: &Value, text: &str) -> Value {
+    shapes
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["shape"] == text))
+        .cloned()
+        .unwrap_or_else(|| panic!("no shape {text}: {shapes:#}"))
 }
 
 #[test]
@@ -189,6 +229,19 @@ fn an_index_on_b_changes_that_shapes_plan_and_no_other() {
         run.html.contains("run docs"),
         "no run docs column in the page"
     );
+    // The shape's documents examined per request on each target, side by side.
+    let status = shape_of(&run.report["shapes"], FIND_STATUS);
+    assert_eq!(status["targets"][0]["docs_per_request"], 30, "{status}");
+    assert_eq!(status["targets"][1]["docs_per_request"], 15, "{status}");
+    assert!(
+        run.output
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("find shop.orders {status") && l.trim_end().ends_with(" 30/15")),
+        "{}",
+        run.output.stdout
+    );
+    assert!(run.html.contains("examined/req A/B"), "not in the page");
     // Only the target whose plan differs from the control's is marked.
     assert_eq!(on(FIND_STATUS, "A")["plan_changed"], false);
     assert_eq!(on(FIND_STATUS, "B")["plan_changed"], true);
@@ -415,4 +468,9 @@ fn merge_keeps_each_shapes_plan_once_from_the_shard_reports() {
     assert_eq!(plan_of(&plans, FIND_STATUS, None)["plan"], "COLLSCAN");
     // Counted again over the merged shapes: three requests of 30 documents.
     assert_eq!(plan_of(&plans, FIND_STATUS, None)["docs_examined_run"], 90);
+    // And each merged shape's documents examined per request, from the merged plans.
+    assert_eq!(
+        shape_of(&report["shapes"], FIND_STATUS)["docs_per_request"],
+        30
+    );
 }

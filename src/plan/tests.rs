@@ -63,7 +63,10 @@ fn a_sort_comes_after_its_input() {
 #[test]
 fn an_aggregate_names_its_cursor_plan_then_its_stages() {
     let s = summarize(fixtures::AGGREGATE_GROUP).unwrap();
-    assert_eq!(s.plan.as_deref().unwrap(), "COLLSCAN -> PROJECTION_SIMPLE -> $group");
+    assert_eq!(
+        s.plan.as_deref().unwrap(),
+        "COLLSCAN -> PROJECTION_SIMPLE -> $group"
+    );
     assert_eq!((s.docs_examined, s.n_returned), (Some(20), Some(10)));
 }
 
@@ -80,8 +83,16 @@ fn writes_and_other_reads_give_a_plan() {
         assert!(!s.plan.as_deref().unwrap().is_empty(), "{name}: {s:?}");
         assert!(s.docs_examined.is_some(), "{name}: {s:?}");
     }
-    assert!(summarize(fixtures::UPDATE).unwrap().plan.unwrap().contains("UPDATE"));
-    assert!(summarize(fixtures::DELETE).unwrap().plan.unwrap().contains("DELETE"));
+    assert!(summarize(fixtures::UPDATE)
+        .unwrap()
+        .plan
+        .unwrap()
+        .contains("UPDATE"));
+    assert!(summarize(fixtures::DELETE)
+        .unwrap()
+        .plan
+        .unwrap()
+        .contains("DELETE"));
 }
 
 #[test]
@@ -132,7 +143,10 @@ fn several_inputs_nested_plans_and_shards() {
         {"stage": "IXSCAN", "keyPattern": {"b": "hashed"}, "indexName": "b_hashed"},
     ]}}}, "ok": 1};
     let s = summarize(or.as_bytes()).unwrap();
-    assert_eq!(s.plan.as_deref().unwrap(), "OR(IXSCAN {a: 1}, IXSCAN {b: \"hashed\"}) -> FETCH");
+    assert_eq!(
+        s.plan.as_deref().unwrap(),
+        "OR(IXSCAN {a: 1}, IXSCAN {b: \"hashed\"}) -> FETCH"
+    );
     assert_eq!(s.indexes, vec!["a_1", "b_hashed"]);
     let sbe = rawdoc! {"queryPlanner": {"winningPlan": {"queryPlan": {"stage": "COLLSCAN"},
     "slotBasedPlan": {"stages": "..."}}}, "ok": 1};
@@ -142,7 +156,10 @@ fn several_inputs_nested_plans_and_shards() {
         {"shardName": "s1", "winningPlan": {"stage": "FETCH", "inputStage": {"stage": "IXSCAN", "indexName": "k_1"}}},
     ]}}, "executionStats": {"totalKeysExamined": 5, "totalDocsExamined": 9, "nReturned": 2}, "ok": 1};
     let s = summarize(sharded.as_bytes()).unwrap();
-    assert_eq!(s.plan.as_deref().unwrap(), "SHARD_MERGE(s0: COLLSCAN; s1: IXSCAN k_1 -> FETCH)");
+    assert_eq!(
+        s.plan.as_deref().unwrap(),
+        "SHARD_MERGE(s0: COLLSCAN; s1: IXSCAN k_1 -> FETCH)"
+    );
     assert_eq!(s.docs_examined, Some(9));
     let agg_sharded = rawdoc! {"shards": {
         "s0": {"stages": [{"$cursor": {"queryPlanner": {"winningPlan": {"stage": "COLLSCAN"}},
@@ -152,7 +169,10 @@ fn several_inputs_nested_plans_and_shards() {
             "executionStats": {"totalDocsExamined": 1, "totalKeysExamined": 0, "nReturned": 0}},
     }, "ok": 1};
     let s = summarize(agg_sharded.as_bytes()).unwrap();
-    assert_eq!(s.plan.as_deref().unwrap(), "SHARDS(s0: COLLSCAN -> $group; s1: EOF)");
+    assert_eq!(
+        s.plan.as_deref().unwrap(),
+        "SHARDS(s0: COLLSCAN -> $group; s1: EOF)"
+    );
     assert_eq!(s.docs_examined, Some(5));
     let none = rawdoc! {"ok": 1};
     assert_eq!(summarize(none.as_bytes()), Err(ExplainError::NoPlan));

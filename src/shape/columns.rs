@@ -28,8 +28,8 @@ fn recorded(r: &ShapeRow<'_>, v: fn(&ShapeFigures) -> f64) -> String {
 }
 
 /// The columns, each with its cell of a row; `recorded_side`: the capture's latencies beside the
-/// replayed ones.
-fn fields<'a>(recorded_side: bool) -> Vec<Field<ShapeRow<'a>>> {
+/// replayed ones; `examined`: the documents examined per request (a replay with `--explain`).
+fn fields<'a>(recorded_side: bool, examined: bool) -> Vec<Field<ShapeRow<'a>>> {
     let mut f: Vec<Field<ShapeRow<'a>>> = vec![
         (Column::new("shape").fit(), |r| r.shape.shape.clone()),
         (Column::new("hash").html_only(), |r| r.shape.hash.clone()),
@@ -37,7 +37,9 @@ fn fields<'a>(recorded_side: bool) -> Vec<Field<ShapeRow<'a>>> {
         (Column::new("getMores").html_only(), |r| {
             r.shape.figures.getmores.to_string()
         }),
-        (Column::new("errors"), |r| r.shape.figures.errors.to_string()),
+        (Column::new("errors"), |r| {
+            r.shape.figures.errors.to_string()
+        }),
         (Column::new("p50"), |r| {
             latency(&r.shape.figures, r.shape.figures.p50_us)
         }),
@@ -69,13 +71,25 @@ fn fields<'a>(recorded_side: bool) -> Vec<Field<ShapeRow<'a>>> {
         }),
     ];
     f.extend(tail);
+    if examined {
+        f.push((Column::new("examined/req"), |r| {
+            r.shape
+                .figures
+                .docs_per_request
+                .map_or("-".into(), |d| units::count(d as f64))
+        }));
+    }
     f
 }
 
-/// The shape table of these rows; the recorded latencies when `recorded_side`.
+/// The shape table of these rows; the recorded latencies when `recorded_side`, the documents
+/// examined per request when any row has them.
 pub fn table<'a>(rows: impl IntoIterator<Item = ShapeRow<'a>>, recorded_side: bool) -> Table {
     let rows: Vec<ShapeRow<'a>> = rows.into_iter().collect();
-    Table::of(&fields(recorded_side), &rows)
+    let examined = rows
+        .iter()
+        .any(|r| r.shape.figures.docs_per_request.is_some());
+    Table::of(&fields(recorded_side, examined), &rows)
 }
 
 /// The rows of a report's own shapes (no other side): the first `limit`, and `other` when it

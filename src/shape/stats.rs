@@ -172,6 +172,7 @@ impl ShapeStats {
             },
             docs_returned: self.docs_returned,
             reply_bytes: self.reply_bytes,
+            docs_per_request: None,
         };
         ShapeReport {
             hash: shape.hash(),
@@ -227,6 +228,12 @@ pub struct ShapeFigures {
     /// Documents returned: first batches plus the getMores' batches.
     pub docs_returned: u64,
     pub reply_bytes: u64,
+    /// A replay with `--explain`: the documents the shape's plan examines per request
+    /// (`docs_examined` of its entry in `plans`; this target's in an A/B replay; of the merged
+    /// plans after `merge`). Absent from analyze, from the recorded side, and when the shape has
+    /// no plan or its plan no count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs_per_request: Option<u64>,
 }
 
 impl ShapeFigures {

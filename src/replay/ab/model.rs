@@ -5,9 +5,9 @@ use super::control::ControlCheck;
 use super::diff::FieldDiff;
 use super::stats::RatioEstimate;
 use crate::figures::summary::CommandSummary;
-use crate::shape::ShapeFigures;
 use crate::replay::report::run::RunReport;
 use crate::replay::report::{OptionsReport, ReplayReport};
+use crate::shape::ShapeFigures;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

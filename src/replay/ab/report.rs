@@ -95,9 +95,7 @@ impl AbReport {
             differences,
         } = collected;
         r.pairs = pairs_report(counts, differences.compared);
-        if let (Some(o), Some(control)) = (&mut r.run.ordering, r.targets.first()) {
-            o.mean_in_flight = control.replay.ordering.as_ref().map_or(0.0, |c| c.mean_in_flight);
-        }
+        control_in_flight(&mut r);
         r.load = machine_load(&r.targets);
         for t in &mut r.targets {
             // Each target's own view would count the other targets' servers as other work.
@@ -149,6 +147,17 @@ impl AbReport {
         r.warnings = findings::warnings(&r);
         add_plans(&mut r, config.explain);
         r
+    }
+}
+
+/// The run's `ordering.mean_in_flight`: the control's.
+fn control_in_flight(r: &mut AbReport) {
+    if let (Some(o), Some(control)) = (&mut r.run.ordering, r.targets.first()) {
+        o.mean_in_flight = control
+            .replay
+            .ordering
+            .as_ref()
+            .map_or(0.0, |c| c.mean_in_flight);
     }
 }
 

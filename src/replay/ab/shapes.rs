@@ -129,13 +129,21 @@ fn whole_percent(share: f64) -> String {
 pub const TEXT_ROWS: usize = 10;
 
 /// The shapes side by side: the first `limit` rows, each target's total time on the shape and
-/// its share of the summed latency of every request replayed into that target; the text cuts
-/// the shape text to fit 100 columns, the page keeps it whole.
+/// its share of the summed latency of every request replayed into that target, and with
+/// `--explain` each target's documents examined per request; the text cuts the shape text to
+/// fit 100 columns, the page keeps it whole.
 pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
+    let rows = &rows[..rows.len().min(limit)];
+    let examined = rows
+        .iter()
+        .any(|r| r.targets.iter().any(|t| t.docs_per_request.is_some()));
     let mut columns = vec![Column::new("shape").fit()];
     columns.extend(labels.iter().map(|l| Column::new(format!("total {l}"))));
     columns.push(Column::new(format!("share {}", labels.join("/"))));
     columns.extend((labels.iter().skip(1)).map(|l| Column::new(format!("{l}/{}", labels[0]))));
+    if examined {
+        columns.push(Column::new(format!("examined/req {}", labels.join("/"))));
+    }
     let interval = |e: &Option<RatioEstimate>| {
         e.map_or("-".into(), |m| {
             format!(
@@ -146,15 +154,22 @@ pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
             )
         })
     };
+    let per_request = |t: &ShapeFigures| {
+        t.docs_per_request
+            .map_or("-".into(), |d| units::count(d as f64))
+    };
     let cells: Vec<Vec<String>> = rows
         .iter()
-        .take(limit)
         .map(|r| {
             let mut c = vec![r.shape.clone()];
             c.extend(r.targets.iter().map(|t| units::duration_us(t.total_us)));
             let shares: Vec<String> = r.targets.iter().map(|t| whole_percent(t.share)).collect();
             c.push(shares.join("/"));
             c.extend(r.ratios.iter().map(|x| interval(&x.mean)));
+            if examined {
+                let each: Vec<String> = r.targets.iter().map(per_request).collect();
+                c.push(each.join("/"));
+            }
             c
         })
         .collect();

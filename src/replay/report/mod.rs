@@ -407,7 +407,8 @@ pub struct ReplayReport {
 
 impl ReplayReport {
     /// Each plan's documents examined over the run ([`crate::plan::PlanEntry::count_requests`]),
-    /// from its shape's requests (joined by hash; a shape past the cap counts none).
+    /// from its shape's requests, and each shape's documents examined per request
+    /// (`docs_per_request`), from its plan (joined by hash; a shape past the cap counts none).
     pub fn count_plans(&mut self) {
         let Some(plans) = &mut self.plans else {
             return;
@@ -416,10 +417,11 @@ impl ReplayReport {
             let shape = self
                 .shapes
                 .shapes
-                .iter()
+                .iter_mut()
                 .find(|s| s.replayed.hash == p.hash);
             if let Some(s) = shape {
                 p.count_requests(s.replayed.figures.count);
+                s.replayed.figures.docs_per_request = p.docs_examined;
             }
         }
     }

@@ -15,7 +15,11 @@ pub const TEXT_ROWS: usize = 10;
 pub fn table(shapes: &ReplayShapes, limit: usize) -> Table {
     let other = &shapes.shapes_other;
     let busy = other.replayed.figures.count + other.replayed.figures.getmores > 0;
-    let rows = shapes.shapes.iter().take(limit).chain(busy.then_some(other));
+    let rows = shapes
+        .shapes
+        .iter()
+        .take(limit)
+        .chain(busy.then_some(other));
     columns::table(
         rows.map(|s| ShapeRow {
             shape: &s.replayed,
