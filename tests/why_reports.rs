@@ -114,7 +114,8 @@ fn a_replay_into_a_server_that_holds_the_data_reports_duplicate_key_and_what_it_
     assert_eq!(dup["codeName"], "DuplicateKey");
     assert_eq!(dup["shapes"][0]["shape"], "insert why.items");
     assert!(dup["errmsg"].as_str().unwrap().contains("E11000"), "{dup}");
-    let text = &run.output.stdout;
+    // Sentences are wrapped at 100 columns: read with the breaks undone.
+    let text = &flat(&run.output.stdout);
     assert!(
         text.contains("errors 30: DuplicateKey (11000) 30 on insert (write error)"),
         "{text}"
@@ -461,4 +462,167 @@ fn an_unordered_batch_into_a_server_that_holds_it_counts_each_duplicate() {
         "{}",
         run.output.stdout
     );
+}
+
+/// Every line of a text report within 100 columns, and something said.
+fn assert_fits(what: &str, text: &str) {
+    assert!(!text.trim().is_empty(), "{what}: nothing printed");
+    for line in text.lines() {
+        let width = line.chars().count();
+        assert!(
+            width <= 100,
+            "{what}: a line {width} wide:\n{line}\n\n{text}"
+        );
+    }
+}
+
+/// A text with its line breaks undone, to read a wrapped sentence whole.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn a_replay_where_many_operations_failed_warns_naming_the_top_error_and_the_restore_hint() {
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let (capture, _) = record_python(&server, dir.path(), "inserts", INSERTS_AND_ERRORS);
+    // The recording server holds the 30 documents: every insert replayed into it fails.
+    let run = try_replay(&capture, &server.uri(), &["--fast"]);
+    assert!(
+        run.output.success(),
+        "no threshold, exit 0: {}",
+        run.describe()
+    );
+    assert_schema("replay", &run.report);
+    let overall = &run.report["summary"]["overall"];
+    let w = &run.report["failures"];
+    assert_eq!(w["failed"], 30, "{}", run.describe());
+    assert_eq!(
+        (&w["failed"], &w["ops"]),
+        (&overall["errors"], &overall["count"])
+    );
+    assert_eq!(w["top_code"], 11000, "{w}");
+    assert_eq!(w["top_error"], "DuplicateKey (11000) on insert", "{w}");
+    let ops = u(&overall["count"]);
+    let share = 30.0 / ops as f64;
+    assert!(share > 0.05, "{ops} operations");
+    assert!((w["share"].as_f64().unwrap() - share).abs() < 1e-9, "{w}");
+    let text = flat(&run.output.stdout);
+    let said = format!(
+        "WARNING: {:.1}% of the operations failed (30 of {ops}), most with DuplicateKey (11000) \
+         on insert: the target usually already holds the data the capture inserts: restore a snapshot",
+        share * 100.0
+    );
+    assert!(text.contains(&said), "{}", run.output.stdout);
+    assert!(text.contains("docs/production.md") && text.contains("--max-error-rate makes"));
+    assert_fits("replay", &run.output.stdout);
+
+    // Into an empty server nothing fails: no warning, `failures` null.
+    let fresh = Server::start_with(&["--standalone"]);
+    let clean = replay(&capture, &fresh.uri(), &["--fast"]);
+    assert!(clean.report["failures"].is_null(), "{}", clean.describe());
+    assert!(
+        !clean.output.stdout.contains("WARNING"),
+        "{}",
+        clean.output.stdout
+    );
+}
+
+#[test]
+fn every_text_report_fits_100_columns_on_real_captures() {
+    // analyze of every fixture: the five clients' drivers, with and without compression.
+    let mut fixtures = 0;
+    for entry in std::fs::read_dir(workspace_root().join("captures")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "mtape") {
+            let out = mongotape(&["analyze", path.to_str().unwrap()]);
+            assert!(out.success(), "{}", out.stderr);
+            assert_fits(&format!("analyze {}", path.display()), &out.stdout);
+            fixtures += 1;
+        }
+    }
+    assert!(fixtures >= 5, "{fixtures} fixtures");
+
+    // A capture with errors, replayed into the server that holds its data (the warning), and
+    // A/B into three servers with --explain (plans, findings, the A2 sentences).
+    let server = Server::start_with(&["--standalone"]);
+    let dir = tempdir();
+    let script = INSERTS_AND_ERRORS.replace("sys.argv) > 2", "sys.argv) > 1");
+    let (capture, _) = record_python(&server, dir.path(), "errors", &script);
+    let file = capture.to_str().unwrap();
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let analyzed = mongotape(&["analyze", file]);
+    assert!(analyzed.success(), "{}", analyzed.stderr);
+    assert_fits("analyze", &analyzed.stdout);
+    let json = mongotape(&["analyze", file, "--json"]);
+    std::fs::write(at("analyze.json"), &json.stdout).unwrap();
+    let replayed = mongotape(&[
+        "replay",
+        file,
+        "-t",
+        &server.uri(),
+        "--fast",
+        "-o",
+        &at("r1.json"),
+    ]);
+    assert!(replayed.success(), "{}", replayed.stderr);
+    assert!(replayed.stdout.contains("WARNING"), "{}", replayed.stdout);
+    assert_fits("replay", &replayed.stdout);
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_with(&["--standalone"]))
+        .collect();
+    let fresh = servers[0].uri();
+    let again = mongotape(&[
+        "replay",
+        file,
+        "-t",
+        &fresh,
+        "--fast",
+        "-q",
+        "-o",
+        &at("r2.json"),
+    ]);
+    assert!(again.success(), "{}", again.stderr);
+    let mut ab = vec!["replay", file, "--fast", "--explain", "-o"];
+    let ab_json = at("ab.json");
+    ab.push(&ab_json);
+    let uris: Vec<String> = servers.iter().map(Server::uri).collect();
+    for uri in &uris {
+        ab.extend(["-t", uri.as_str()]);
+    }
+    let ab = mongotape(&ab);
+    assert!(ab.success(), "{}", ab.stderr);
+    assert!(ab.stdout.contains("per query shape"), "{}", ab.stdout);
+    assert_fits("A/B", &ab.stdout);
+
+    // compare of 4 reports, the A/B one three: six columns of figures, each with its ratio.
+    let files = ["analyze.json", "r1.json", "r2.json", "ab.json"].map(at);
+    let mut args = vec!["compare"];
+    args.extend(files.iter().map(String::as_str));
+    let compared = mongotape(&args);
+    assert!(compared.success(), "{}", compared.stderr);
+    assert_fits("compare", &compared.stdout);
+    let headers: Vec<&str> = compared
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("metric "))
+        .collect();
+    for label in ["A", "B", "A2"] {
+        assert!(
+            headers
+                .iter()
+                .any(|h| h.split("  ").any(|c| c.trim() == label)),
+            "no column {label}: {}",
+            compared.stdout
+        );
+    }
+    // A folded table keeps each ratio beside its figure: no block opens with a ratio.
+    for h in &headers {
+        let columns: Vec<&str> = h
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert!(!columns[1].starts_with("vs "), "{h}\n{}", compared.stdout);
+    }
 }

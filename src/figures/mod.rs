@@ -4,7 +4,7 @@
 //!
 //! - [`units`]: every number as text: durations, bytes, counts, rates, shares.
 //! - [`table`]: the table model of every report, rendered as text and HTML.
-//! - [`text`]: text cut to fit, with `…`.
+//! - [`text`]: text cut to fit, with `…`, and sentences wrapped to the terminal's width.
 //! - [`summary`]: the summary every report carries (`compare` reads it back), and the histogram
 //!   bounds every latency is kept in.
 //! - [`phases`]: the figures per phase, cut at step markers, with their text table.
@@ -13,14 +13,16 @@
 //! - [`errors`]: errors counted by command and code (`errors_by_code`), bounded.
 //! - [`slowest`]: the K slowest requests, a bounded min-heap, with their bodies as JSON.
 //! - [`report_file`]: reading a report file back, bounded (`merge`, `compare`).
+//! - [`failures`]: the warning for a run in which a large share of the operations failed.
 //!
-//! Layers, bottom up: text < buckets drivers report_file summary table units < errors phases slowest
+//! Layers, bottom up: text < buckets drivers report_file summary table units < errors phases slowest < failures
 
 pub use report_file::SCHEMA_VERSION;
 
 pub mod buckets;
 pub mod drivers;
 pub mod errors;
+pub mod failures;
 pub mod phases;
 pub mod report_file;
 pub mod slowest;

@@ -12,9 +12,8 @@
 //! cell of an item), so that a column is one line where it is declared.
 
 use super::text::cut;
-
 /// The width of the terminal a text table fits ([`Column::fit`]).
-pub const TEXT_WIDTH: usize = 100;
+pub use super::text::TEXT_WIDTH;
 
 /// How a column's cells stand in their width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +47,8 @@ pub struct Column {
     align: Align,
     shown: Shown,
     width: Width,
+    /// A folded text table keeps it in the block of the column before it.
+    with_previous: bool,
 }
 
 impl Column {
@@ -57,7 +58,15 @@ impl Column {
             align: Align::Auto,
             shown: Shown::Both,
             width: Width::Whole,
+            with_previous: false,
         }
+    }
+
+    /// A text table too wide for the terminal, folded, keeps this column beside the one before
+    /// it (a ratio beside its value).
+    pub fn with_previous(mut self) -> Column {
+        self.with_previous = true;
+        self
     }
 
     pub fn align(mut self, align: Align) -> Column {
@@ -176,11 +185,60 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table as plain text, without its HTML-only columns, cut where its columns say.
+    /// The table as plain text, without its HTML-only columns, cut where its columns say; a table
+    /// still wider than [`TEXT_WIDTH`] is folded ([`Table::folded`]).
     pub fn render(&self) -> String {
         let mut t = self.shown_in(Shown::Text);
         t.cut_for_text();
-        t.render_text()
+        let blocks: Vec<String> = t.folded().iter().map(Table::render_text).collect();
+        blocks.join("\n")
+    }
+
+    /// The table itself when it fits [`TEXT_WIDTH`], else its columns in blocks that do, one
+    /// under the other, each led by the first column (what names the row), a column marked
+    /// [`Column::with_previous`] never parted from the one before it: a comparison of many
+    /// reports, a table of wide figures. Only a first column and one group of columns wider than
+    /// the terminal together can still overflow.
+    fn folded(self) -> Vec<Table> {
+        let width = self.widths();
+        let total = width.iter().sum::<usize>() + 2 * width.len().saturating_sub(1);
+        if total <= TEXT_WIDTH || width.len() < 3 {
+            return vec![self];
+        }
+        // Columns that stay together: each with the ones after it that go with it.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in 1..width.len() {
+            match groups.last_mut() {
+                Some(g) if self.columns[i].with_previous => g.push(i),
+                _ => groups.push(vec![i]),
+            }
+        }
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        let mut block = vec![0];
+        let mut used = width[0];
+        for group in groups {
+            let w: usize = group.iter().map(|&i| width[i] + 2).sum();
+            if block.len() > 1 && used + w > TEXT_WIDTH {
+                blocks.push(std::mem::replace(&mut block, vec![0]));
+                used = width[0];
+            }
+            block.extend(group);
+            used += w;
+        }
+        blocks.push(block);
+        blocks
+            .iter()
+            .map(|cols| Table {
+                columns: cols.iter().map(|&i| self.columns[i].clone()).collect(),
+                rows: (self.rows.iter())
+                    .map(|r| {
+                        cols.iter()
+                            .map(|&i| r.get(i).cloned().unwrap_or_default())
+                            .collect()
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The columns the HTML page shows (all but the text-only ones), every cell whole.
@@ -378,5 +436,51 @@ mod tests {
         let text = long.render();
         assert_eq!(text.lines().nth(2).map(|l| l.chars().count()), Some(100));
         assert!(text.contains("x…  1"));
+    }
+
+    #[test]
+    fn a_table_wider_than_the_terminal_is_folded_under_its_first_column() {
+        let headers: Vec<String> = std::iter::once("metric".to_owned())
+            .chain((1..=8).map(|i| format!("report-{i}")))
+            .collect();
+        let mut t = Table::new(headers);
+        t.row(
+            std::iter::once("p99".to_owned())
+                .chain((1..=8).map(|i| format!("{i}23.4ms (1.0-9.9)"))),
+        );
+        let text = t.render();
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        let blocks: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(blocks.len(), 2, "{text}");
+        for b in &blocks {
+            assert!(b.starts_with("metric "), "{b}");
+            assert!(
+                b.lines().nth(2).is_some_and(|l| l.starts_with("p99 ")),
+                "{b}"
+            );
+        }
+        for i in 1..=8 {
+            assert_eq!(text.matches(&format!("report-{i}")).count(), 1, "{text}");
+            assert!(text.contains(&format!("{i}23.4ms (1.0-9.9)")), "{text}");
+        }
+        // A ratio stays beside its value.
+        let mut cols = vec![Column::new("metric")];
+        for i in 1..=5 {
+            cols.push(Column::new(format!("run-{i}-with-a-long-label")));
+            cols.push(Column::new(format!("vs {i}")).with_previous());
+        }
+        let mut t = Table::with_columns(cols);
+        t.row(std::iter::once("p50".to_owned()).chain((1..=10).map(|i| format!("{i}.00x"))));
+        let text = t.render();
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        for block in text.split("\n\n") {
+            let header = block.lines().next().unwrap();
+            let runs = header.matches("run-").count();
+            assert_eq!(runs, header.matches("vs ").count(), "{text}");
+        }
+        // A table that fits stays one block.
+        let mut narrow = Table::new(["a", "b", "c"]);
+        narrow.row(["1", "2", "3"]);
+        assert_eq!(narrow.render(), "a  b  c\n-  -  -\n1  2  3\n");
     }
 }

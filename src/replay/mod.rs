@@ -303,6 +303,7 @@ pub(crate) async fn conclude(
             .map(|s| s / ops as f64 * 1e6),
         ..replayer
     };
+    report.warn_of_failures();
     report
 }
 

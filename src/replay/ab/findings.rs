@@ -10,7 +10,7 @@ use crate::figures::errors::grouped;
 use crate::figures::units;
 
 /// A target where more than this share of the requests failed gets a warning.
-pub const FAILED_WARNING: f64 = 0.05;
+pub const FAILED_WARNING: f64 = crate::figures::failures::WARN_SHARE;
 
 /// The label of the control's copy (A2), if the run has one.
 fn baseline_label(r: &AbReport) -> Option<String> {

@@ -3,8 +3,7 @@
 use super::report::{AbReport, AbRow};
 use super::shapes;
 use super::tables;
-use crate::figures::table::TEXT_WIDTH;
-use crate::figures::text::cut;
+use crate::figures::text::fit_lines;
 use crate::figures::units;
 
 impl AbReport {
@@ -82,7 +81,7 @@ impl AbReport {
             }
         }
         out.push_str(&self.control_text());
-        out
+        fit_lines(&out)
     }
 
     /// Each target's errors by code, a line each, and what a majority of DuplicateKey means.
@@ -160,13 +159,11 @@ fn not_findings_legend(
     for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
         for x in &row.ratios {
             if let Some(why) = &x.not_a_finding {
-                let line = format!(
-                    "  {} not a finding: {name}, {}: {why}",
+                out.push_str(&format!(
+                    "  {} not a finding: {name}, {}: {why}\n",
                     tables::NOT_A_FINDING,
                     x.target
-                );
-                out.push_str(&cut(&line, TEXT_WIDTH));
-                out.push('\n');
+                ));
             }
         }
     }
@@ -246,7 +243,30 @@ mod tests {
                 ..FieldReport::default()
             },
         );
+        // Sentences longer than a line: wrapped under a hanging indent, never cut.
+        let shape = "`find shop.customers {city: ?string, status: {$in: [?string]}} sort {ts: -1}`";
+        r.findings = vec![format!(
+            "B is 1.73x slower on {shape} (95% interval 1.50-1.99x): 30% of the workload's time \
+             on A, 46% on B"
+        )];
+        r.warnings = vec![format!(
+            "B: 170 of 1,000 requests failed (17.0%): {}",
+            "x ".repeat(80)
+        )];
+        r.load = Some(crate::replay::measure::load::LoadReport {
+            other_cores: 1.91,
+            disturbed: true,
+            ..Default::default()
+        });
         let text = r.render_text();
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&r.findings[0]), "{text}");
+        assert!(text.contains("\n  B is 1.73x slower on"), "{text}");
+        assert!(text.contains("\n    "), "a hanging indent: {text}");
+        assert!(
+            flat.contains("machine: DISTURBED: the figures may be off"),
+            "{text}"
+        );
         for line in text.lines() {
             assert!(
                 line.chars().count() <= 100,

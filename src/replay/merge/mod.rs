@@ -45,5 +45,6 @@ pub fn merge(inputs: Vec<ShardInput>) -> Result<ReplayReport, MergeError> {
     let mut report = sum::add_up(inputs, census)?;
     report.errors = errors;
     report.slowest = slowest;
+    report.warn_of_failures();
     Ok(report)
 }

@@ -14,6 +14,7 @@ use super::measure::knee::KneeReport;
 use super::measure::metrics::{DivergenceReport, HistogramsReport, LagReport, SecondReport};
 use super::measure::server::StatusSnapshot;
 use crate::figures::errors::ErrorsReport;
+use crate::figures::failures::FailuresWarning;
 use crate::figures::phases::PhaseReport;
 use crate::figures::slowest::SlowRequest;
 use crate::figures::summary::{CommandSummary, LatencySummary, ReportSummary};
@@ -400,12 +401,21 @@ pub struct ReplayReport {
     /// The target's errors by command and code (`errors_by_code`, `errors_by_code_other`).
     #[serde(flatten)]
     pub errors: ErrorsReport,
+    /// Set when more than 5% of the operations failed: how many, the most frequent error and
+    /// what to do (the text's `WARNING` line). Null otherwise.
+    pub failures: Option<FailuresWarning>,
     /// The K slowest requests replayed (`--slowest K`), by the replay's latency; a merged report
     /// keeps the K slowest of its shards.
     pub slowest: Vec<SlowRequest>,
 }
 
 impl ReplayReport {
+    /// The warning when a large share of the operations failed, from the summary and the errors
+    /// by code (set once both are final: a replay's, an A/B target's, a merge's).
+    pub fn warn_of_failures(&mut self) {
+        self.failures = FailuresWarning::of(&self.summary.overall, &self.errors);
+    }
+
     /// Each plan's documents examined over the run ([`crate::plan::PlanEntry::count_requests`]),
     /// from its shape's requests, and each shape's documents examined per request
     /// (`docs_per_request`), from its plan (joined by hash; a shape past the cap counts none).

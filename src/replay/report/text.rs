@@ -4,6 +4,7 @@
 use super::ReplayReport;
 use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::{Column, Field, Table};
+use crate::figures::text::fit_lines;
 use crate::figures::units;
 use crate::replay::measure::knee::KneeReport;
 use crate::replay::pacing::Pacing;
@@ -125,7 +126,7 @@ impl ReplayReport {
         }
         self.push_spent(&mut out);
         self.push_endings(&mut out);
-        out
+        fit_lines(&out)
     }
 
     /// Phases, and what was not replayed, was sent again, waited or diverged, a line each.
@@ -430,7 +431,9 @@ mod tests {
         held.lag.held = 7;
         held.lag.clock.p50_us = 3.0;
         held.lag.clock.p99_us = 60.0;
-        let held = held.render_text();
+        // Sentences are wrapped at 100 columns: read them with their breaks undone.
+        let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let held = flat(held.render_text());
         assert!(
             held.contains(
                 "7 of 100 ops held past their time by earlier replies on their connection or \
@@ -445,7 +448,7 @@ mod tests {
         open.lag.from_send.count = 100;
         open.lag.from_send.p50_us = 220.0;
         open.lag.from_send.p99_us = 900.0;
-        let open = open.render_text();
+        let open = flat(open.render_text());
         assert!(
             open.contains(
                 "latency from the send (the server's own; the table counts from the \
@@ -453,7 +456,7 @@ mod tests {
             ),
             "{open}"
         );
-        let big = report(Pacing::Recorded { speed: 1.0 }, 800.0, 53.0).render_text();
+        let big = flat(report(Pacing::Recorded { speed: 1.0 }, 800.0, 53.0).render_text());
         assert!(
             big.contains("WARNING: lag p50 800.0µs is 15.1x the p50 latency (53.0µs)"),
             "{big}"

@@ -102,6 +102,8 @@ impl Tally {
         self.done.sort_by_key(|c| c.id);
         self.facts.start_time = meta.start_time;
         self.facts.upstream = meta.upstream;
+        self.facts.source = meta.source;
+        self.facts.slice = meta.slice;
         if let Some(first) = self.first_ns {
             self.facts.duration_s = self.last_ns.saturating_sub(first) as f64 / 1e9;
         }

@@ -298,7 +298,17 @@ pub struct TimelinePoint {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaptureFacts {
     pub start_time: String,
+    /// The server the proxy recorded from; empty for an import that was not told it (`source`
+    /// says where an import came from).
     pub upstream: String,
+    /// Where an imported capture came from, as its metadata says (`pcap: app.pcap`); absent for
+    /// a capture the proxy recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Only for a slice (`mongotape slice`): the capture it was cut from and the filters
+    /// (`run.mtape: since=90s app=checkout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<String>,
     pub records: u64,
     #[schemars(range(min = 0))]
     pub duration_s: f64,
@@ -322,6 +332,30 @@ pub struct CaptureFacts {
     #[serde(default)]
     pub connections_folded: u64,
     pub unsolicited_replies: u64,
+}
+
+impl CaptureFacts {
+    /// Where the capture comes from, for people: `recorded 2026-12-05T05:00:00Z from upstream
+    /// 127.0.0.1:27017`, or `imported from pcap: app.pcap, starting ...`; a slice adds `, cut from
+    /// ...`.
+    pub fn origin(&self) -> String {
+        let mut out = match (&self.source, self.upstream.is_empty()) {
+            (Some(source), true) => format!("imported from {source}, starting {}", self.start_time),
+            (Some(source), false) => format!(
+                "imported from {source} (upstream {}), starting {}",
+                self.upstream, self.start_time
+            ),
+            (None, true) => format!("recorded {}", self.start_time),
+            (None, false) => format!(
+                "recorded {} from upstream {}",
+                self.start_time, self.upstream
+            ),
+        };
+        if let Some(slice) = &self.slice {
+            out.push_str(&format!(", cut from {slice}"));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,6 +1,7 @@
 //! `mongotape analyze` as text tables.
 
 use super::{tables, AnalyzeReport};
+use crate::figures::text::{fit_lines, wrap};
 use crate::figures::units::{self, duration_ns};
 
 /// Connections listed in the text report; `--json` has them all.
@@ -8,10 +9,12 @@ const MAX_CONN_ROWS: usize = 40;
 /// Query shapes listed in the text report, most total time first; `--json` has them all.
 const MAX_SHAPE_ROWS: usize = 10;
 
-/// The time-split cells every table shows: wall, server, client, gaps, client-bound share.
+/// The report for the terminal: the overview, then its tables, every line within 100 columns.
 pub fn render_text(r: &AnalyzeReport) -> String {
-    let mut s = String::new();
-    overview(&mut s, r);
+    // The overview's sentences hang under their values, past the 14 columns of their labels.
+    let mut head = String::new();
+    overview(&mut head, r);
+    let mut s = wrap(&head, 14);
     driver_times(&mut s, r);
     per_operation(&mut s, r);
     if !r.phases.is_empty() {
@@ -37,15 +40,16 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         s.push_str(&tables::commands(&r.other_commands).render());
     }
     connections(&mut s, r);
-    s
+    fit_lines(&s)
 }
 
 /// The capture, its state and the workload in a few lines.
 fn overview(s: &mut String, r: &AnalyzeReport) {
     let c = &r.capture;
     s.push_str(&format!(
-        "capture       {} recorded {} from upstream {}\n",
-        r.summary.source, c.start_time, c.upstream
+        "capture       {} {}\n",
+        r.summary.source,
+        c.origin()
     ));
     let state = match (&c.error, c.complete) {
         (Some(_), _) if c.read_errors.len() > 1 => {

@@ -4,7 +4,8 @@
 
 use super::rows::{Interval, MetricRow, Spread};
 use super::CompareReport;
-use crate::figures::table::Table;
+use crate::figures::table::{Column, Table};
+use crate::figures::text::{cut, fit_lines, TEXT_WIDTH};
 use crate::figures::units;
 
 fn cell(v: Option<f64>, unit: &str) -> String {
@@ -47,9 +48,18 @@ fn ratio_interval(r: Option<f64>, i: Option<Interval>) -> String {
 }
 
 impl CompareReport {
-    /// One comparison table, for the text summary and the HTML page alike.
+    /// One comparison table, for the text summary and the HTML page alike; a ratio column stays
+    /// beside its report's when the text folds a table of many reports.
     pub(crate) fn table(&self, rows: &[MetricRow]) -> Table {
-        let mut t = Table::new(self.table_rows_headers());
+        let columns = self
+            .table_rows_headers()
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| match i > 1 && i % 2 == 1 {
+                true => Column::new(h).with_previous(),
+                false => Column::new(h),
+            });
+        let mut t = Table::with_columns(columns);
         for cells in self.table_rows(rows) {
             t.row(cells);
         }
@@ -94,7 +104,7 @@ impl CompareReport {
         }
         self.push_shapes(&mut s);
         s.push_str(&self.errors_text());
-        s
+        fit_lines(&s)
     }
 
     /// The ten shapes with the most total time, a few rows each; the JSON has every shape.
@@ -114,11 +124,7 @@ impl CompareReport {
                 .filter(|r| matches!(r.metric.as_str(), "count" | "p50" | "p99" | "total"))
                 .cloned()
                 .collect();
-            let mut head: String = shape.shape.chars().take(99).collect();
-            if head.len() < shape.shape.len() {
-                head.push('…');
-            }
-            s.push_str(&format!("\n{head}\n"));
+            s.push_str(&format!("\n{}\n", cut(&shape.shape, TEXT_WIDTH)));
             s.push_str(&self.table(&rows).render());
         }
     }

@@ -49,10 +49,9 @@ fn header(r: &AnalyzeReport) -> Page {
     let w = &r.workload;
     let mut page = Page::new(&format!("mongotape analyze: {}", s.label))
         .subtitle(&format!(
-            "{} · recorded {} from {} · {} records over {}",
+            "{} · {} · {} records over {}",
             s.source,
-            r.capture.start_time,
-            r.capture.upstream,
+            r.capture.origin(),
             r.capture.records,
             units::duration_s(r.capture.duration_s)
         ))
