@@ -627,6 +627,26 @@ fn the_proxys_topology_probes_are_named_or_left_out() {
         head.contains(&source) && !head.contains("upstream"),
         "{head}"
     );
+    // analyze says it too, in its text and its JSON (it said `from upstream ` with nothing after).
+    let analyzed = mongotape(&["analyze", named.to_str().unwrap()]);
+    let head: Vec<&str> = analyzed.stdout.lines().take(3).collect();
+    let head = head
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        head.contains(&format!("imported {source}, starting ")) && !head.contains("upstream"),
+        "{}",
+        analyzed.stdout
+    );
+    let facts = &analyze_json(&named, &[])["capture"];
+    assert_eq!(
+        facts["source"],
+        format!("pcap: {}", pcap.display()),
+        "{facts}"
+    );
+    assert!(facts.get("slice").is_none(), "{facts}");
 
     let skipped = dir.path().join("skipped.mtape");
     let run = import(

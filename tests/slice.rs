@@ -212,6 +212,19 @@ fn slices_stay_replayable_and_transactions_whole() {
         let text = mongotape(&["inspect".as_ref(), part.as_os_str()]).stdout;
         let cut = format!("slice       cut from {}: ", rec.capture.display());
         assert!(text.contains(&cut), "{text}");
+        // analyze says it as well, in its first line and its JSON.
+        let analyzed = mongotape(&["analyze".as_ref(), part.as_os_str()]).stdout;
+        let cut = format!(", cut from {}: ", rec.capture.display());
+        let head: String = analyzed.lines().take(3).collect::<Vec<_>>().join(" ");
+        let head = head.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(head.contains(&cut), "{analyzed}");
+        let facts = &analyze_json(part, &[])["capture"];
+        assert!(
+            facts["slice"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(&format!("{}: ", rec.capture.display()))),
+            "{facts}"
+        );
     }
     assert!(n(&inspect_json(&late)["metadata"]["start_unix_ns"]) > n(&original));
 }
