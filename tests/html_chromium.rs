@@ -158,7 +158,7 @@ fn assert_zero_not_drawn(dom: &str, analyzed: &serde_json::Value) {
 
 /// The `<figure>` whose caption is `title`.
 fn figure_of<'a>(dom: &'a str, title: &str) -> &'a str {
-    let caption = format!("<figcaption>{title}</figcaption>");
+    let caption = format!("\">{title}</figcaption>");
     let at = dom
         .find(&caption)
         .unwrap_or_else(|| panic!("no chart {title:?}"));

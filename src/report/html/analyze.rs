@@ -291,10 +291,8 @@ fn shape_table(page: Page, r: &AnalyzeReport) -> Page {
             "%",
         )
         .x_log("µs"),
-        |chart, (text, h)| {
-            let name: String = text.chars().take(60).collect();
-            chart.series(&name, super::distribution::cdf_us(h))
-        },
+        // The legend cuts a name to its room, the whole text in the entry's tooltip.
+        |chart, (text, h)| chart.series(text, super::distribution::cdf_us(h)),
     );
     page.line_chart(chart)
 }

@@ -2,7 +2,7 @@
 //! stacked. A value that was not measured is drawn as "n/a", not as a zero bar; a series that is
 //! zero in every category is not drawn but named under the chart ("0 throughout").
 
-use super::chart::{color, figure, finite, legend, nice_ticks, Series, W};
+use super::chart::{color, figure, finite, legend, nice_ticks, tick_labels, Legend, Series, W};
 use super::escape::esc;
 use crate::figures::text::cut;
 use crate::figures::units;
@@ -114,7 +114,12 @@ impl BarChart {
             let empty = "<p class=\"empty\">0 throughout</p>".to_owned();
             return figure(&self.title, &note, empty);
         }
-        let g = self.geometry(&drawn);
+        let legend = legend(
+            drawn.iter().map(|&i| (i, &self.series[i])),
+            self.axis_x0(),
+            W - 8.0,
+        );
+        let g = self.geometry(&drawn, &legend);
         let nser = drawn.len();
         let mut s = format!(
             "<svg class=\"chart bar\" viewBox=\"0 0 {W} {:.0}\" role=\"img\" aria-label=\"{}\" \
@@ -122,21 +127,17 @@ impl BarChart {
             g.height(ncat),
             esc(&self.title)
         );
-        s.push_str(&legend(
-            drawn.iter().map(|&i| (i, &self.series[i])),
-            14.0,
-            g.x0,
-        ));
+        s.push_str(&legend.svg);
         let axis_y = g.y0 + ncat as f64 * g.row_h;
-        for t in &g.ticks {
+        for (t, label) in g.ticks.iter().zip(tick_labels(&g.ticks, &self.unit)) {
             let x = g.x0 + g.sx(*t);
             let _ = write!(
                 s,
                 "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{axis_y:.1}\"/>\
-                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                 <text class=\"tick x\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 g.y0,
                 axis_y + 14.0,
-                esc(&units::value(*t, &self.unit))
+                esc(&label)
             );
         }
         for (c, cat) in self.categories.iter().enumerate() {
@@ -151,9 +152,19 @@ impl BarChart {
         figure(&self.title, &note, s)
     }
 
+    /// Where the value axis (and the legend) starts: after the column of category labels.
+    fn axis_x0(&self) -> f64 {
+        let longest = (self.categories.iter())
+            .map(|c| cut(c, 40).chars().count())
+            .max()
+            .unwrap_or(0);
+        (longest as f64 * 6.6 + 14.0).clamp(60.0, 290.0)
+    }
+
     /// Where things go: the value axis from the longest row, the label column from the longest
-    /// category name, the row height from the number of bars in a row (the `drawn` series).
-    fn geometry(&self, drawn: &[usize]) -> Geometry {
+    /// category name, the row height from the number of bars in a row (the `drawn` series), the
+    /// first row under the legend's rows.
+    fn geometry(&self, drawn: &[usize], legend: &Legend) -> Geometry {
         let max = (0..self.categories.len())
             .map(|c| {
                 let vals = drawn.iter().map(|&s| self.value(s, c));
@@ -171,14 +182,6 @@ impl BarChart {
             .copied()
             .filter(|t| t.is_normal() && *t > 0.0)
             .unwrap_or(1.0);
-        let label_w = self
-            .categories
-            .iter()
-            .map(|c| cut(c, 40).chars().count())
-            .max()
-            .unwrap_or(0) as f64
-            * 6.6
-            + 14.0;
         let bar_h = if self.stacked { 16.0 } else { 12.0 };
         let row_h = if self.stacked {
             24.0
@@ -188,9 +191,9 @@ impl BarChart {
         Geometry {
             ticks,
             top,
-            x0: label_w.clamp(60.0, 290.0),
+            x0: self.axis_x0(),
             x1: W - 80.0,
-            y0: 30.0,
+            y0: 30.0 + legend.extra(),
             bar_h,
             row_h,
         }

@@ -3,7 +3,7 @@
 //! gap: the line stops there and starts again after it. Full width, or small for a grid of small
 //! multiples ([`super::Page::grid`]).
 
-use super::chart::{color, figure, legend, nice_ticks, Series, W};
+use super::chart::{color, figure, legend, nice_ticks, tick_labels, Series, W};
 use super::escape::esc;
 use crate::figures::units;
 use std::fmt::Write;
@@ -106,16 +106,27 @@ impl LineChart {
         self
     }
 
+    /// Whether a series has a point to draw (a series without one has no legend entry).
+    fn drawn(se: &Series<(f64, f64)>) -> bool {
+        se.values.iter().any(|p| p.1.is_finite())
+    }
+
     pub fn render_svg(&self) -> String {
-        let Some(sc) = self.scale() else {
+        let drawn = self
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(_, se)| Self::drawn(se));
+        let legend = legend(drawn, X0, self.width() - 8.0);
+        let Some(sc) = self.scale(legend.extra()) else {
             return figure(
                 &self.title,
                 &self.note,
                 "<p class=\"empty\">no data</p>".into(),
             );
         };
-        let (x0, x1, y0, y1) = (X0, sc.x1, Y0, sc.y1);
-        let (w, h) = (sc.x1 + 20.0, sc.y1 + 40.0);
+        let (x0, x1, y0, y1) = (X0, sc.x1, sc.y0, sc.y1);
+        let (w, h) = (self.width(), sc.y1 + 40.0);
         let mut s = format!(
             "<svg class=\"chart line{}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\" \
              data-series=\"{}\" data-points=\"{}\">",
@@ -127,26 +138,27 @@ impl LineChart {
                 .map(|se| se.values.iter().filter(|p| p.1.is_finite()).count())
                 .sum::<usize>()
         );
-        s.push_str(&legend(self.series.iter().enumerate(), 14.0, x0));
-        for t in &sc.yticks {
+        s.push_str(&legend.svg);
+        for (t, label) in sc.yticks.iter().zip(tick_labels(&sc.yticks, &self.y_unit)) {
             let y = sc.py(*t);
             let _ = write!(
                 s,
                 "<line class=\"grid\" x1=\"{x0}\" x2=\"{x1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
-                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                 <text class=\"tick y\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 x0 - 6.0,
                 y + 4.0,
-                esc(&units::value(*t, &self.y_unit))
+                esc(&label)
             );
         }
-        for t in self.x_ticks(sc.xmin, sc.xmax) {
-            let x = sc.px(t);
+        let xticks = self.x_ticks(sc.xmin, sc.xmax);
+        for (t, label) in xticks.iter().zip(tick_labels(&xticks, &self.x_unit)) {
+            let x = sc.px(*t);
             let _ = write!(
                 s,
                 "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y0}\" y2=\"{y1}\"/>\
-                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                 <text class=\"tick x\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 y1 + 15.0,
-                esc(&self.x_text(t))
+                esc(&label)
             );
         }
         let _ = write!(
@@ -161,11 +173,36 @@ impl LineChart {
             self.draw_series(&mut s, &sc, i, se);
         }
         s.push_str("</svg>");
-        figure(&self.title, &self.note, s)
+        figure(&self.title, &self.note_with_undrawn(), s)
+    }
+
+    /// The chart's width in its own units: the page's, or half of it for a small multiple.
+    fn width(&self) -> f64 {
+        if self.small {
+            W / 2.0
+        } else {
+            W
+        }
+    }
+
+    /// The note, and the series with no point to draw named after it (they have no legend entry).
+    fn note_with_undrawn(&self) -> Option<String> {
+        let undrawn: Vec<&str> = (self.series.iter())
+            .filter(|se| !Self::drawn(se))
+            .map(|se| se.name.as_str())
+            .collect();
+        if undrawn.is_empty() {
+            return self.note.clone();
+        }
+        let said = format!("Not drawn (no point to draw): {}.", undrawn.join(", "));
+        Some(match &self.note {
+            Some(n) => format!("{n} {said}"),
+            None => said,
+        })
     }
 
     /// The axes' ranges from the data; `None` when there is no point at all.
-    fn scale(&self) -> Option<Scale> {
+    fn scale(&self, legend_extra: f64) -> Option<Scale> {
         let pts = || {
             self.series
                 .iter()
@@ -192,13 +229,10 @@ impl LineChart {
         let ymin = pts().map(|p| p.1).fold(0.0, f64::min);
         let yticks = nice_ticks(ymin, if ymax > ymin { ymax } else { ymin + 1.0 }, 5);
         let (ylo, yhi) = (yticks[0], *yticks.last().unwrap_or(&1.0));
-        let (x1, y1) = if self.small {
-            (W / 2.0 - 20.0, 200.0)
-        } else {
-            (W - 20.0, 260.0)
-        };
+        let y1 = if self.small { 200.0 } else { 260.0 } + legend_extra;
         Some(Scale {
-            x1,
+            x1: self.width() - 20.0,
+            y0: Y0 + legend_extra,
             y1,
             x_log,
             xmin,
@@ -291,13 +325,15 @@ impl LineChart {
     }
 }
 
-/// The plot area: x from `X0` to `Scale::x1`, y from `Y0` (top) to `Scale::y1` (the x axis).
+/// The plot area: x from `X0` to `Scale::x1`, y from `Scale::y0` (top: `Y0` under a legend of one
+/// row) to `Scale::y1` (the x axis).
 const X0: f64 = 70.0;
 const Y0: f64 = 30.0;
 
 /// The data ranges a line chart maps onto its plot area (x in log10 on a log axis).
 struct Scale {
     x1: f64,
+    y0: f64,
     y1: f64,
     x_log: bool,
     xmin: f64,
@@ -314,6 +350,7 @@ impl Scale {
     }
 
     fn py(&self, y: f64) -> f64 {
-        self.y1 - (y - self.ylo) / (self.yhi - self.ylo).max(f64::MIN_POSITIVE) * (self.y1 - Y0)
+        self.y1
+            - (y - self.ylo) / (self.yhi - self.ylo).max(f64::MIN_POSITIVE) * (self.y1 - self.y0)
     }
 }
