@@ -216,9 +216,73 @@ pub fn table(slow: &[SlowRequest]) -> Table {
         }),
         (Column::new("recorded"), |s| us(s.recorded_us)),
         (Column::new("replayed"), |s| us(s.replayed_us)),
-        (Column::new("request"), |s| s.body.clone()),
+        (Column::new("request").folded(), |s| {
+            body_for_people(&s.body)
+        }),
     ];
     Table::of(&fields, slow)
+}
+
+/// Members of a request's body that say nothing about the request: the session's id and the
+/// cluster's clock with its signature (the JSON keeps them).
+pub const BODY_NOISE: [&str; 2] = ["lsid", "$clusterTime"];
+
+/// A request's body for a reader: without the [`BODY_NOISE`] members of its outermost document,
+/// indented when it is whole JSON; a body cut at [`MAX_BODY`] is not, and loses its noise as
+/// the text stands.
+pub fn body_for_people(body: &str) -> String {
+    if let Ok(Value::Object(mut doc)) = serde_json::from_str::<Value>(body) {
+        for key in BODY_NOISE {
+            doc.shift_remove(key);
+        }
+        return serde_json::to_string_pretty(&doc).unwrap_or_default();
+    }
+    without_members(body, &BODY_NOISE)
+}
+
+/// `text`, JSON perhaps cut short, without the members named `keys` of its outermost object.
+fn without_members(text: &str, keys: &[&str]) -> String {
+    let Some(open) = text.find('{') else {
+        return text.to_owned();
+    };
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let (mut members, mut start, mut end) = (Vec::new(), open + 1, text.len());
+    for (i, c) in text.char_indices().skip_while(|(i, _)| *i < open) {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' if depth == 1 => {
+                end = i;
+                break;
+            }
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => {
+                members.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    members.push(&text[start..end]);
+    let noise = |m: &str| {
+        let m = m.trim_start();
+        keys.iter().any(|k| {
+            m.strip_prefix('"')
+                .and_then(|m| m.strip_prefix(k))
+                .is_some_and(|m| m.starts_with('"'))
+        })
+    };
+    let kept: Vec<&str> = members.into_iter().filter(|m| !noise(m)).collect();
+    format!("{}{}{}", &text[..=open], kept.join(","), &text[end..])
 }
 
 /// Adds `more` to `list` and keeps the `k` slowest (by [`SlowRequest::latency_us`]), slowest first.
@@ -310,6 +374,32 @@ mod tests {
             list.iter().map(|r| r.request_id).collect::<Vec<_>>(),
             vec![100, 9]
         );
+    }
+
+    #[test]
+    fn a_body_for_people_leaves_the_session_and_the_clock_out_whole_or_cut() {
+        let body = r#"{"find":"customers","filter":{"city":"Lyon, \"centre\"}"},"lsid":{"id":{"$binary":{"base64":"AAAA","subType":"04"}}},"$clusterTime":{"clusterTime":{"$timestamp":{"t":1,"i":1}},"signature":{"hash":"x","keyId":0}},"$db":"shop"}"#;
+        let shown = body_for_people(body);
+        assert!(
+            !shown.contains("lsid") && !shown.contains("signature"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\"city\": \"Lyon, \\\"centre\\\"}\"")
+                && shown.contains("\"$db\": \"shop\""),
+            "{shown}"
+        );
+        assert!(shown.contains('\n'), "indented: {shown}");
+        // Cut short (not JSON any more): the noise goes all the same, the rest stays as it is.
+        let cut = &body[..body.len() - 4];
+        let shown = body_for_people(cut);
+        assert_eq!(
+            shown,
+            r#"{"find":"customers","filter":{"city":"Lyon, \"centre\"}"},"$db":"sh"#
+        );
+        assert_eq!(body_for_people("[1, 2]"), "[1, 2]");
+        assert_eq!(body_for_people("null"), "null");
+        assert_eq!(body_for_people(r#"{"lsid":{"id":1"#), "{");
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub struct Column {
     width: Width,
     /// A folded text table keeps it in the block of the column before it.
     with_previous: bool,
+    folded: bool,
 }
 
 impl Column {
@@ -59,6 +60,7 @@ impl Column {
             shown: Shown::Both,
             width: Width::Whole,
             with_previous: false,
+            folded: false,
         }
     }
 
@@ -97,6 +99,17 @@ impl Column {
     pub fn fit(mut self) -> Column {
         self.width = Width::Fit;
         self
+    }
+
+    /// On the page each cell is folded: a line of it shows, the whole text unfolds on a click
+    /// (a request's body, examples of a reply); the text is unchanged.
+    pub fn folded(mut self) -> Column {
+        self.folded = true;
+        self
+    }
+
+    pub fn is_folded(&self) -> bool {
+        self.folded
     }
 
     pub fn header(&self) -> &str {
@@ -143,6 +156,16 @@ impl Table {
     /// Keeps the named columns out of the text rendering (the HTML page shows them).
     pub fn html_only<S: AsRef<str>>(self, columns: &[S]) -> Table {
         self.shown_only(columns, Shown::Html)
+    }
+
+    /// Folds the named columns' cells on the page ([`Column::folded`]).
+    pub fn folded<S: AsRef<str>>(mut self, columns: &[S]) -> Table {
+        for c in &mut self.columns {
+            if columns.iter().any(|n| n.as_ref() == c.header) {
+                c.folded = true;
+            }
+        }
+        self
     }
 
     /// Keeps the named columns out of the HTML page (the text shows them).

@@ -132,33 +132,18 @@ impl Page {
     /// A table (the same model the text reports render), every cell whole. A column aligned
     /// [`Align::Auto`] is right-aligned when all its cells look numeric. Click a header to sort.
     pub fn table(mut self, table: &Table) -> Page {
-        let table = table.for_html();
-        let rows = table.rows();
-        let numeric: Vec<bool> = (table.columns().iter().enumerate())
-            .map(|(i, c)| match c.alignment() {
-                Align::Left => false,
-                Align::Right => true,
-                Align::Auto => rows
-                    .iter()
-                    .filter_map(|r| r.get(i))
-                    .all(|c| c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-')),
-            })
-            .collect();
-        let class = |i: usize| if numeric[i] { " class=\"num\"" } else { "" };
-        let mut t = String::from("<div class=\"tw\"><table class=\"sortable\"><thead><tr>");
-        for (i, h) in table.headers().iter().enumerate() {
-            t.push_str(&format!("<th{}>{}</th>", class(i), esc(h)));
-        }
-        t.push_str("</tr></thead><tbody>");
-        for row in rows {
-            t.push_str("<tr>");
-            for (i, cell) in row.iter().enumerate().take(numeric.len()) {
-                t.push_str(&format!("<td{}>{}</td>", class(i), esc(cell)));
-            }
-            t.push_str("</tr>");
-        }
-        t.push_str("</tbody></table></div>\n");
-        self.body.push_str(&t);
+        self.body.push_str(&table_html(table));
+        self
+    }
+
+    /// A table folded under a one-line summary (closed until clicked): detail a reader may want,
+    /// that would otherwise push the rest of the page down.
+    pub fn folded_table(mut self, summary: &str, table: &Table) -> Page {
+        self.body.push_str(&format!(
+            "<details class=\"table\"><summary>{}</summary>{}</details>\n",
+            esc(summary),
+            table_html(table)
+        ));
         self
     }
 
@@ -186,6 +171,56 @@ impl Page {
     }
 }
 
+/// A table as HTML: the columns the page shows, every cell whole (folded where its column
+/// says), numeric columns right-aligned, sortable.
+fn table_html(table: &Table) -> String {
+    let table = table.for_html();
+    let rows = table.rows();
+    let numeric: Vec<bool> = (table.columns().iter().enumerate())
+        .map(|(i, c)| match c.alignment() {
+            Align::Left => false,
+            Align::Right => true,
+            Align::Auto => rows
+                .iter()
+                .filter_map(|r| r.get(i))
+                .all(|c| c.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-')),
+        })
+        .collect();
+    let class = |i: usize| if numeric[i] { " class=\"num\"" } else { "" };
+    let folded: Vec<bool> = table.columns().iter().map(|c| c.is_folded()).collect();
+    let mut t = String::from("<div class=\"tw\"><table class=\"sortable\"><thead><tr>");
+    for (i, h) in table.headers().iter().enumerate() {
+        t.push_str(&format!("<th{}>{}</th>", class(i), esc(h)));
+    }
+    t.push_str("</tr></thead><tbody>");
+    for row in rows {
+        t.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate().take(numeric.len()) {
+            let text = if folded[i] { fold(cell) } else { esc(cell) };
+            t.push_str(&format!("<td{}>{text}</td>", class(i)));
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</tbody></table></div>\n");
+    t
+}
+
+/// A folded cell: its first words on one line, the whole text under them on a click.
+fn fold(cell: &str) -> String {
+    if cell.is_empty() {
+        return String::new();
+    }
+    let line: String = cell.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!(
+        "<details class=\"cell\"><summary>{}</summary><pre>{}</pre></details>",
+        esc(&crate::figures::text::cut(&line, FOLDED_LINE)),
+        esc(cell)
+    )
+}
+
+/// Characters of a folded cell shown before it is unfolded.
+const FOLDED_LINE: usize = 48;
+
 const CSS: &str = r#"
 :root{--fg:#1d2330;--muted:#667085;--line:#e4e7ec;--bg:#fff;--card:#f7f8fa}
 *{box-sizing:border-box}
@@ -211,14 +246,19 @@ svg.chart polyline{fill:none;stroke-width:1.8}
 .tw{overflow-x:auto}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-td:not(.num){white-space:normal;overflow-wrap:anywhere;min-width:8ch;max-width:40ch}
+td:not(.num){white-space:normal;overflow-wrap:break-word;min-width:8ch;max-width:40ch}
+td details.cell summary{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11.5px;overflow-wrap:anywhere}
+td details.cell pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;min-width:36ch}
+.tw.scrolls{box-shadow:inset -16px 0 12px -12px rgba(16,24,40,.35)}
+.cue{color:#b54708;font-size:12px;margin:8px 0 -4px}
 th{background:var(--card);cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom}
 th.num,td.num{text-align:right}
 th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
 footer{color:var(--muted);font-size:11.5px;margin-top:32px}
 .empty{color:var(--muted);font-style:italic}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));gap:0 20px}
-.grid figure{margin:8px 0}
+.grid figure{margin:8px 0;min-width:0}
+.grid figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 details{margin:6px 0}
 summary{cursor:pointer}
 pre{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px;font-size:12px;overflow-x:auto;max-height:360px}
@@ -243,6 +283,18 @@ const JS: &str = r#"
       });
     });
   });
+  // A table wider than the page says so above it, and shades its right edge.
+  function cue(){
+    document.querySelectorAll('.tw').forEach(function(w){
+      var wide=w.scrollWidth>w.clientWidth+1;w.classList.toggle('scrolls',wide);
+      var c=w.previousElementSibling;var has=c&&c.classList.contains('cue');
+      if(wide&&!has){c=document.createElement('div');c.className='cue';
+        c.textContent='\u2194 Wider than the page: scroll the table sideways for its right-hand columns.';
+        w.parentNode.insertBefore(c,w);}
+      if(!wide&&has)c.parentNode.removeChild(c);
+    });
+  }
+  cue();window.addEventListener('resize',cue);
   var charts=document.querySelectorAll('svg.chart').length;
   var marks=document.querySelectorAll('svg.chart .mark, svg.chart polyline').length;
   document.body.setAttribute('data-rendered',charts+':'+marks);
