@@ -21,6 +21,29 @@ const FLATTEN_DEPTH: usize = 8;
 /// Fields that differ between any two servers by construction (not compared).
 pub const DEFAULT_IGNORED: &[&str] = &["cursor.id", "$clusterTime.signature.keyId"];
 
+/// A server's clock in a reply (`$clusterTime.*`, `operationTime`, a hello's `localTime`): it
+/// differs between any two servers, noise by nature; a page counts such fields without naming them.
+pub fn is_clock_field(name: &str) -> bool {
+    const FIRST: [&str; 4] = [
+        "$clusterTime",
+        "$configTime",
+        "$topologyTime",
+        "operationTime",
+    ];
+    const ANY: [&str; 5] = [
+        "opTime",
+        "majorityOpTime",
+        "lastWriteDate",
+        "majorityWriteDate",
+        "localTime",
+    ];
+    let mut parts = name.split('.').map(|p| p.trim_end_matches("[]"));
+    parts
+        .next()
+        .is_some_and(|first| FIRST.contains(&first) || ANY.contains(&first))
+        || parts.any(|p| ANY.contains(&p))
+}
+
 #[derive(Debug, Clone)]
 pub struct DiffOptions {
     /// Numbers within this relative difference are equal (0.05 = 5%).

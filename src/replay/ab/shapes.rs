@@ -5,7 +5,8 @@
 
 use super::config::AbConfig;
 use super::report::{row_of, AbShapeRow};
-use super::stats::{PairSample, RatioEstimate};
+use super::stats::PairSample;
+use super::tables::{finding_cell, interval};
 use crate::figures::summary::{CommandSummary, LatencySummary};
 use crate::figures::table::{Column, Table};
 use crate::figures::units;
@@ -129,31 +130,26 @@ fn whole_percent(share: f64) -> String {
 pub const TEXT_ROWS: usize = 10;
 
 /// The shapes side by side: the first `limit` rows, each target's total time on the shape and
-/// its share of the summed latency of every request replayed into that target, and with
-/// `--explain` each target's documents examined per request; the text cuts the shape text to
-/// fit 100 columns, the page keeps it whole.
+/// its share of the summed latency of every request replayed into that target, each candidate's
+/// mean ratio; the text cuts the shape text to fit 100 columns. The page keeps the text whole
+/// and shows the control's count of requests, each target's p50 and p99 and the shares: the
+/// totals and ratios are in [`ratios_table`], a row per candidate, so that the page fits. With
+/// `--explain` each target's documents examined per request follow.
 pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
     let rows = &rows[..rows.len().min(limit)];
     let examined = rows
         .iter()
         .any(|r| r.targets.iter().any(|t| t.docs_per_request.is_some()));
-    let mut columns = vec![Column::new("shape").fit()];
-    columns.extend(labels.iter().map(|l| Column::new(format!("total {l}"))));
+    let mut columns = vec![Column::new("shape").fit(), Column::new("count").html_only()];
+    columns.extend((labels.iter()).map(|l| Column::new(format!("{l} p50 / p99")).html_only()));
+    columns.extend((labels.iter()).map(|l| Column::new(format!("total {l}")).text_only()));
     columns.push(Column::new(format!("share {}", labels.join("/"))));
-    columns.extend((labels.iter().skip(1)).map(|l| Column::new(format!("{l}/{}", labels[0]))));
+    columns.extend(
+        (labels.iter().skip(1)).map(|l| Column::new(format!("{l}/{}", labels[0])).text_only()),
+    );
     if examined {
         columns.push(Column::new(format!("examined/req {}", labels.join("/"))));
     }
-    let interval = |e: &Option<RatioEstimate>| {
-        e.map_or("-".into(), |m| {
-            format!(
-                "{} ({}-{})",
-                units::ratio(m.ratio),
-                units::ratio(m.low),
-                units::ratio(m.high)
-            )
-        })
-    };
     let per_request = |t: &ShapeFigures| {
         t.docs_per_request
             .map_or("-".into(), |d| units::count(d as f64))
@@ -162,10 +158,19 @@ pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
         .iter()
         .map(|r| {
             let mut c = vec![r.shape.clone()];
+            c.push(units::count(r.targets.first().map_or(0, |t| t.count) as f64));
+            c.extend(r.targets.iter().map(|t| match t.count > t.no_reply {
+                true => format!(
+                    "{} / {}",
+                    units::duration_us(t.p50_us),
+                    units::duration_us(t.p99_us)
+                ),
+                false => "-".into(),
+            }));
             c.extend(r.targets.iter().map(|t| units::duration_us(t.total_us)));
             let shares: Vec<String> = r.targets.iter().map(|t| whole_percent(t.share)).collect();
             c.push(shares.join("/"));
-            c.extend(r.ratios.iter().map(|x| interval(&x.mean)));
+            c.extend(r.ratios.iter().map(|x| interval(x.mean)));
             if examined {
                 let each: Vec<String> = r.targets.iter().map(per_request).collect();
                 c.push(each.join("/"));
@@ -174,4 +179,40 @@ pub fn table(rows: &[AbShapeRow], labels: &[String], limit: usize) -> Table {
         })
         .collect();
     Table::with_columns(columns).with_rows(cells)
+}
+
+/// The page's shapes against the control: a row per shape and candidate (A2 under the candidate
+/// it judges), the candidate's total time on the shape and how far it moved from the control's,
+/// its mean and median ratios with their intervals, and whether it is a finding.
+pub fn ratios_table(rows: &[AbShapeRow], labels: &[String]) -> Table {
+    let control = labels.first().map_or("", String::as_str);
+    let mut t = Table::new([
+        "shape".to_string(),
+        "target".into(),
+        "total".into(),
+        format!("total - {control}'s"),
+        format!("mean over {control} (interval)"),
+        format!("median over {control} (interval)"),
+        "finding?".into(),
+    ]);
+    for r in rows {
+        let control_total = r.targets.first().map_or(0.0, |s| s.total_us);
+        for (x, side) in r.ratios.iter().zip(r.targets.iter().skip(1)) {
+            let moved = side.total_us - control_total;
+            t.row([
+                r.shape.clone(),
+                x.target.clone(),
+                units::duration_us(side.total_us),
+                format!(
+                    "{}{}",
+                    if moved < 0.0 { "-" } else { "+" },
+                    units::duration_us(moved.abs())
+                ),
+                interval(x.mean),
+                interval(x.median),
+                finding_cell(x),
+            ]);
+        }
+    }
+    t
 }

@@ -49,33 +49,55 @@ pub fn targets(r: &AbReport) -> Table {
     t
 }
 
-/// All requests, then one row per `key` (command or namespace): each target's figures, and each
-/// candidate's ratios against the control.
-pub fn comparison(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Table {
-    let control = r.targets.first().map_or("", |t| t.label.as_str());
-    let (mut headers, mut text, mut html) = (vec![key.to_string()], Vec::new(), Vec::new());
+/// The page's comparison, first half: all requests, then one row per `key` (command or
+/// namespace), each target's count and its p50 and p99 apart (sortable).
+pub fn comparison_latency(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Table {
+    let mut headers = vec![key.to_string()];
     for x in &r.targets {
         let l = &x.label;
-        let (both, p50, p99) = (
-            format!("{l} p50/p99"),
-            format!("{l} p50"),
-            format!("{l} p99"),
-        );
-        headers.extend([format!("{l} ops"), both.clone(), p50.clone(), p99.clone()]);
-        text.push(both);
-        html.extend([p50, p99]);
+        headers.extend([format!("{l} ops"), format!("{l} p50"), format!("{l} p99")]);
     }
-    for x in r.targets.iter().skip(1) {
-        let l = &x.label;
-        headers.push(format!("{l}/{control} mean (interval)"));
-        headers.push(format!("{l}/{control} median (interval)"));
-        headers.push(format!("{l}/{control} p99"));
-        headers.push(format!("{l} finding?"));
-    }
-    let mut t = Table::new(headers).text_only(&text).html_only(&html);
+    let mut t = Table::new(headers);
     let all = std::iter::once(("all", &r.overall));
     for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
-        t.row(comparison_cells(name, row));
+        let mut cells = vec![name.to_string()];
+        for s in &row.targets {
+            cells.extend([
+                format!("{}{}", units::count(s.count as f64), errors(s.errors)),
+                units::duration_us(s.latency.p50_us),
+                units::duration_us(s.latency.p99_us),
+            ]);
+        }
+        t.row(cells);
+    }
+    t
+}
+
+/// The page's comparison, second half: a row per `key` and candidate (the control's copy, A2,
+/// right under the candidate it judges), its ratios against the control and whether it is a
+/// finding. One column per figure however many targets: the table fits the page.
+pub fn comparison_ratios(r: &AbReport, key: &str, rows: &BTreeMap<String, AbRow>) -> Table {
+    let control = r.targets.first().map_or("", |t| t.label.as_str());
+    let mut t = Table::new([
+        key.to_string(),
+        "target".into(),
+        format!("mean over {control} (interval)"),
+        format!("median over {control} (interval)"),
+        format!("p99 over {control}"),
+        "finding?".into(),
+    ]);
+    let all = std::iter::once(("all", &r.overall));
+    for (name, row) in all.chain(rows.iter().map(|(k, v)| (k.as_str(), v))) {
+        for x in &row.ratios {
+            t.row([
+                name.to_string(),
+                x.target.clone(),
+                interval(x.mean),
+                interval(x.median),
+                x.p99.map_or("-".into(), units::ratio),
+                finding_cell(x),
+            ]);
+        }
     }
     t
 }
@@ -164,7 +186,8 @@ pub fn cut_label(label: &str) -> String {
     cut(label, 20)
 }
 
-fn interval(e: Option<RatioEstimate>) -> String {
+/// A ratio and its interval, `1.73x (1.50x-1.99x)`; `-` without one.
+pub fn interval(e: Option<RatioEstimate>) -> String {
     e.map_or("-".into(), |m| {
         format!(
             "{} ({}-{})",
@@ -175,33 +198,14 @@ fn interval(e: Option<RatioEstimate>) -> String {
     })
 }
 
-fn comparison_cells(name: &str, row: &AbRow) -> Vec<String> {
-    let mut cells = vec![name.to_string()];
-    for s in &row.targets {
-        let (p50, p99) = (
-            units::duration_us(s.latency.p50_us),
-            units::duration_us(s.latency.p99_us),
-        );
-        cells.push(format!(
-            "{}{}",
-            units::count(s.count as f64),
-            errors(s.errors)
-        ));
-        cells.push(format!("{p50} / {p99}"));
-        cells.extend([p50, p99]);
+/// `yes`, empty, or `no:` and the head of why not ("tail only"); the whole of it is in the
+/// set-aside list above the tables.
+pub fn finding_cell(r: &RatioReport) -> String {
+    match (&r.not_a_finding, r.finding) {
+        (Some(why), _) => format!("no: {}", why.split([':', '(']).next().unwrap_or("").trim()),
+        (None, true) => "yes".into(),
+        (None, false) => String::new(),
     }
-    for r in &row.ratios {
-        cells.push(interval(r.mean));
-        cells.push(interval(r.median));
-        cells.push(r.p99.map_or("-".into(), units::ratio));
-        cells.push(match (&r.not_a_finding, r.finding) {
-            // The reason's head ("tail only"); the whole of it is in the set-aside list above.
-            (Some(why), _) => format!("no: {}", why.split([':', '(']).next().unwrap_or("").trim()),
-            (None, true) => "yes".into(),
-            (None, false) => String::new(),
-        });
-    }
-    cells
 }
 
 fn errors(n: u64) -> String {
@@ -225,7 +229,8 @@ pub fn differences(r: &AbReport) -> Table {
         "example",
         "examples",
     ])
-    .html_only(&["unexplained", "examples", "example"]);
+    .html_only(&["unexplained", "examples", "example"])
+    .folded(&["examples"]);
     for (name, f) in &r.differences.fields {
         t.row([
             name.clone(),

@@ -48,9 +48,6 @@ pub fn render_html(r: &AbReport) -> String {
         if !t.replay.errors.errors_by_code.is_empty() {
             page = page.paragraph(&format!("Errors on {}:", t.label));
             page = super::why::errors(page, &t.replay.errors);
-            if let Some(hint) = t.replay.errors.duplicate_key_hint() {
-                page = page.paragraph(&format!("{}: {hint}", t.label));
-            }
         }
     }
     page = distributions(page, r, &labels);
@@ -116,22 +113,38 @@ fn comparison(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
         }
         page = page.bar_chart(chart);
     }
+    let ratios = "Each candidate against the control on the same requests, a row per candidate \
+                  (the control's copy, A2, under the candidate it judges): the mean and the \
+                  per-request median latency ratios with their 95% intervals, the p99s' ratio.";
     page = page
-        .table(&tables::comparison(r, "command", &r.per_command))
+        .table(&tables::comparison_latency(r, "command", &r.per_command))
+        .paragraph(ratios)
+        .table(&tables::comparison_ratios(r, "command", &r.per_command))
         .section("Per namespace")
-        .table(&tables::comparison(r, "namespace", &r.per_namespace));
+        .table(&tables::comparison_latency(
+            r,
+            "namespace",
+            &r.per_namespace,
+        ))
+        .table(&tables::comparison_ratios(r, "namespace", &r.per_namespace));
     if r.shapes.is_empty() {
         return page;
     }
     let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
     page.section("Per query shape")
         .paragraph(
-            "Each query shape (docs/shapes.md) on every target: its total time, its share of the \
-             summed latency of every request replayed into that target (not of the server's \
-             time), and each candidate's mean latency over the control's on the same requests of \
-             the shape, with its interval; the shapes whose total time moved most first.",
+            "Each query shape (docs/shapes.md) on every target: its requests (on the control), \
+             its p50 and p99 latency, and its share of the summed latency of every request \
+             replayed into that target (not of the server's time); the shapes whose total time \
+             moved most first.",
         )
         .table(&shapes::table(&r.shapes, &labels, usize::MAX))
+        .paragraph(
+            "Each candidate against the control per query shape, a row per candidate: its total \
+             time on the shape and how far it moved, its mean and per-request median latency \
+             ratios with their 95% intervals.",
+        )
+        .table(&shapes::ratios_table(&r.shapes, &labels))
 }
 
 /// Each target's latency distribution (share of requests at or under a latency), overlaid.
@@ -176,8 +189,8 @@ fn shape_distributions(mut page: Page, r: &AbReport, labels: &[&str]) -> Page {
     }
     page = page.section("Latency distributions per query shape");
     let charts = drawn.into_iter().map(|s| {
-        let title: String = s.shape.chars().take(60).collect();
-        let mut chart = LineChart::new(&title, "latency", "%").small().x_log("µs");
+        // The caption is cut to the chart's width with an ellipsis, the whole text its tooltip.
+        let mut chart = LineChart::new(&s.shape, "latency", "%").small().x_log("µs");
         for (i, l) in labels.iter().enumerate() {
             chart = chart.series(l, cdf(&s.sample_us[i]));
         }
@@ -221,5 +234,43 @@ fn differences(mut page: Page, r: &AbReport) -> Page {
     if d.fields.is_empty() {
         return page.paragraph("No field differed.");
     }
-    page.table(&tables::differences(r))
+    page.folded_table(&differences_summary(r), &tables::differences(r))
+}
+
+/// Fields named in the one line of the folded differences, after the real ones.
+const NAMED_NOISE: usize = 8;
+
+/// The line over the folded table of differences: the fields that differed, the real ones first;
+/// the server's clock fields (`$clusterTime.*`, `operationTime`), which differ between any two
+/// servers, counted and not named.
+fn differences_summary(r: &AbReport) -> String {
+    let fields = &r.differences.fields;
+    let clock = |name: &str| crate::replay::ab::diff::is_clock_field(name);
+    let real: Vec<&str> = (fields.iter().filter(|(_, f)| f.real))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let noise: Vec<&str> = (fields.iter().filter(|(n, f)| !f.real && !clock(n)))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let clocks = fields.keys().filter(|n| clock(n)).count();
+    let mut s = format!("{} fields differed: ", fields.len());
+    s.push_str(&match real.len() {
+        0 => "none beyond noise".to_owned(),
+        n => format!("{n} real ({})", real.join(", ")),
+    });
+    if !noise.is_empty() {
+        let more = noise.len().saturating_sub(NAMED_NOISE);
+        let named = noise[..noise.len().min(NAMED_NOISE)].join(", ");
+        s.push_str(&format!("; {} noise ({named}", noise.len()));
+        s.push_str(&if more > 0 {
+            format!(", {more} more)")
+        } else {
+            ")".into()
+        });
+    }
+    if clocks > 0 {
+        s.push_str(&format!("; {clocks} server clock fields (noise)"));
+    }
+    s.push_str(". The table, with examples:");
+    s
 }

@@ -6,7 +6,8 @@ use crate::figures::errors::ErrorsReport;
 use crate::figures::slowest::SlowRequest;
 use crate::plan::PlanEntry;
 
-/// Errors by command and code, with an example message and the shapes they came from.
+/// Errors by command and code, with an example message and the shapes they came from, and
+/// what a majority of DuplicateKey usually means (restore a snapshot), as the text says it.
 pub fn errors(page: Page, e: &ErrorsReport) -> Page {
     if e.errors_by_code.is_empty() {
         return page;
@@ -17,6 +18,9 @@ pub fn errors(page: Page, e: &ErrorsReport) -> Page {
             "{} more errors of other commands and codes (past the bound on distinct entries).",
             e.errors_by_code_other
         ));
+    }
+    if let Some(hint) = e.duplicate_key_hint() {
+        page = page.paragraph(&format!("{}{}.", hint[..1].to_uppercase(), &hint[1..]));
     }
     page
 }
@@ -108,6 +112,8 @@ mod tests {
             "changed",
             "run docs",
             "45k",
+            "Most errors are DuplicateKey (11000)",
+            "restore a snapshot",
         ] {
             assert!(html.contains(needle), "{needle} missing");
         }
