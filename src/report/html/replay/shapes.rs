@@ -1,6 +1,7 @@
 //! The replay page's query shapes (docs/shapes.md): per shape, the latency distribution the replay
 //! measured over the one the capture recorded (small multiples, the shapes with the most replayed
-//! time), and a sortable table of every shape with its whole text.
+//! time, each captioned with the shape cut to the chart's width and whole in its tooltip), and a
+//! sortable table of every shape with its whole text.
 
 use crate::replay::measure::hdr;
 use crate::replay::report::shapes_text;
@@ -12,8 +13,6 @@ use crate::report::html::{LineChart, Page};
 const MAX_CHART_SHAPES: usize = 8;
 const REPLAYED: &str = "#3b6fd8";
 const RECORDED: &str = "#f28e2b";
-/// A chart's title: the shape's text, cut.
-const TITLE_CHARS: usize = 60;
 
 pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
     let shapes = &r.shapes;
@@ -33,7 +32,7 @@ pub(super) fn section(page: Page, r: &ReplayReport) -> Page {
         .map(|s| {
             let hash = &s.replayed.hash;
             (
-                crate::figures::text::cut(&s.replayed.shape, TITLE_CHARS),
+                s.replayed.shape.clone(),
                 cdf(r.histograms.per_shape.get(hash)),
                 cdf(r.recorded.per_shape.get(hash)),
             )
@@ -109,7 +108,14 @@ mod tests {
         assert!(html.contains("Query shapes: replayed and recorded"));
         assert!(html.contains(&long), "the whole text in the table");
         assert_eq!(html.matches("chart line small").count(), 2);
-        assert!(html.contains("recorded"));
+        for pair in ["replayed", "recorded"] {
+            for p in ["p50", "p99"] {
+                let header = format!(">{pair} {p}</th>");
+                assert_eq!(html.matches(&header).count(), 1, "{header}: {html}");
+            }
+        }
+        // Each chart's caption holds the whole shape (cut to its width by the page's style).
+        assert!(html.contains(&format!("<figcaption title=\"{}\">", long)));
         assert!(html.contains("table class=\"sortable\""));
         // Nothing to draw or list without shapes.
         let empty = section(Page::new("t"), &ReplayReport::default()).render();
