@@ -142,16 +142,27 @@ pub fn compare(summaries: &[ReportSummary], files: &[String]) -> CompareReport {
 }
 
 /// One column per summary, labelled by its label (made unique) or its position.
+/// A column per summary, labelled by its report's label: an analyze and a replay report of one
+/// capture carry the same one, and are told apart by their kind (`app (analyze)`, `app
+/// (replay)`); reports of one kind and label are numbered (`app #2`).
 fn columns(summaries: &[ReportSummary], files: &[String]) -> Vec<ColumnHead> {
+    let labels: Vec<String> = (summaries.iter().enumerate())
+        .map(|(i, s)| match s.label.is_empty() {
+            true => format!("#{}", i + 1),
+            false => s.label.clone(),
+        })
+        .collect();
+    let kinds_differ = |i: usize| {
+        (labels.iter().zip(summaries)).any(|(l, s)| *l == labels[i] && s.kind != summaries[i].kind)
+    };
     let mut seen = BTreeSet::new();
     summaries
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let base = if s.label.is_empty() {
-                format!("#{}", i + 1)
-            } else {
-                s.label.clone()
+            let base = match kinds_differ(i) && !s.kind.is_empty() {
+                true => format!("{} ({})", labels[i], s.kind),
+                false => labels[i].clone(),
             };
             let mut label = base.clone();
             let mut n = 2;
@@ -275,6 +286,12 @@ mod tests {
             &[],
         );
         assert_eq!(r.columns[1].label, "a #2");
+        // An analyze and a replay report of one capture: their kinds tell them apart.
+        let mut replay = summary("a", 250.0, 100.0);
+        replay.kind = "replay".into();
+        let mixed = compare(&[summary("a", 100.0, 200.0), replay], &[]);
+        let labels: Vec<&str> = mixed.columns.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["a (analyze)", "a (replay)"]);
         let tp = r.overall.iter().find(|m| m.metric == "throughput").unwrap();
         assert_eq!(tp.ratios, vec![Some(1.0), Some(2.5)]);
         let cpu = r
