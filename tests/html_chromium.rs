@@ -300,7 +300,7 @@ fn replay_and_merge_pages_render_in_chromium() {
     assert!(dom.contains("Divergences from the recorded replies"));
     let examples: usize = report.divergences.values().map(|d| d.examples.len()).sum();
     // The examples' folds (the slowest requests' bodies fold in their cells, `details class`).
-    let folds = dom.matches("<details>").count() + dom.matches("<details open>").count();
+    let folds = dom.matches("<details>").count() + dom.matches("<details open").count();
     assert_eq!(folds, examples);
     assert_eq!(
         dom.matches("<details open").count(),
