@@ -2,7 +2,7 @@
 //! stdout), `help` (each subcommand's examples and exit statuses), `redact` (`--redact`) and
 //! `thresholds` (replay's gates, as options) are shared.
 //!
-//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice
+//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice restore
 
 mod analyze;
 mod compare;
@@ -17,6 +17,7 @@ mod record_live;
 mod redact;
 mod replay;
 mod replay_ab;
+mod restore;
 mod slice;
 mod snapshot;
 mod thresholds;
@@ -90,6 +91,10 @@ enum Command {
     /// Snapshot some namespaces of a server at one point in time, in mongodump's layout.
     #[command(after_help = snapshot::ABOUT.after_help())]
     Snapshot(snapshot::SnapshotArgs),
+    /// Load a snapshot into a server: each collection dropped, created with its options, its
+    /// documents in batches over several connections, then its indexes.
+    #[command(after_help = restore::ABOUT.after_help())]
+    Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = help::COMPLETIONS.after_help())]
     Completions(generate::CompletionsArgs),
@@ -142,6 +147,10 @@ pub fn main() -> ExitCode {
         Command::Snapshot(mut args) => {
             args.quiet |= quiet;
             snapshot::run(args)
+        }
+        Command::Restore(mut args) => {
+            args.quiet |= quiet;
+            restore::run(args)
         }
         Command::Completions(args) => {
             generate::completions(args, command()).map(|()| exit::Exit::Ok.into())

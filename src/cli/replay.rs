@@ -7,6 +7,7 @@ use mongotape::figures::units::parse_duration;
 use mongotape::replay::client::Target;
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
+use mongotape::state::restore_plan::{RestorePlan, SetupCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -156,6 +157,18 @@ pub struct ReplayArgs {
     /// Example: `--metrics 127.0.0.1:9217`. See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Load a snapshot into every target before the run and before every --repeat pass: each
+    /// snapshotted collection dropped, created with its options, loaded, indexed (into every
+    /// database --db-map and --clones map it to). DIR: a snapshot folder (mongotape's or
+    /// mongodump's); without it, the capture's own (CAPTURE.snapshot/ beside it, or the folder
+    /// its snapshot record names). See docs/state.md, "Restoring".
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    restore: Option<PathBuf>,
+    /// With --restore: commands run after each load, per target: a JSON list of
+    /// {"target": "B", "db": "shop", "command": {"dropIndexes": "orders", "index": "status_1"}}
+    /// ("target": a label, or "*" for every target).
+    #[arg(long, value_name = "FILE", requires = "restore")]
+    restore_setup: Option<PathBuf>,
     #[command(flatten)]
     ab: super::replay_ab::AbArgs,
     #[command(flatten)]
@@ -287,6 +300,18 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.progress = !args.no_progress && !args.quiet && super::output::styled(&std::io::stderr());
     config.label = args.label.first().cloned();
     config.metrics = args.metrics.take();
+    config.restore = match &args.restore {
+        None => None,
+        Some(dir) => Some(RestorePlan {
+            dir: (!dir.as_os_str().is_empty()).then(|| dir.clone()),
+            batch_size: mongotape::state::load::DEFAULT_BATCH,
+            connections: mongotape::state::load::DEFAULT_CONNECTIONS,
+            setup: match &args.restore_setup {
+                Some(file) => SetupCommand::read_file(file)?,
+                None => Vec::new(),
+            },
+        }),
+    };
     Ok(config)
 }
 

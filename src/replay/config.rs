@@ -55,6 +55,8 @@ pub struct ReplayConfig {
     pub slowest: usize,
     /// `--threads N`: the runtime's worker threads, which send and receive ([`worker_threads`]).
     pub threads: Option<usize>,
+    /// `--restore [DIR]`: the snapshot loaded into each target before the run and every pass.
+    pub restore: Option<crate::state::restore_plan::RestorePlan>,
 }
 
 impl ReplayConfig {
@@ -87,6 +89,7 @@ impl ReplayConfig {
             max_shapes: crate::shape::DEFAULT_MAX_SHAPES,
             slowest: crate::figures::slowest::DEFAULT_SLOWEST,
             threads: None,
+            restore: None,
         }
     }
 }
@@ -112,6 +115,9 @@ pub enum ReplayError {
     Runtime(std::io::Error),
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    /// `--restore`: the snapshot or the setup file cannot be used.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
 }
 
 impl ReplayConfig {

@@ -31,7 +31,7 @@
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < state tally probe < mod.rs < ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < state tally probe restore < mod.rs < ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
 //! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
@@ -55,6 +55,7 @@ pub mod probe;
 mod progress;
 pub mod report;
 pub mod request;
+pub mod restore;
 pub mod route;
 pub mod source;
 mod state;
@@ -93,6 +94,8 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .as_deref()
         .map(crate::metrics::MetricsServer::bind)
         .transpose()?;
+    let label = config.label.clone().unwrap_or_else(|| "A".into());
+    restore::check(&config, &[label, "A".into()])?;
     let (file_len, runtime) = open_inputs(&config)?;
     let target = runtime.block_on(Target::parse(&config.target))?;
     let limit = connection_limit(&config)?;
@@ -152,7 +155,7 @@ async fn replay(
     metrics: Option<crate::metrics::MetricsServer>,
     limit: report::ConnectionLimitReport,
 ) -> ReplayReport {
-    let mut ready = match prepare(&config, target).await {
+    let mut ready = match prepare(&config, target, true).await {
         Ok(r) => r,
         Err(report) => return report,
     };
@@ -188,13 +191,14 @@ async fn replay(
             .map_err(|e| tracing::warn!("{e}"))
             .ok()
     });
-    let source = feed_lanes(&config, &shared, file_len, progress_pos).await;
+    let before_pass = restore::between_passes(ready.restorer.iter().cloned().collect());
+    let source = feed_lanes(&config, &shared, file_len, progress_pos, before_pass).await;
     if let Some(endpoint) = endpoint {
         endpoint.abort();
     }
     let wall_s = start.elapsed().as_secs_f64();
     let run_counters = Some(&run.counters);
-    conclude(
+    let mut report = conclude(
         &config,
         ready.report,
         ready.probe,
@@ -203,7 +207,9 @@ async fn replay(
         wall_s,
         &source,
     )
-    .await
+    .await;
+    report.restore = ready.restorer.map(|r| r.report());
+    report
 }
 
 /// A target ready to replay into: found, checked with a first connection, measured before.
@@ -212,11 +218,18 @@ pub(crate) struct Ready {
     pub target: Target,
     pub servers: Topology,
     pub probe: ServerProbe,
+    /// `--restore`: the target's, already loaded once.
+    pub restorer: Option<Arc<restore::Restorer>>,
 }
 
-/// Finds the target's servers, connects the probe and takes the readings before the run. On
-/// failure, the report that says why.
-pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Ready, ReplayReport> {
+/// Finds the target's servers, restores the snapshot into it (`--restore`), connects the probe
+/// and takes the readings before the run. On failure, the report that says why. `single`: the
+/// run's only target.
+pub(crate) async fn prepare(
+    config: &ReplayConfig,
+    target: Target,
+    single: bool,
+) -> Result<Ready, ReplayReport> {
     let mut report = ReplayReport {
         schema_version: crate::figures::SCHEMA_VERSION,
         kind: "replay".into(),
@@ -239,6 +252,15 @@ pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Rea
         }
     };
     report.topology = describe(&servers.kind());
+    let restorer = match restore::first_load(config, single).await {
+        Ok(r) => r,
+        Err((why, restored)) => {
+            report.error = Some(why);
+            report.restore = restored;
+            return Err(report);
+        }
+    };
+    report.restore = restorer.as_ref().map(|r| r.report());
     let first = servers.lane_host();
     let mut probe = ServerProbe::locate(config, &first);
     if let Err(e) = probe.connect(&target, &first, config.op_timeout).await {
@@ -252,6 +274,7 @@ pub(crate) async fn prepare(config: &ReplayConfig, target: Target) -> Result<Rea
         target,
         servers,
         probe,
+        restorer,
     })
 }
 
@@ -326,6 +349,7 @@ pub(crate) async fn feed_lanes(
     shared: &Arc<Shared>,
     file_len: u64,
     progress_pos: Arc<AtomicU64>,
+    before_pass: Option<source::BeforePass>,
 ) -> SourceResult {
     let source_cfg = source::SourceConfig {
         inputs: config.inputs.clone(),
@@ -338,6 +362,7 @@ pub(crate) async fn feed_lanes(
         shard: config.shard,
         unordered: config.unordered,
         max_shapes: config.max_shapes,
+        before_pass,
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {

@@ -17,8 +17,9 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
 /// Every kind with a schema, in the order of their files.
-pub const KINDS: [&str; 10] = [
-    "ab", "analyze", "compare", "import", "inspect", "merge", "replay", "slice", "summary", "why",
+pub const KINDS: [&str; 11] = [
+    "ab", "analyze", "compare", "import", "inspect", "merge", "replay", "restore", "slice",
+    "summary", "why",
 ];
 
 /// The schema of `kind` (one of [`KINDS`]) as JSON, `None` for another name.
@@ -53,6 +54,11 @@ pub fn schema(kind: &str) -> Option<Value> {
             "mongotape merge --report",
             "The reports of a sharded replay added into one: a replay report whose `merge` says which shard reports it adds up (docs/scale.md). Percentiles are exact (histograms merged).",
             merged(),
+        ),
+        "restore" => (
+            "mongotape restore --json",
+            "What a restore loaded into its target and how fast (docs/state.md, \"Restoring\"): per collection restored, documents, bytes and indexes; the rates over the whole load.",
+            of::<crate::state::restore_plan::RestoreCommandReport>(),
         ),
         "replay" => (
             "mongotape replay --report",

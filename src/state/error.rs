@@ -1,6 +1,6 @@
 //! What can go wrong taking, writing or reading a snapshot, and which side it was: the source
 //! server (`Source`), the snapshot's own files (`File`, `Corrupt`), or the command line
-//! (`Pattern`).
+//! (`Pattern`); restoring one, the target server (`Target`).
 
 use std::path::PathBuf;
 use thiserror::Error;
@@ -27,11 +27,24 @@ pub enum StateError {
     },
     #[error("{path}: not a snapshot: {why}")]
     NotASnapshot { path: PathBuf, why: String },
+    /// A `--restore-setup` file that cannot be used.
+    #[error("{path}: restore setup: {why}")]
+    Setup { path: PathBuf, why: String },
+    /// The server a snapshot is restored into refused or failed.
+    #[error("target server: {action}: {message}")]
+    Target { action: String, message: String },
 }
 
 impl StateError {
     pub(crate) fn source(action: impl Into<String>, e: impl std::fmt::Display) -> StateError {
         StateError::Source {
+            action: action.into(),
+            message: e.to_string(),
+        }
+    }
+
+    pub(crate) fn target(action: impl Into<String>, e: impl std::fmt::Display) -> StateError {
+        StateError::Target {
             action: action.into(),
             message: e.to_string(),
         }

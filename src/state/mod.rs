@@ -6,19 +6,26 @@
 //! documents; `writer` writes a snapshot folder as captures are written (no clobbering, no links,
 //! a `.partial` until whole); `dump` opens a snapshot folder, mongotape's or mongodump's, for
 //! reading; `source` takes a snapshot from a server at one cluster time, with the driver.
+//! `load` restores a snapshot into a server (drop, create with the options, documents in
+//! batches over several connections by `restore_batches`, then the indexes); `restore_plan`
+//! what `replay --restore` is asked and reports.
 //!
-//! Layers, bottom up: error < bsonfile layout pattern < dump writer < source
+//! Layers, bottom up: error < bsonfile layout pattern < dump writer restore_batches < source load < restore_plan
 
 pub mod bsonfile;
 pub mod dump;
 pub mod error;
 pub mod layout;
+pub mod load;
 pub mod pattern;
+pub mod restore_batches;
+pub mod restore_plan;
 pub mod source;
 pub mod writer;
 
 pub use dump::{DumpCollection, DumpMetadata, SnapshotDir};
 pub use error::StateError;
 pub use layout::{Manifest, SnapshotPoint};
+pub use load::{load, DbTargets, LoadOptions, LoadReport};
 pub use pattern::NsPattern;
 pub use source::{take, SnapshotOptions};

@@ -72,6 +72,8 @@ pub fn run(config: ReplayConfig, mut ab: AbConfig) -> Result<AbReport, ReplayErr
             .ignored
             .extend(SERVER_CLOCK_FIELDS.iter().map(|s| s.to_string()));
     }
+    let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
+    super::restore::check(&config, &labels)?;
     let (file_len, runtime) = super::open_inputs(&config)?;
     let mut targets = Vec::new();
     for t in &ab.targets {
@@ -98,7 +100,7 @@ async fn replay(
     let configs: Vec<ReplayConfig> = ab.targets.iter().map(|t| config_of(&config, t)).collect();
     let mut ready = Vec::new();
     for (c, target) in configs.iter().zip(targets) {
-        match prepare(c, target).await {
+        match prepare(c, target, false).await {
             Ok(r) => ready.push(r),
             Err(failed) => return AbReport::failed(&config, &ab, failed),
         }
@@ -140,14 +142,20 @@ async fn replay(
         run,
         targets: sides.clone(),
     });
-    let source = feed_lanes(&config, &shared, file_len, Arc::new(AtomicU64::new(0))).await;
+    let restorers = ready.iter().filter_map(|r| r.restorer.clone()).collect();
+    let before_pass = super::restore::between_passes(restorers);
+    let progress = Arc::new(AtomicU64::new(0));
+    let source = feed_lanes(&config, &shared, file_len, progress, before_pass).await;
     let wall_s = start.elapsed().as_secs_f64();
     let run = super::tally::run_report(&config, &shared.run.counters);
     let mut reports = Vec::new();
     for ((r, side), c) in ready.into_iter().zip(&sides).zip(&configs) {
         // The run's counters (the order's, the feed's skips) are not in the targets' reports:
         // they are the A/B report's `run`.
-        reports.push(conclude(c, r.report, r.probe, side, None, wall_s, &source).await);
+        let restorer = r.restorer.clone();
+        let mut report = conclude(c, r.report, r.probe, side, None, wall_s, &source).await;
+        report.restore = restorer.map(|r| r.report());
+        reports.push(report);
     }
     drop(shared);
     let mut collected = collector.take();

@@ -395,6 +395,10 @@ pub struct ReplayReport {
     /// kept more than a quarter of a core busy on average (the figures may be off). Null where
     /// /proc cannot be read.
     pub load: Option<super::measure::load::LoadReport>,
+    /// `--restore`: the snapshot loaded into this target before the run and before every later
+    /// pass, how long each load took, and the `--restore-setup` commands applied after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore: Option<crate::state::restore_plan::RestoreReport>,
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,

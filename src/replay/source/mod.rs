@@ -58,7 +58,13 @@ pub struct SourceConfig {
     pub unordered: bool,
     /// Distinct query shapes kept; the rest are counted under `other` (`--max-shapes`).
     pub max_shapes: usize,
+    /// Run before every pass after the first, once the one before is answered (`--restore`); an
+    /// error ends the replay with it.
+    pub before_pass: Option<BeforePass>,
 }
+
+/// What runs between two passes (`replay --restore`: the snapshot loaded again).
+pub type BeforePass = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// The feed's state over all passes.
 struct Feed<'a> {
@@ -405,8 +411,13 @@ impl Feed<'_> {
             if self.iteration > 0 {
                 // A pass starts where the previous one ended on schedule, or later if it ran late.
                 let scheduled = self.iteration * (self.result.recorded_span_ns + 1_000_000);
-                self.pass_base_ns = if self.cfg.pass_barrier {
+                let before = self.cfg.before_pass.as_ref();
+                self.pass_base_ns = if self.cfg.pass_barrier || before.is_some() {
                     if !self.shared.run.budget.wait_empty(&self.shared.run.abort) {
+                        break;
+                    }
+                    if let Some(Err(why)) = before.map(|f| f()) {
+                        self.shared.run.abort.trigger(why);
                         break;
                     }
                     scheduled.max(self.shared.run.start.elapsed().as_nanos() as u64)
