@@ -162,8 +162,8 @@ pub struct ReplayArgs {
     /// database --db-map and --clones map it to). DIR: a snapshot folder (mongotape's or
     /// mongodump's); without it, the capture's own (CAPTURE.snapshot/ beside it, or the folder
     /// its snapshot record names). See docs/state.md, "Restoring".
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
-    restore: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", num_args = 0..=1)]
+    restore: Option<Option<PathBuf>>,
     /// With --restore: commands run after each load, per target: a JSON list of
     /// {"target": "B", "db": "shop", "command": {"dropIndexes": "orders", "index": "status_1"}}
     /// ("target": a label, or "*" for every target).
@@ -303,7 +303,7 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
     config.restore = match &args.restore {
         None => None,
         Some(dir) => Some(RestorePlan {
-            dir: (!dir.as_os_str().is_empty()).then(|| dir.clone()),
+            dir: dir.clone(),
             batch_size: mongotape::state::load::DEFAULT_BATCH,
             connections: mongotape::state::load::DEFAULT_CONNECTIONS,
             setup: match &args.restore_setup {

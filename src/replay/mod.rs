@@ -95,7 +95,9 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
         .map(crate::metrics::MetricsServer::bind)
         .transpose()?;
     let label = config.label.clone().unwrap_or_else(|| "A".into());
-    restore::check(&config, &[label, "A".into()])?;
+    let mut labels = vec![label, "A".to_owned()];
+    labels.dedup();
+    restore::check(&config, &labels)?;
     let (file_len, runtime) = open_inputs(&config)?;
     let target = runtime.block_on(Target::parse(&config.target))?;
     let limit = connection_limit(&config)?;
