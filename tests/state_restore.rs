@@ -159,6 +159,11 @@ fn replay_restore_reproduces_the_replies_and_an_empty_target_does_not() {
     assert_eq!(r["loads"].as_array().map(Vec::len), Some(1), "{r}");
     assert_eq!(r["documents"], 10_500, "{r}");
     assert!(r["docs_per_s"].as_f64() > Some(0.0), "{r}");
+    assert!(
+        restored.output.stdout.contains("load 1: 10500 documents"),
+        "{}",
+        restored.output.stdout
+    );
     // The end state equals the source's.
     assert_eq!(describe(&source), describe(&fresh));
 

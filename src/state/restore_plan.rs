@@ -140,6 +140,31 @@ pub struct RestoreReport {
 }
 
 impl RestoreReport {
+    /// The report's lines: one per load, then the setup commands.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "restored {} ({}) before each pass:\n",
+            self.snapshot,
+            self.point.as_deref().unwrap_or("point unknown")
+        );
+        for (i, l) in self.loads.iter().enumerate() {
+            out.push_str(&format!(
+                "  load {}: {} documents, {} bytes, {} indexes in {:.2} s ({:.0} documents/s, {:.1} MB/s)\n",
+                i + 1,
+                l.documents,
+                l.bytes,
+                l.indexes,
+                l.seconds,
+                l.docs_per_s,
+                l.mb_per_s
+            ));
+        }
+        for s in &self.setup {
+            out.push_str(&format!("  then on {}: {}\n", s.db, s.body));
+        }
+        out
+    }
+
     /// Adds one load and updates the totals.
     pub fn add(&mut self, load: LoadReport) {
         self.loads.push(load);

@@ -116,6 +116,7 @@ impl ReplayReport {
         if let Some(shard) = &self.shard {
             out.push_str(&format!("shard {} of the capture\n", shard.label));
         }
+        out.push_str(&self.restore.as_ref().map_or(String::new(), |r| r.text()));
         out.push_str(&self.command_table().render());
         out.push_str(RECORDED_LEGEND);
         out.push_str(&super::shapes_text::render_text(&self.shapes));

@@ -44,6 +44,9 @@ pub fn render_html(r: &ReplayReport) -> String {
         ));
     }
     page = summary::summary_section(page, s);
+    if let Some(restore) = &r.restore {
+        page = restore_section(page, restore);
+    }
     page = schedule::section(page, r);
     page = latency::section(page, r);
     page = shapes::section(page, r);
@@ -108,6 +111,49 @@ fn cpu(mut page: Page, r: &ReplayReport) -> Page {
                 .categories([server_name, "replayer (mongotape itself)".into()])
                 .series_opt("CPU per operation", [server, replayer]),
         )
+}
+
+/// `--restore`: every load into the target, then the setup commands applied after each.
+fn restore_section(mut page: Page, r: &crate::state::restore_plan::RestoreReport) -> Page {
+    let rows = r
+        .loads
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            vec![
+                (i + 1).to_string(),
+                l.documents.to_string(),
+                l.bytes.to_string(),
+                l.indexes.to_string(),
+                format!("{:.2}", l.seconds),
+                format!("{:.0}", l.docs_per_s),
+                format!("{:.1}", l.mb_per_s),
+            ]
+        })
+        .collect();
+    page = page
+        .section("Restore")
+        .paragraph(&format!(
+            "The snapshot {} ({}) was loaded into the target before each pass.",
+            r.snapshot,
+            r.point.as_deref().unwrap_or("point unknown")
+        ))
+        .table(
+            &Table::new([
+                "load",
+                "documents",
+                "bytes",
+                "indexes",
+                "seconds",
+                "docs/s",
+                "MB/s",
+            ])
+            .with_rows(rows),
+        );
+    for s in &r.setup {
+        page = page.paragraph(&format!("Then on {}: {}", s.db, s.body));
+    }
+    page
 }
 
 #[cfg(test)]
