@@ -68,7 +68,7 @@ pub fn run(args: RestoreArgs) -> anyhow::Result<ExitCode> {
     ensure_usage!(args.batch_size > 0, "--batch-size 0: must be at least 1");
     ensure_usage!(args.connections > 0, "--connections 0: must be at least 1");
     let map = db_map(&args.db_map)?;
-    let dir = mongotape::replay::restore::snapshot_dir(&args.dir, &[args.dir.clone()])?;
+    let dir = mongotape::replay::restore::snapshot_dir(&args.dir, std::slice::from_ref(&args.dir))?;
     let snapshot = SnapshotDir::open(&dir)?;
     let opts = LoadOptions {
         uri: super::snapshot::uri_of(&args.target),

@@ -23,9 +23,10 @@ use std::time::Instant;
 
 /// Documents per `insert`.
 pub const DEFAULT_BATCH: usize = 1000;
-/// Connections loading at once (`docs/benchmarks.md`, "Restore": the rate stops growing past it
-/// on a 2-core machine).
-pub const DEFAULT_CONNECTIONS: usize = 4;
+/// Connections loading at once (`docs/benchmarks.md`, "Restore": with the server on the same
+/// two cores, one connection loaded fastest; more pay off only where the server has cores of
+/// its own to insert with).
+pub const DEFAULT_CONNECTIONS: usize = 1;
 
 /// Where each database of a snapshot goes on the target: `--db-map`, then one copy per clone
 /// (`DB_1`..`DB_K`), as the replay maps them.

@@ -45,3 +45,19 @@ pub fn snapshot_bson(data: &[u8]) {
     }
     assert_eq!(at, rest.len(), "a clean end before the end of the file");
 }
+
+/// A `--restore-setup` file (`mongotape::state::restore_plan::SetupCommand::parse`) over any
+/// bytes: never a panic; an error names the file; every entry read has a target, a database and
+/// a non-empty command whose name is its first key.
+pub fn restore_setup(data: &[u8]) {
+    use mongotape::state::restore_plan::SetupCommand;
+    match SetupCommand::parse(data, Path::new("setup.json")) {
+        Ok(list) => {
+            for s in &list {
+                assert!(!s.target.is_empty() && !s.db.is_empty() && !s.command.is_empty());
+                assert_eq!(Some(s.name()), s.command.keys().next().map(String::as_str));
+            }
+        }
+        Err(e) => assert!(e.to_string().starts_with("setup.json: "), "{e}"),
+    }
+}
