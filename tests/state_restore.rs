@@ -328,7 +328,11 @@ fn bad_snapshots_and_refusing_targets_are_clear_errors() {
     let locked = Server::start_with(&["--auth"]);
     let out = restore(&good, &locked.uri());
     assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
-    assert!(out.stderr.contains("target server"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("target server") && out.stderr.contains("the target refuses writes"),
+        "{}",
+        out.stderr
+    );
     // Not a snapshot at all.
     let out = restore(&tmp.path().join("nothing"), &target.uri());
     assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
