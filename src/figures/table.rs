@@ -209,11 +209,11 @@ impl Table {
     }
 
     /// The table as plain text, without its HTML-only columns, cut where its columns say; a table
-    /// still wider than [`TEXT_WIDTH`] is folded ([`Table::folded`]).
+    /// still wider than [`TEXT_WIDTH`] is folded ([`Table::blocks`]).
     pub fn render(&self) -> String {
         let mut t = self.shown_in(Shown::Text);
         t.cut_for_text();
-        let blocks: Vec<String> = t.folded().iter().map(Table::render_text).collect();
+        let blocks: Vec<String> = t.blocks().iter().map(Table::render_text).collect();
         blocks.join("\n")
     }
 
@@ -222,7 +222,7 @@ impl Table {
     /// [`Column::with_previous`] never parted from the one before it: a comparison of many
     /// reports, a table of wide figures. Only a first column and one group of columns wider than
     /// the terminal together can still overflow.
-    fn folded(self) -> Vec<Table> {
+    fn blocks(self) -> Vec<Table> {
         let width = self.widths();
         let total = width.iter().sum::<usize>() + 2 * width.len().saturating_sub(1);
         if total <= TEXT_WIDTH || width.len() < 3 {
