@@ -201,6 +201,8 @@ fn snapshot_options(args: &RecordArgs) -> anyhow::Result<Option<SnapshotOptions>
         out: dir,
         gzip: false,
         batch_size: mongotape::state::source::DEFAULT_BATCH,
+        // The proxy gives it the capture's own key under --redact values.
+        redact: None,
     }))
 }
 

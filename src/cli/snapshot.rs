@@ -37,6 +37,12 @@ pub struct SnapshotArgs {
     /// Documents per batch read: what the snapshot holds in memory at once.
     #[arg(long, default_value_t = mongotape::state::source::DEFAULT_BATCH, value_name = "N")]
     batch_size: u32,
+    /// `values`: every string and binary value of the documents replaced by a keyed hash of the
+    /// same length, under a fresh key (equal values stay equal within the snapshot). To pair a
+    /// redacted snapshot with a redacted capture, take both with `record --redact values
+    /// --snapshot`, which shares the capture's key (docs/state.md, "Redacted snapshots").
+    #[command(flatten)]
+    redact: super::redact::RedactArg,
     /// No summary on stdout (the global -q).
     #[arg(skip)]
     pub quiet: bool,
@@ -68,6 +74,8 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         out: args.out.clone(),
         gzip: args.gzip,
         batch_size: args.batch_size,
+        redact: (args.redact.redaction() == mongotape::redact::Redaction::Values)
+            .then(mongotape::redact::ValueKey::random),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

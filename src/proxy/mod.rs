@@ -35,7 +35,7 @@ pub mod topology;
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
 use crate::metrics::MetricsServer;
 use crate::net::{ConnString, NetError, ServerTls};
-use crate::redact::Redaction;
+use crate::redact::{Redaction, ValueKey};
 use budget::Budget;
 use clock::Clock;
 use conn::ConnContext;
@@ -137,6 +137,8 @@ pub struct Proxy {
     /// `--metrics`: the endpoint and the per-message figures it shows.
     metrics: Option<(MetricsServer, Arc<metrics::ProxyMetrics>)>,
     limits: Limits,
+    /// The `--redact values` key of the capture, for the snapshot beside it.
+    value_key: Option<ValueKey>,
 }
 
 impl Proxy {
@@ -183,6 +185,7 @@ impl Proxy {
             .await?;
         let stats = Arc::new(Stats::default());
         let clock = Clock::start();
+        let value_key = (config.redaction == Redaction::Values).then(ValueKey::random);
         let recorder = match &config.out {
             Some(plan) => {
                 let meta = Metadata {
@@ -199,6 +202,7 @@ impl Proxy {
                     max_queued_bytes: config.max_queue_bytes,
                     zstd_level: config.zstd_level,
                     redaction: config.redaction,
+                    key: value_key.clone(),
                     ..RecorderOptions::default()
                 };
                 Some(Recorder::start(plan.clone(), &meta, opts, stats.clone())?)
@@ -215,6 +219,7 @@ impl Proxy {
             topology,
             metrics: None,
             limits: Limits::default(),
+            value_key,
         })
     }
 
@@ -260,8 +265,10 @@ impl Proxy {
     /// capture as a `snapshot` record. Await the handle once recording has stopped.
     pub fn start_snapshot(
         &self,
-        opts: crate::state::SnapshotOptions,
+        mut opts: crate::state::SnapshotOptions,
     ) -> tokio::task::JoinHandle<Result<crate::state::Manifest, crate::state::StateError>> {
+        // The capture's key: equal values in the capture and the snapshot stay equal.
+        opts.redact = self.value_key.clone();
         snapshot::start(
             opts,
             self.recorder.as_ref().map(Recorder::handle),

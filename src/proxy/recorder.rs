@@ -8,7 +8,7 @@ use crate::capture::{
     CaptureError, EndEvent, GapEvent, Metadata, Record, RecordKind, SegmentPlan, SegmentWriter,
     Written,
 };
-use crate::redact::{Direction, InflateBudget, Redaction, Redactor};
+use crate::redact::{Direction, InflateBudget, Redaction, Redactor, ValueKey};
 use crate::wire::{info, Message, MsgHeader, OpCode};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -135,6 +135,8 @@ pub struct RecorderOptions {
     pub max_queued_bytes: usize,
     pub zstd_level: i32,
     pub redaction: Redaction,
+    /// The `--redact values` key, shared with `record --snapshot`; `None`: a fresh one.
+    pub key: Option<ValueKey>,
 }
 
 impl Default for RecorderOptions {
@@ -144,6 +146,7 @@ impl Default for RecorderOptions {
             max_queued_bytes: 256 * 1024 * 1024,
             zstd_level: crate::capture::writer::DEFAULT_LEVEL,
             redaction: Redaction::default(),
+            key: None,
         }
     }
 }
@@ -180,7 +183,7 @@ impl Recorder {
         };
         let state = LoopState {
             writer,
-            redactor: Redactor::new(opts.redaction),
+            redactor: Redactor::with_key(opts.redaction, opts.key.unwrap_or_else(ValueKey::random)),
             handshakes: HashMap::new(),
             redacting: HashMap::new(),
             inflate: InflateBudget::global(),

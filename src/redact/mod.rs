@@ -142,6 +142,16 @@ impl Redactor {
     }
 }
 
+/// A stored document (a snapshot's) with every string and binary value replaced by its keyed hash
+/// under `key`, exactly as the same document inserted or returned in a capture redacted with
+/// that key: a redacted capture's equality filters find it.
+pub fn stored_document(
+    key: &ValueKey,
+    doc: &RawDocument,
+) -> Result<bson::RawDocumentBuf, RedactError> {
+    Walker::new(Some(key)).data(doc, false)
+}
+
 /// The declared inflated size of an OP_COMPRESSED message, `None` for any other.
 fn declared_size(bytes: &[u8]) -> Option<Result<usize, WireError>> {
     match MsgHeader::parse_whole(bytes, "message header") {

@@ -62,6 +62,30 @@ pub struct CollectionCount {
     pub documents: u64,
     /// BSON bytes of the documents (before compression).
     pub bytes: u64,
+    /// The cluster time this collection was actually read at, when the server says (the
+    /// `operationTime` of its snapshot read); it differs from the point's T0 when the server did
+    /// not keep `atClusterTime` for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<ClusterTime>,
+}
+
+/// A cluster time (BSON Timestamp): seconds, then increment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ClusterTime {
+    pub t: u32,
+    pub i: u32,
+}
+
+/// When the snapshot was read, Unix nanoseconds by this machine's clock: what places a write
+/// without an `operationTime` against the snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadClock {
+    /// The first read was sent.
+    pub started_ns: u64,
+    /// The point was fixed (the first read answered).
+    pub fixed_ns: u64,
+    /// The last read ended.
+    pub finished_ns: u64,
 }
 
 /// `mongotape-snapshot.json`.
@@ -80,6 +104,13 @@ pub struct Manifest {
     pub bytes: u64,
     /// RFC 3339 (UTC): when the last document was written.
     pub finished: String,
+    /// When it was read, to the nanosecond (absent in snapshots made before it was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_clock: Option<ReadClock>,
+    /// `values`: every string and binary value of the documents was replaced by the keyed hash
+    /// the capture's `--redact values` used (docs/state.md, "Redacted snapshots").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<String>,
 }
 
 /// A collection's name as a file name: mongodump's escaping of `%` and `/` (and of a NUL, which no

@@ -7,7 +7,7 @@
 //! file one batch at a time: memory is bounded by the batch size, never by a collection.
 
 use super::error::StateError;
-use super::layout::{Manifest, SnapshotPoint};
+use super::layout::{ClusterTime, Manifest, ReadClock, SnapshotPoint};
 use super::pattern::{self, NsPattern};
 use super::writer::SnapshotWriter;
 use bson::{doc, Bson, Document, RawDocumentBuf};
@@ -31,6 +31,9 @@ pub struct SnapshotOptions {
     pub out: PathBuf,
     pub gzip: bool,
     pub batch_size: u32,
+    /// `--redact values`: every string and binary value hashed under this key, the capture's
+    /// own under `record --snapshot` ([`crate::redact::stored_document`]).
+    pub redact: Option<crate::redact::ValueKey>,
 }
 
 /// One collection to read: its name, its `listCollections` entry.
@@ -69,6 +72,7 @@ pub async fn take(
     // Views hold no documents: the collections first, so T0 comes from a real read.
     listed.sort_by_key(|c| c.kind == "view");
     let mut reader = Reader::start(&client, opts.batch_size, started, Box::new(on_point)).await?;
+    reader.redact = opts.redact.clone();
     if listed.iter().all(|c| c.kind == "view") {
         let db = pattern::databases(&opts.patterns).swap_remove(0);
         reader
@@ -85,9 +89,16 @@ pub async fn take(
         writer.close(file)?;
     }
     let point = reader.point.clone();
+    let fixed_ns = reader.fixed_ns.unwrap_or(started);
     // The client's shutdown waits for every session to be dropped.
     drop(reader);
     client.shutdown().await;
+    writer.read_clock = Some(ReadClock {
+        started_ns: started,
+        fixed_ns,
+        finished_ns: unix_ns(),
+    });
+    writer.redaction = opts.redact.as_ref().map(|_| "values".to_owned());
     let patterns = opts.patterns.iter().map(|p| p.to_string()).collect();
     let manifest = writer.finish(point, &opts.uri, patterns, unix_ns())?;
     Ok(manifest)
@@ -177,6 +188,9 @@ struct Reader<'a> {
     on_point: Option<OnPoint<'a>>,
     batch_size: u32,
     point: SnapshotPoint,
+    /// When the first read answered (Unix ns).
+    fixed_ns: Option<u64>,
+    redact: Option<crate::redact::ValueKey>,
 }
 
 impl<'a> Reader<'a> {
@@ -201,6 +215,8 @@ impl<'a> Reader<'a> {
                 i: 0,
                 wall_time: crate::capture::rfc3339(started),
             },
+            fixed_ns: None,
+            redact: None,
         })
     }
 
@@ -210,6 +226,7 @@ impl<'a> Reader<'a> {
         let Some(mut tell) = self.on_point.take() else {
             return;
         };
+        self.fixed_ns = Some(unix_ns());
         match fixed {
             Some(ts) => (self.point.t, self.point.i) = (ts.time, ts.increment),
             None => self.point.kind = "wall_clock".into(),
@@ -243,9 +260,10 @@ impl<'a> Reader<'a> {
             match found {
                 Ok(mut cursor) => {
                     self.note_point(session.snapshot_time());
+                    file.read_at = self.read_point(&session, db.name(), coll);
                     while let Some(doc) = cursor.next(&mut session).await {
                         let doc = doc.map_err(|e| StateError::source(&action, e))?;
-                        file.document(doc.as_bytes())?;
+                        self.write(file, &doc, &action)?;
                     }
                     if self.point.kind == "cluster_time" {
                         self.session = Some(session);
@@ -266,9 +284,51 @@ impl<'a> Reader<'a> {
             .await
             .map_err(|e| StateError::source(&action, e))?
         {
-            file.document(cursor.current().as_bytes())?;
+            self.write(file, cursor.current(), &action)?;
         }
         Ok(())
+    }
+
+    /// One document into `file`, its values hashed under `--redact values`.
+    fn write(
+        &self,
+        file: &mut super::writer::CollectionFile,
+        doc: &bson::RawDocument,
+        action: &str,
+    ) -> Result<(), StateError> {
+        let Some(key) = &self.redact else {
+            return file.document(doc.as_bytes());
+        };
+        let hashed = crate::redact::stored_document(key, doc).map_err(|e| {
+            StateError::source(action, format!("a document cannot be redacted: {e}"))
+        })?;
+        file.document(hashed.as_bytes())
+    }
+
+    /// The point the collection was actually read at: its snapshot read's `operationTime`.
+    /// A server that does not keep `atClusterTime` for every read of a snapshot session reads a
+    /// later collection at a later point; said, and kept in the manifest for the cut.
+    fn read_point(&self, session: &ClientSession, db: &str, coll: &str) -> Option<ClusterTime> {
+        let at = session.operation_time()?;
+        let at = ClusterTime {
+            t: at.time,
+            i: at.increment,
+        };
+        let t0 = ClusterTime {
+            t: self.point.t,
+            i: self.point.i,
+        };
+        if at != t0 {
+            tracing::warn!(
+                "snapshot: {db}.{coll} was read at Timestamp({}, {}), not at T0 Timestamp({}, {}): \
+                 the server did not keep atClusterTime; its own point is in the manifest",
+                at.t,
+                at.i,
+                t0.t,
+                t0.i
+            );
+        }
+        Some(at)
     }
 }
 

@@ -4,7 +4,7 @@
 //! is created through a symbolic link.
 
 use super::error::StateError;
-use super::layout::{self, CollectionCount, Manifest, SnapshotPoint};
+use super::layout::{self, ClusterTime, CollectionCount, Manifest, ReadClock, SnapshotPoint};
 use crate::capture::output::{self, Existing, OutputError};
 use flate2::write::GzEncoder;
 use std::fs::File;
@@ -19,6 +19,9 @@ pub struct SnapshotWriter {
     partial: PathBuf,
     gzip: bool,
     counts: Vec<CollectionCount>,
+    /// The manifest's `read_clock` and `redaction`, as the reader sets them.
+    pub read_clock: Option<ReadClock>,
+    pub redaction: Option<String>,
 }
 
 /// Refuses an existing `path` (a dangling link too).
@@ -58,6 +61,8 @@ impl SnapshotWriter {
             partial,
             gzip,
             counts: Vec::new(),
+            read_clock: None,
+            redaction: None,
         })
     }
 
@@ -108,6 +113,7 @@ impl SnapshotWriter {
             index: self.counts.len() - 1,
             documents: 0,
             bytes: 0,
+            read_at: None,
         })
     }
 
@@ -119,6 +125,7 @@ impl SnapshotWriter {
         if let Some(count) = self.counts.get_mut(file.index) {
             count.documents = file.documents;
             count.bytes = file.bytes;
+            count.read_at = file.read_at;
         }
         Ok(())
     }
@@ -142,6 +149,8 @@ impl SnapshotWriter {
             bytes: self.counts.iter().map(|c| c.bytes).sum(),
             collections: self.counts,
             finished: crate::capture::rfc3339(finished_unix_ns),
+            read_clock: self.read_clock,
+            redaction: self.redaction,
         };
         let path = self.partial.join(layout::MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
@@ -162,6 +171,8 @@ pub struct CollectionFile {
     index: usize,
     documents: u64,
     bytes: u64,
+    /// The cluster time the collection was read at, when the server said.
+    pub read_at: Option<ClusterTime>,
 }
 
 impl CollectionFile {
@@ -172,6 +183,7 @@ impl CollectionFile {
             index: usize::MAX,
             documents: 0,
             bytes: 0,
+            read_at: None,
         }
     }
 

@@ -34,6 +34,7 @@ pub const BINARY: u8 = 0x05;
 pub const OBJECT_ID: u8 = 0x07;
 pub const BOOLEAN: u8 = 0x08;
 pub const INT32: u8 = 0x10;
+pub const TIMESTAMP: u8 = 0x11;
 pub const INT64: u8 = 0x12;
 /// The binary subtype of a UUID (`lsid.id`).
 pub const BINARY_UUID: u8 = 0x04;
@@ -206,6 +207,15 @@ impl<'a> Element<'a> {
             INT32 | INT64 => self.as_i64().map(|v| v as f64),
             _ => None,
         }
+    }
+
+    /// A BSON Timestamp as `(t, i)`: seconds, then increment (the order they compare in).
+    pub fn as_timestamp(&self) -> Option<(u32, u32)> {
+        if self.kind != TIMESTAMP {
+            return None;
+        }
+        let v = u64::from_le_bytes(self.value.try_into().ok()?);
+        Some(((v >> 32) as u32, v as u32))
     }
 
     pub fn as_bool(&self) -> Option<bool> {

@@ -226,6 +226,8 @@ pub struct ReplyInfo {
     pub cursor_id: Option<i64>,
     /// Documents in `firstBatch`/`nextBatch`, or in an OP_REPLY to a legacy query.
     pub batch_len: Option<usize>,
+    /// `operationTime` as `(t, i)` ([`super::reply::ReplyFields::operation_time`]).
+    pub operation_time: Option<(u32, u32)>,
     pub more_to_come: bool,
 }
 
@@ -251,6 +253,7 @@ impl ReplyInfo {
             write_errors: f.write_errors,
             cursor_id: f.cursor_id,
             batch_len: f.batch_len,
+            operation_time: f.operation_time,
             more_to_come: body.more_to_come,
         }
     }

@@ -202,6 +202,9 @@ pub struct ReplyFields<'a> {
     pub cursor_id: Option<i64>,
     /// Documents in `firstBatch`/`nextBatch`, or returned by a legacy query.
     pub batch_len: Option<usize>,
+    /// `operationTime` as `(t, i)`: the cluster time of the operation's effect (a replica set's
+    /// or mongos's replies carry it; a standalone's and legacy replies do not).
+    pub operation_time: Option<(u32, u32)>,
 }
 
 impl<'a> ReplyFields<'a> {
@@ -218,6 +221,7 @@ impl<'a> ReplyFields<'a> {
                 "n" => f.n = e.as_i64(),
                 "nModified" => f.n_modified = e.as_i64(),
                 "upserted" => f.upserted = count(&e),
+                "operationTime" => f.operation_time = e.as_timestamp(),
                 "writeErrors" => {
                     f.write_errors = count(&e);
                     f.write_error = first(&e).map(write_error).or(f.write_error);
@@ -418,6 +422,26 @@ mod tests {
         let wce = rawdoc! {"ok": 1, "writeConcernError": {"code": 64, "errmsg": "timeout"}};
         let f = ReplyFields::of(wce.as_bytes()).unwrap();
         assert_eq!(f.error_code(), Some(64));
+    }
+
+    #[test]
+    fn operation_time_is_read_as_seconds_then_increment() {
+        let ts = bson::Timestamp {
+            time: 1_796_401_956,
+            increment: 4,
+        };
+        let doc = rawdoc! {"n": 1, "ok": 1.0, "operationTime": ts};
+        let f = ReplyFields::of(doc.as_bytes()).unwrap();
+        assert_eq!(f.operation_time, Some((1_796_401_956, 4)));
+        let later = rawdoc! {"ok": 1.0, "operationTime": bson::Timestamp { time: 1_796_401_956, increment: 5 }};
+        assert!(ReplyFields::of(later.as_bytes()).unwrap().operation_time > f.operation_time);
+        let wrong_type = rawdoc! {"ok": 1.0, "operationTime": 5_i64};
+        assert_eq!(
+            ReplyFields::of(wrong_type.as_bytes())
+                .unwrap()
+                .operation_time,
+            None
+        );
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct Outcome {
     /// A recorded reply's latency in the capture (request to reply); not compared.
     #[serde(skip)]
     pub latency_ns: Option<u64>,
+    /// `operationTime` as `(t, i)`; not compared (the snapshot cut reads the recorded one).
+    #[serde(skip)]
+    pub operation_time: Option<(u32, u32)>,
 }
 
 fn is_zero(v: &usize) -> bool {
@@ -52,6 +55,7 @@ pub fn scan(frame: &[u8]) -> Result<Outcome, WireError> {
         batch_len: f.batch_len,
         errmsg: f.errmsg.map(str::to_owned),
         latency_ns: None,
+        operation_time: f.operation_time,
     })
 }
 

@@ -300,6 +300,40 @@ pub struct MergeReport {
     pub files: Vec<String>,
 }
 
+/// `--skip-snapshotted`: the recorded writes the snapshot already holds, left out of the replay
+/// (docs/state.md, "What the snapshot already holds").
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SnapshotCutReport {
+    /// The snapshot folder the point was read from.
+    pub dir: String,
+    /// The snapshot's point in time, T0.
+    pub t0: crate::state::SnapshotPoint,
+    /// `operation_time`: every write was placed by its recorded reply's `operationTime` against
+    /// T0; `wall_clock`: some writes (`by_wall_clock`) had none (a standalone upstream, legacy or
+    /// unacknowledged writes, a snapshot without a cluster time) and were placed by their
+    /// recorded time against the snapshot's read window instead.
+    pub method: String,
+    /// Writes left out as already in the snapshot, by command; they add up to
+    /// `skipped.before_snapshot`.
+    pub skipped: BTreeMap<String, u64>,
+    /// Writes to the snapshotted collections replayed as later than the snapshot.
+    pub replayed: u64,
+    /// Writes whose place against T0 cannot be told, replayed: without `operationTime` and
+    /// recorded inside the clock uncertainty window (`window_s`), or statements of a
+    /// multi-document transaction.
+    pub uncertain: u64,
+    /// Writes placed by the wall clock, for want of an `operationTime`.
+    pub by_wall_clock: u64,
+    /// The clock uncertainty window, in seconds: from the snapshot's first read to the moment
+    /// its point was fixed (a snapshot read) or its last read ended (plain reads). Null when the
+    /// snapshot does not say when it was read.
+    pub window_s: Option<f64>,
+    /// Collections the snapshot read at a later point than T0, with that point
+    /// (`Timestamp(t, i)`): their writes are placed against their own point.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub read_points: BTreeMap<String, String>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ReplayReport {
@@ -345,6 +379,10 @@ pub struct ReplayReport {
     pub connections_opened: u64,
     /// Requests not replayed, by why (handshake, filtered, ...).
     pub skipped: BTreeMap<String, u64>,
+    /// `--skip-snapshotted`: which recorded writes the snapshot already held (left out, counted
+    /// as `skipped.before_snapshot`) and how that was told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_cut: Option<SnapshotCutReport>,
     /// The requests of `skipped.filtered` by which filter left them out (first pass): the keys
     /// of `slice`'s reasons for `--since`, `--until` and `--app` (`before_since`, `after_until`,
     /// `connection_filter`, `cursor_opened_outside`, `transaction_outside_window`, ...), and
