@@ -5,6 +5,7 @@ use super::thresholds::ThresholdArgs;
 use clap::Args;
 use mongotape::figures::units::parse_duration;
 use mongotape::replay::client::Target;
+use mongotape::replay::source::cut::{CutFrom, SnapshotCut};
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
 use mongotape::state::restore_plan::{RestorePlan, SetupCommand};
@@ -78,6 +79,12 @@ pub struct ReplayArgs {
     /// database before a write recorded earlier). Example: `--connections 8 --order none`.
     #[arg(long, value_enum, default_value = "namespace", value_name = "ORDER")]
     order: OrderArg,
+    /// Skip the recorded requests the snapshot DIR (the capture's own by default, from `record
+    /// --snapshot`) already holds: the writes answered at or before its point in time. For a
+    /// target restored by hand with mongorestore. The report's `snapshot_cut` says how many, and
+    /// how they were told (docs/state.md, "What the snapshot already holds").
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    skip_snapshotted: Option<PathBuf>,
     /// Distinct query shapes kept in the report (docs/shapes.md); the requests of further ones
     /// are added up under `shapes_other`.
     #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
@@ -312,7 +319,23 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
             },
         }),
     };
+    config.snapshot_cut = snapshot_cut(args, &config.inputs)?;
     Ok(config)
+}
+
+/// `--skip-snapshotted [DIR]`: the snapshot's point, read before anything is contacted.
+fn snapshot_cut(
+    args: &ReplayArgs,
+    inputs: &[PathBuf],
+) -> anyhow::Result<Option<std::sync::Arc<SnapshotCut>>> {
+    let Some(dir) = &args.skip_snapshotted else {
+        return Ok(None);
+    };
+    let from = match dir.as_os_str().is_empty() {
+        true => CutFrom::Capture,
+        false => CutFrom::Dir(dir.clone()),
+    };
+    Ok(Some(std::sync::Arc::new(SnapshotCut::load(&from, inputs)?)))
 }
 
 pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {

@@ -57,6 +57,10 @@ pub struct ReplayConfig {
     pub threads: Option<usize>,
     /// `--restore [DIR]`: the snapshot loaded into each target before the run and every pass.
     pub restore: Option<crate::state::restore_plan::RestorePlan>,
+    /// `--skip-snapshotted [DIR]`: skip the recorded requests the snapshot (the capture's own by
+    /// default) already holds, for a target restored by hand with mongorestore
+    /// ([`super::source::cut`]; `--restore` implies it).
+    pub snapshot_cut: Option<std::sync::Arc<super::source::cut::SnapshotCut>>,
 }
 
 impl ReplayConfig {
@@ -90,6 +94,7 @@ impl ReplayConfig {
             slowest: crate::figures::slowest::DEFAULT_SLOWEST,
             threads: None,
             restore: None,
+            snapshot_cut: None,
         }
     }
 }

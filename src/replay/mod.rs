@@ -365,6 +365,7 @@ pub(crate) async fn feed_lanes(
         unordered: config.unordered,
         max_shapes: config.max_shapes,
         before_pass,
+        snapshot_cut: config.snapshot_cut.clone(),
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     {

@@ -128,6 +128,10 @@ pub(super) fn add_counts(
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     report.skipped.insert("filtered".into(), source.filtered);
+    report.snapshot_cut = source.snapshot_cut.clone();
+    if report.snapshot_cut.is_some() {
+        report.skipped.entry("before_snapshot".into()).or_insert(0);
+    }
     report.filtered_by = source
         .filtered_by
         .iter()

@@ -202,8 +202,7 @@ pub struct ReplyFields<'a> {
     pub cursor_id: Option<i64>,
     /// Documents in `firstBatch`/`nextBatch`, or returned by a legacy query.
     pub batch_len: Option<usize>,
-    /// `operationTime` as `(t, i)`: the cluster time of the operation's effect (a replica set's
-    /// or mongos's replies carry it; a standalone's and legacy replies do not).
+    /// `operationTime` as `(t, i)`: a replica set's or mongos's; none from a standalone.
     pub operation_time: Option<(u32, u32)>,
 }
 
@@ -426,22 +425,15 @@ mod tests {
 
     #[test]
     fn operation_time_is_read_as_seconds_then_increment() {
-        let ts = bson::Timestamp {
-            time: 1_796_401_956,
-            increment: 4,
+        let at = |time, increment| {
+            let doc = rawdoc! {"ok": 1.0, "operationTime": bson::Timestamp { time, increment }};
+            ReplyFields::of(doc.as_bytes()).unwrap().operation_time
         };
-        let doc = rawdoc! {"n": 1, "ok": 1.0, "operationTime": ts};
-        let f = ReplyFields::of(doc.as_bytes()).unwrap();
-        assert_eq!(f.operation_time, Some((1_796_401_956, 4)));
-        let later = rawdoc! {"ok": 1.0, "operationTime": bson::Timestamp { time: 1_796_401_956, increment: 5 }};
-        assert!(ReplyFields::of(later.as_bytes()).unwrap().operation_time > f.operation_time);
+        assert_eq!(at(1_796_401_956, 4), Some((1_796_401_956, 4)));
+        assert!(at(1_796_401_956, 5) > at(1_796_401_956, 4) && at(2, 0) > at(1, 9));
         let wrong_type = rawdoc! {"ok": 1.0, "operationTime": 5_i64};
-        assert_eq!(
-            ReplyFields::of(wrong_type.as_bytes())
-                .unwrap()
-                .operation_time,
-            None
-        );
+        let f = ReplyFields::of(wrong_type.as_bytes()).unwrap();
+        assert_eq!(f.operation_time, None);
     }
 
     #[test]

@@ -156,6 +156,9 @@ impl ReplayReport {
         if !skipped.is_empty() {
             out.push_str(&format!("not replayed: {}\n", skipped.join(", ")));
         }
+        if let Some(cut) = &self.snapshot_cut {
+            out.push_str(&cut_line(cut));
+        }
         if let Some(l) = self
             .connection_limit
             .as_ref()
@@ -364,6 +367,34 @@ fn ratio(live: f64, recorded: Option<f64>) -> String {
     recorded
         .filter(|v| *v > 0.0)
         .map_or("-".into(), |v| units::ratio(live / v))
+}
+
+/// `--skip-snapshotted`: where the replay started, and how the writes were told.
+fn cut_line(c: &super::SnapshotCutReport) -> String {
+    let held: u64 = c.skipped.values().sum();
+    let by: Vec<String> = c.skipped.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let mut line =
+        format!(
+        "snapshot cut at {} by {}: {held} writes already in the snapshot left out{}, {} replayed \
+         after it, {} uncertain (replayed)",
+        c.t0,
+        c.method,
+        if by.is_empty() { String::new() } else { format!(" ({})", by.join(", ")) },
+        c.replayed,
+        c.uncertain
+    );
+    if c.by_wall_clock > 0 {
+        let window = c.window_s.map_or("unknown".into(), |w| format!("{w:.3} s"));
+        line.push_str(&format!(
+            "; {} placed by the wall clock (no operationTime; uncertainty window {window})",
+            c.by_wall_clock
+        ));
+    }
+    for (ns, at) in &c.read_points {
+        line.push_str(&format!("; {ns} read at {at}, later than T0"));
+    }
+    line.push('\n');
+    line
 }
 
 #[cfg(test)]

@@ -39,6 +39,9 @@ impl Feed<'_> {
                 return self.emit_marker(req, marker);
             }
         }
+        if !self.after_snapshot(&req) {
+            return true;
+        }
         if self.iteration == 0 {
             self.last_ts = self.last_ts.max(req.ts_ns);
         }
@@ -83,6 +86,20 @@ impl Feed<'_> {
             }
         }
         !barrier || self.shared.run.budget.wait_empty(&self.shared.run.abort)
+    }
+
+    /// Whether `req` is replayed under `--skip-snapshotted` ([`super::cut`]); a write the
+    /// snapshot holds is counted (first pass) and left out.
+    fn after_snapshot(&mut self, req: &Request) -> bool {
+        let Some(cut) = &self.cfg.snapshot_cut else {
+            return true;
+        };
+        let first = self.iteration == 0;
+        let keep = cut.keep(req, self.result.snapshot_cut.as_mut().filter(|_| first));
+        if !keep && first {
+            *self.result.skipped.entry("before_snapshot").or_default() += 1;
+        }
+        keep
     }
 
     /// Whether the next request, `offset_in_pass` after this pass's first, is due at or after the

@@ -3,9 +3,10 @@
 //! for every clone ([`copies`]) and hands it to a lane. It runs ahead of the lanes by at most the
 //! read-ahead budget. Step markers travel the same way ([`markers`]). With `--shard I/N` only this
 //! shard's part goes out ([`shard`]); under `--duration` no request due after the deadline is
-//! queued, and a pass reuses the previous one's connections.
+//! queued, and a pass reuses the previous one's connections. With `--skip-snapshotted` the writes
+//! the snapshot already holds stay out ([`cut`]).
 //!
-//! Layers, bottom up: apps markers peak result shapes shard < filters < mod.rs < copies passes
+//! Layers, bottom up: apps markers peak result shapes shard cut < filters < mod.rs < copies passes
 
 use crate::capture::{CaptureSet, Record, RecordKind, RecordSource};
 use crate::figures::summary::new_ns_histogram;
@@ -28,6 +29,7 @@ mod copies;
 mod passes;
 mod result;
 pub use result::SourceResult;
+pub mod cut;
 pub mod filters;
 pub mod markers;
 pub mod peak;
@@ -62,6 +64,8 @@ pub struct SourceConfig {
     /// Run before every pass after the first, once the one before is answered (`--restore`); an
     /// error ends the replay with it.
     pub before_pass: Option<BeforePass>,
+    /// `--skip-snapshotted`: the writes this snapshot holds are not replayed.
+    pub snapshot_cut: Option<Arc<cut::SnapshotCut>>,
 }
 
 /// What runs between two passes (`replay --restore`: the snapshot loaded again).
@@ -412,22 +416,23 @@ pub fn run(
         let shared = shared.clone();
         Box::new(move |rx| handle.spawn(lane::run(shared.clone(), rx)))
     };
-    let plan = match cfg.shard.map(|s| shard::ShardPlan::build(&cfg.inputs, s)) {
-        Some(Err(e)) => {
-            return SourceResult {
-                capture_error: Some(e.to_string()),
-                ..SourceResult::default()
-            }
-        }
-        Some(Ok(p)) => Some(p),
-        None => None,
+    let plan = match cfg
+        .shard
+        .map(|s| shard::ShardPlan::build(&cfg.inputs, s))
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(e) => return SourceResult::failed(e.to_string()),
     };
     let router = Router::new(cfg.lanes, cfg.clones.max(1), spawn_lane, shared.run.clone());
     let mut feed = Feed {
         cfg: &cfg,
         shared,
         router,
-        result: SourceResult::default(),
+        result: SourceResult {
+            snapshot_cut: cfg.snapshot_cut.as_ref().map(|c| c.empty_report()),
+            ..SourceResult::default()
+        },
         sessions: Sessions::default(),
         seq: 0,
         first_ts: None,

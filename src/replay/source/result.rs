@@ -29,9 +29,19 @@ pub struct SourceResult {
     pub lanes: Vec<JoinHandle<()>>,
     /// CPU time of the reader's thread, over all passes.
     pub reader_cpu_s: Option<f64>,
+    /// `--skip-snapshotted`: the writes the snapshot held, and how they were told (first pass).
+    pub snapshot_cut: Option<crate::replay::report::SnapshotCutReport>,
 }
 
 impl SourceResult {
+    /// A feed that could not start, and why.
+    pub(super) fn failed(why: String) -> SourceResult {
+        SourceResult {
+            capture_error: Some(why),
+            ..SourceResult::default()
+        }
+    }
+
     /// Keeps every reading error of the capture, in order, the first one first.
     pub(super) fn capture_damage(&mut self, what: String) {
         match &mut self.capture_error {
