@@ -83,8 +83,8 @@ pub struct ReplayArgs {
     /// --snapshot`) already holds: the writes answered at or before its point in time. For a
     /// target restored by hand with mongorestore. The report's `snapshot_cut` says how many, and
     /// how they were told (docs/state.md, "What the snapshot already holds").
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
-    skip_snapshotted: Option<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    skip_snapshotted: Option<Option<PathBuf>>,
     /// Distinct query shapes kept in the report (docs/shapes.md); the requests of further ones
     /// are added up under `shapes_other`.
     #[arg(long, value_name = "N", default_value_t = mongotape::shape::DEFAULT_MAX_SHAPES)]
@@ -328,12 +328,10 @@ fn snapshot_cut(
     args: &ReplayArgs,
     inputs: &[PathBuf],
 ) -> anyhow::Result<Option<std::sync::Arc<SnapshotCut>>> {
-    let Some(dir) = &args.skip_snapshotted else {
-        return Ok(None);
-    };
-    let from = match dir.as_os_str().is_empty() {
-        true => CutFrom::Capture,
-        false => CutFrom::Dir(dir.clone()),
+    let from = match &args.skip_snapshotted {
+        None => return Ok(None),
+        Some(None) => CutFrom::Capture,
+        Some(Some(dir)) => CutFrom::Dir(dir.clone()),
     };
     Ok(Some(std::sync::Arc::new(SnapshotCut::load(&from, inputs)?)))
 }

@@ -67,6 +67,10 @@ pub struct CollectionCount {
     /// not keep `atClusterTime` for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<ClusterTime>,
+    /// When its read was sent (Unix ns, this machine's clock): a write acknowledged before it is
+    /// in the collection's documents whatever the server reports as `read_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_sent_ns: Option<u64>,
 }
 
 /// A cluster time (BSON Timestamp): seconds, then increment.

@@ -251,6 +251,7 @@ impl<'a> Reader<'a> {
     ) -> Result<(), StateError> {
         let action = format!("find on {}.{coll}", db.name());
         let collection = db.collection::<RawDocumentBuf>(coll);
+        file.read_sent_ns = Some(unix_ns());
         if let Some(mut session) = self.session.take() {
             let found = collection
                 .find(doc! {})

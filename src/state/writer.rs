@@ -114,6 +114,7 @@ impl SnapshotWriter {
             documents: 0,
             bytes: 0,
             read_at: None,
+            read_sent_ns: None,
         })
     }
 
@@ -126,6 +127,7 @@ impl SnapshotWriter {
             count.documents = file.documents;
             count.bytes = file.bytes;
             count.read_at = file.read_at;
+            count.read_sent_ns = file.read_sent_ns;
         }
         Ok(())
     }
@@ -171,8 +173,10 @@ pub struct CollectionFile {
     index: usize,
     documents: u64,
     bytes: u64,
-    /// The cluster time the collection was read at, when the server said.
+    /// The cluster time the collection was read at, when the server said, and when the read
+    /// was sent (Unix ns).
     pub read_at: Option<ClusterTime>,
+    pub read_sent_ns: Option<u64>,
 }
 
 impl CollectionFile {
@@ -184,6 +188,7 @@ impl CollectionFile {
             documents: 0,
             bytes: 0,
             read_at: None,
+            read_sent_ns: None,
         }
     }
 

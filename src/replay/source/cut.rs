@@ -78,6 +78,8 @@ pub struct SnapshotCut {
     t0: Option<(u32, u32)>,
     /// Collections read at a later point than T0, by `db.collection`.
     read_points: HashMap<String, (u32, u32)>,
+    /// When each collection's read was sent (Unix ns), by `db.collection`.
+    read_sent: HashMap<String, u64>,
     /// The namespaces the snapshot holds: its patterns, else its collections.
     patterns: Vec<NsPattern>,
     collections: HashSet<String>,
@@ -108,6 +110,7 @@ impl SnapshotCut {
             point,
             t0,
             read_points: HashMap::new(),
+            read_sent: HashMap::new(),
             patterns: Vec::new(),
             collections: snapshot
                 .collections
@@ -122,6 +125,9 @@ impl SnapshotCut {
                 .filter_map(|p| NsPattern::parse(p).ok())
                 .collect();
             for c in &m.collections {
+                if let Some(sent) = c.read_sent_ns {
+                    cut.read_sent.insert(c.ns.clone(), sent);
+                }
                 let at = c.read_at.map(|ClusterTime { t, i }| (t, i));
                 if let (Some(at), Some(t0)) = (at, t0) {
                     if at != t0 {
@@ -152,29 +158,23 @@ impl SnapshotCut {
             return Some((Place::Uncertain, false));
         }
         let recorded = req.recorded.as_ref();
-        let point = match self.read_points.is_empty() {
-            true => self.t0,
-            false => self
-                .read_points
-                .get(&format!("{}.{coll}", &*req.db))
-                .copied()
-                .or(self.t0),
-        };
+        // Without a reply (unacknowledged), the send time stands for the acknowledgement.
+        let acked = req.ts_ns + recorded.and_then(|o| o.latency_ns).unwrap_or(0);
+        let ns = format!("{}.{coll}", &*req.db);
+        let point = self.read_points.get(&ns).copied().or(self.t0);
         if let (Some(at), Some(point)) = (recorded.and_then(|o| o.operation_time), point) {
-            return Some((
-                if at <= point {
-                    Place::Held
-                } else {
-                    Place::After
-                },
-                false,
-            ));
+            // A server may report the time its read ended, not the one it read at: a write
+            // acknowledged while the read was under way is not known to be in it.
+            let place = match self.read_sent.get(&ns) {
+                _ if at > point => Place::After,
+                Some(&sent) if acked >= sent => Place::Uncertain,
+                _ => Place::Held,
+            };
+            return Some((place, false));
         }
         let Some((held_before, after_from)) = self.window else {
             return Some((Place::Uncertain, true));
         };
-        // Without a reply (unacknowledged), the send time stands for the acknowledgement.
-        let acked = req.ts_ns + recorded.and_then(|o| o.latency_ns).unwrap_or(0);
         let place = if acked < held_before {
             Place::Held
         } else if req.ts_ns > after_from {
