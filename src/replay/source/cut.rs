@@ -285,3 +285,136 @@ fn window(dir: &SnapshotDir, point: &SnapshotPoint, event_ns: Option<u64>) -> Op
         .unwrap_or(started_ns + 1_000_000_000);
     Some((started_ns, end.max(started_ns)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::measure::outcome::Outcome;
+    use crate::replay::names::Names;
+
+    /// T0 (100, 5); shop.orders read later, at (100, 9), its read sent at 2,000 ns; the wall
+    /// clock's window 1,000..3,000 ns.
+    fn cut() -> SnapshotCut {
+        SnapshotCut {
+            dir: PathBuf::from("s"),
+            point: SnapshotPoint {
+                kind: "cluster_time".into(),
+                t: 100,
+                i: 5,
+                wall_time: String::new(),
+            },
+            t0: Some((100, 5)),
+            read_points: HashMap::from([("shop.orders".to_owned(), (100, 9))]),
+            read_sent: HashMap::from([("shop.orders".to_owned(), 2_000)]),
+            patterns: vec![NsPattern::parse("shop.*").unwrap()],
+            collections: HashSet::new(),
+            window: Some((1_000, 3_000)),
+        }
+    }
+
+    /// A recorded `command` on `ns` sent at `ts_ns`, answered `latency` later with
+    /// `operation_time` (no reply at all: `latency` None).
+    fn write(
+        ns: &str,
+        command: &str,
+        ts_ns: u64,
+        latency: Option<u64>,
+        at: Option<(u32, u32)>,
+    ) -> Request {
+        let mut names = Names::default();
+        let (db, coll) = ns.split_once('.').unwrap();
+        Request {
+            conn_id: 1,
+            ts_ns,
+            request_id: 1,
+            msg: bytes::Bytes::new(),
+            command: names.get(command),
+            db: names.get(db),
+            collection: Some(names.get(coll)),
+            expects_reply: latency.is_some(),
+            lsid: None,
+            transaction: None,
+            cursor_refs: Vec::new(),
+            recorded: latency.map(|l| Outcome {
+                ok: true,
+                latency_ns: Some(l),
+                operation_time: at,
+                ..Outcome::default()
+            }),
+            compressor: None,
+            shape: None,
+        }
+    }
+
+    #[test]
+    fn a_write_is_placed_by_its_operation_time_against_its_collections_point() {
+        let c = cut();
+        let place = |ns, ts, at| c.place(&write(ns, "insert", ts, Some(10), Some(at)));
+        // shop.customers was read at T0.
+        assert_eq!(
+            place("shop.customers", 9_000, (100, 5)),
+            Some((Place::Held, false))
+        );
+        assert_eq!(
+            place("shop.customers", 0, (100, 6)),
+            Some((Place::After, false))
+        );
+        // shop.orders at its own later point; acknowledged while its read was under way: uncertain.
+        assert_eq!(
+            place("shop.orders", 500, (100, 8)),
+            Some((Place::Held, false))
+        );
+        assert_eq!(
+            place("shop.orders", 2_500, (100, 8)),
+            Some((Place::Uncertain, false))
+        );
+        assert_eq!(
+            place("shop.orders", 500, (100, 10)),
+            Some((Place::After, false))
+        );
+        // Not a snapshotted collection, or a read: not placed (replayed, not counted).
+        assert_eq!(place("other.orders", 0, (1, 1)), None);
+        let read = write("shop.orders", "find", 0, Some(10), Some((1, 1)));
+        assert_eq!(c.place(&read), None);
+    }
+
+    #[test]
+    fn without_an_operation_time_the_wall_clock_places_it() {
+        let c = cut();
+        let place = |ts, latency| c.place(&write("shop.customers", "update", ts, latency, None));
+        assert_eq!(place(500, Some(400)), Some((Place::Held, true)));
+        assert_eq!(place(500, Some(600)), Some((Place::Uncertain, true)));
+        assert_eq!(place(3_001, Some(1)), Some((Place::After, true)));
+        // Unacknowledged: its send time stands for the acknowledgement.
+        assert_eq!(place(999, None), Some((Place::Held, true)));
+        let no_window = SnapshotCut {
+            window: None,
+            ..cut()
+        };
+        let w = write("shop.customers", "delete", 0, None, None);
+        assert_eq!(no_window.place(&w), Some((Place::Uncertain, true)));
+    }
+
+    #[test]
+    fn a_transaction_is_uncertain_and_the_tally_adds_up() {
+        let c = cut();
+        let mut in_txn = write("shop.orders", "update", 0, Some(1), Some((1, 1)));
+        in_txn.transaction = Some(3);
+        assert_eq!(c.place(&in_txn), Some((Place::Uncertain, false)));
+        let mut report = c.empty_report();
+        assert!(c.keep(&in_txn, Some(&mut report)));
+        let held = write("shop.customers", "insert", 0, Some(1), Some((100, 1)));
+        assert!(!c.keep(&held, Some(&mut report)));
+        assert!(c.keep(
+            &write("shop.customers", "insert", 4_000, None, None),
+            Some(&mut report)
+        ));
+        assert_eq!(report.skipped, BTreeMap::from([("insert".to_owned(), 1)]));
+        assert_eq!(
+            (report.replayed, report.uncertain, report.by_wall_clock),
+            (1, 1, 1)
+        );
+        assert_eq!(report.method, "wall_clock");
+        assert_eq!(report.read_points["shop.orders"], "Timestamp(100, 9)");
+    }
+}
