@@ -27,6 +27,8 @@ const PER_CAPTURE_SKIPS: &[&str] = &[
     "unsupported_opcode",
     "op_command",
     "filtered",
+    // The cut is decided before a request goes to its shard: every shard counts all of it.
+    "before_snapshot",
 ];
 
 struct Decoder<'a> {
@@ -186,6 +188,7 @@ pub fn add_up(inputs: Vec<ShardInput>, census: MergeReport) -> Result<ReplayRepo
         &sums.per_namespace,
     );
     r.skipped = skipped(&inputs);
+    r.snapshot_cut = inputs.iter().find_map(|i| i.report.snapshot_cut.clone());
     r.lag = LagReport::merge(
         &inputs.iter().map(|i| &i.report.lag).collect::<Vec<_>>(),
         sums.lag_histograms(),
