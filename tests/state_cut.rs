@@ -49,7 +49,9 @@ for dbname in sorted(os.listdir(root)):
 "#;
 
 /// The application: reads customers 0-49 (which no write changes the count of), updates,
-/// inserts (customers from 3000) and deletes (customers 200-349), through the proxy.
+/// inserts (customers from 3000) and deletes (customers 200-349), through the proxy. Its writes
+/// are idempotent but for their replies, so that one acknowledged while the snapshot read its
+/// collection (uncertain, replayed) leaves the end state as it was.
 const APP: &str = r#"
 import sys
 from pymongo import MongoClient
@@ -57,7 +59,7 @@ db = MongoClient(sys.argv[1]).shop
 for c in range(150):
     assert len(list(db.orders.find({'customer': c % 50}))) > 0
     assert db.customers.find_one({'name': 'c%d' % c}) is not None
-    db.orders.update_one({'_id': 2000 + c}, {'$set': {'status': 'done'}, '$inc': {'qty': 1}})
+    db.orders.update_one({'_id': 2000 + c}, {'$set': {'status': 'done', 'qty': c}})
     db.orders.insert_one({'_id': 50000 + c, 'customer': 3000 + c, 'status': 'new', 'qty': 1})
     db.orders.delete_one({'_id': 9000 + c})
 "#;
@@ -150,8 +152,14 @@ fn a_capture_replayed_into_its_restored_snapshot_ends_as_the_upstream_did() {
         &target.uri(),
         &["--fast", "--skip-snapshotted", "--idle-sample", "0"],
     );
-    assert_eq!(run.divergences(), 0, "{}", run.describe());
     let cut = &run.report["snapshot_cut"];
+    // None but an uncertain write replayed though it was in the snapshot diverges (none at all
+    // when the clients wrote only after the snapshot's reads, as they mostly do).
+    assert!(
+        run.divergences() <= u(&cut["uncertain"]),
+        "{}",
+        run.describe()
+    );
     assert_eq!(cut["method"], "operation_time", "{cut}");
     assert_eq!(
         (cut["t0"]["t"].clone(), cut["t0"]["i"].clone()),
@@ -159,9 +167,9 @@ fn a_capture_replayed_into_its_restored_snapshot_ends_as_the_upstream_did() {
     );
     let held: u64 = cut["skipped"].as_object().unwrap().values().map(u).sum();
     assert_eq!(run.skipped("before_snapshot"), held, "{cut}");
-    // 1,500 + 150 inserts, 150 updates, 150 deletes: each held or replayed, none uncertain.
-    assert_eq!(held + u(&cut["replayed"]), 1950, "{cut}");
-    assert_eq!(u(&cut["uncertain"]), 0, "{cut}");
+    // 1,500 + 150 inserts, 150 updates, 150 deletes: each held, replayed or uncertain.
+    let placed = held + u(&cut["replayed"]) + u(&cut["uncertain"]);
+    assert_eq!(placed, 1950, "{cut}");
     // The collections read later than T0 (a server that does not keep atClusterTime) are named.
     for c in m["collections"].as_array().unwrap() {
         let later = c["read_at"] != serde_json::json!({"t": m["point"]["t"], "i": m["point"]["i"]});
