@@ -290,6 +290,65 @@ fn a_write_just_before_and_just_after_t0_is_each_applied_once() {
     each_write_once(&[], "operation_time");
 }
 
+/// Each shard decides the cut over the whole capture: the merged report counts it once.
+#[test]
+fn sharded_replays_cut_once_and_merge_the_count() {
+    let tmp = tempdir();
+    let (upstream, capture, snapshot) = record_around_a_snapshot(&[], tmp.path());
+    let target = Server::start();
+    restore(&snapshot, &target);
+    let dir = snapshot.display().to_string();
+    let mut reports = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let report = tmp.path().join(format!("shard-{}.json", &shard[..1]));
+        let path = report.display().to_string();
+        let args = [
+            "--fast",
+            "--idle-sample",
+            "0",
+            "--shard",
+            shard,
+            "-o",
+            &path,
+        ];
+        let out = mongotape(
+            &[
+                &[
+                    "replay",
+                    &capture.display().to_string(),
+                    "-t",
+                    &target.uri(),
+                    "--skip-snapshotted",
+                    &dir,
+                ][..],
+                &args[..],
+            ]
+            .concat(),
+        );
+        assert!(out.success(), "{}", out.stderr);
+        reports.push(path);
+    }
+    let merged = tmp.path().join("merged.json");
+    let merged_path = merged.display().to_string();
+    let out = mongotape(
+        &[
+            &["merge"][..],
+            &[&reports[0][..], &reports[1][..]],
+            &["--quiet", "--report", &merged_path],
+        ]
+        .concat(),
+    );
+    assert!(out.success(), "{}", out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!(report["skipped"]["before_snapshot"], 3, "{report}");
+    assert_eq!(report["snapshot_cut"]["replayed"], 3, "{report}");
+    assert_same_db(
+        &dump_db(&upstream.uri(), "shop"),
+        &dump_db(&target.uri(), "shop"),
+    );
+}
+
 #[test]
 fn without_operation_times_the_wall_clock_places_the_writes() {
     each_write_once(&["--standalone"], "wall_clock");
