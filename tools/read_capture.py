@@ -48,10 +48,12 @@ KIND_NAMES = {
     6: "gap",
     7: "end",
     8: "hello_rewrite",
+    9: "snapshot",
+    10: "state_end",
 }
 CONNECTION_KINDS = {1, 2, 3, 4, 5, 8}
-CAPTURE_WIDE_KINDS = {6, 7}
-JSON_KINDS = {1, 2, 6, 7, 8}
+CAPTURE_WIDE_KINDS = {6, 7, 9, 10}
+JSON_KINDS = {1, 2, 6, 7, 8, 9, 10}
 MESSAGE_KINDS = {3, 4}
 
 OPCODE_NAMES = {
@@ -544,6 +546,8 @@ class Summary:
         self.compressed_inner = {}
         self.gaps = {"records": 0, "dropped_messages": 0, "dropped_bytes": 0}
         self.end = None
+        self.snapshot = None
+        self.state_end = None
         self.warnings = []
         self.first_ts = None
         self.last_ts = None
@@ -607,6 +611,12 @@ class Summary:
                         self.gaps[key] += info[key]
             elif record.kind == 7:
                 self.end = info
+            elif record.kind == 9:
+                self.snapshot = info
+            elif record.kind == 10:
+                self.state_end = info
+                if not isinstance(info.get("collections"), list):
+                    self.warn(record, "state_end record without a collections list")
             elif record.kind == 8:
                 conn["hello_rewrites"] = conn.get("hello_rewrites", 0) + 1
                 if info.get("unserved"):
@@ -654,6 +664,8 @@ class Summary:
             "compressed_inner": self.compressed_inner,
             "gaps": self.gaps,
             "end": self.end,
+            "snapshot": self.snapshot,
+            "state_end": self.state_end,
             "first_ts_ns": self.first_ts,
             "last_ts_ns": self.last_ts,
             "warnings": self.warnings,
@@ -728,6 +740,13 @@ def print_summary(path, reader, summary, out):
             summary.gaps["records"], summary.gaps["dropped_messages"], summary.gaps["dropped_bytes"]))
     if summary.end is not None:
         w("end: %s\n" % json.dumps(summary.end, sort_keys=True))
+    if summary.snapshot is not None:
+        w("snapshot: %s\n" % json.dumps(summary.snapshot, sort_keys=True))
+    if summary.state_end is not None:
+        collections = summary.state_end.get("collections") or []
+        w("state_end: T1 Timestamp(%s, %s), %d collections, %d documents\n" % (
+            summary.state_end.get("t"), summary.state_end.get("i"), len(collections),
+            sum(c.get("documents", 0) for c in collections if isinstance(c, dict))))
     if summary.warnings:
         w("warnings: %d\n" % summary._warned)
         for text in summary.warnings:

@@ -61,6 +61,7 @@ impl RecordKind {
             RecordKind::End => "end",
             HELLO_REWRITE => "hello_rewrite",
             SNAPSHOT => "snapshot",
+            STATE_END => "state_end",
             RecordKind::Unknown(_) => "unknown",
         }
     }
@@ -263,6 +264,44 @@ pub struct SnapshotEvent {
     pub i: u32,
     /// When the snapshot's read started (RFC 3339, UTC).
     pub wall_time: String,
+}
+
+/// Kind 10, `state_end`: when a recording with a snapshot stopped, the point T1 and a fingerprint
+/// of every snapshotted collection there (`docs/state.md`, "The end state"); a replay with
+/// `--check-state` compares its target's end with it. A kind of its own, as [`SNAPSHOT`].
+pub const STATE_END: RecordKind = RecordKind::Unknown(10);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StateEndEvent {
+    /// The snapshot's folder, which also holds `mongotape-end.json` and the per-`_id` digests.
+    pub dir: String,
+    /// `cluster_time`: T1 is the cluster time `t`/`i` the server answered the end's reads at;
+    /// `wall_clock`: the server gave none, the point is only `wall_time`.
+    pub kind: String,
+    /// Seconds of T1 (BSON Timestamp); 0 without one.
+    pub t: u32,
+    /// Increment of T1.
+    pub i: u32,
+    /// When the end's read started (RFC 3339, UTC).
+    pub wall_time: String,
+    /// One fingerprint per snapshotted collection, by namespace.
+    pub collections: Vec<CollectionFingerprint>,
+}
+
+/// What a collection held at a point, in a form two servers can be compared by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CollectionFingerprint {
+    /// `db.collection`.
+    pub ns: String,
+    /// Documents counted while reading them.
+    pub documents: u64,
+    /// mongotape's order-independent hash of the documents: the sum (mod 2^128) of each
+    /// document's SHA-256 truncated to 16 bytes, in hex. The same documents give the same hash
+    /// on any server.
+    pub hash: String,
+    /// The server's own `dbHash` of the collection, where it answers one; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_hash: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]

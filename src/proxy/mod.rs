@@ -139,6 +139,8 @@ pub struct Proxy {
     limits: Limits,
     /// The `--redact values` key of the capture, for the snapshot beside it.
     value_key: Option<ValueKey>,
+    /// `record --snapshot`: the end state to take once the connections have drained.
+    at_stop: Option<snapshot::AtStop>,
 }
 
 impl Proxy {
@@ -220,6 +222,7 @@ impl Proxy {
             metrics: None,
             limits: Limits::default(),
             value_key,
+            at_stop: None,
         })
     }
 
@@ -262,18 +265,21 @@ impl Proxy {
     }
 
     /// Starts `record --snapshot` beside the proxy (see [`snapshot`]): its T0 goes into the
-    /// capture as a `snapshot` record. Await the handle once recording has stopped.
+    /// capture as a `snapshot` record, and once the connections have drained at the end, the end
+    /// state as a `state_end` record. Await the handle once recording has stopped.
     pub fn start_snapshot(
-        &self,
+        &mut self,
         mut opts: crate::state::SnapshotOptions,
     ) -> tokio::task::JoinHandle<Result<crate::state::Manifest, crate::state::StateError>> {
         // The capture's key: equal values in the capture and the snapshot stay equal.
         opts.redact = self.value_key.clone();
-        snapshot::start(
+        let (handle, at_stop) = snapshot::start(
             opts,
             self.recorder.as_ref().map(Recorder::handle),
             self.clock,
-        )
+        );
+        self.at_stop = Some(at_stop);
+        handle
     }
 
     /// Serves until `shutdown` turns true, then drains (see [`Proxy::run_until`]) and finishes the
@@ -338,6 +344,10 @@ impl Proxy {
         status.abort();
         if let Some(endpoint) = endpoint {
             endpoint.abort();
+        }
+        if let (Some(at_stop), Some(recorder)) = (self.at_stop, &self.recorder) {
+            snapshot::record_end(at_stop, recorder.handle(), self.clock, shutdown.now.clone())
+                .await;
         }
         if let Some(recorder) = self.recorder {
             finish_capture(recorder, shutdown.now.clone()).await?;

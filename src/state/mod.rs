@@ -10,17 +10,30 @@
 //! batches over several connections by `restore_batches`, then the indexes); `restore_plan`
 //! what `replay --restore` is asked and reports.
 //!
-//! Layers, bottom up: error < bsonfile layout pattern < dump writer restore_batches < source load < restore_plan
+//! The end state (`docs/state.md`, "The end state"): `fingerprint` is a collection's count and
+//! order-independent hash, without I/O; `end` the end's files (`mongotape-end.json`, the per-`_id`
+//! digests); `survey` fingerprints collections on a server; `ending` takes the end when a
+//! recording stops; `reproducible` counts the recorded writes a replay cannot reproduce;
+//! `verdict` is what a check says, `compare` makes the check.
+//!
+//! Layers, bottom up: error < bsonfile layout pattern < dump writer restore_batches < source load fingerprint reproducible verdict < restore_plan end survey < ending compare
 
 pub mod bsonfile;
+pub mod compare;
 pub mod dump;
+pub mod end;
+pub mod ending;
 pub mod error;
+pub mod fingerprint;
 pub mod layout;
 pub mod load;
 pub mod pattern;
 pub mod restore_batches;
 pub mod restore_plan;
+pub mod reproducible;
 pub mod source;
+pub mod survey;
+pub mod verdict;
 pub mod writer;
 
 pub use dump::{DumpCollection, DumpMetadata, SnapshotDir};

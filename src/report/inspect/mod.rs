@@ -7,7 +7,7 @@ mod text;
 use super::pair::{Answer, PairLimits, Pairer};
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
-    RecordSource, SnapshotEvent, SNAPSHOT,
+    RecordSource, SnapshotEvent, StateEndEvent, SNAPSHOT, STATE_END,
 };
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
@@ -162,6 +162,10 @@ pub struct Inspection {
     /// `snapshot` record); absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotEvent>,
+    /// `record --snapshot`: the point T1 the recording stopped at and a fingerprint of every
+    /// snapshotted collection there (the capture's `state_end` record); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_end: Option<StateEndEvent>,
     pub compressed_file_bytes: u64,
     pub records: u64,
     pub first_ns: Option<u64>,
@@ -294,6 +298,7 @@ impl Inspection {
             RecordKind::End => self.complete = true,
             RecordKind::Request | RecordKind::Reply => self.message(record, row, pairer),
             SNAPSHOT => self.snapshot = record.event::<SnapshotEvent>().ok(),
+            STATE_END => self.state_end = record.event::<StateEndEvent>().ok(),
             RecordKind::Unknown(_) => {}
         }
     }

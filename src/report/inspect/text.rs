@@ -64,6 +64,9 @@ impl Inspection {
             };
             s.push_str(&format!("snapshot    {point} in {}\n", snap.dir));
         }
+        if let Some(end) = &self.state_end {
+            s.push_str(&state_end_line(end));
+        }
         if self.dropped_messages > 0 {
             s.push_str(&format!(
                 "GAPS        {} messages forwarded but not recorded\n",
@@ -193,4 +196,29 @@ impl Inspection {
             s.push_str(&t.render());
         }
     }
+}
+
+/// `end state   T1 Timestamp(t, i) (wall time): 2 collections, 10,012 documents`, then a line per
+/// collection.
+fn state_end_line(end: &crate::capture::StateEndEvent) -> String {
+    let point = match end.kind.as_str() {
+        "wall_clock" => format!("{} (wall clock)", end.wall_time),
+        _ => format!("T1 Timestamp({}, {}) ({})", end.t, end.i, end.wall_time),
+    };
+    let documents: u64 = end.collections.iter().map(|c| c.documents).sum();
+    let mut s = format!(
+        "end state   {point}: {} collections, {documents} documents\n",
+        end.collections.len()
+    );
+    for c in &end.collections {
+        let db_hash = c.db_hash.as_deref().map(|h| format!(", dbHash {h}"));
+        s.push_str(&format!(
+            "            {} {} documents, hash {}{}\n",
+            c.ns,
+            c.documents,
+            c.hash,
+            db_hash.unwrap_or_default()
+        ));
+    }
+    s
 }
