@@ -14,7 +14,8 @@ pub enum Exit {
     Usage = 2,
     /// The capture is truncated or corrupt: everything before the damage was read and reported.
     DamagedCapture = 3,
-    /// `replay`: a threshold (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`) was crossed.
+    /// `replay`: a threshold (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`,
+    /// `--fail-on-state-divergence`) was crossed.
     Threshold = 4,
     /// `replay`: nothing was replayed (everything filtered out, an empty capture, handshakes
     /// only); `cat`, `analyze`, `slice`: the filters matched nothing.

@@ -176,6 +176,13 @@ pub struct ReplayArgs {
     /// ("target": a label, or "*" for every target).
     #[arg(long, value_name = "FILE", requires = "restore")]
     restore_setup: Option<PathBuf>,
+    /// After the run, fingerprint the snapshotted namespaces on each target (each --db-map and
+    /// --clones database) and compare them with the capture's end state in DIR (default: the
+    /// capture's own snapshot folder, CAPTURE.snapshot): `state: equal`, or the collections that
+    /// differ with both counts and up to 5 differing _ids; on A/B, the targets against each other
+    /// too. See docs/state.md, "The end state".
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    check_state: Option<PathBuf>,
     #[command(flatten)]
     ab: super::replay_ab::AbArgs,
     #[command(flatten)]
@@ -320,6 +327,13 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
         }),
     };
     config.snapshot_cut = snapshot_cut(args, &config.inputs)?;
+    config.check_state = args
+        .check_state
+        .as_ref()
+        .map(|dir| match dir.as_os_str().is_empty() {
+            true => mongotape::proxy::snapshot::dir_beside(&args.captures[0]),
+            false => dir.clone(),
+        });
     Ok(config)
 }
 
@@ -362,6 +376,7 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
             &args.label,
             &args.server_pid,
             &args.ab,
+            &args.thresholds,
             out,
         );
     }

@@ -106,6 +106,7 @@ pub fn run(
     labels: &[String],
     pids: &[u32],
     args: &AbArgs,
+    thresholds: &super::thresholds::ThresholdArgs,
     out: Outputs<'_>,
 ) -> anyhow::Result<ExitCode> {
     let ab_config = ab_config(uris, labels, pids, args)?;
@@ -129,6 +130,9 @@ pub fn run(
         // As a single replay of a damaged capture exits (2 is a usage error).
         super::output::note!("mongotape: capture read only in part");
         return Ok(Exit::DamagedCapture.into());
+    }
+    if let Some(exit) = super::thresholds::ab_state_status(&report, thresholds) {
+        return Ok(exit.into());
     }
     Ok(Exit::Ok.into())
 }

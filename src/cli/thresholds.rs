@@ -1,5 +1,5 @@
 //! `replay`'s pass/fail gates as options: `--fail-on-divergence`, `--max-error-rate`,
-//! `--max-p99`. They are judged by `mongotape::replay::gates`, after the reports are written.
+//! `--max-p99`, `--fail-on-state-divergence`. They are judged by `mongotape::replay::gates`, after the reports are written.
 
 use super::exit::Exit;
 use clap::Args;
@@ -18,6 +18,10 @@ pub struct ThresholdArgs {
     /// together (repeatable). Example: `--max-p99 find=5 --max-p99 insert=10`.
     #[arg(long, value_name = "COMMAND=MS", value_parser = parse_p99)]
     pub max_p99: Vec<P99Limit>,
+    /// Exit 4 when a target's end state differs from the capture's (needs --check-state; in an
+    /// A/B replay, also when the targets ended with different data).
+    #[arg(long, requires = "check_state")]
+    pub fail_on_state_divergence: bool,
 }
 
 fn parse_rate(v: &str) -> Result<f64, String> {
@@ -61,8 +65,32 @@ impl ThresholdArgs {
             fail_on_divergence: self.fail_on_divergence,
             max_error_rate: self.max_error_rate,
             max_p99: self.max_p99.clone(),
+            fail_on_state_divergence: self.fail_on_state_divergence,
         }
     }
+}
+
+/// An A/B replay's exit status for `--fail-on-state-divergence` (the other thresholds judge one
+/// target's replay): each target's end against the capture's, and the targets' against each
+/// other; `None` when it passed or was not asked.
+pub fn ab_state_status(
+    report: &mongotape::replay::ab::model::AbReport,
+    thresholds: &ThresholdArgs,
+) -> Option<Exit> {
+    if !thresholds.fail_on_state_divergence {
+        return None;
+    }
+    let mut crossed = false;
+    for t in &report.targets {
+        let v = mongotape::replay::gates::state_verdict(&t.replay);
+        super::output::note!("mongotape: {}: threshold {v}", t.label);
+        crossed |= v.crossed;
+    }
+    if let Some(between) = report.state_between.as_ref().filter(|b| b.differs()) {
+        super::output::note!("mongotape: threshold FAILED: {}", between.text().trim_end());
+        crossed = true;
+    }
+    crossed.then_some(Exit::Threshold)
 }
 
 /// The replay's exit status, after saying on stderr how each threshold went and why the status is

@@ -61,6 +61,9 @@ pub struct ReplayConfig {
     /// default) already holds, for a target restored by hand with mongorestore
     /// ([`super::source::cut`]; `--restore` implies it).
     pub snapshot_cut: Option<std::sync::Arc<super::source::cut::SnapshotCut>>,
+    /// `--check-state [DIR]`: after the run, fingerprint the snapshotted namespaces on each
+    /// target and compare them with the capture's end state in DIR (its snapshot folder).
+    pub check_state: Option<PathBuf>,
 }
 
 impl ReplayConfig {
@@ -95,6 +98,7 @@ impl ReplayConfig {
             threads: None,
             restore: None,
             snapshot_cut: None,
+            check_state: None,
         }
     }
 }

@@ -5,7 +5,8 @@ use super::report::ReplayReport;
 use crate::figures::summary::CommandSummary;
 use crate::figures::units;
 
-/// The thresholds given (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`).
+/// The thresholds given (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`,
+/// `--fail-on-state-divergence`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gates {
     /// Any reply that differed from its recorded reply fails.
@@ -13,6 +14,8 @@ pub struct Gates {
     /// A share of the operations, 0 to 1, that may get an error reply.
     pub max_error_rate: Option<f64>,
     pub max_p99: Vec<P99Limit>,
+    /// A target whose end state differs from the capture's, or could not be checked, fails.
+    pub fail_on_state_divergence: bool,
 }
 
 /// A command's p99 latency bound (`all`: every operation together).
@@ -92,6 +95,9 @@ impl Gates {
         for limit in &self.max_p99 {
             out.push(p99_verdict(report, limit));
         }
+        if self.fail_on_state_divergence {
+            out.push(state_verdict(report));
+        }
         out
     }
 
@@ -159,6 +165,45 @@ fn p99_verdict(report: &ReplayReport, limit: &P99Limit) -> Verdict {
             measured: format!("p99 {}", units::duration_us(s.latency.p99_us)),
             crossed: s.latency.p99_us > limit.ms * 1000.0,
         },
+    }
+}
+
+/// `--fail-on-state-divergence`: the end state as checked; a check not made fails, as a gate
+/// on a command that never ran does.
+pub fn state_verdict(report: &ReplayReport) -> Verdict {
+    let threshold = "--fail-on-state-divergence".to_owned();
+    let Some(state) = &report.state else {
+        return Verdict {
+            threshold,
+            measured: "the end state was not checked (--check-state)".into(),
+            crossed: true,
+        };
+    };
+    let measured = match state.verdict.as_str() {
+        "equal" => format!("state: equal ({} collections)", state.collections),
+        "differs" => {
+            let each: Vec<String> = (state.differing.iter())
+                .map(|d| {
+                    let (a, b) = (d.documents, d.other_documents);
+                    format!("{} ({a} documents recorded, {b} on the target)", d.other_ns)
+                })
+                .collect();
+            format!(
+                "state differs in {} of {} collections: {}",
+                state.differing.len(),
+                state.collections,
+                each.join(", ")
+            )
+        }
+        _ => format!(
+            "state unknown: {}",
+            state.error.as_deref().unwrap_or("not checked")
+        ),
+    };
+    Verdict {
+        threshold,
+        measured,
+        crossed: state.verdict != "equal",
     }
 }
 
@@ -238,6 +283,7 @@ mod tests {
             fail_on_divergence: true,
             max_error_rate: Some(0.05),
             max_p99: vec![p99("find", 5.0), p99("insert", 5.0)],
+            ..Gates::default()
         };
         let v = gates.check(&r);
         assert!(!v[0].crossed, "{}", v[0]);

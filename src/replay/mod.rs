@@ -27,11 +27,12 @@
 //! (`mongotape merge`: the reports of a sharded replay added up exactly), [`gates`] (the pass/fail
 //! thresholds judged on the report, and how the run ended). This file starts the run and puts the
 //! report together, with `state` building the run's state and each target's, and `tally` filling
-//! the report in from what was measured.
+//! the report in from what was measured. `check_state` (`--check-state`): each target's end
+//! state against the capture's, after the run.
 //!
 //! Dependencies never point back up the pipeline (checked by `tests/layers.rs`):
 //!
-//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < state tally probe restore < mod.rs < ab
+//! Layers, bottom up: pacing client names < measure < request report explain < route merge gates < lane endpoint progress < source < config < state tally probe restore check_state < mod.rs < ab
 //!
 //! `pacing` and `client` know only what is outside `replay/`, and `names` (the command, database
 //! and namespace names a request and its copies share) nothing at all; `measure` reads `client` (for
@@ -41,6 +42,7 @@
 //! run, a list of target states.
 
 pub mod ab;
+mod check_state;
 pub mod client;
 pub mod config;
 pub mod endpoint;
@@ -211,6 +213,7 @@ async fn replay(
     )
     .await;
     report.restore = ready.restorer.map(|r| r.report());
+    check_state::check_one(&config, &mut report).await;
     report
 }
 

@@ -158,6 +158,10 @@ async fn replay(
         reports.push(report);
     }
     drop(shared);
+    let uris: Vec<(String, String)> = (ab.targets.iter())
+        .map(|t| (t.label.clone(), t.uri.clone()))
+        .collect();
+    let between = super::check_state::check_all(&config, &uris, &mut reports).await;
     let mut collected = collector.take();
     let labels: Vec<String> = ab.targets.iter().map(|t| t.label.clone()).collect();
     let shapes = shapes::rows(
@@ -167,5 +171,7 @@ async fn replay(
         &source.shapes,
         std::mem::take(&mut collected.per_shape),
     );
-    AbReport::build(&config, &ab, reports, collected, shapes, run, wall_s)
+    let mut report = AbReport::build(&config, &ab, reports, collected, shapes, run, wall_s);
+    report.state_between = between;
+    report
 }

@@ -66,6 +66,10 @@ pub struct AbReport {
     /// `--explain`: each shape's plan on every target (`target`), with `plan_changed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,
+    /// `--check-state`: the targets' end states against each other (each target's against the
+    /// capture's is in its `replay.state`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_between: Option<crate::state::verdict::StatesBetween>,
 }
 
 impl TargetReport {

@@ -62,6 +62,14 @@ impl AbReport {
         if let Some(plans) = &self.plans {
             out.push_str(&crate::plan::text::text(plans));
         }
+        for t in &self.targets {
+            if let Some(state) = &t.replay.state {
+                out.push_str(&format!("{}: {}", t.label, state.text()));
+            }
+        }
+        if let Some(between) = &self.state_between {
+            out.push_str(&between.text());
+        }
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",

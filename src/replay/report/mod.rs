@@ -440,6 +440,10 @@ pub struct ReplayReport {
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,
+    /// `--check-state`: the target's end state against the capture's (`docs/state.md`, "The end
+    /// state").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::state::verdict::StateReport>,
     /// The target's errors by command and code (`errors_by_code`, `errors_by_code_other`).
     #[serde(flatten)]
     pub errors: ErrorsReport,

@@ -127,6 +127,7 @@ impl ReplayReport {
         }
         self.push_spent(&mut out);
         self.push_endings(&mut out);
+        out.push_str(&self.state.as_ref().map(|s| s.text()).unwrap_or_default());
         fit_lines(&out)
     }
 
