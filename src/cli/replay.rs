@@ -181,8 +181,8 @@ pub struct ReplayArgs {
     /// capture's own snapshot folder, CAPTURE.snapshot): `state: equal`, or the collections that
     /// differ with both counts and up to 5 differing _ids; on A/B, the targets against each other
     /// too. See docs/state.md, "The end state".
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
-    check_state: Option<PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    check_state: Option<Option<PathBuf>>,
     #[command(flatten)]
     ab: super::replay_ab::AbArgs,
     #[command(flatten)]
@@ -327,13 +327,10 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
         }),
     };
     config.snapshot_cut = snapshot_cut(args, &config.inputs)?;
-    config.check_state = args
-        .check_state
-        .as_ref()
-        .map(|dir| match dir.as_os_str().is_empty() {
-            true => mongotape::proxy::snapshot::dir_beside(&args.captures[0]),
-            false => dir.clone(),
-        });
+    config.check_state = args.check_state.as_ref().map(|dir| match dir {
+        Some(dir) => dir.clone(),
+        None => mongotape::proxy::snapshot::dir_beside(&args.captures[0]),
+    });
     Ok(config)
 }
 
