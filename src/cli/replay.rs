@@ -373,7 +373,7 @@ pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
             &args.label,
             &args.server_pid,
             &args.ab,
-            &args.thresholds,
+            args.thresholds.fail_on_state_divergence,
             out,
         );
     }

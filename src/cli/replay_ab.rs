@@ -4,6 +4,7 @@
 use super::exit::{ensure_usage, Exit};
 use super::output::Outputs;
 use clap::Args;
+use mongotape::replay::ab::model::AbReport;
 use mongotape::replay::ab::{self, diff::DiffOptions, stats::Bootstrap, AbConfig, AbTarget};
 use mongotape::replay::ReplayConfig;
 use std::process::ExitCode;
@@ -106,7 +107,7 @@ pub fn run(
     labels: &[String],
     pids: &[u32],
     args: &AbArgs,
-    thresholds: &super::thresholds::ThresholdArgs,
+    fail_on_state_divergence: bool,
     out: Outputs<'_>,
 ) -> anyhow::Result<ExitCode> {
     let ab_config = ab_config(uris, labels, pids, args)?;
@@ -131,8 +132,28 @@ pub fn run(
         super::output::note!("mongotape: capture read only in part");
         return Ok(Exit::DamagedCapture.into());
     }
-    if let Some(exit) = super::thresholds::ab_state_status(&report, thresholds) {
+    if let Some(exit) = state_status(&report, fail_on_state_divergence) {
         return Ok(exit.into());
     }
     Ok(Exit::Ok.into())
+}
+
+/// An A/B replay's exit status for `--fail-on-state-divergence` (the other thresholds judge one
+/// target's replay): each target's end against the capture's, and the targets' against each
+/// other; `None` when it passed or was not asked.
+fn state_status(report: &AbReport, fail_on_state_divergence: bool) -> Option<Exit> {
+    if !fail_on_state_divergence {
+        return None;
+    }
+    let mut crossed = false;
+    for t in &report.targets {
+        let v = mongotape::replay::gates::state_verdict(&t.replay);
+        super::output::note!("mongotape: {}: threshold {v}", t.label);
+        crossed |= v.crossed;
+    }
+    if let Some(between) = report.state_between.as_ref().filter(|b| b.differs()) {
+        super::output::note!("mongotape: threshold FAILED: {}", between.text().trim_end());
+        crossed = true;
+    }
+    crossed.then_some(Exit::Threshold)
 }

@@ -70,29 +70,6 @@ impl ThresholdArgs {
     }
 }
 
-/// An A/B replay's exit status for `--fail-on-state-divergence` (the other thresholds judge one
-/// target's replay): each target's end against the capture's, and the targets' against each
-/// other; `None` when it passed or was not asked.
-pub fn ab_state_status(
-    report: &mongotape::replay::ab::model::AbReport,
-    thresholds: &ThresholdArgs,
-) -> Option<Exit> {
-    if !thresholds.fail_on_state_divergence {
-        return None;
-    }
-    let mut crossed = false;
-    for t in &report.targets {
-        let v = mongotape::replay::gates::state_verdict(&t.replay);
-        super::output::note!("mongotape: {}: threshold {v}", t.label);
-        crossed |= v.crossed;
-    }
-    if let Some(between) = report.state_between.as_ref().filter(|b| b.differs()) {
-        super::output::note!("mongotape: threshold FAILED: {}", between.text().trim_end());
-        crossed = true;
-    }
-    crossed.then_some(Exit::Threshold)
-}
-
 /// The replay's exit status, after saying on stderr how each threshold went and why the status is
 /// not 0.
 pub fn exit_status(report: &ReplayReport, thresholds: &ThresholdArgs) -> Exit {

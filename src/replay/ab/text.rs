@@ -62,14 +62,7 @@ impl AbReport {
         if let Some(plans) = &self.plans {
             out.push_str(&crate::plan::text::text(plans));
         }
-        for t in &self.targets {
-            if let Some(state) = &t.replay.state {
-                out.push_str(&format!("{}: {}", t.label, state.text()));
-            }
-        }
-        if let Some(between) = &self.state_between {
-            out.push_str(&between.text());
-        }
+        out.push_str(&self.state_text());
         if let Some(cpu) = self.replayer_cpu_us_per_op {
             out.push_str(&format!(
                 "replayer CPU: {} per request (all targets)\n",
@@ -176,6 +169,23 @@ fn not_findings_legend(
         }
     }
     out
+}
+
+impl AbReport {
+    /// `--check-state`: each target's end against the capture's, then the targets' against each
+    /// other.
+    fn state_text(&self) -> String {
+        let mut out = String::new();
+        for t in &self.targets {
+            if let Some(state) = &t.replay.state {
+                out.push_str(&format!("{}: {}", t.label, state.text()));
+            }
+        }
+        if let Some(between) = &self.state_between {
+            out.push_str(&between.text());
+        }
+        out
+    }
 }
 
 #[cfg(test)]
