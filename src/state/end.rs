@@ -14,7 +14,7 @@ use bson::raw::{cstr, RawBinaryRef, RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::spec::BinarySubtype;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 pub const END_FILE: &str = "mongotape-end.json";
@@ -49,15 +49,23 @@ impl EndFile {
             });
         }
         let bytes = std::fs::read(&path).map_err(StateError::file("read", &path))?;
-        let end: EndFile = serde_json::from_slice(&bytes).map_err(|e| StateError::Corrupt {
-            path: path.clone(),
+        EndFile::parse(&bytes, &path)
+    }
+
+    /// An end file's bytes; `path` names it in errors.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<EndFile, StateError> {
+        let end: EndFile = serde_json::from_slice(bytes).map_err(|e| StateError::Corrupt {
+            path: path.to_owned(),
             offset: 0,
             why: e.to_string(),
         })?;
-        if end.format != FORMAT || end.digests.contains('/') {
+        if end.format != FORMAT || end.digests.contains(['/', '\\']) || end.digests == ".." {
             return Err(StateError::NotASnapshot {
-                path,
-                why: format!("format {:?}, expected {FORMAT:?}", end.format),
+                path: path.to_owned(),
+                why: format!(
+                    "format {:?} and digests {:?}: expected {FORMAT:?} and a file name",
+                    end.format, end.digests
+                ),
             });
         }
         Ok(end)
@@ -132,21 +140,52 @@ pub fn recorded_in(
 ) -> Result<(), StateError> {
     let path = dir.join(&end.digests);
     let file = File::open(&path).map_err(StateError::file("open", &path))?;
-    let docs = BsonDocuments::new(BufReader::with_capacity(256 * 1024, file), &path);
-    for doc in docs {
-        let bytes = doc?;
-        let Some(entry) = parse_entry(&bytes) else {
-            return Err(StateError::Corrupt {
-                path: path.clone(),
-                offset: 0,
-                why: "a digest entry without c, _id or a 16-byte d".into(),
-            });
-        };
-        if entry.0 == index && keep(entry.1.bucket) {
-            each(entry.1);
+    for entry in Entries::new(BufReader::with_capacity(256 * 1024, file), &path) {
+        let (c, digest) = entry?;
+        if c == index && keep(digest.bucket) {
+            each(digest);
         }
     }
     Ok(())
+}
+
+/// The digests file's entries, streamed: `(collection index, digest)`; after an error, none.
+pub struct Entries<R> {
+    docs: BsonDocuments<R>,
+    path: PathBuf,
+    done: bool,
+}
+
+impl<R: Read> Entries<R> {
+    /// `path` names the file in errors.
+    pub fn new(input: R, path: &Path) -> Entries<R> {
+        Entries {
+            docs: BsonDocuments::new(input, path),
+            path: path.to_owned(),
+            done: false,
+        }
+    }
+}
+
+impl<R: Read> Iterator for Entries<R> {
+    type Item = Result<(usize, DocDigest), StateError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let at = self.docs.offset();
+        let next = match self.docs.next()? {
+            Ok(bytes) => parse_entry(&bytes).ok_or_else(|| StateError::Corrupt {
+                path: self.path.clone(),
+                offset: at,
+                why: "a digest entry without c, _id or a 16-byte d".into(),
+            }),
+            Err(e) => Err(e),
+        };
+        self.done = next.is_err();
+        Some(next)
+    }
 }
 
 /// `(collection index, digest)` of one entry.

@@ -20,7 +20,7 @@ pub use import::{mongod_recording_import, mongoreplay_import, pcap_import};
 pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
 pub use shape::shape;
-pub use state::{restore_setup, snapshot_bson};
+pub use state::{restore_setup, snapshot_bson, state_end};
 pub use wire::{bson_inspect, decompress, frame_splitter, message_parse, op_msg_view};
 
 /// A target's check: returns, or panics on a fault.
@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("mongod_recording_import", mongod_recording_import),
     ("snapshot_bson", snapshot_bson),
     ("restore_setup", restore_setup),
+    ("state_end", state_end),
 ];
 
 /// The check of a target, by name.

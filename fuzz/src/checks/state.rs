@@ -61,3 +61,35 @@ pub fn restore_setup(data: &[u8]) {
         Err(e) => assert!(e.to_string().starts_with("setup.json: "), "{e}"),
     }
 }
+
+/// An even first byte: the rest is a `mongotape-end.digests` file, read to its end or its first
+/// error; every entry handed out has a bucket in range and an `_id` document, nothing follows an
+/// error, and the error names the file. Odd: the rest is a `mongotape-end.json`, whose error
+/// names its file, and whose digests name never leaves the folder.
+pub fn state_end(data: &[u8]) {
+    use mongotape::state::end::{EndFile, Entries};
+    use mongotape::state::fingerprint::BUCKETS;
+    let (m, rest) = mode(data);
+    if m & 1 == 1 {
+        match EndFile::parse(rest, Path::new("s/mongotape-end.json")) {
+            Ok(end) => assert!(!end.digests.contains('/') && end.digests != ".."),
+            Err(e) => assert!(e.to_string().starts_with("s/mongotape-end.json: "), "{e}"),
+        }
+        return;
+    }
+    let mut entries = Entries::new(rest, Path::new("s/mongotape-end.digests"));
+    while let Some(next) = entries.next() {
+        match next {
+            Ok((_, d)) => {
+                assert!(d.bucket < BUCKETS);
+                assert!(d.id.get("_id").is_ok_and(|v| v.is_some()));
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.starts_with("s/mongotape-end.digests: "), "{text}");
+                assert!(entries.next().is_none(), "an entry after an error");
+                return;
+            }
+        }
+    }
+}
