@@ -31,19 +31,21 @@ db.orders.delete_many({'_id': {'$gte': 30, '$lt': 50}})
 db.customers.update_one({'_id': 3}, {'$set': {'name': 'renamed'}})
 "#;
 
-/// Every `DB/COLL.bson` of a snapshot folder inserted into a server, read with Python's `bson`.
+/// Every `DB/COLL.bson` of a snapshot folder inserted into a server, read with Python's `bson`;
+/// into `DB_SUFFIX` for each suffix given after the server (`_1`, `_2`: the databases of clones).
 const LOAD_SNAPSHOT: &str = r#"
 import sys, os, bson
 from pymongo import MongoClient
-root, client = sys.argv[1], MongoClient(sys.argv[2])
+root, client, suffixes = sys.argv[1], MongoClient(sys.argv[2]), sys.argv[3:] or ['']
 for db in sorted(os.listdir(root)):
     if not os.path.isdir(os.path.join(root, db)):
         continue
     for name in sorted(os.listdir(os.path.join(root, db))):
         if name.endswith('.bson'):
             docs = list(bson.decode_file_iter(open(os.path.join(root, db, name), 'rb')))
-            if docs:
-                client[db][name[:-len('.bson')]].insert_many(docs)
+            for suffix in suffixes:
+                if docs:
+                    client[db + suffix][name[:-len('.bson')]].insert_many(docs)
 "#;
 
 /// Records `app` through the proxy with `--snapshot 'shop.*'`, starting it once the snapshot is
@@ -283,4 +285,51 @@ fn an_ab_replay_compares_the_targets_ends_with_each_other() {
         .output
         .stdout
         .contains("state: B ended with other data than A"));
+}
+
+#[test]
+fn every_database_a_clone_wrote_is_checked() {
+    let source = Server::start();
+    python(LOAD, &[source.uri()]);
+    let tmp = tempdir();
+    let (capture, snapshot) = record_app(&source, tmp.path(), APP);
+    let target = Server::start();
+    python(
+        LOAD_SNAPSHOT,
+        &[
+            snapshot.display().to_string(),
+            target.uri(),
+            "_1".into(),
+            "_2".into(),
+        ],
+    );
+    python(
+        "import sys\nfrom pymongo import MongoClient\n\
+         MongoClient(sys.argv[1]).shop_2.orders.delete_one({'_id': 1999})\n",
+        &[target.uri()],
+    );
+    let r = try_replay(
+        &capture,
+        &target.uri(),
+        &[
+            "--fast",
+            "--idle-sample",
+            "0",
+            "--clones",
+            "2",
+            "--check-state",
+        ],
+    );
+    assert_eq!(r.output.status.code(), Some(0), "{}", r.describe());
+    let s = state(&r);
+    assert_eq!(
+        s["collections"], 4,
+        "two collections in each clone's database: {s}"
+    );
+    let differing = s["differing"].as_array().unwrap();
+    assert_eq!(differing.len(), 1, "{s}");
+    assert_eq!(differing[0]["ns"], "shop.orders");
+    assert_eq!(differing[0]["other_ns"], "shop_2.orders");
+    assert_eq!(differing[0]["other_documents"], 2029);
+    assert_eq!(differing[0]["ids"], serde_json::json!(["1999"]));
 }

@@ -313,6 +313,40 @@ mod tests {
     }
 
     #[test]
+    fn the_state_gate_fails_on_a_difference_and_on_no_check() {
+        use crate::state::verdict::{CollectionDifference, StateReport};
+        let gates = Gates {
+            fail_on_state_divergence: true,
+            ..Gates::default()
+        };
+        let mut r = report();
+        assert!(gates.check(&r)[0].crossed, "no --check-state: not passed");
+        r.state = Some(StateReport {
+            verdict: "equal".into(),
+            collections: 2,
+            ..StateReport::default()
+        });
+        assert!(!gates.check(&r)[0].crossed);
+        let state = r.state.as_mut().unwrap();
+        state.verdict = "differs".into();
+        state.differing.push(CollectionDifference {
+            ns: "shop.orders".into(),
+            other_ns: "shop.orders".into(),
+            documents: 10,
+            other_documents: 9,
+            ids: vec!["7".into()],
+        });
+        let v = &gates.check(&r)[0];
+        assert!(v.crossed);
+        assert!(
+            v.measured
+                .contains("shop.orders (10 documents recorded, 9 on the target)"),
+            "{v}"
+        );
+        assert_eq!(gates.judge(&r).ending, Ending::ThresholdCrossed);
+    }
+
+    #[test]
     fn nothing_replayed_says_why() {
         let mut r = report();
         assert_eq!(nothing_replayed(&r), None);
