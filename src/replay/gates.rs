@@ -4,6 +4,7 @@
 use super::report::ReplayReport;
 use crate::figures::summary::CommandSummary;
 use crate::figures::units;
+use crate::state::verdict::collections;
 
 /// The thresholds given (`--fail-on-divergence`, `--max-error-rate`, `--max-p99`,
 /// `--fail-on-state-divergence`).
@@ -180,7 +181,7 @@ pub fn state_verdict(report: &ReplayReport) -> Verdict {
         };
     };
     let measured = match state.verdict.as_str() {
-        "equal" => format!("state: equal ({} collections)", state.collections),
+        "equal" => format!("state: equal ({})", collections(state.collections)),
         "differs" => {
             let each: Vec<String> = (state.differing.iter())
                 .map(|d| {
@@ -189,9 +190,9 @@ pub fn state_verdict(report: &ReplayReport) -> Verdict {
                 })
                 .collect();
             format!(
-                "state differs in {} of {} collections: {}",
+                "state differs in {} of {}: {}",
                 state.differing.len(),
-                state.collections,
+                collections(state.collections),
                 each.join(", ")
             )
         }

@@ -79,6 +79,14 @@ pub struct PairState {
     pub error: Option<String>,
 }
 
+/// `1 collection`, `2 collections`.
+pub fn collections(n: u64) -> String {
+    match n {
+        1 => "1 collection".into(),
+        n => format!("{n} collections"),
+    }
+}
+
 impl CollectionDifference {
     fn text(&self) -> String {
         let ns = match self.ns == self.other_ns {
@@ -102,13 +110,14 @@ impl StateReport {
     pub fn text(&self) -> String {
         let mut out = match self.verdict.as_str() {
             "equal" => format!(
-                "state: equal ({} collections as recorded at {})\n",
-                self.collections, self.recorded_at
+                "state: equal ({} as recorded at {})\n",
+                collections(self.collections),
+                self.recorded_at
             ),
             "differs" => format!(
-                "state: differs in {} of {} collections (recorded at {}; recorded vs target):\n",
+                "state: differs in {} of {} (recorded at {}; recorded vs target):\n",
                 self.differing.len(),
-                self.collections,
+                collections(self.collections),
                 self.recorded_at
             ),
             _ => format!(

@@ -207,8 +207,8 @@ fn state_end_line(end: &crate::capture::StateEndEvent) -> String {
     };
     let documents: u64 = end.collections.iter().map(|c| c.documents).sum();
     let mut s = format!(
-        "end state   {point}: {} collections, {documents} documents\n",
-        end.collections.len()
+        "end state   {point}: {}, {documents} documents\n",
+        crate::state::verdict::collections(end.collections.len() as u64)
     );
     for c in &end.collections {
         let db_hash = c.db_hash.as_deref().map(|h| format!(", dbHash {h}"));
