@@ -5,7 +5,7 @@ use super::thresholds::ThresholdArgs;
 use clap::Args;
 use mongotape::figures::units::parse_duration;
 use mongotape::replay::client::Target;
-use mongotape::replay::source::cut::{CutFrom, SnapshotCut};
+use mongotape::replay::source::cut::{CutError, CutFrom, SnapshotCut};
 use mongotape::replay::source::shard::Shard;
 use mongotape::replay::{self, Filters, Pacing, ReplayConfig};
 use mongotape::state::restore_plan::{RestorePlan, SetupCommand};
@@ -168,7 +168,8 @@ pub struct ReplayArgs {
     /// snapshotted collection dropped, created with its options, loaded, indexed (into every
     /// database --db-map and --clones map it to). DIR: a snapshot folder (mongotape's or
     /// mongodump's); without it, the capture's own (CAPTURE.snapshot/ beside it, or the folder
-    /// its snapshot record names). See docs/state.md, "Restoring".
+    /// its snapshot record names). Implies --skip-snapshotted and --check-state with the same
+    /// folder, where it has a point in time and an end state. See docs/state.md, "Restoring".
     #[arg(long, value_name = "DIR", num_args = 0..=1)]
     restore: Option<Option<PathBuf>>,
     /// With --restore: commands run after each load, per target: a JSON list of
@@ -331,7 +332,24 @@ fn replay_config(args: &mut ReplayArgs) -> anyhow::Result<ReplayConfig> {
         Some(dir) => dir.clone(),
         None => mongotape::proxy::snapshot::dir_beside(&args.captures[0]),
     });
+    if config.check_state.is_none() {
+        config.check_state = implied_check(args, &config.inputs)?;
+    }
     Ok(config)
+}
+
+/// `--restore` implies `--check-state` on the folder it loads, when that folder holds an end state
+/// (a mongodump folder has none, and a snapshot of `mongotape snapshot` neither).
+fn implied_check(args: &ReplayArgs, inputs: &[PathBuf]) -> anyhow::Result<Option<PathBuf>> {
+    let Some(given) = &args.restore else {
+        return Ok(None);
+    };
+    let given = given.as_deref().unwrap_or(std::path::Path::new(""));
+    let dir = mongotape::replay::restore::snapshot_dir(given, inputs)?;
+    Ok(dir
+        .join(mongotape::state::end::END_FILE)
+        .is_file()
+        .then_some(dir))
 }
 
 /// `--skip-snapshotted [DIR]`: the snapshot's point, read before anything is contacted.
@@ -339,12 +357,28 @@ fn snapshot_cut(
     args: &ReplayArgs,
     inputs: &[PathBuf],
 ) -> anyhow::Result<Option<std::sync::Arc<SnapshotCut>>> {
-    let from = match &args.skip_snapshotted {
-        None => return Ok(None),
-        Some(None) => CutFrom::Capture,
-        Some(Some(dir)) => CutFrom::Dir(dir.clone()),
+    // `--restore` implies the cut of the folder it loads, when that folder has a point in time.
+    let implied = args.skip_snapshotted.is_none();
+    let from = match (&args.skip_snapshotted, &args.restore) {
+        (None, None) => return Ok(None),
+        (Some(None), _) | (None, Some(None)) => CutFrom::Capture,
+        (Some(Some(dir)), _) => CutFrom::Dir(dir.clone()),
+        (None, Some(Some(given))) => {
+            CutFrom::Dir(mongotape::replay::restore::snapshot_dir(given, inputs)?)
+        }
     };
-    Ok(Some(std::sync::Arc::new(SnapshotCut::load(&from, inputs)?)))
+    match SnapshotCut::load(&from, inputs) {
+        Ok(cut) => Ok(Some(std::sync::Arc::new(cut))),
+        Err(CutError::NoPoint { dir }) if implied => {
+            super::output::note!(
+                "mongotape: --restore {}: the folder has no point in time (mongodump without \
+                 --oplog), so every recorded write is replayed (docs/state.md)",
+                dir.display()
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub fn run(mut args: ReplayArgs) -> anyhow::Result<ExitCode> {
