@@ -25,10 +25,11 @@ pub mod verdict;
 
 use super::client::{Target, Topology};
 use super::route::abort::Abort;
+use super::route::run::Run;
 use super::route::shared::Shared;
 use super::route::target::TargetState;
 use super::state::{run_state, target_state};
-use super::{conclude, feed_lanes, prepare, wait_for_start, ReplayConfig, ReplayError};
+use super::{conclude, feed_lanes, prepare, wait_for_start, Ready, ReplayConfig, ReplayError};
 use collect::Collector;
 pub use config::{AbConfig, AbTarget};
 use report::AbReport;
@@ -91,6 +92,28 @@ fn config_of(config: &ReplayConfig, t: &AbTarget) -> ReplayConfig {
     c
 }
 
+/// Each target's state, with its own abort signal: one failing, the others go on.
+fn target_states(
+    ready: &mut [Ready],
+    configs: &[ReplayConfig],
+    run: &Arc<Run>,
+) -> Vec<Arc<TargetState>> {
+    ready
+        .iter_mut()
+        .zip(configs)
+        .map(|(r, c)| {
+            let host = r.servers.lane_host();
+            let servers = std::mem::replace(&mut r.servers, Topology::single(host));
+            let abort = Arc::new(Abort::default());
+            let mut s = target_state(c, run, r.target.clone(), servers, abort);
+            s.observe = true;
+            r.probe
+                .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
+            Arc::new(s)
+        })
+        .collect()
+}
+
 async fn replay(
     config: ReplayConfig,
     ab: AbConfig,
@@ -123,21 +146,7 @@ async fn replay(
     let mut run = run_state(&config, start, plan_shapes);
     run.pairs = Some(collector.clone());
     let run = Arc::new(run);
-    // Each target with its own abort signal: one failing, the others go on.
-    let sides: Vec<Arc<TargetState>> = ready
-        .iter_mut()
-        .zip(&configs)
-        .map(|(r, c)| {
-            let host = r.servers.lane_host();
-            let servers = std::mem::replace(&mut r.servers, Topology::single(host));
-            let abort = Arc::new(Abort::default());
-            let mut s = target_state(c, &run, r.target.clone(), servers, abort);
-            s.observe = true;
-            r.probe
-                .watch_phases(&mut s.metrics.lock().expect("metrics lock").phases);
-            Arc::new(s)
-        })
-        .collect();
+    let sides = target_states(&mut ready, &configs, &run);
     let shared = Arc::new(Shared {
         run,
         targets: sides.clone(),
