@@ -1,6 +1,7 @@
 //! The one column list of every shape table (analyze's, a replay's, a merged replay's), built
 //! once as a [`Table`] and rendered as text and HTML: a shape figure is one line here. The text
-//! leaves hash, getMores, mean and reply bytes to the page and cuts the shape's text to fit
+//! leaves hash, getMores, mean and reply bytes to the page (analyze's; a replay's page has the
+//! recorded latencies instead) and cuts the shape's text to fit
 //! [`crate::figures::table::TEXT_WIDTH`]; the page keeps it whole.
 
 use super::{ShapeFigures, ShapeReport};
@@ -54,16 +55,19 @@ fn fields<'a>(recorded_side: bool, examined: bool) -> Vec<Field<ShapeRow<'a>>> {
         f.push((Column::new("p50"), p50));
         f.push((Column::new("p99"), p99));
     }
-    f.push((Column::new("mean").html_only(), |r| {
-        latency(&r.shape.figures, r.shape.figures.mean_us)
-    }));
+    // A replay's page has two pairs of latencies: the mean and the reply bytes (in its JSON)
+    // would take it past 1280 px, so only analyze's page shows them.
     if recorded_side {
         f.push((Column::new("recorded p50"), |r| recorded(r, |f| f.p50_us)));
         f.push((Column::new("recorded p99").html_only(), |r| {
             recorded(r, |f| f.p99_us)
         }));
+    } else {
+        f.push((Column::new("mean").html_only(), |r| {
+            latency(&r.shape.figures, r.shape.figures.mean_us)
+        }));
     }
-    let tail: [Field<ShapeRow<'a>>; 4] = [
+    let tail: [Field<ShapeRow<'a>>; 3] = [
         (Column::new("total"), |r| {
             duration_us(r.shape.figures.total_us)
         }),
@@ -73,11 +77,13 @@ fn fields<'a>(recorded_side: bool, examined: bool) -> Vec<Field<ShapeRow<'a>>> {
         (Column::new("docs"), |r| {
             r.shape.figures.docs_returned.to_string()
         }),
-        (Column::new("reply bytes").html_only(), |r| {
-            units::bytes(r.shape.figures.reply_bytes)
-        }),
     ];
     f.extend(tail);
+    if !recorded_side {
+        f.push((Column::new("reply bytes").html_only(), |r| {
+            units::bytes(r.shape.figures.reply_bytes)
+        }));
+    }
     if examined {
         f.push((Column::new("examined/req"), |r| {
             r.shape
