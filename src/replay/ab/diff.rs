@@ -362,9 +362,10 @@ impl Differences {
         self.fields.entry(key.to_owned()).or_default()
     }
 
-    /// Noise rates, and which fields have real differences.
+    /// Noise rates, and which fields have real differences: never a server's clock field
+    /// ([`is_clock_field`]), which A2 may happen to agree on where B does not.
     pub fn finish(&mut self, opts: &DiffOptions, with_baseline: bool) {
-        for f in self.fields.values_mut() {
+        for (name, f) in self.fields.iter_mut() {
             // Identical replies of a command count as compared for every field it showed.
             f.compared += f
                 .seen_in
@@ -376,7 +377,9 @@ impl Differences {
             } else {
                 0.0
             };
-            f.real = f.unexplained > 0 && (!with_baseline || f.noise_rate <= opts.noise_threshold);
+            f.real = f.unexplained > 0
+                && !is_clock_field(name)
+                && (!with_baseline || f.noise_rate <= opts.noise_threshold);
         }
     }
 }

@@ -238,7 +238,7 @@ pub fn differences(r: &AbReport) -> Table {
             units::count(f.differed as f64),
             units::count(f.unexplained as f64),
             units::percent(f.noise_rate * 100.0),
-            verdict(f).into(),
+            verdict(name, f).into(),
             first_example(f),
             f.examples
                 .iter()
@@ -250,9 +250,11 @@ pub fn differences(r: &AbReport) -> Table {
     t
 }
 
-fn verdict(f: &FieldReport) -> &'static str {
+fn verdict(name: &str, f: &FieldReport) -> &'static str {
     if f.real {
         "REAL"
+    } else if super::diff::is_clock_field(name) {
+        "noise (server clock)"
     } else if f.unexplained > 0 {
         "noise (field too noisy)"
     } else {
@@ -309,5 +311,39 @@ mod tests {
         };
         let s = first_example(&f);
         assert!(s.len() <= 80 && s.starts_with("find: \"éé"), "{s}");
+    }
+
+    /// A2 may agree with A on a reply whose clock B's differs on (one write apart): still noise.
+    #[test]
+    fn a_server_clock_field_is_never_a_real_difference() {
+        use crate::replay::ab::diff::{DiffOptions, Differences, Replies};
+        let reply = |i: u32| {
+            let time = bson::Timestamp {
+                time: 1,
+                increment: i,
+            };
+            bson::rawdoc! { "n": i as i32, "ok": 1.0, "operationTime": time }.into_bytes()
+        };
+        let (a, b) = (reply(1), reply(2));
+        let (mut d, opts) = (Differences::default(), DiffOptions::default());
+        let replies = Replies {
+            command: "find",
+            namespace: "shop.orders",
+            control: &a,
+            candidate: &b,
+            baseline: Some(&a),
+            unordered: false,
+        };
+        d.add(&opts, &replies);
+        d.finish(&opts, true);
+        let clock = &d.fields["operationTime"];
+        assert!(clock.unexplained == 1 && !clock.real, "{clock:?}");
+        assert!(d.fields["n"].real, "{:?}", d.fields["n"]);
+        let f = FieldReport {
+            unexplained: 1,
+            ..FieldReport::default()
+        };
+        assert_eq!(verdict("operationTime", &f), "noise (server clock)");
+        assert_eq!(verdict("n", &f), "noise (field too noisy)");
     }
 }
