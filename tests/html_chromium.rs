@@ -427,3 +427,54 @@ fn hostile_names_from_a_capture_are_escaped() {
     );
     assert!(r.dom.contains("data-rendered=\"1:1\""), "{}", r.dom);
 }
+
+/// Issue 34's A/B page at 1280 px: a pymongo orders workload replayed with `--explain` into A, B
+/// (without the index on `{status: 1, ts: -1}`) and A2, its page laid out by Chromium and
+/// screenshotted: what it shows, from the DOM and the picture.
+#[test]
+fn ab_page_renders_in_chromium() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let AbOrders { servers, run } = ab_orders_run(dir.path());
+    let html = dir.path().join("ab.html");
+    std::fs::write(&html, &run.html).unwrap();
+    assert_page_ok(&run.html, &render(&html), 3);
+    let layout = probe_layout(&html, 1280);
+    assert_eq!(layout.uncued, 0, "a table wider than the page with no cue");
+    // Narrower, the comparison tables are wider than the page: each says so.
+    let narrow = probe_layout(&html, 700);
+    assert!(
+        narrow.wide > 0 && narrow.uncued == 0,
+        "{} wide, {} uncued",
+        narrow.wide,
+        narrow.uncued
+    );
+    for l in [&layout, &narrow] {
+        assert!(
+            l.namespace_cells >= 4,
+            "{} namespace cells",
+            l.namespace_cells
+        );
+        assert!(
+            l.broken_words.is_empty(),
+            "broken mid-word: {:?}",
+            l.broken_words
+        );
+    }
+    // The small charts' captions: cut with an ellipsis where too long (the long filter's), whole
+    // in their title.
+    assert!(layout.captions.iter().any(|c| c.0), "{:?}", layout.captions);
+    for &(cut, ellipsis, titled) in &layout.captions {
+        assert!(titled && (!cut || ellipsis), "{:?}", layout.captions);
+    }
+    let dom = &layout.rendered.dom;
+    let tables = dom_tables(dom);
+    assert_ab_tables(&tables, &run.report);
+    assert_ab_text(dom, &tables, &run.report);
+    // The picture at 1280 px: a page, and nothing drawn past its 1,100 px column (90 px margins).
+    let png = dir.path().join("ab.png");
+    let ink = screenshot_ok_at(&html, &png, 1280);
+    assert_eq!(ink.width, 1280, "{ink:?}");
+    assert_eq!(ink_beyond(&png, 1190), 0, "drawn past the page's column");
+    drop(servers);
+}

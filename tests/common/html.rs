@@ -69,6 +69,21 @@ pub fn render(page: &Path) -> Rendered {
     }
 }
 
+/// [`render`] in a window `width` px wide (the page laid out as a reader at that width sees it).
+pub fn render_at(page: &Path, width: u32) -> Rendered {
+    let out = chromium(
+        page,
+        &[
+            format!("--window-size={width},2000"),
+            "--dump-dom".to_string(),
+        ],
+    );
+    Rendered {
+        dom: out.stdout,
+        console: console_lines(&out.stderr),
+    }
+}
+
 /// The page laid out in a window `width` px wide: how many of its tables are wider than the page
 /// (a reader would scroll sideways to see their right-hand columns).
 pub fn clipped_tables_at(page: &Path, width: u32) -> usize {
@@ -89,10 +104,15 @@ pub fn clipped_tables_at(page: &Path, width: u32) -> usize {
 
 /// Screenshots `page` to `png` (1200 x 5200 px: a whole report) and returns the console output.
 pub fn screenshot(page: &Path, png: &Path) -> Vec<String> {
+    screenshot_sized(page, png, 1200)
+}
+
+/// [`screenshot`] in a window `width` px wide (and 5200 px high).
+pub fn screenshot_sized(page: &Path, png: &Path, width: u32) -> Vec<String> {
     let out = chromium(
         page,
         &[
-            "--window-size=1200,5200".to_string(),
+            format!("--window-size={width},5200"),
             "--hide-scrollbars".to_string(),
             format!("--screenshot={}", png.display()),
         ],
@@ -138,7 +158,12 @@ pub fn ink(png: &Path) -> Ink {
 /// (a blank or single-colour image), and returns what it shows. `MONGOTAPE_SCREENSHOTS=DIR` keeps a
 /// copy in DIR.
 pub fn screenshot_ok(page: &Path, png: &Path) -> Ink {
-    let console = screenshot(page, png);
+    screenshot_ok_at(page, png, 1200)
+}
+
+/// [`screenshot_ok`] in a window `width` px wide.
+pub fn screenshot_ok_at(page: &Path, png: &Path, width: u32) -> Ink {
+    let console = screenshot_sized(page, png, width);
     assert!(console.is_empty(), "console output: {console:?}");
     let ink = ink(png);
     assert!(

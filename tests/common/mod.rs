@@ -21,6 +21,10 @@
 //! - [`scrape`]: the metrics endpoint's address and one scrape ([`scrape()`], [`metrics_addr`]).
 //! - [`netns`]: a network namespace of the test's own ([`Netns`]).
 //! - [`html`]: report pages in headless Chromium ([`render`], [`screenshot`], [`assert_page_ok`]).
+//! - [`layout`]: a page's layout measured in Chromium at a width ([`probe_layout`]) and its tables
+//!   read from the DOM ([`dom_tables`]).
+//! - [`ab_orders`]: an A/B replay with `--explain` into A, B (an index dropped) and A2
+//!   ([`ab_orders_run`]).
 //!
 //! Missing tools are a failure with a pointer to `tools/setup`, never a silent skip. Every process is
 //! started by the harness, stopped by its pid, and reaped; child output is drained by threads so no
@@ -29,9 +33,11 @@
 // Each test binary uses its own part of the harness.
 #![allow(dead_code, unused_imports)]
 
+mod ab_orders;
 mod cli;
 mod clients;
 mod html;
+mod layout;
 mod load;
 mod netns;
 mod pki;
@@ -46,9 +52,11 @@ mod scrape;
 mod server;
 mod sniff;
 
+pub use ab_orders::*;
 pub use cli::*;
 pub use clients::*;
 pub use html::*;
+pub use layout::*;
 pub use load::*;
 pub use netns::*;
 pub use pki::*;
