@@ -51,7 +51,14 @@ fn on_eight_connections_with(workload: &str, scale: f64, extra: &[&str]) -> Repl
         r.describe()
     );
     assert!(ordering["mean_in_flight"].as_f64() > Some(0.0));
-    assert!(r.output.stdout.contains("requests in flight on average"));
+    // The sentence may wrap at 100 columns: read it with the line breaks undone.
+    let flat = r
+        .output
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(flat.contains("requests in flight on average"), "{flat}");
     assert_same_db(&expected, &dump_db(&b.uri(), db));
     r
 }
