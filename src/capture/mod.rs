@@ -20,8 +20,8 @@ pub use error::CaptureError;
 pub use reader::CaptureReader;
 pub use record::rfc3339;
 pub use record::{
-    CloseEvent, EndEvent, GapEvent, HelloRewriteEvent, Metadata, OpenEvent, Record, RecordKind,
-    Side, SnapshotEvent, FORMAT_VERSION, SNAPSHOT,
+    CloseEvent, EndEvent, FaultEvent, GapEvent, HelloRewriteEvent, Metadata, OpenEvent, Record,
+    RecordKind, Side, SnapshotEvent, FAULT, FORMAT_VERSION, SNAPSHOT,
 };
 pub use segments::{EndReason, SegmentPlan, SegmentWriter, Written};
 pub use set::CaptureSet;

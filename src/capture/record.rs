@@ -61,6 +61,7 @@ impl RecordKind {
             RecordKind::End => "end",
             HELLO_REWRITE => "hello_rewrite",
             SNAPSHOT => "snapshot",
+            FAULT => "fault",
             RecordKind::Unknown(_) => "unknown",
         }
     }
@@ -263,6 +264,29 @@ pub struct SnapshotEvent {
     pub i: u32,
     /// When the snapshot's read started (RFC 3339, UTC).
     pub wall_time: String,
+}
+
+/// Kind 11, `fault`: a fault rule (`record --fault`) fired on a request of this connection. A
+/// kind of its own, as [`HELLO_REWRITE`]: older readers skip it. (Kind 10 is `state_end`.)
+pub const FAULT: RecordKind = RecordKind::Unknown(11);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FaultEvent {
+    /// The rule's index in the proxy's list (from 0).
+    pub rule: usize,
+    /// The rule's name, or its index as text.
+    pub name: String,
+    /// `error`, `reply_error`, `close_after`, `close_before`, `delay_request`, `delay_reply`,
+    /// `stall` or `write_concern_error`.
+    pub action: String,
+    pub conn_id: u64,
+    /// The request the rule fired on.
+    pub request_id: i32,
+    pub command: String,
+    /// `db.collection`, or `db`.
+    pub ns: String,
+    /// Whether the request reached the server.
+    pub forwarded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
