@@ -12,6 +12,9 @@ const MAX_SHAPE_ROWS: usize = 10;
 pub fn render_text(r: &AnalyzeReport) -> String {
     let mut s = String::new();
     overview(&mut s, r);
+    if let Some(faults) = &r.faults {
+        s.push_str(&format!("FAULTS        {}\n", faults.text()));
+    }
     driver_times(&mut s, r);
     per_operation(&mut s, r);
     if !r.phases.is_empty() {

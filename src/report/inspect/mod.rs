@@ -7,8 +7,9 @@ mod text;
 use super::pair::{Answer, PairLimits, Pairer};
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
-    RecordSource, SnapshotEvent, SNAPSHOT,
+    RecordSource, SnapshotEvent, FAULT, SNAPSHOT,
 };
+use crate::report::faults::FaultsInjected;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
@@ -162,6 +163,10 @@ pub struct Inspection {
     /// `snapshot` record); absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotEvent>,
+    /// `record --fault`: the faults the capture's `fault` records say were injected; absent
+    /// when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultsInjected>,
     pub compressed_file_bytes: u64,
     pub records: u64,
     pub first_ns: Option<u64>,
@@ -294,6 +299,7 @@ impl Inspection {
             RecordKind::End => self.complete = true,
             RecordKind::Request | RecordKind::Reply => self.message(record, row, pairer),
             SNAPSHOT => self.snapshot = record.event::<SnapshotEvent>().ok(),
+            FAULT => self.faults.get_or_insert_default().add(record),
             RecordKind::Unknown(_) => {}
         }
     }

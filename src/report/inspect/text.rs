@@ -64,6 +64,9 @@ impl Inspection {
             };
             s.push_str(&format!("snapshot    {point} in {}\n", snap.dir));
         }
+        if let Some(faults) = &self.faults {
+            s.push_str(&format!("FAULTS      {}\n", faults.text()));
+        }
         if self.dropped_messages > 0 {
             s.push_str(&format!(
                 "GAPS        {} messages forwarded but not recorded\n",
