@@ -393,6 +393,10 @@ pub struct ReplayReport {
     /// kept more than a quarter of a core busy on average (the figures may be off). Null where
     /// /proc cannot be read.
     pub load: Option<super::measure::load::LoadReport>,
+    /// The capture was recorded with faults injected (`record --fault`): its `fault` records per
+    /// rule and action. The recorded errors, delays and closes were the proxy's, not the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::fault::FaultsInjected>,
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,

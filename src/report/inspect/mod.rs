@@ -9,7 +9,7 @@ use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
     RecordSource, SnapshotEvent, FAULT, SNAPSHOT,
 };
-use crate::report::faults::FaultsInjected;
+use crate::fault::FaultsInjected;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
