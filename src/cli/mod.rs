@@ -2,7 +2,7 @@
 //! stdout), `help` (each subcommand's examples and exit statuses), `redact` (`--redact`) and
 //! `thresholds` (replay's gates, as options) are shared.
 //!
-//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice
+//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay shadow snapshot view < analyze slice
 
 mod analyze;
 mod compare;
@@ -17,6 +17,7 @@ mod record_live;
 mod redact;
 mod replay;
 mod replay_ab;
+mod shadow;
 mod slice;
 mod snapshot;
 mod thresholds;
@@ -61,6 +62,10 @@ enum Command {
                           mongotape record --no-record [OPTIONS]"
     )]
     Record(Box<record::RecordArgs>),
+    /// Run the proxy of `record` and mirror the reads to candidate servers live, comparing each
+    /// reply with production's per query shape, without ever slowing the application.
+    #[command(after_help = shadow::ABOUT.after_help())]
+    Shadow(shadow::ShadowArgs),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
     #[command(after_help = help::INSPECT.after_help())]
     Inspect(view::InspectArgs),
@@ -119,6 +124,7 @@ pub fn main() -> ExitCode {
                 record::run(*args)
             }
         }
+        Command::Shadow(args) => shadow::run(args, quiet),
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
         Command::Slice(mut args) => {

@@ -14,6 +14,7 @@ use super::metrics::{ConnMeter, ProxyMetrics};
 use super::recorder::RecorderHandle;
 use super::stats::Stats;
 use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
+use super::tap::Tap;
 use super::supervise::{self, supervise, Activity, Shutdown};
 use super::topology::{Member, Topology};
 use crate::capture::{CloseEvent, OpenEvent, Record, RecordKind, Side};
@@ -44,6 +45,8 @@ pub struct ConnContext {
     /// Woken when a hello reply names an address the proxy does not serve yet.
     pub topology_changed: Arc<Notify>,
     pub recorder: Option<RecorderHandle>,
+    /// `mongotape shadow`'s mirror: sees every record, must not wait.
+    pub tap: Option<Arc<dyn Tap>>,
     pub stats: Arc<Stats>,
     pub clock: Clock,
     pub shutdown: Shutdown,
@@ -56,6 +59,9 @@ pub struct ConnContext {
 
 impl ConnContext {
     fn record(&self, record: Record) {
+        if let Some(tap) = &self.tap {
+            tap.record(&record);
+        }
         if let Some(rec) = &self.recorder {
             rec.submit(record);
         }

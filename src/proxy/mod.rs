@@ -12,7 +12,7 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor snapshot supervise < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise < conn shutdown
 
 pub mod budget;
 pub mod clock;
@@ -30,6 +30,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod supervise;
+pub mod tap;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
@@ -137,6 +138,8 @@ pub struct Proxy {
     /// `--metrics`: the endpoint and the per-message figures it shows.
     metrics: Option<(MetricsServer, Arc<metrics::ProxyMetrics>)>,
     limits: Limits,
+    /// `mongotape shadow`: what sees every record beside the recorder.
+    tap: Option<Arc<dyn tap::Tap>>,
 }
 
 impl Proxy {
@@ -215,6 +218,7 @@ impl Proxy {
             topology,
             metrics: None,
             limits: Limits::default(),
+            tap: None,
         })
     }
 
@@ -222,6 +226,11 @@ impl Proxy {
     /// connection then counts its messages per command and times its requests.
     pub fn serve_metrics(&mut self, server: MetricsServer) {
         self.metrics = Some((server, Arc::default()));
+    }
+
+    /// Shows every record to `tap` too (`mongotape shadow`), recording or not.
+    pub fn set_tap(&mut self, tap: Arc<dyn tap::Tap>) {
+        self.tap = Some(tap);
     }
 
     /// Sets the bounds on memory and time (the defaults otherwise).
@@ -292,6 +301,7 @@ impl Proxy {
             topology: self.topology.clone(),
             topology_changed: changed.clone(),
             recorder: self.recorder.as_ref().map(Recorder::handle),
+            tap: self.tap.clone(),
             stats: self.stats.clone(),
             metrics: self.metrics.as_ref().map(|(_, m)| m.clone()),
             clock: self.clock,
