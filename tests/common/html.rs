@@ -131,14 +131,21 @@ pub struct Ink {
     pub colours: usize,
 }
 
-/// Decodes the PNG at `png` and measures its ink; fails on a file that is not a PNG.
-pub fn ink(png: &Path) -> Ink {
+/// The PNG at `png` decoded: its pixels' bytes (exactly the frame) and its frame's info.
+pub fn decode(png: &Path) -> (Vec<u8>, png::OutputInfo) {
     let file = std::fs::File::open(png).expect("screenshot file");
     let mut reader = png::Decoder::new(std::io::BufReader::new(file))
         .read_info()
         .expect("a PNG");
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).expect("a PNG frame");
+    buf.truncate(info.buffer_size());
+    (buf, info)
+}
+
+/// Decodes the PNG at `png` and measures its ink; fails on a file that is not a PNG.
+pub fn ink(png: &Path) -> Ink {
+    let (buf, info) = decode(png);
     let step = info.color_type.samples();
     let mut counts = std::collections::HashMap::<&[u8], u64>::new();
     for px in buf[..info.buffer_size()].chunks_exact(step) {

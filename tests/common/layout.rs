@@ -161,12 +161,7 @@ pub fn dom_tables(dom: &str) -> Vec<DomTable> {
 /// Pixels of the screenshot `png` at or right of column `x` that are not the background (the
 /// screenshot's commonest colour): what the page draws past that edge.
 pub fn ink_beyond(png: &Path, x: u32) -> u64 {
-    let file = std::fs::File::open(png).expect("screenshot file");
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("a PNG frame");
+    let (buf, info) = super::html::decode(png);
     let step = info.color_type.samples();
     let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks_exact(step).collect();
     let mut counts = std::collections::HashMap::<&[u8], u64>::new();

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tokio::sync::{watch, Semaphore};
 
 /// Commands that change documents of their namespace.
-const WRITES: &[&str] = &[
+pub(crate) const WRITES: &[&str] = &[
     "insert",
     "update",
     "delete",

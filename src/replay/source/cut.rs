@@ -19,19 +19,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// Commands that change a collection's documents, indexes or options: what a snapshot holds.
-const WRITES: &[&str] = &[
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "findandmodify",
-    "create",
-    "createIndexes",
-    "drop",
-    "dropIndexes",
-    "collMod",
-];
+/// Commands that change a collection's indexes or options; with the document writes
+/// ([`crate::replay::route::order::WRITES`]), what a snapshot holds.
+const SCHEMA_WRITES: &[&str] = &["create", "createIndexes", "drop", "dropIndexes", "collMod"];
+
+/// Whether `command` changes what a snapshot holds of its collection.
+fn changes_snapshot(command: &str) -> bool {
+    crate::replay::route::order::WRITES.contains(&command) || SCHEMA_WRITES.contains(&command)
+}
 
 /// Which snapshot to cut at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +146,7 @@ impl SnapshotCut {
     /// write to a snapshotted collection (replayed, not counted).
     pub fn place(&self, req: &Request) -> Option<(Place, bool)> {
         let coll = req.collection.as_deref()?;
-        if !WRITES.contains(&&*req.command) || !self.holds(&req.db, coll) {
+        if !changes_snapshot(&req.command) || !self.holds(&req.db, coll) {
             return None;
         }
         if req.transaction.is_some() {
