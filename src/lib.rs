@@ -15,6 +15,9 @@
 //! - [`state`]: the state a replay starts from: a point-in-time snapshot of the namespaces a
 //!   workload uses (`snapshot`, `record --snapshot`), read at one cluster time with the driver and
 //!   stored in mongodump's layout; and the reader of such a folder, mongodump's own included.
+//! - [`fault`]: faults on purpose (`record --fault`): rules that make the proxy answer with a
+//!   MongoDB error, lose or delay a reply, cut or stall a connection; the rule model, its text
+//!   and JSON syntax, and the live set with fire counts and seeded draws. Decides only.
 //! - [`proxy`]: `mongotape record`. A TCP proxy that forwards bytes unchanged and hands whole messages
 //!   to a recorder thread on the side; the recorder never slows forwarding.
 //! - [`import`]: `mongotape import`. Captures made from other recordings: pcap and pcapng files
@@ -43,7 +46,7 @@
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < state < proxy replay < import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < fault state < proxy replay < import < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -53,6 +56,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod fault;
 pub mod figures;
 pub mod import;
 pub mod metrics;

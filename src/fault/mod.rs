@@ -1,0 +1,22 @@
+//! Faults on purpose (`record --fault`, `--faults FILE`): rules that make the proxy answer a
+//! request with a MongoDB error instead of forwarding it, lose or replace a reply, delay either
+//! way, cut the connection or never answer. This layer only decides: the rule model ([`rule`]),
+//! its text syntax ([`parse`]) and failCommand-style JSON ([`json`]), what a request is matched
+//! on ([`facts`]) and the live set of rules with their fire counts and seeded draws ([`set`]).
+//! The proxy applies the decisions (`proxy::faulted`) and `wire` builds the made-up replies.
+//! See docs/faults.md.
+//!
+//! Layers, bottom up: error rng < rule < facts json parse < set
+
+pub mod error;
+pub mod facts;
+pub mod json;
+pub mod parse;
+mod rng;
+pub mod rule;
+pub mod set;
+
+pub use error::FaultError;
+pub use facts::{ClientFacts, RequestFacts};
+pub use rule::{Action, ErrorSpec, Matcher, Rule};
+pub use set::{Decision, FaultControl, RuleStatus};
