@@ -18,10 +18,10 @@
 //!   `errmsg`, write errors, cursor), and OP_REPLY's flags; [`codes`]: the server error codes
 //!   mongotape acts on.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
-//!   [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
+//!   [`made_up`]: the replies the proxy makes up for fault rules; [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 //!
-//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_command op_msg < extjson message op_msg_view < hello marker reply < info peek
+//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_command op_msg < extjson message op_msg_view < hello marker reply < info made_up peek
 
 pub mod bson_raw;
 pub mod codes;
@@ -34,6 +34,7 @@ pub mod header;
 pub mod hello;
 pub mod info;
 pub mod legacy;
+pub mod made_up;
 pub mod marker;
 pub mod message;
 pub mod op_command;
