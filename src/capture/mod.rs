@@ -20,8 +20,9 @@ pub use error::CaptureError;
 pub use reader::CaptureReader;
 pub use record::rfc3339;
 pub use record::{
-    CloseEvent, CollectionFingerprint, EndEvent, GapEvent, HelloRewriteEvent, Metadata, OpenEvent,
-    Record, RecordKind, Side, SnapshotEvent, StateEndEvent, FORMAT_VERSION, SNAPSHOT, STATE_END,
+    CloseEvent, CollectionFingerprint, EndEvent, FaultEvent, GapEvent, HelloRewriteEvent, Metadata,
+    OpenEvent, Record, RecordKind, Side, SnapshotEvent, StateEndEvent, FAULT, FORMAT_VERSION, SNAPSHOT,
+    STATE_END,
 };
 pub use segments::{EndReason, SegmentPlan, SegmentWriter, Written};
 pub use set::CaptureSet;

@@ -62,6 +62,7 @@ impl RecordKind {
             HELLO_REWRITE => "hello_rewrite",
             SNAPSHOT => "snapshot",
             STATE_END => "state_end",
+            FAULT => "fault",
             RecordKind::Unknown(_) => "unknown",
         }
     }
@@ -302,6 +303,29 @@ pub struct CollectionFingerprint {
     /// The server's own `dbHash` of the collection, where it answers one; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_hash: Option<String>,
+}
+
+/// Kind 11, `fault`: a fault rule (`record --fault`) fired on a request of this connection. A
+/// kind of its own, as [`HELLO_REWRITE`]: older readers skip it. (Kind 10 is `state_end`.)
+pub const FAULT: RecordKind = RecordKind::Unknown(11);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FaultEvent {
+    /// The rule's index in the proxy's list (from 0).
+    pub rule: usize,
+    /// The rule's name, or its index as text.
+    pub name: String,
+    /// `error`, `reply_error`, `close_after`, `close_before`, `delay_request`, `delay_reply`,
+    /// `stall` or `write_concern_error`.
+    pub action: String,
+    pub conn_id: u64,
+    /// The request the rule fired on.
+    pub request_id: i32,
+    pub command: String,
+    /// `db.collection`, or `db`.
+    pub ns: String,
+    /// Whether the request reached the server.
+    pub forwarded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]

@@ -2,11 +2,12 @@
 //! stdout), `help` (each subcommand's examples and exit statuses), `redact` (`--redact`) and
 //! `thresholds` (replay's gates, as options) are shared.
 //!
-//! Layers, bottom up: exit output redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice restore
+//! Layers, bottom up: exit output < faults redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice restore
 
 mod analyze;
 mod compare;
 mod exit;
+mod faults;
 mod generate;
 mod help;
 mod import;

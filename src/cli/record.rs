@@ -1,3 +1,4 @@
+use super::faults::FaultArgs;
 use super::output::note;
 use super::redact::RedactArg;
 use anyhow::Context;
@@ -94,6 +95,8 @@ pub struct RecordArgs {
     /// (`0.0.0.0:9216` for a scraper on another machine). See docs/production.md, "Metrics".
     #[arg(long, value_name = "ADDR")]
     pub(super) metrics: Option<String>,
+    #[command(flatten)]
+    pub(super) faults: FaultArgs,
     /// Record by sniffing the packets that cross this network interface (`lo`, `eth0`, `any`)
     /// instead of proxying: no change to the application, no hop. Runs tcpdump (libpcap), so it
     /// needs root or CAP_NET_RAW; TLS traffic cannot be read this way (use the proxy, or the
@@ -213,6 +216,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         plan.check_free()?;
     }
     let snapshot = snapshot_options(&args)?;
+    let faults = args.faults.control()?;
+    let fault_token = args.faults.fault_token.clone();
     let metrics = args
         .metrics
         .as_deref()
@@ -244,6 +249,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         let mut proxy = Proxy::bind(proxy_config(args, upstream, plan))
             .await?
             .with_limits(limits);
+        if let Some(faults) = faults {
+            note!(
+                "mongotape: faults ON: {} rules (docs/faults.md); GET/PUT /faults on --metrics",
+                faults.len()
+            );
+            proxy = proxy.with_faults(faults, fault_token);
+        }
         if let Some(server) = metrics {
             note!(
                 "mongotape: metrics on http://{}/metrics",

@@ -17,6 +17,7 @@ pub struct Decision {
     pub block_ms: Option<u64>,
 }
 
+#[derive(Debug)]
 struct Armed {
     rule: Rule,
     fired: u64,
@@ -37,6 +38,7 @@ pub struct RuleStatus {
 }
 
 /// The rules of a running proxy.
+#[derive(Debug)]
 pub struct FaultControl {
     seed: u64,
     rules: Mutex<Vec<Armed>>,

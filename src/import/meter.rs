@@ -20,7 +20,7 @@ pub struct LiveMeter {
 impl LiveMeter {
     /// The registry the metrics endpoint serves: the same figures, read at scrape time.
     pub fn registry(&self) -> Registry {
-        metrics::registry(self.stats.clone(), self.metrics.clone(), None)
+        metrics::registry(self.stats.clone(), self.metrics.clone(), None, None)
     }
 }
 

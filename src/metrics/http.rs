@@ -1,5 +1,6 @@
 //! The metrics endpoint: a minimal HTTP/1.1 server on tokio that answers `GET /metrics` with the
-//! registry's exposition (anything else: 404) and closes the connection. Requests are read with a
+//! registry's exposition, and `GET`/`PUT` on a [`Control`]'s path when one is given (the proxy's
+//! `/faults`), and closes the connection. Requests are read with a
 //! size bound and a short deadline, and connections that send nothing give their slot back soon:
 //! a scraper can never hold the proxy or the replayer up, and idle connections cannot blind it.
 
@@ -33,6 +34,28 @@ pub enum MetricsError {
     },
 }
 
+/// Longest request body read (a `PUT` to a [`Control`]).
+const MAX_BODY: usize = 1024 * 1024;
+
+/// A path besides `/metrics` that can be read (`GET`) and replaced (`PUT`, a JSON body). Only
+/// served when the listener is on loopback or the request carries `Authorization: Bearer TOKEN`.
+pub trait Control: Send + Sync {
+    /// The path, such as `/faults`.
+    fn path(&self) -> &'static str;
+    /// The JSON answer to `GET`.
+    fn get(&self) -> Vec<u8>;
+    /// Replaces the state with the body; the JSON answer, or why the body was refused.
+    fn put(&self, body: &[u8]) -> Result<Vec<u8>, String>;
+}
+
+/// A [`Control`] and who may use it.
+#[derive(Clone)]
+pub struct Controlled {
+    pub control: Arc<dyn Control>,
+    /// The bearer token that opens the control on a listener that is not on loopback.
+    pub token: Option<String>,
+}
+
 /// A bound listener; [`MetricsServer::serve`] answers scrapes until the task is aborted.
 #[derive(Debug)]
 pub struct MetricsServer {
@@ -60,6 +83,16 @@ impl MetricsServer {
 
     /// Serves scrapes of `registry` on the current runtime.
     pub fn serve(self, registry: Registry) -> Result<JoinHandle<()>, MetricsError> {
+        self.serve_with(registry, None)
+    }
+
+    /// Serves scrapes of `registry`, and `control` on its path.
+    pub fn serve_with(
+        self,
+        registry: Registry,
+        control: Option<Controlled>,
+    ) -> Result<JoinHandle<()>, MetricsError> {
+        let loopback = self.addr.ip().is_loopback();
         let addr = self.addr;
         let listener =
             TcpListener::from_std(self.listener).map_err(|source| MetricsError::Listen {
@@ -94,8 +127,11 @@ impl MetricsServer {
                     continue;
                 };
                 let registry = registry.clone();
+                let control = control.clone();
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(DEADLINE, answer(stream, &registry)).await;
+                    let control = control.as_ref().map(|c| (c, loopback));
+                    let answering = answer(stream, &registry, control);
+                    let _ = tokio::time::timeout(DEADLINE, answering).await;
                     drop(slot);
                 });
             }
@@ -103,7 +139,11 @@ impl MetricsServer {
     }
 }
 
-async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
+async fn answer(
+    mut stream: TcpStream,
+    registry: &Registry,
+    control: Option<(&Controlled, bool)>,
+) -> std::io::Result<()> {
     let head = match tokio::time::timeout(HEAD_DEADLINE, read_head(&mut stream)).await {
         Ok(Ok(Some(head))) if head.is_empty() => return Ok(()),
         Ok(Ok(Some(head))) => head,
@@ -125,6 +165,11 @@ async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<(
     let method = parts.next().unwrap_or_default();
     let target = parts.next().unwrap_or_default();
     let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    if let Some((c, loopback)) = control {
+        if path == c.control.path().as_bytes() {
+            return control_answer(&mut stream, &head, method, c, loopback).await;
+        }
+    }
     match (method, path) {
         (b"GET", b"/metrics") => {
             let body = render(registry);
@@ -141,6 +186,80 @@ async fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<(
         }
         _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"").await,
     }
+}
+
+/// A header's value (case-insensitive name), from a request head.
+fn header<'h>(head: &'h [u8], name: &str) -> Option<&'h str> {
+    let text = std::str::from_utf8(head).ok()?;
+    let end = text.find("\r\n\r\n").unwrap_or(text.len());
+    text[..end].split("\r\n").skip(1).find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.trim()
+            .eq_ignore_ascii_case(name)
+            .then_some(value.trim())
+    })
+}
+
+/// `GET`/`PUT` on the control's path, refused (403) unless on loopback or with the token.
+async fn control_answer(
+    stream: &mut TcpStream,
+    head: &[u8],
+    method: &[u8],
+    c: &Controlled,
+    loopback: bool,
+) -> std::io::Result<()> {
+    let bearer = header(head, "authorization").and_then(|v| v.strip_prefix("Bearer "));
+    let token_ok = matches!((&c.token, bearer), (Some(t), Some(b)) if t == b.trim());
+    if !loopback && !token_ok {
+        let why = b"refused: this listener is not on loopback; send Authorization: Bearer TOKEN (--fault-token)\n";
+        return respond(stream, "403 Forbidden", "text/plain", why).await;
+    }
+    match method {
+        b"GET" => respond(stream, "200 OK", JSON, &c.control.get()).await,
+        b"PUT" => {
+            let Some(body) = read_body(stream, head).await? else {
+                let why = format!("a PUT needs a Content-Length of at most {MAX_BODY} bytes\n");
+                return respond(stream, "400 Bad Request", "text/plain", why.as_bytes()).await;
+            };
+            match c.control.put(&body) {
+                Ok(answer) => respond(stream, "200 OK", JSON, &answer).await,
+                Err(why) => {
+                    let why = format!("{why}\n");
+                    respond(stream, "400 Bad Request", "text/plain", why.as_bytes()).await
+                }
+            }
+        }
+        _ => respond(stream, "405 Method Not Allowed", "text/plain", b"").await,
+    }
+}
+
+const JSON: &str = "application/json";
+
+/// The body after `head` (its first bytes may be in `head`), `Content-Length` long; `None` when
+/// that header is missing or over [`MAX_BODY`].
+async fn read_body(stream: &mut TcpStream, head: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+    let Some(len) = header(head, "content-length").and_then(|v| v.parse::<usize>().ok()) else {
+        return Ok(None);
+    };
+    if len > MAX_BODY {
+        return Ok(None);
+    }
+    let start = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(head.len(), |at| at + 4);
+    let mut body = head[start..].to_vec();
+    body.truncate(len);
+    let mut buf = [0u8; 4096];
+    while body.len() < len {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let want = (len - body.len()).min(n);
+        body.extend_from_slice(&buf[..want]);
+    }
+    Ok(Some(body))
 }
 
 /// The request head, up to its blank line; `None` when it is longer than [`MAX_REQUEST`]; empty

@@ -6,91 +6,25 @@
 //! (see [`crate::wire::hello`]). The capture keeps the reply as the server sent it, followed by a
 //! `hello_rewrite` record.
 
-use super::budget::{self, Budget, Held};
-use super::clock::Clock;
+use super::faulted;
 use super::hello_watch::HelloWatch;
-use super::limits::Limits;
-use super::metrics::{ConnMeter, ProxyMetrics};
-use super::recorder::RecorderHandle;
+use super::metrics::ConnMeter;
+use super::pump::{guarded_read, read_more, wait_for_budget, write, Direction, Pumps};
+pub use super::pump::{ConnContext, TLS_ON_PLAINTEXT};
 use super::stats::Stats;
-use super::streams::{Acceptor, Connector, ReadHalf, WriteHalf};
-use super::supervise::{self, supervise, Activity, Shutdown};
-use super::topology::{Member, Topology};
+use super::streams::{Acceptor, ReadHalf, WriteHalf};
+use super::supervise::{self, supervise, Activity};
+use super::topology::Member;
 use crate::capture::{CloseEvent, OpenEvent, Record, RecordKind, Side};
-use crate::figures::units;
 use crate::wire::hello::{is_hello_request, request_expects_reply};
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::time::Duration;
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
 
 /// `--connect-timeout` when neither it nor the connection string's connectTimeoutMS is given.
 pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The close reason for a TLS ClientHello on a plaintext listener (it would otherwise read as
-/// a 33 MB message the proxy waits for while the client waits for a ServerHello).
-pub const TLS_ON_PLAINTEXT: &str =
-    "a TLS client connected to a plaintext listener (start the proxy with --tls-cert/--tls-key)";
-
-/// What one connection task needs; cheap to clone per connection.
-#[derive(Clone)]
-pub struct ConnContext {
-    pub connector: Connector,
-    pub topology: Arc<Topology>,
-    /// Woken when a hello reply names an address the proxy does not serve yet.
-    pub topology_changed: Arc<Notify>,
-    pub recorder: Option<RecorderHandle>,
-    pub stats: Arc<Stats>,
-    pub clock: Clock,
-    pub shutdown: Shutdown,
-    /// Bytes held in unfinished messages, over every connection.
-    pub budget: Arc<Budget>,
-    pub limits: Limits,
-    /// `--metrics`: per-message figures; `None` costs nothing per message.
-    pub metrics: Option<Arc<ProxyMetrics>>,
-}
-
-impl ConnContext {
-    fn record(&self, record: Record) {
-        if let Some(rec) = &self.recorder {
-            rec.submit(record);
-        }
-    }
-}
-
-/// Which way a pump carries bytes.
-#[derive(Debug, Clone, Copy)]
-enum Direction {
-    ClientToServer,
-    ServerToClient,
-}
-
-impl Direction {
-    fn reader(self) -> Side {
-        match self {
-            Direction::ClientToServer => Side::Client,
-            Direction::ServerToClient => Side::Upstream,
-        }
-    }
-
-    fn writer(self) -> Side {
-        match self {
-            Direction::ClientToServer => Side::Upstream,
-            Direction::ServerToClient => Side::Client,
-        }
-    }
-
-    fn kind(self) -> RecordKind {
-        match self {
-            Direction::ClientToServer => RecordKind::Request,
-            Direction::ServerToClient => RecordKind::Reply,
-        }
-    }
-}
 
 /// Takes an accepted client (through TLS when the listener has it) and proxies it to `member`.
 /// Returns true when the proxy cut it at shutdown (drain timeout or second signal).
@@ -177,152 +111,14 @@ async fn proxy_connection(
         activity: &activity,
         meter: &meter,
     };
+    if let Some(faults) = &ctx.faults {
+        return faulted::run(&pumps, faults, (client_r, client_w), (up_r, up_w), ctx).await;
+    }
     tokio::select! {
         close = pumps.requests(client_r, up_w) => close,
         close = pumps.replies(up_r, client_w) => close,
         close = supervise(&activity, &ctx.limits, ctx.clock, ctx.shutdown.clone()) => close,
     }
-}
-
-/// What both pumps of one connection share.
-struct Pumps<'a> {
-    conn_id: u64,
-    /// The client came through a plaintext listener (its first bytes are looked at for TLS).
-    plaintext: bool,
-    ctx: &'a ConnContext,
-    watch: &'a HelloWatch,
-    activity: &'a Activity,
-    meter: &'a ConnMeter<'a>,
-}
-
-/// Resolves only when this pump must close for the budget: it holds part of a message, the
-/// budget has been spent for the whole wait limit, and it holds at least its share. Raced with
-/// every read, so a client that sits on a large unfinished message is found too.
-async fn budget_guard(held: &Held<'_>, dir: Direction, limits: &Limits) -> CloseEvent {
-    if held.get() == 0 {
-        return std::future::pending().await;
-    }
-    let budget = held.budget();
-    let mut spent_since: Option<Instant> = None;
-    loop {
-        tokio::time::sleep(budget::POLL).await;
-        if !budget.is_spent() {
-            spent_since = None;
-            continue;
-        }
-        let since = *spent_since.get_or_insert_with(Instant::now);
-        let share = budget.share();
-        if since.elapsed() >= limits.buffer_wait && held.get() >= share {
-            return CloseEvent {
-                side: dir.reader(),
-                reason: format!(
-                    "held {} of an unfinished message for {:?} while the proxy's buffer budget \
-                     of {} (--max-buffer-mb) was spent; its share was {}",
-                    units::bytes(held.get() as u64),
-                    limits.buffer_wait,
-                    units::bytes(budget.limit() as u64),
-                    units::bytes(share as u64),
-                ),
-            };
-        }
-    }
-}
-
-/// Before a read that would grow an unfinished message: waits while the proxy's buffer budget is
-/// spent (the peer meets back-pressure), unless the guard closes this pump first.
-async fn wait_for_budget(
-    held: &Held<'_>,
-    dir: Direction,
-    limits: &Limits,
-) -> Result<(), CloseEvent> {
-    let budget = held.budget();
-    if held.get() == 0 || !budget.is_spent() {
-        return Ok(());
-    }
-    let freed = async {
-        while budget.is_spent() {
-            tokio::time::sleep(budget::POLL).await;
-        }
-    };
-    tokio::select! {
-        close = budget_guard(held, dir, limits) => Err(close),
-        _ = freed => Ok(()),
-    }
-}
-
-/// A read raced with the budget guard.
-async fn guarded_read(
-    from: &mut ReadHalf,
-    splitter: &mut FrameSplitter,
-    (dir, sniff_tls): (Direction, bool),
-    held: &Held<'_>,
-    limits: &Limits,
-) -> Result<(), CloseEvent> {
-    wait_for_budget(held, dir, limits).await?;
-    tokio::select! {
-        read = read_more(from, splitter, dir, sniff_tls) => read,
-        close = budget_guard(held, dir, limits) => Err(close),
-    }
-}
-
-/// A peer's close: said in words for the upstream ("closed" alone is the client's, the usual
-/// end of a connection).
-fn closed(dir: Direction, pending: usize) -> CloseEvent {
-    let who = match dir.reader() {
-        Side::Upstream => "the upstream closed the connection",
-        _ => "closed",
-    };
-    CloseEvent {
-        side: dir.reader(),
-        reason: if pending == 0 {
-            who.into()
-        } else {
-            format!("{who} {pending} bytes into a message")
-        },
-    }
-}
-
-/// Reads more into `splitter`. `sniff_tls`: these are a plaintext client's first bytes, and a TLS
-/// handshake there closes the connection at once, saying so.
-async fn read_more(
-    from: &mut ReadHalf,
-    splitter: &mut FrameSplitter,
-    dir: Direction,
-    sniff_tls: bool,
-) -> Result<(), CloseEvent> {
-    let pending = splitter.pending();
-    match from.read_buf(splitter.read_buf()).await {
-        Ok(0) => Err(closed(dir, pending)),
-        Ok(_) if sniff_tls && MsgHeader::looks_like_tls(splitter.buffered()) => Err(CloseEvent {
-            side: Side::Client,
-            reason: TLS_ON_PLAINTEXT.into(),
-        }),
-        Ok(_) => {
-            // A bad length cannot be resynchronised: refuse the bytes and close.
-            splitter.validate().map_err(|e| CloseEvent {
-                side: dir.reader(),
-                reason: format!("sent an invalid message: {e}"),
-            })
-        }
-        // A TLS peer that closes without close_notify: what a plain close is on TCP.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(closed(dir, pending)),
-        Err(e) => Err(CloseEvent {
-            side: dir.reader(),
-            reason: format!("read failed: {e}"),
-        }),
-    }
-}
-
-async fn write(to: &mut WriteHalf, bytes: &[u8], dir: Direction) -> Result<(), CloseEvent> {
-    let result = match to.write_all(bytes).await {
-        // A no-op on TCP; pushes TLS records out.
-        Ok(()) => to.flush().await,
-        Err(e) => Err(e),
-    };
-    result.map_err(|e| CloseEvent {
-        side: dir.writer(),
-        reason: format!("write failed: {e}"),
-    })
 }
 
 impl Pumps<'_> {
@@ -365,7 +161,7 @@ impl Pumps<'_> {
     }
 
     /// Walks the whole messages at the front of `buffered` (in place, no allocation).
-    fn note_requests(&self, buffered: &[u8], rewrites: bool, now: u64) {
+    pub(super) fn note_requests(&self, buffered: &[u8], rewrites: bool, now: u64) {
         let mut at = 0;
         while let Ok(Some(len)) = MsgHeader::peek_length(&buffered[at..]) {
             let Some(message) = buffered.get(at..at + len) else {

@@ -9,6 +9,7 @@
 //! per-direction totals of [`Stats`].
 
 use super::stats::Stats;
+use crate::fault::FaultControl;
 use crate::metrics::expose::{self, label};
 use crate::metrics::labels::{
     self, command_index, command_label, opcode_index, opcode_label, ErrorCodes, COMMAND_SLOTS,
@@ -195,6 +196,7 @@ struct ProxyCollector {
     stats: Arc<Stats>,
     metrics: Arc<ProxyMetrics>,
     queued_bytes: Option<Arc<AtomicUsize>>,
+    faults: Option<Arc<FaultControl>>,
 }
 
 /// The registry `record --metrics` serves: prefix `mongotape_`.
@@ -202,12 +204,14 @@ pub fn registry(
     stats: Arc<Stats>,
     metrics: Arc<ProxyMetrics>,
     queued_bytes: Option<Arc<AtomicUsize>>,
+    faults: Option<Arc<FaultControl>>,
 ) -> Registry {
     let mut registry = Registry::with_prefix("mongotape");
     registry.register_collector(Box::new(ProxyCollector {
         stats,
         metrics,
         queued_bytes,
+        faults,
     }));
     registry
 }
@@ -220,12 +224,30 @@ impl Collector for ProxyCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         self.traffic(&mut enc)?;
         self.replies(&mut enc)?;
-        self.capture(&mut enc)
+        self.capture(&mut enc)?;
+        self.faults(&mut enc)
     }
 }
 
 /// The exposition in the order it has always had: connections and messages, replies, the capture.
 impl ProxyCollector {
+    /// `record --fault`: how often each rule fired (rules replaced by `PUT /faults` start at 0).
+    fn faults(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let Some(faults) = &self.faults else {
+            return Ok(());
+        };
+        let series = faults.status().into_iter().map(|r| {
+            let labels = vec![("rule", r.name), ("action", r.action)];
+            (labels, r.fired)
+        });
+        expose::counters(
+            e,
+            "faults_injected",
+            "Faults injected by each fault rule (record --fault), by rule name and action.",
+            series,
+        )
+    }
+
     /// Connections, and the messages and requests forwarded.
     fn traffic(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
         let (s, m) = (&self.stats, &self.metrics);
@@ -428,7 +450,7 @@ mod tests {
         assert_eq!(metrics.requests("insert"), 1);
         assert_eq!(metrics.requests("other"), 1);
         assert_eq!(stats.requests.load(Ordering::Relaxed), 902);
-        let text = expose::render(&registry(stats, metrics, None));
+        let text = expose::render(&registry(stats, metrics, None, None));
         for line in [
             "mongotape_requests_total{command=\"insert\"} 1",
             "mongotape_requests_total{command=\"find\"} 900",

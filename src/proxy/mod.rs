@@ -12,17 +12,19 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor snapshot supervise < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor snapshot supervise < pump < faulted < conn shutdown
 
 pub mod budget;
 pub mod clock;
 pub mod conn;
 mod error;
+mod faulted;
 mod hello_watch;
 pub mod limits;
 pub mod listen;
 pub mod metrics;
 pub mod monitor;
+mod pump;
 pub mod recorder;
 mod shares;
 pub mod shutdown;
@@ -33,6 +35,9 @@ pub mod supervise;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
+use crate::fault::http::FaultEndpoint;
+use crate::fault::FaultControl;
+use crate::metrics::http::Controlled;
 use crate::metrics::MetricsServer;
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::{Redaction, ValueKey};
@@ -141,6 +146,10 @@ pub struct Proxy {
     value_key: Option<ValueKey>,
     /// `record --snapshot`: the end state to take once the connections have drained.
     at_stop: Option<snapshot::AtStop>,
+    /// `--fault`: the rules, when any were given (docs/faults.md).
+    faults: Option<Arc<FaultControl>>,
+    /// `--fault-token`: opens `/faults` on a metrics listener that is not on loopback.
+    fault_token: Option<String>,
 }
 
 impl Proxy {
@@ -223,6 +232,8 @@ impl Proxy {
             limits: Limits::default(),
             value_key,
             at_stop: None,
+            faults: None,
+            fault_token: None,
         })
     }
 
@@ -230,6 +241,14 @@ impl Proxy {
     /// connection then counts its messages per command and times its requests.
     pub fn serve_metrics(&mut self, server: MetricsServer) {
         self.metrics = Some((server, Arc::default()));
+    }
+
+    /// Applies fault rules to every connection (`record --fault`); the rules can be replaced
+    /// while running through `faults` (`PUT /faults` on the metrics listener).
+    pub fn with_faults(mut self, faults: Arc<FaultControl>, token: Option<String>) -> Proxy {
+        self.faults = Some(faults);
+        self.fault_token = token;
+        self
     }
 
     /// Sets the bounds on memory and time (the defaults otherwise).
@@ -311,13 +330,19 @@ impl Proxy {
             shutdown: shutdown.clone(),
             budget: Arc::new(Budget::new(self.limits.max_buffer_bytes)),
             limits: self.limits,
+            faults: self.faults.clone(),
         };
         let status = tokio::spawn(status_loop(self.stats.clone(), self.config.status));
         let endpoint = match self.metrics {
             Some((server, figures)) => {
                 let queued = self.recorder.as_ref().and_then(Recorder::queued_bytes);
-                let registry = metrics::registry(self.stats.clone(), figures, queued);
-                Some(server.serve(registry)?)
+                let registry =
+                    metrics::registry(self.stats.clone(), figures, queued, self.faults.clone());
+                let control = self.faults.clone().map(|f| Controlled {
+                    control: Arc::new(FaultEndpoint(f)),
+                    token: self.fault_token.clone(),
+                });
+                Some(server.serve_with(registry, control)?)
             }
             None => None,
         };
