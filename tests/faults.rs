@@ -98,6 +98,31 @@ fn pymongo_gets_the_error_and_retries_a_retryable_write_once() {
         .filter(|r| r.kind == RecordKind::Request && r.conn_id == first.conn_id)
         .count();
     assert!(requests >= 1);
+    // The reports say so: analyze (text and JSON) and inspect.
+    let analysis = analyze_json(&capture, &[]);
+    let rows = analysis["faults"]["rules"]
+        .as_array()
+        .expect("analyze faults")
+        .clone();
+    assert_eq!(
+        analysis["faults"]["total"],
+        faults.len(),
+        "{}",
+        analysis["faults"]
+    );
+    let stepdown = rows.iter().find(|r| r["name"] == "stepdown").unwrap();
+    assert_eq!(
+        (stepdown["action"].as_str(), u(&stepdown["count"])),
+        (Some("error"), 1)
+    );
+    let text = mongotape(&["analyze", capture.to_str().unwrap()]);
+    assert!(
+        text.stdout.contains("faults were injected"),
+        "{}",
+        text.stdout
+    );
+    let inspection = inspect_json(&capture);
+    assert_eq!(inspection["faults"]["total"], faults.len(), "{inspection}");
 }
 
 #[test]

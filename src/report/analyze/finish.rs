@@ -133,6 +133,7 @@ impl Tally {
         AnalyzeReport {
             schema_version: crate::figures::SCHEMA_VERSION,
             summary,
+            faults: self.faults.take(),
             capture: self.facts,
             workload,
             other,

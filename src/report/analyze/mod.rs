@@ -405,4 +405,9 @@ pub struct AnalyzeReport {
     /// The K slowest workload requests (`--slowest`), slowest first.
     #[serde(default)]
     pub slowest: Vec<SlowRequest>,
+    /// `record --fault`: the faults injected while recording (the capture's `fault` records),
+    /// per rule and action; absent when none were. Their errors, delays and closes are in the
+    /// figures above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::report::faults::FaultsInjected>,
 }

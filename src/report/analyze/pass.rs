@@ -8,7 +8,9 @@ use super::shapes::ShapeBook;
 use super::tally::Tally;
 use super::why::Why;
 use super::AnalyzeReport;
-use crate::capture::{CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource};
+use crate::capture::{
+    CaptureError, CaptureSet, GapEvent, OpenEvent, RecordKind, RecordSource, FAULT,
+};
 use crate::figures::slowest::DEFAULT_SLOWEST;
 use crate::report::inspect::Driver;
 use crate::shape::DEFAULT_MAX_SHAPES;
@@ -137,6 +139,7 @@ fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture:
             RecordKind::End => tally.facts.complete = true,
             RecordKind::Request => tally.request(record.conn_id, ts, &record.payload),
             RecordKind::Reply => tally.reply(record.conn_id, ts, &record.payload),
+            FAULT => tally.faults.get_or_insert_default().add(&record),
             RecordKind::Unknown(_) => {}
         }
     }

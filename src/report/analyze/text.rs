@@ -14,6 +14,9 @@ pub fn render_text(r: &AnalyzeReport) -> String {
     // The overview's sentences hang under their values, past the 14 columns of their labels.
     let mut head = String::new();
     overview(&mut head, r);
+    if let Some(faults) = &r.faults {
+        head.push_str(&format!("FAULTS        {}\n", faults.text()));
+    }
     let mut s = wrap(&head, 14);
     driver_times(&mut s, r);
     per_operation(&mut s, r);

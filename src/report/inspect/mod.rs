@@ -7,8 +7,9 @@ mod text;
 use super::pair::{Answer, PairLimits, Pairer};
 use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
-    RecordSource, SnapshotEvent, StateEndEvent, SNAPSHOT, STATE_END,
+    RecordSource, SnapshotEvent, StateEndEvent, FAULT, SNAPSHOT, STATE_END,
 };
+use crate::report::faults::FaultsInjected;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;
@@ -166,6 +167,10 @@ pub struct Inspection {
     /// snapshotted collection there (the capture's `state_end` record); absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_end: Option<StateEndEvent>,
+    /// `record --fault`: the faults the capture's `fault` records say were injected; absent
+    /// when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultsInjected>,
     pub compressed_file_bytes: u64,
     pub records: u64,
     pub first_ns: Option<u64>,
@@ -299,6 +304,7 @@ impl Inspection {
             RecordKind::Request | RecordKind::Reply => self.message(record, row, pairer),
             SNAPSHOT => self.snapshot = record.event::<SnapshotEvent>().ok(),
             STATE_END => self.state_end = record.event::<StateEndEvent>().ok(),
+            FAULT => self.faults.get_or_insert_default().add(record),
             RecordKind::Unknown(_) => {}
         }
     }

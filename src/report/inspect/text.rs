@@ -67,6 +67,9 @@ impl Inspection {
         if let Some(end) = &self.state_end {
             s.push_str(&state_end_line(end));
         }
+        if let Some(faults) = &self.faults {
+            s.push_str(&format!("FAULTS      {}\n", faults.text()));
+        }
         if self.dropped_messages > 0 {
             s.push_str(&format!(
                 "GAPS        {} messages forwarded but not recorded\n",
