@@ -99,15 +99,28 @@ impl fmt::Display for ErrorSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, " code={}", self.code)?;
         if let Some(name) = &self.code_name {
-            write!(f, " codeName={name}")?;
+            write!(f, " {}", word("codeName", name))?;
         }
         if !self.labels.is_empty() {
-            write!(f, " labels={}", self.labels.join(","))?;
+            write!(f, " {}", word("labels", &self.labels.join(",")))?;
         }
         if let Some(m) = &self.message {
             write!(f, " msg=\"{m}\"")?;
         }
         Ok(())
+    }
+}
+
+/// `key=value`, the value quoted when it would not read back as one word.
+fn word(key: &str, value: &str) -> String {
+    if value.is_empty()
+        || value.contains(char::is_whitespace)
+        || value.contains("->")
+        || value.starts_with('"')
+    {
+        format!("{key}=\"{value}\"")
+    } else {
+        format!("{key}={value}")
     }
 }
 
@@ -120,7 +133,7 @@ impl fmt::Display for Rule {
         let m = &self.matcher;
         let mut words = Vec::new();
         if !m.commands.is_empty() {
-            words.push(format!("command={}", m.commands.join(",")));
+            words.push(word("command", &m.commands.join(",")));
         }
         let opt = [
             ("ns", &m.namespace),
@@ -130,7 +143,7 @@ impl fmt::Display for Rule {
         ];
         for (key, value) in opt {
             if let Some(v) = value {
-                words.push(format!("{key}={v}"));
+                words.push(word(key, v));
             }
         }
         if let Some(c) = m.connection {

@@ -8,6 +8,7 @@
 //! once, and the mode byte lets the fuzzer reach the parsers behind them.
 
 mod capture;
+mod fault;
 mod import;
 mod plan;
 mod rewrite;
@@ -16,6 +17,7 @@ mod state;
 mod wire;
 
 pub use capture::capture_reader;
+pub use fault::fault_rule;
 pub use import::{mongod_recording_import, mongoreplay_import, pcap_import};
 pub use plan::plan;
 pub use rewrite::{hello_rewrite, redact, redact_deep, replay_rewrite};
@@ -46,6 +48,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("snapshot_bson", snapshot_bson),
     ("restore_setup", restore_setup),
     ("state_end", state_end),
+    ("fault_rule", fault_rule),
 ];
 
 /// The check of a target, by name.
