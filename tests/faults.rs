@@ -123,6 +123,15 @@ fn pymongo_gets_the_error_and_retries_a_retryable_write_once() {
     );
     let inspection = inspect_json(&capture);
     assert_eq!(inspection["faults"]["total"], faults.len(), "{inspection}");
+    // And the replay of the faulted capture.
+    let target = Server::start();
+    let replayed = replay(&capture, &target.uri(), &[]);
+    assert_eq!(
+        replayed.report["faults"]["total"],
+        faults.len(),
+        "{}",
+        replayed.describe()
+    );
 }
 
 #[test]

@@ -64,6 +64,7 @@ mod state;
 mod tally;
 
 use crate::capture::CaptureSet;
+use crate::fault::FaultsInjected;
 use client::{Kind, Target, Topology};
 use config::options_report;
 pub use config::{ReplayConfig, ReplayError};
@@ -109,13 +110,20 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
 /// The connection limit, and how many connections the replay would open at once without it (the
 /// capture read once for that, with one lane per recorded connection); said before starting
 /// when some connections will wait.
-fn connection_limit(config: &ReplayConfig) -> Result<report::ConnectionLimitReport, ReplayError> {
+/// With the faults the capture says were injected while recording.
+fn connection_limit(
+    config: &ReplayConfig,
+) -> Result<(report::ConnectionLimitReport, Option<FaultsInjected>), ReplayError> {
     let (limit, from) = config.connection_limit();
     let clones = u64::from(config.clones.max(1));
+    let (peak, faults) = source::peak::peak_open(&config.inputs, &config.filters.connections)?;
     let wanted = match config.connections {
         Some(n) => n as u64 * clones,
-        None => source::peak::peak_open(&config.inputs, &config.filters.connections)? * clones,
+        None => peak * clones,
     };
+    if let Some(f) = &faults {
+        tracing::warn!("the capture says {}", f.text());
+    }
     if wanted > limit as u64 {
         let why = match config.max_open_connections {
             Some(_) => "--max-open-connections".to_owned(),
@@ -126,12 +134,13 @@ fn connection_limit(config: &ReplayConfig) -> Result<report::ConnectionLimitRepo
              at a time ({why})"
         );
     }
-    Ok(report::ConnectionLimitReport {
+    let report = report::ConnectionLimitReport {
         limit,
         from,
         wanted,
         ..report::ConnectionLimitReport::default()
-    })
+    };
+    Ok((report, faults))
 }
 
 /// Checks that the inputs are captures (failing early on a file that is not one at all), sums their
@@ -157,13 +166,14 @@ async fn replay(
     target: Target,
     file_len: u64,
     metrics: Option<crate::metrics::MetricsServer>,
-    limit: report::ConnectionLimitReport,
+    (limit, faults): (report::ConnectionLimitReport, Option<FaultsInjected>),
 ) -> ReplayReport {
     let mut ready = match prepare(&config, target, true).await {
         Ok(r) => r,
         Err(report) => return report,
     };
     ready.report.connection_limit = Some(limit);
+    ready.report.faults = faults;
     if let Err(why) = wait_for_start(config.start_at).await {
         ready.report.error = Some(why);
         return ready.report;

@@ -12,7 +12,7 @@
 //! - [`schema`]: the JSON Schema of every report kind, generated from the report types
 //!   (`docs/schemas/`).
 //!
-//! Layers, bottom up: faults pair < inspect cat compare < analyze < html schema
+//! Layers, bottom up: pair < inspect cat compare < analyze < html schema
 //!
 //! Shared by those products: [`pair`], which pairs replies with their requests. The vocabulary
 //! that `replay` and the proxy share with them (units, tables, the summary, phases, buckets) is
@@ -21,7 +21,6 @@
 pub mod analyze;
 pub mod cat;
 pub mod compare;
-pub mod faults;
 pub mod html;
 pub mod inspect;
 pub mod pair;

@@ -437,6 +437,10 @@ pub struct ReplayReport {
     /// pass, how long each load took, and the `--restore-setup` commands applied after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore: Option<crate::state::restore_plan::RestoreReport>,
+    /// The capture was recorded with faults injected (`record --fault`): its `fault` records per
+    /// rule and action. The recorded errors, delays and closes were the proxy's, not the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::fault::FaultsInjected>,
     /// `--explain`: each explained shape's plan on the target, in the order the shapes were met.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plans: Option<Vec<crate::plan::PlanEntry>>,

@@ -276,6 +276,9 @@ impl ReplayReport {
         if let Some(e) = &self.capture_error {
             out.push_str(&format!("capture stopped early: {e}\n"));
         }
+        if let Some(f) = &self.faults {
+            out.push_str(&format!("capture: {}\n", f.text()));
+        }
         if let Some(e) = &self.error {
             out.push_str(&format!("replay ended early: {e}\n"));
         }

@@ -409,5 +409,5 @@ pub struct AnalyzeReport {
     /// per rule and action; absent when none were. Their errors, delays and closes are in the
     /// figures above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults: Option<crate::report::faults::FaultsInjected>,
+    pub faults: Option<crate::fault::FaultsInjected>,
 }

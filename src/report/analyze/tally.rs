@@ -98,7 +98,7 @@ impl ConnState {
 #[derive(Default)]
 pub(super) struct Tally {
     /// `fault` records, handed to the report as they are.
-    pub(super) faults: Option<crate::report::faults::FaultsInjected>,
+    pub(super) faults: Option<crate::fault::FaultsInjected>,
     pub(super) first_ns: Option<u64>,
     pub(super) last_ns: u64,
     pub(super) conns: HashMap<u64, ConnState>,

@@ -9,7 +9,7 @@ use crate::capture::{
     CaptureError, CaptureSet, CloseEvent, GapEvent, Metadata, OpenEvent, Record, RecordKind,
     RecordSource, SnapshotEvent, StateEndEvent, FAULT, SNAPSHOT, STATE_END,
 };
-use crate::report::faults::FaultsInjected;
+use crate::fault::FaultsInjected;
 use crate::wire::{Message, ReplyInfo, RequestInfo};
 use bson::RawDocumentBuf;
 use serde::Serialize;

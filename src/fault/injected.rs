@@ -1,6 +1,6 @@
 //! Faults injected while recording (`record --fault`, docs/faults.md), counted from a capture's
-//! `fault` records (kind 11): what `inspect` and `analyze` say of a faulted capture, so that its
-//! errors, delays and closes are never taken for the server's or the application's.
+//! `fault` records (kind 11): what `inspect`, `analyze` and `replay` say of a faulted capture, so
+//! that its errors, delays and closes are never taken for the server's or the application's.
 
 use crate::capture::{FaultEvent, Record};
 use serde::{Deserialize, Serialize};
