@@ -2,10 +2,12 @@
 //! (docs/faults.md).
 
 use super::exit::usage;
+use super::output::note;
 use clap::Args;
 use mongotape::fault::json::parse_rules;
 use mongotape::fault::parse::parse_rule;
 use mongotape::fault::{FaultControl, Rule};
+use mongotape::proxy::Proxy;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -53,4 +55,16 @@ impl FaultArgs {
         }
         Ok(Some(FaultControl::new(rules, self.fault_seed)))
     }
+}
+
+/// Hands the rules to the proxy, saying so.
+pub fn apply(proxy: Proxy, faults: Option<Arc<FaultControl>>, token: Option<String>) -> Proxy {
+    let Some(faults) = faults else {
+        return proxy;
+    };
+    note!(
+        "mongotape: faults ON: {} rules (docs/faults.md); GET/PUT /faults on --metrics",
+        faults.len()
+    );
+    proxy.with_faults(faults, token)
 }

@@ -249,13 +249,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         let mut proxy = Proxy::bind(proxy_config(args, upstream, plan))
             .await?
             .with_limits(limits);
-        if let Some(faults) = faults {
-            note!(
-                "mongotape: faults ON: {} rules (docs/faults.md); GET/PUT /faults on --metrics",
-                faults.len()
-            );
-            proxy = proxy.with_faults(faults, fault_token);
-        }
+        proxy = super::faults::apply(proxy, faults, fault_token);
         if let Some(server) = metrics {
             note!(
                 "mongotape: metrics on http://{}/metrics",

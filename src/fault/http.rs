@@ -3,11 +3,21 @@
 
 use super::json::parse_rules;
 use super::set::FaultControl;
-use crate::metrics::http::Control;
+use crate::metrics::http::{Control, Controlled};
 use std::sync::Arc;
 
 /// The rules of a running proxy behind its metrics listener.
 pub struct FaultEndpoint(pub Arc<FaultControl>);
+
+impl FaultEndpoint {
+    /// The endpoint for the metrics listener, open off loopback to `token`.
+    pub fn controlled(faults: Arc<FaultControl>, token: Option<String>) -> Controlled {
+        Controlled {
+            control: Arc::new(FaultEndpoint(faults)),
+            token,
+        }
+    }
+}
 
 impl Control for FaultEndpoint {
     fn path(&self) -> &'static str {
@@ -32,7 +42,6 @@ impl Control for FaultEndpoint {
 mod tests {
     use super::*;
     use crate::fault::parse::parse_rule;
-    use crate::metrics::http::Controlled;
     use crate::metrics::MetricsServer;
     use prometheus_client::registry::Registry;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -50,10 +59,7 @@ mod tests {
     fn serve(bind: &str, control: &Arc<FaultControl>) -> (u16, tokio::task::JoinHandle<()>) {
         let server = MetricsServer::bind(bind).unwrap();
         let port = server.local_addr().port();
-        let controlled = Controlled {
-            control: Arc::new(FaultEndpoint(control.clone())),
-            token: Some("s3cret".into()),
-        };
+        let controlled = FaultEndpoint::controlled(control.clone(), Some("s3cret".into()));
         let task = server
             .serve_with(Registry::default(), Some(controlled))
             .unwrap();

@@ -69,7 +69,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, FaultError> {
     Ok(rule)
 }
 
-fn value<'w>(w: &'w Word) -> Result<&'w str, String> {
+fn value(w: &Word) -> Result<&str, String> {
     match w.value.as_deref() {
         Some("") | None => Err(format!("`{}` needs a value: `{}=...`", w.key, w.key)),
         Some(v) => Ok(v),

@@ -35,9 +35,7 @@ pub mod supervise;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
-use crate::fault::http::FaultEndpoint;
-use crate::fault::FaultControl;
-use crate::metrics::http::Controlled;
+use crate::fault::{http::FaultEndpoint, FaultControl};
 use crate::metrics::MetricsServer;
 use crate::net::{ConnString, NetError, ServerTls};
 use crate::redact::{Redaction, ValueKey};
@@ -146,9 +144,8 @@ pub struct Proxy {
     value_key: Option<ValueKey>,
     /// `record --snapshot`: the end state to take once the connections have drained.
     at_stop: Option<snapshot::AtStop>,
-    /// `--fault`: the rules, when any were given (docs/faults.md).
+    /// `--fault` (docs/faults.md): the rules when any were given, and `--fault-token`.
     faults: Option<Arc<FaultControl>>,
-    /// `--fault-token`: opens `/faults` on a metrics listener that is not on loopback.
     fault_token: Option<String>,
 }
 
@@ -243,8 +240,7 @@ impl Proxy {
         self.metrics = Some((server, Arc::default()));
     }
 
-    /// Applies fault rules to every connection (`record --fault`); the rules can be replaced
-    /// while running through `faults` (`PUT /faults` on the metrics listener).
+    /// Applies fault rules to every connection (`record --fault`; `PUT /faults` replaces them).
     pub fn with_faults(mut self, faults: Arc<FaultControl>, token: Option<String>) -> Proxy {
         self.faults = Some(faults);
         self.fault_token = token;
@@ -338,10 +334,10 @@ impl Proxy {
                 let queued = self.recorder.as_ref().and_then(Recorder::queued_bytes);
                 let registry =
                     metrics::registry(self.stats.clone(), figures, queued, self.faults.clone());
-                let control = self.faults.clone().map(|f| Controlled {
-                    control: Arc::new(FaultEndpoint(f)),
-                    token: self.fault_token.clone(),
-                });
+                let control = self
+                    .faults
+                    .clone()
+                    .map(|f| FaultEndpoint::controlled(f, self.fault_token.clone()));
                 Some(server.serve_with(registry, control)?)
             }
             None => None,
