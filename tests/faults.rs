@@ -416,3 +416,43 @@ fn a_bad_rule_exits_2_naming_the_position() {
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("rule 0: no action"), "{}", out.stderr);
 }
+
+/// In front of a replica set the faulted path still rewrites hello replies (streamed ones too):
+/// the driver knows only the proxy, and a stepdown error on a write is retried there.
+#[test]
+fn a_replica_set_behind_faults_is_still_named_by_the_proxy() {
+    let _one = one_at_a_time();
+    let server = Server::start();
+    let dir = tempdir();
+    let out = dir.path().join("rs.mtape");
+    let rule = format!("command=insert times=1 -> error {STEPDOWN}");
+    let proxy = Proxy::start_with(server.addr(), &out, &["--fault", &rule]);
+    let uri = format!(
+        "mongodb://{}/?replicaSet=secantus&heartbeatFrequencyMS=500",
+        proxy.addr()
+    );
+    let seen = python_json(
+        r#"
+import sys, json, time
+from pymongo import MongoClient
+c = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+for i in range(10):
+    c.faults.rs.insert_one({"_id": i})
+time.sleep(2)
+print(json.dumps({"servers": ['%s:%d' % a for a in c.topology_description.server_descriptions()],
+                  "docs": c.faults.rs.count_documents({})}))
+"#,
+        &[&uri],
+    );
+    assert_eq!(seen["servers"], serde_json::json!([proxy.addr()]), "{seen}");
+    assert_eq!(seen["docs"], 10, "{seen}");
+    let exit = proxy.stop();
+    assert!(!exit.stderr.contains("UNSERVED"), "{}", exit.stderr);
+    let records = capture_records(&out);
+    let rewrites = records
+        .iter()
+        .filter(|r| r.kind == mongotape::capture::record::HELLO_REWRITE)
+        .count();
+    assert!(rewrites >= 2, "{rewrites} hello rewrites");
+    assert_eq!(faults_of(&out).len(), 1);
+}
