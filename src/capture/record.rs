@@ -326,6 +326,12 @@ pub struct FaultEvent {
     pub ns: String,
     /// Whether the request reached the server.
     pub forwarded: bool,
+    /// The request's `lsid` (its BSON bytes in hex) and `txnNumber`, when it had both (a
+    /// retryable write, a transaction's statement): a driver's retry resends them unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_number: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]

@@ -16,6 +16,16 @@ pub struct RequestFacts {
     pub expects_reply: bool,
     /// The query shape's hash; only worked out when a rule matches on shapes.
     pub shape: Option<String>,
+    /// A retryable write's or a transaction's `lsid` (its bytes in hex) and `txnNumber`: what a
+    /// driver's retry sends again unchanged.
+    pub session: Option<(String, i64)>,
+}
+
+/// The `lsid` and `txnNumber` of a request, as [`RequestFacts::session`] says them.
+pub fn session_of(info: &RequestInfo) -> Option<(String, i64)> {
+    let lsid = info.lsid.as_ref()?;
+    let hex: String = lsid.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    Some((hex, info.txn_number?))
 }
 
 /// What the connection's handshake said.
@@ -49,6 +59,7 @@ impl RequestFacts {
             None
         };
         Some(RequestFacts {
+            session: session_of(&info),
             request_id: msg.header.request_id,
             op_code: Some(match msg.body {
                 Body::Query(_) => OpCode::Query,

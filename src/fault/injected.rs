@@ -2,11 +2,25 @@
 //! `fault` records (kind 11): what `inspect`, `analyze` and `replay` say of a faulted capture, so
 //! that its errors, delays and closes are never taken for the server's or the application's.
 
+use super::facts::session_of;
 use crate::capture::{FaultEvent, Record};
+use crate::wire::{Message, RequestInfo};
 use serde::{Deserialize, Serialize};
 
 /// Rule and action pairs told apart; more are summed in the last.
 const MAX_ROWS: usize = 256;
+/// Faults whose retry is looked for at once; the oldest is given up beyond.
+const MAX_WATCHED: usize = 1024;
+/// A retry is looked for this long after its fault (capture time).
+const RETRY_WINDOW_NS: u64 = 120_000_000_000;
+
+/// A fault on a request with `lsid` and `txnNumber`, its retry not seen yet.
+#[derive(Debug, Clone, PartialEq)]
+struct Watched {
+    row: usize,
+    session: (String, i64),
+    ts_ns: u64,
+}
 
 /// The faults a capture's `fault` records say were injected.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -15,6 +29,9 @@ pub struct FaultsInjected {
     pub total: u64,
     /// Per rule and action, in the order they first fired.
     pub rules: Vec<FaultCount>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    watched: Vec<Watched>,
 }
 
 /// How often one rule fired with one action.
@@ -31,6 +48,17 @@ pub struct FaultCount {
     /// Requests the fault let through to the server (reply_error, close_after, delays,
     /// write_concern_error): applied even when the client saw an error.
     pub forwarded: u64,
+    /// Of the faulted requests with an `lsid` and a `txnNumber` (retryable writes, transaction
+    /// statements), those the client sent again with both unchanged: the driver's own retry.
+    #[serde(default)]
+    pub retried: u64,
+    /// The longest time from a fault to its retry, in milliseconds.
+    #[serde(default)]
+    pub retry_after_ms_max: f64,
+    /// Faulted requests with an `lsid` and a `txnNumber` not sent again within 2 minutes (or by
+    /// the capture's end): the error was given up to the application.
+    #[serde(default)]
+    pub not_retried: u64,
 }
 
 impl FaultsInjected {
@@ -59,6 +87,56 @@ impl FaultsInjected {
         };
         self.rules[at].count += 1;
         self.rules[at].forwarded += u64::from(e.forwarded);
+        if let (Some(lsid), Some(txn)) = (e.lsid, e.txn_number) {
+            if self.watched.len() >= MAX_WATCHED {
+                let oldest = self.watched.remove(0);
+                self.rules[oldest.row].not_retried += 1;
+            }
+            self.watched.push(Watched {
+                row: at,
+                session: (lsid, txn),
+                ts_ns: record.ts_ns,
+            });
+        }
+    }
+
+    /// Looks at a `request` record for the retry of a watched fault (decoded only while some
+    /// fault waits for its retry).
+    pub fn request(&mut self, record: &Record) {
+        self.expire(record.ts_ns);
+        if self.watched.is_empty() {
+            return;
+        }
+        let Ok(msg) = Message::parse(&record.payload) else {
+            return;
+        };
+        let Some(session) = session_of(&RequestInfo::of(&msg)) else {
+            return;
+        };
+        if let Some(at) = self.watched.iter().position(|w| w.session == session) {
+            let w = self.watched.remove(at);
+            let row = &mut self.rules[w.row];
+            row.retried += 1;
+            let ms = record.ts_ns.saturating_sub(w.ts_ns) as f64 / 1e6;
+            row.retry_after_ms_max = row.retry_after_ms_max.max(ms);
+        }
+    }
+
+    fn expire(&mut self, now_ns: u64) {
+        while let Some(w) = self.watched.first() {
+            if now_ns.saturating_sub(w.ts_ns) <= RETRY_WINDOW_NS {
+                break;
+            }
+            let w = self.watched.remove(0);
+            self.rules[w.row].not_retried += 1;
+        }
+    }
+
+    /// At the capture's end: the faults still watched were not retried.
+    pub fn finish(&mut self) {
+        for w in std::mem::take(&mut self.watched) {
+            self.rules[w.row].not_retried += 1;
+        }
     }
 
     /// `faults were injected: 12 (rule stepdown: error 10; rule 1: close_after 2)`.
@@ -66,7 +144,16 @@ impl FaultsInjected {
         let rows: Vec<String> = self
             .rules
             .iter()
-            .map(|r| format!("rule {}: {} {}", r.name, r.action, r.count))
+            .map(|r| {
+                let mut row = format!("rule {}: {} {}", r.name, r.action, r.count);
+                if r.retried > 0 || r.not_retried > 0 {
+                    row.push_str(&format!(
+                        ", {} retried with the same lsid and txnNumber (within {:.0} ms), {} not retried",
+                        r.retried, r.retry_after_ms_max, r.not_retried
+                    ));
+                }
+                row
+            })
             .collect();
         format!(
             "faults were injected: {} by record --fault ({})",
@@ -98,10 +185,13 @@ mod tests {
                 command: "insert".into(),
                 ns: "a.b".into(),
                 forwarded: action != "error",
+                lsid: None,
+                txn_number: None,
             };
             f.add(&Record::json(FAULT, 3, 1, &e));
         }
         f.add(&Record::new(FAULT, 3, 1, &b"{"[..]));
+        f.finish();
         assert_eq!(f.total, 4);
         assert_eq!((f.rules[0].count, f.rules[0].forwarded), (2, 0));
         assert_eq!((f.rules[1].count, f.rules[1].forwarded), (1, 1));
@@ -109,5 +199,47 @@ mod tests {
             f.text(),
             "faults were injected: 4 by record --fault (rule stepdown: error 2; rule 1: close_after 1)"
         );
+    }
+
+    #[test]
+    fn a_resend_with_the_same_lsid_and_txn_number_is_a_retry() {
+        use crate::wire::{MsgFlags, OpMsg};
+        let insert = |txn: i64| {
+            let body = bson::rawdoc! {
+                "insert": "c", "lsid": { "id": 7 }, "txnNumber": txn, "$db": "d"
+            };
+            OpMsg::with_body(body, MsgFlags::empty()).encode(1, 0)
+        };
+        let msg = Message::parse(&insert(5)).unwrap();
+        let (lsid, txn) = session_of(&RequestInfo::of(&msg)).unwrap();
+        let fault = |ts| {
+            let e = FaultEvent {
+                rule: 0,
+                name: "0".into(),
+                action: "error".into(),
+                conn_id: 1,
+                request_id: 1,
+                command: "insert".into(),
+                ns: "d.c".into(),
+                forwarded: false,
+                lsid: Some(lsid.clone()),
+                txn_number: Some(txn),
+            };
+            Record::json(FAULT, 1, ts, &e)
+        };
+        let request =
+            |txn, ts| Record::new(crate::capture::RecordKind::Request, 2, ts, insert(txn));
+        let mut f = FaultsInjected::default();
+        f.add(&fault(1_000_000_000));
+        f.request(&request(6, 1_100_000_000));
+        f.request(&request(5, 1_500_000_000));
+        f.add(&fault(2_000_000_000));
+        f.finish();
+        let row = &f.rules[0];
+        assert_eq!((row.count, row.retried, row.not_retried), (2, 1, 1));
+        assert_eq!(row.retry_after_ms_max, 500.0);
+        assert!(f
+            .text()
+            .contains("1 retried with the same lsid and txnNumber (within 500 ms)"));
     }
 }

@@ -7,7 +7,7 @@
 //! The proxy applies the decisions (`proxy::faulted`) and `wire` builds the made-up replies.
 //! See docs/faults.md.
 //!
-//! Layers, bottom up: error injected rng < rule < facts parse < json set < http
+//! Layers, bottom up: error rng < rule < facts parse < injected json set < http
 
 pub mod error;
 pub mod facts;

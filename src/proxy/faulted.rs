@@ -292,6 +292,8 @@ fn record_fault(p: &Pumps<'_>, d: &Decision, facts: &RequestFacts, now: u64) {
         command: facts.command.clone(),
         ns: facts.namespace.clone(),
         forwarded: d.action.forwards(),
+        lsid: facts.session.as_ref().map(|(lsid, _)| lsid.clone()),
+        txn_number: facts.session.as_ref().map(|(_, txn)| *txn),
     };
     p.ctx.record(Record::json(FAULT, p.conn_id, now, &event));
 }

@@ -133,7 +133,10 @@ impl Tally {
         AnalyzeReport {
             schema_version: crate::figures::SCHEMA_VERSION,
             summary,
-            faults: self.faults.take(),
+            faults: self.faults.take().map(|mut f| {
+                f.finish();
+                f
+            }),
             capture: self.facts,
             workload,
             other,

@@ -137,7 +137,12 @@ fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture:
                 }
             }
             RecordKind::End => tally.facts.complete = true,
-            RecordKind::Request => tally.request(record.conn_id, ts, &record.payload),
+            RecordKind::Request => {
+                if let Some(faults) = &mut tally.faults {
+                    faults.request(&record);
+                }
+                tally.request(record.conn_id, ts, &record.payload)
+            }
             RecordKind::Reply => tally.reply(record.conn_id, ts, &record.payload),
             FAULT => tally.faults.get_or_insert_default().add(&record),
             RecordKind::Unknown(_) => {}
