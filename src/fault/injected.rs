@@ -32,6 +32,10 @@ pub struct FaultsInjected {
     #[serde(skip)]
     #[schemars(skip)]
     watched: Vec<Watched>,
+    /// Whether retries are looked for ([`FaultsInjected::following`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    follow: bool,
 }
 
 /// How often one rule fired with one action.
@@ -62,6 +66,15 @@ pub struct FaultCount {
 }
 
 impl FaultsInjected {
+    /// Counts that also look for what the client did next (`analyze`: feed it every request
+    /// record, then [`FaultsInjected::finish`]).
+    pub fn following() -> FaultsInjected {
+        FaultsInjected {
+            follow: true,
+            ..FaultsInjected::default()
+        }
+    }
+
     /// Books one `fault` record; a payload that does not read is counted in `total` only.
     pub fn add(&mut self, record: &Record) {
         self.total += 1;
@@ -87,7 +100,7 @@ impl FaultsInjected {
         };
         self.rules[at].count += 1;
         self.rules[at].forwarded += u64::from(e.forwarded);
-        if let (Some(lsid), Some(txn)) = (e.lsid, e.txn_number) {
+        if let (true, Some(lsid), Some(txn)) = (self.follow, e.lsid, e.txn_number) {
             if self.watched.len() >= MAX_WATCHED {
                 let oldest = self.watched.remove(0);
                 self.rules[oldest.row].not_retried += 1;
@@ -229,7 +242,7 @@ mod tests {
         };
         let request =
             |txn, ts| Record::new(crate::capture::RecordKind::Request, 2, ts, insert(txn));
-        let mut f = FaultsInjected::default();
+        let mut f = FaultsInjected::following();
         f.add(&fault(1_000_000_000));
         f.request(&request(6, 1_100_000_000));
         f.request(&request(5, 1_500_000_000));

@@ -144,7 +144,10 @@ fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture:
                 tally.request(record.conn_id, ts, &record.payload)
             }
             RecordKind::Reply => tally.reply(record.conn_id, ts, &record.payload),
-            FAULT => tally.faults.get_or_insert_default().add(&record),
+            FAULT => tally
+                .faults
+                .get_or_insert_with(crate::fault::FaultsInjected::following)
+                .add(&record),
             RecordKind::Unknown(_) => {}
         }
     }
