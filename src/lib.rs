@@ -32,6 +32,10 @@
 //!   pipeline order: source, request, route, lane, client, measure.
 //! - [`report`]: `inspect`, `cat`, `analyze/`, `compare/` and every HTML page (`html/`): what a
 //!   capture or a replay says, as text, JSON and HTML, with one number format (`units`).
+//! - [`shadow`]: `mongotape shadow`. The proxy of `record` with a live mirror beside it: the
+//!   reads it forwards are sent again to candidate servers (and a control) off the forwarding
+//!   path, with bounded queues, rewritten as the replayer rewrites them, their replies compared
+//!   with production's as an A/B replay compares them, per query shape.
 //! - [`shape`]: query shapes, one definition for every report: a request with its literals
 //!   replaced by type placeholders (`find shop.orders {status: ?string}`), its stable hash, the
 //!   bounded table of shapes and the map of open cursors that charges a getMore to its shape.
@@ -46,7 +50,7 @@
 //! - [`figures`]: what every report and status line shares, one floor below them: every number as
 //!   text (`units`), tables, the summary every report carries, phases, timeline buckets.
 //!
-//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < fault state < proxy replay < import < report < cli
+//! Layers, bottom up: wire < capture net figures < redact metrics shape plan slice < fault state < proxy replay < import shadow < report < cli
 //!
 //! (`tests/layers.rs` holds the code to that line, and `docs/architecture.md` says it again.)
 //!
@@ -66,6 +70,7 @@ pub mod proxy;
 pub mod redact;
 pub mod replay;
 pub mod report;
+pub mod shadow;
 pub mod shape;
 pub mod slice;
 pub mod state;

@@ -2,7 +2,7 @@
 //! stdout), `help` (each subcommand's examples and exit statuses), `redact` (`--redact`) and
 //! `thresholds` (replay's gates, as options) are shared.
 //!
-//! Layers, bottom up: exit output < faults redact < compare generate help import merge record replay_ab thresholds window < record_live replay snapshot view < analyze slice restore
+//! Layers, bottom up: exit output < faults redact < compare generate help import merge record replay_ab thresholds window < record_live replay shadow snapshot view < analyze slice restore
 
 mod analyze;
 mod compare;
@@ -19,6 +19,7 @@ mod redact;
 mod replay;
 mod replay_ab;
 mod restore;
+mod shadow;
 mod slice;
 mod snapshot;
 mod thresholds;
@@ -63,6 +64,10 @@ enum Command {
                           mongotape record --no-record [OPTIONS]"
     )]
     Record(Box<record::RecordArgs>),
+    /// Run the proxy of `record` and mirror the reads to candidate servers live, comparing each
+    /// reply with production's per query shape, without ever slowing the application.
+    #[command(after_help = shadow::ABOUT.after_help())]
+    Shadow(shadow::ShadowArgs),
     /// Summarise a capture: connections, drivers, opcodes, commands, namespaces.
     #[command(after_help = help::INSPECT.after_help())]
     Inspect(view::InspectArgs),
@@ -125,6 +130,7 @@ pub fn main() -> ExitCode {
                 record::run(*args)
             }
         }
+        Command::Shadow(args) => shadow::run(args, quiet),
         Command::Inspect(args) => view::inspect(args),
         Command::Cat(args) => view::cat(args),
         Command::Slice(mut args) => {

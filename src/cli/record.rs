@@ -33,7 +33,7 @@ pub struct RecordArgs {
     /// `mongodb://db0:27017,db1:27017/?replicaSet=rs0&tls=true&tlsCAFile=/etc/ssl/ca.pem`;
     /// `mongodb+srv://cluster0.example.net/`.
     #[arg(short, long, default_value = "127.0.0.1:27017")]
-    upstream: String,
+    pub(super) upstream: String,
     /// Host name clients are told in rewritten hello replies (default: each listener's own
     /// address; the machine's name for 0.0.0.0). Example: `--advertise-host proxy.internal`.
     #[arg(long)]
@@ -54,7 +54,7 @@ pub struct RecordArgs {
     topology_interval_secs: Duration,
     /// Capture file to write (created readable by its owner only; an existing file is refused
     /// unless --force). With rotation, segments are numbered after it: trace-000001.mtape, ...
-    #[arg(short, long, required_unless_present = "no_record")]
+    #[arg(short, long)]
     pub(super) out: Option<PathBuf>,
     /// Replace an existing capture (or segments) of the same name.
     #[arg(long, requires = "out")]
@@ -77,7 +77,7 @@ pub struct RecordArgs {
     rotate_every: Option<Duration>,
     /// Relay only, record nothing (to measure the proxy itself).
     #[arg(long, conflicts_with = "out")]
-    no_record: bool,
+    pub(super) no_record: bool,
     /// zstd level for the capture (1 is fast and ~10x on wire traffic).
     #[arg(long, default_value_t = 1)]
     pub(super) zstd_level: i32,
@@ -124,7 +124,7 @@ pub struct RecordArgs {
     /// layout; T0 goes into the capture (`inspect` shows it). Recording does not wait for it.
     /// Example: `--snapshot 'shop.*'`. See docs/state.md.
     #[arg(long, value_name = "PATTERN", requires = "out")]
-    snapshot: Vec<String>,
+    pub(super) snapshot: Vec<String>,
     /// Threads forwarding traffic (the recorder has its own thread besides).
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -210,6 +210,20 @@ fn snapshot_options(args: &RecordArgs) -> anyhow::Result<Option<SnapshotOptions>
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if args.out.is_none() && !args.no_record {
+        return Err(super::exit::usage(
+            "the following required arguments were not provided: --out <OUT> (or --no-record)",
+        ));
+    }
+    run_with(args, |_| Ok(()))
+}
+
+/// Runs the proxy of `record`; `attach` is called once it listens, before it serves (`shadow`
+/// attaches its mirror there), inside the runtime.
+pub(super) fn run_with(
+    args: RecordArgs,
+    attach: impl FnOnce(&mut Proxy) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
     let plan = segment_plan(&args)?;
     if let Some(plan) = &plan {
         // A wrong --out is said before the upstream is contacted (the proxy checks again).
@@ -257,6 +271,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             );
             proxy.serve_metrics(server);
         }
+        attach(&mut proxy)?;
         let signals = Signals::new().context("installing the signal handlers")?;
         for line in proxy.announcement(&display, out.as_deref()) {
             note!("mongotape: {line}");

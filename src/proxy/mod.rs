@@ -12,7 +12,7 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams < error limits metrics recorder topology < hello_watch monitor snapshot supervise < pump < faulted < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise < pump < faulted < conn shutdown
 
 pub mod budget;
 pub mod clock;
@@ -32,6 +32,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod streams;
 pub mod supervise;
+pub mod tap;
 pub mod topology;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
@@ -147,6 +148,8 @@ pub struct Proxy {
     /// `--fault` (docs/faults.md): the rules when any were given, and `--fault-token`.
     faults: Option<Arc<FaultControl>>,
     fault_token: Option<String>,
+    /// `mongotape shadow`: what sees every record beside the recorder.
+    tap: Option<Arc<dyn tap::Tap>>,
 }
 
 impl Proxy {
@@ -231,6 +234,7 @@ impl Proxy {
             at_stop: None,
             faults: None,
             fault_token: None,
+            tap: None,
         })
     }
 
@@ -245,6 +249,11 @@ impl Proxy {
         self.faults = Some(faults);
         self.fault_token = token;
         self
+    }
+
+    /// Shows every record to `tap` too (`mongotape shadow`), recording or not.
+    pub fn set_tap(&mut self, tap: Arc<dyn tap::Tap>) {
+        self.tap = Some(tap);
     }
 
     /// Sets the bounds on memory and time (the defaults otherwise).
@@ -320,6 +329,7 @@ impl Proxy {
             topology: self.topology.clone(),
             topology_changed: changed.clone(),
             recorder: self.recorder.as_ref().map(Recorder::handle),
+            tap: self.tap.clone(),
             stats: self.stats.clone(),
             metrics: self.metrics.as_ref().map(|(_, m)| m.clone()),
             clock: self.clock,

@@ -8,6 +8,7 @@ use super::hello_watch::HelloWatch;
 use super::limits::Limits;
 use super::metrics::{ConnMeter, ProxyMetrics};
 use super::recorder::RecorderHandle;
+use super::tap::Tap;
 use super::stats::Stats;
 use super::streams::{Connector, ReadHalf, WriteHalf};
 use super::supervise::{Activity, Shutdown};
@@ -34,6 +35,8 @@ pub struct ConnContext {
     /// Woken when a hello reply names an address the proxy does not serve yet.
     pub topology_changed: Arc<Notify>,
     pub recorder: Option<RecorderHandle>,
+    /// `mongotape shadow`'s mirror: sees every record, must not wait.
+    pub tap: Option<Arc<dyn Tap>>,
     pub stats: Arc<Stats>,
     pub clock: Clock,
     pub shutdown: Shutdown,
@@ -48,6 +51,9 @@ pub struct ConnContext {
 
 impl ConnContext {
     pub(super) fn record(&self, record: Record) {
+        if let Some(tap) = &self.tap {
+            tap.record(&record);
+        }
         if let Some(rec) = &self.recorder {
             rec.submit(record);
         }

@@ -1,0 +1,166 @@
+//! `mongotape shadow`: the proxy of `record` (its options, flattened) with the live mirror of
+//! `mongotape::shadow` attached, the periodic report, and the summary at stop.
+
+use super::help::About;
+use super::output::note;
+use super::record::{self, RecordArgs};
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use mongotape::figures::units::parse_duration;
+use mongotape::shadow::report::{self, ShadowReport};
+use mongotape::shadow::{config, Shadow, ShadowConfig, Targets};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub const ABOUT: About = About::new(
+    "Examples:
+  # Mirror the application's reads to a candidate (an upgrade, a new index, new hardware)
+  mongotape shadow -u 127.0.0.1:27017 -l 127.0.0.1:27018 --no-record \\
+      --candidate 'mongodb://candidate:27017/?directConnection=true' \\
+      --report shadow.json --discrepancies discrepancies.jsonl
+
+  # With a control (a second server of production's version): what it differs by is noise
+  mongotape shadow -u 127.0.0.1:27017 --no-record --candidate cand:27017 --control ctl:27017 \\
+      --report shadow.json --report-every 30 --ignore-field lastSeen
+
+  # Record as well, with values hashed in the capture and in the discrepancy lines
+  mongotape shadow -u 127.0.0.1:27017 -o run.mtape --redact values --candidate cand:27017 \\
+      --discrepancies d.jsonl
+
+The client's reply is always production's; the mirror never makes it wait. See docs/shadow.md.",
+    &[
+        super::exit::Exit::Ok,
+        super::exit::Exit::Failure,
+        super::exit::Exit::Usage,
+    ],
+);
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Mirror {
+    /// find, aggregate without $out/$merge, count, distinct, and their getMores.
+    Reads,
+}
+
+#[derive(Args)]
+pub struct ShadowArgs {
+    #[command(flatten)]
+    pub record: Box<RecordArgs>,
+    /// A server to mirror the reads to (repeatable): a connection string with its own
+    /// credentials. Example: `--candidate 'mongodb://user:pw@cand:27017/?authSource=admin'`.
+    #[arg(long, required = true, value_name = "URI")]
+    candidate: Vec<String>,
+    /// A second server of production's version: the differences it shows too are noise, and a
+    /// candidate's latency ratio is judged against its own (the A2 rule).
+    #[arg(long, value_name = "URI")]
+    control: Option<String>,
+    /// Production as the shadow reaches it to send a differing read again [default: --upstream;
+    /// give one with credentials of the shadow's own when production needs them].
+    #[arg(long, value_name = "URI")]
+    production: Option<String>,
+    /// What is mirrored.
+    #[arg(long, value_enum, default_value = "reads")]
+    mirror: Mirror,
+    /// Memory per candidate for reads waiting to be mirrored; beyond it reads are shed.
+    #[arg(long, default_value_t = config::DEFAULT_QUEUE_MB, value_name = "MB")]
+    queue_mb: usize,
+    /// Mirrored reads waiting per client connection and candidate; beyond it reads are shed.
+    #[arg(long, default_value_t = config::DEFAULT_MAX_OUTSTANDING, value_name = "N")]
+    max_outstanding: usize,
+    /// A reply field never compared (repeatable; array positions as `[]`), beside the fields
+    /// every server fills from its clock. Example: `--ignore-field cursor.firstBatch[].seenAt`.
+    #[arg(long, value_name = "FIELD")]
+    ignore_field: Vec<String>,
+    /// Write each confirmed discrepancy as a JSON line to FILE (values hashed with --redact values).
+    #[arg(long, value_name = "FILE")]
+    discrepancies: Option<PathBuf>,
+    /// Write the report (JSON, docs/schemas/shadow.schema.json) to FILE, every --report-every
+    /// seconds and at stop.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Seconds between two writes of --report.
+    #[arg(long, default_value = "60", value_parser = parse_duration, value_name = "SECS")]
+    report_every: Duration,
+    /// How long a candidate may take to answer one read before its connection is dropped and
+    /// opened again (with backoff).
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    candidate_timeout: Duration,
+    /// How long a read that differed waits before it is sent again to both sides.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration, value_name = "DURATION")]
+    recheck_delay: Duration,
+}
+
+pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
+    args.record.quiet |= quiet;
+    if args.record.interface.is_some() || !args.record.snapshot.is_empty() {
+        return Err(super::exit::usage(
+            "shadow runs the proxy: --interface and --snapshot are record's only",
+        ));
+    }
+    if args.record.out.is_none() {
+        args.record.no_record = true;
+    }
+    let Mirror::Reads = args.mirror;
+    let config = ShadowConfig {
+        candidates: args.candidate.clone(),
+        control: args.control.clone(),
+        production: args.production.clone().unwrap_or_else(|| args.record.upstream.clone()),
+        queue_bytes: args.queue_mb.saturating_mul(1024 * 1024),
+        max_outstanding: args.max_outstanding,
+        recheck_delay: args.recheck_delay,
+        ignore_fields: args.ignore_field.clone(),
+        discrepancies: args.discrepancies.clone(),
+        redaction: args.record.redact.redaction(),
+        reply_timeout: args.candidate_timeout,
+        ..ShadowConfig::default()
+    };
+    let targets = Targets::parse_blocking(&config).map_err(|e| match e.is_usage() {
+        true => super::exit::usage(e.to_string()),
+        false => e.into(),
+    })?;
+    let shadow: Arc<OnceLock<Shadow>> = Arc::default();
+    let (report_path, every) = (args.report.clone(), args.report_every);
+    let held = shadow.clone();
+    let status = record::run_with(*args.record, move |proxy| {
+        let started = Shadow::start(config, targets)?;
+        proxy.set_tap(started.tap());
+        let _ = held.set(started);
+        if let Some(path) = report_path {
+            tokio::spawn(rewrite_report(held, path, every));
+        }
+        Ok(())
+    })?;
+    if let Some(shadow) = shadow.get() {
+        let report = shadow.report(true);
+        if let Some(path) = &args.report {
+            write_report(path, &report)?;
+        }
+        if !quiet {
+            note!("{}", report::text(&report).trim_end());
+        }
+    }
+    Ok(status)
+}
+
+async fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, path: PathBuf, every: Duration) {
+    let mut tick = tokio::time::interval(every.max(Duration::from_secs(1)));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if let Some(shadow) = shadow.get() {
+            if let Err(e) = write_report(&path, &shadow.report(false)) {
+                tracing::warn!("{e:#}");
+            }
+        }
+    }
+}
+
+/// Writes the report whole: to a file beside it, then renamed over it.
+fn write_report(path: &Path, report: &ShadowReport) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec_pretty(report)?;
+    std::fs::write(&tmp, text).with_context(|| format!("--report {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("--report {}", path.display()))?;
+    Ok(())
+}

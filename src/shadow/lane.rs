@@ -1,0 +1,211 @@
+//! One candidate (or the control): a lane per client connection, each with its own connection to
+//! the candidate, fed by a bounded queue. A lane rewrites each request as the replayer does (its
+//! session id, the candidate's own cursor ids in a getMore), sends it, reads the reply, and
+//! compares it with production's. A candidate that stalls, refuses, dies or answers garbage only
+//! ever costs its own lanes: a request finds the queue full (shed), or the candidate down and
+//! waiting out its backoff (a gap); the connection is opened again after the backoff.
+
+use super::compare::{self, Verdict};
+use super::recheck::{self, SameDb, Side};
+use super::shared::{Pair, Shared};
+use super::stats::{Answered, Event};
+use crate::replay::client::Conn;
+use crate::replay::measure::outcome;
+use crate::replay::request::rewrite::rewrite;
+use crate::replay::request::sessions::Sessions;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The first wait before connecting again to a candidate that failed; doubled up to [`MAX_BACKOFF`].
+pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Cursors mapped per candidate; past it the map starts again (their getMores become orphans).
+const MAX_CURSORS: usize = 100_000;
+
+/// When a candidate may be tried again.
+#[derive(Default)]
+struct Health {
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+/// A candidate and its lanes.
+pub struct Candidate {
+    pub side: Arc<Side>,
+    pub role: &'static str,
+    shared: Arc<Shared>,
+    lanes: Mutex<HashMap<u64, mpsc::Sender<Arc<Pair>>>>,
+    queued: Arc<AtomicUsize>,
+    cursors: Mutex<HashMap<i64, i64>>,
+    health: Mutex<Health>,
+    sessions: Sessions,
+}
+
+impl Candidate {
+    pub fn new(side: Side, role: &'static str, shared: Arc<Shared>) -> Arc<Candidate> {
+        Arc::new(Candidate {
+            side: Arc::new(side),
+            role,
+            shared,
+            lanes: Mutex::default(),
+            queued: Arc::default(),
+            cursors: Mutex::default(),
+            health: Mutex::default(),
+            sessions: Sessions::default(),
+        })
+    }
+
+    /// Queues `pair` on its connection's lane, or sheds it (counted by shape) when the candidate's
+    /// queue is full or the lane has `--max-outstanding` requests waiting. Never waits.
+    pub fn offer(self: &Arc<Self>, pair: &Arc<Pair>) {
+        let size = pair.size();
+        let bound = self.shared.config.queue_bytes;
+        if self.queued.load(Ordering::Relaxed) + size > bound {
+            return self.side.stats.count(&pair.key, Event::Shed);
+        }
+        let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        let lane = lanes.entry(pair.conn_id).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(self.shared.config.max_outstanding.max(1));
+            tokio::spawn(self.clone().lane(rx));
+            tx
+        });
+        self.queued.fetch_add(size, Ordering::Relaxed);
+        if lane.try_send(pair.clone()).is_err() {
+            self.queued.fetch_sub(size, Ordering::Relaxed);
+            self.side.stats.count(&pair.key, Event::Shed);
+        }
+    }
+
+    /// The client connection closed: its lane ends once its queue is empty.
+    pub fn close(&self, conn_id: u64) {
+        self.lanes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&conn_id);
+    }
+
+    async fn lane(self: Arc<Self>, mut rx: mpsc::Receiver<Arc<Pair>>) {
+        let mut conn = None;
+        while let Some(pair) = rx.recv().await {
+            self.queued.fetch_sub(pair.size(), Ordering::Relaxed);
+            if let Err(why) = self.mirror(&mut conn, &pair).await {
+                tracing::debug!(candidate = %self.side.label, "{why}");
+                conn = None;
+                self.failed();
+                self.side.stats.count(&pair.key, Event::Gap);
+            }
+        }
+    }
+
+    /// The lane's connection, opened unless the candidate is waiting out its backoff.
+    async fn connect<'c>(&self, conn: &'c mut Option<Conn>) -> Result<&'c mut Conn, String> {
+        if conn.is_none() {
+            let waiting = {
+                let health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+                health.retry_at.is_some_and(|t| Instant::now() < t)
+            };
+            if waiting {
+                return Err("waiting to reconnect".into());
+            }
+            let target = &self.side.target;
+            let host = target.seeds.first().ok_or("no host")?;
+            let timeout = self.shared.config.reply_timeout;
+            let opened = tokio::time::timeout(timeout, Conn::connect(target, host, timeout)).await;
+            let opened = match opened {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => return Err(format!("connecting: {e}")),
+                Err(_) => return Err("connecting: timed out".into()),
+            };
+            self.side
+                .stats
+                .connections
+                .fetch_add(1, Ordering::Relaxed);
+            *self.health.lock().unwrap_or_else(|e| e.into_inner()) = Health::default();
+            *conn = Some(opened);
+        }
+        conn.as_mut().ok_or_else(|| "no connection".into())
+    }
+
+    fn failed(&self) {
+        self.side.stats.connection_failed();
+        let mut health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        health.backoff = (health.backoff * 2).clamp(MIN_BACKOFF, MAX_BACKOFF);
+        health.retry_at = Some(Instant::now() + health.backoff);
+    }
+
+    /// Sends one request to the candidate and compares its reply. An error means the connection
+    /// is no longer usable (closed, timed out, or garbage on it).
+    async fn mirror(&self, conn: &mut Option<Conn>, pair: &Arc<Pair>) -> Result<(), String> {
+        let stats = &self.side.stats;
+        let lsid = pair.req.lsid.as_ref().map(|l| self.sessions.live(0, 0, l));
+        let Ok(mut request) = rewrite(&pair.req, &SameDb, lsid.as_ref()) else {
+            return Ok(());
+        };
+        for (at, recorded) in &request.cursor_patches {
+            let live = self.cursors().get(recorded).copied();
+            let Some(live) = live else {
+                stats.count(&pair.key, Event::Orphan);
+                return Ok(());
+            };
+            request.bytes[*at..*at + 8].copy_from_slice(&live.to_le_bytes());
+        }
+        let c = self.connect(conn).await?;
+        let started = Instant::now();
+        let id = c.send(&mut request.bytes).await.map_err(|e| e.to_string())?;
+        let reply = c.recv(id).await.map_err(|e| e.to_string())?;
+        let candidate_ns = started.elapsed().as_nanos() as u64;
+        let live = outcome::scan(&reply).map_err(|e| format!("an unreadable reply: {e}"))?;
+        let recorded = outcome::scan(&pair.production).unwrap_or_default();
+        self.follow_cursor(pair, &request.cursor_patches, live.cursor_id);
+        let (Some(pb), Some(cb)) = (compare::body(&pair.production), compare::body(&reply)) else {
+            return Err("a reply without a document".into());
+        };
+        let verdict = compare::compare(&self.shared.opts, &pb, &cb, pair.unordered);
+        stats.answered(
+            &pair.key,
+            Answered {
+                production_ns: pair.production_ns,
+                candidate_ns,
+                production_error: (!recorded.ok).then_some(recorded.code.unwrap_or(0)),
+                candidate_error: (!live.ok).then_some(live.code.unwrap_or(0)),
+                matched: verdict == Verdict::Same,
+            },
+        );
+        if let Verdict::Differ(fields) = verdict {
+            if pair.is_get_more() {
+                stats.count(&pair.key, Event::Unconfirmed);
+            } else {
+                recheck::spawn(
+                    self.shared.clone(),
+                    self.side.clone(),
+                    pair.clone(),
+                    fields,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn cursors(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
+        self.cursors.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Maps production's new cursor to the candidate's, and forgets one that ended.
+    fn follow_cursor(&self, pair: &Pair, patches: &[(usize, i64)], live: Option<i64>) {
+        let mut cursors = self.cursors();
+        if let (Some(prod), Some(live)) = (pair.opens_cursor, live.filter(|&c| c != 0)) {
+            if cursors.len() >= MAX_CURSORS {
+                cursors.clear();
+            }
+            cursors.insert(prod, live);
+        }
+        if pair.is_get_more() && live == Some(0) {
+            for (_, recorded) in patches {
+                cursors.remove(recorded);
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! `mongotape shadow`: the proxy of `record` with a live mirror beside it. The proxy forwards
+//! as it always does (listeners, TLS, hello rewrite, redaction, metrics, an optional capture);
+//! its side channel ([`crate::proxy::tap`]) hands each record to the mirror, which sends copies
+//! of the reads to every `--candidate` (and `--control`) on connections of their own, compares
+//! each reply with production's, and reports per query shape. The application never waits for
+//! the mirror: every queue is bounded and what does not fit is shed and counted.
+//!
+//! The path of one read: [`intake`] (on the forwarding path: a look at the command, a bounded
+//! queue) -> [`pairs`] (understood, shaped, paired with production's reply) -> [`lane`] (per
+//! candidate and client connection: rewritten as the replayer rewrites, sent, compared by
+//! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
+//! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
+//!
+//! Layers, bottom up: compare config stats < discrepancies report < shared < recheck < lane < intake pairs
+
+pub mod compare;
+pub mod config;
+pub mod discrepancies;
+pub mod intake;
+pub mod lane;
+pub mod pairs;
+pub mod recheck;
+pub mod report;
+pub mod shared;
+pub mod stats;
+
+pub use config::{ShadowConfig, ShadowError};
+use discrepancies::DiscrepancyLog;
+use lane::Candidate;
+use recheck::Side;
+use report::ShadowReport;
+use shared::Shared;
+use stats::CandidateStats;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::replay::client::Target;
+
+/// The connection strings of a shadow, read (SRV looked up) before the proxy starts.
+pub struct Targets {
+    pub production: Target,
+    pub candidates: Vec<Target>,
+    pub control: Option<Target>,
+}
+
+impl Targets {
+    /// Reads `config`'s strings, each on a runtime of its own (call it outside one).
+    pub fn parse_blocking(config: &ShadowConfig) -> Result<Targets, ShadowError> {
+        if config.candidates.is_empty() {
+            return Err(ShadowError::Option("at least one --candidate".into()));
+        }
+        if config.max_outstanding == 0 || config.queue_bytes == 0 {
+            return Err(ShadowError::Option(
+                "--max-outstanding and --queue-mb must be at least 1".into(),
+            ));
+        }
+        let candidates = config
+            .candidates
+            .iter()
+            .map(|uri| Target::parse_blocking(uri))
+            .collect::<Result<_, _>>()?;
+        Ok(Targets {
+            production: Target::parse_blocking(&config.production)?,
+            candidates,
+            control: match &config.control {
+                Some(uri) => Some(Target::parse_blocking(uri)?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// A running mirror: its tap goes into the proxy, its report can be read at any time.
+pub struct Shadow {
+    intake: Arc<intake::Intake>,
+    candidates: Vec<Arc<Candidate>>,
+    started: Instant,
+    started_text: String,
+    production: String,
+}
+
+impl Shadow {
+    /// Starts the dispatcher (inside a runtime) for `targets`, read from `config` before.
+    pub fn start(config: ShadowConfig, targets: Targets) -> Result<Shadow, ShadowError> {
+        let log = match &config.discrepancies {
+            Some(path) => Some(DiscrepancyLog::create(path)?),
+            None => None,
+        };
+        let Targets {
+            production,
+            candidates,
+            control,
+        } = targets;
+        let mut sides: Vec<_> = candidates.into_iter().map(|t| (t, "candidate")).collect();
+        if let Some(c) = &control {
+            sides.push((c.clone(), "control"));
+        }
+        let display = production.display.clone();
+        let max_shapes = config.max_shapes;
+        let queue = config.queue_bytes;
+        let shared = Arc::new(Shared::new(config, production, control, log));
+        let candidates: Vec<Arc<Candidate>> = sides
+            .into_iter()
+            .map(|(target, role)| {
+                let side = Side {
+                    label: target.display.clone(),
+                    target,
+                    stats: Arc::new(CandidateStats::new(max_shapes)),
+                };
+                Candidate::new(side, role, shared.clone())
+            })
+            .collect();
+        let (intake, rx, queued) = intake::Intake::new(queue);
+        tokio::spawn(pairs::Dispatcher::new(candidates.clone()).run(rx, queued));
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(Shadow {
+            intake,
+            candidates,
+            started: Instant::now(),
+            started_text: crate::capture::rfc3339(now_ns),
+            production: display,
+        })
+    }
+
+    /// What the proxy shows every record to.
+    pub fn tap(&self) -> Arc<dyn crate::proxy::tap::Tap> {
+        self.intake.clone()
+    }
+
+    /// The report as of now; `complete` at stop.
+    pub fn report(&self, complete: bool) -> ShadowReport {
+        let targets: Vec<_> = self
+            .candidates
+            .iter()
+            .map(|c| (c.side.label.clone(), c.role, &*c.side.stats))
+            .collect();
+        report::build(
+            (
+                &self.production,
+                self.started.elapsed().as_secs_f64(),
+                complete,
+                self.intake.dropped.load(Ordering::Relaxed),
+            ),
+            &targets,
+            &self.started_text,
+        )
+    }
+}

@@ -1,0 +1,272 @@
+//! The shadow's report (`--report shadow.json`), rewritten every `--report-every` seconds and at
+//! stop, and its text summary. Per target (each candidate and the control), per query shape:
+//! requests mirrored, shed, lost while the target was down, matched, confirmed discrepancies,
+//! noise, errors by code on each side, both sides' latency, and the candidate's latency over
+//! production's with its interval (`replay::ab::stats`, as the A/B report gives it), judged
+//! against the control's (the A2 rule, `replay::ab::control`) when there is one.
+
+use super::stats::{CandidateStats, ShapeFigures};
+use crate::replay::ab::control::{self, ControlCheck, Names};
+use crate::replay::ab::stats::{Bootstrap, RatioEstimate};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// `mongotape shadow --report`: the live shadow's comparison of candidates with production.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ShadowReport {
+    pub schema_version: u32,
+    pub mongotape_version: String,
+    /// When the shadow started (RFC 3339).
+    pub started: String,
+    /// Seconds since then.
+    pub seconds: f64,
+    /// True in the report written at stop; false in the periodic ones.
+    pub complete: bool,
+    /// Production, as `--upstream` names it (password masked).
+    pub production: String,
+    /// Reads dropped before the mirror saw them (its intake was full): not mirrored anywhere.
+    pub intake_dropped: u64,
+    /// Each candidate, then the control.
+    pub targets: Vec<TargetReport>,
+}
+
+/// One mirrored target.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TargetReport {
+    /// Its connection string, password masked.
+    pub label: String,
+    /// `candidate` or `control`.
+    #[schemars(extend("enum" = ["candidate", "control"]))]
+    pub role: String,
+    /// Connections opened to it (the first ones and every reconnection).
+    pub connections: u64,
+    /// Connections that failed or were dropped: refused, timed out, closed, garbage.
+    pub connection_failures: u64,
+    /// The shapes' counts added up.
+    pub totals: Counts,
+    pub shapes: Vec<ShapeEntry>,
+}
+
+/// What happened to the reads of one shape (or of all).
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+pub struct Counts {
+    /// Reads sent to the target and answered.
+    pub mirrored: u64,
+    /// Reads not sent: the target's queue or the connection's outstanding bound was full.
+    pub shed: u64,
+    /// Reads lost while the target was down or being reconnected.
+    pub gaps: u64,
+    /// getMores whose cursor the target does not have (its opening read was shed or lost).
+    pub orphans: u64,
+    /// Answered with a reply equal to production's (after normalization).
+    pub matched: u64,
+    /// Differed, then matched when sent again to both sides (data that changed in between).
+    pub settled: u64,
+    /// Differed, and still differed when sent again: real differences.
+    pub discrepancies: u64,
+    /// Differed, but the control differed from production the same way.
+    pub noise: u64,
+    /// Differed and could not be sent again (a getMore, or too many rechecks at once).
+    pub unconfirmed: u64,
+}
+
+impl Counts {
+    fn of(f: &ShapeFigures) -> Counts {
+        Counts {
+            mirrored: f.mirrored,
+            shed: f.shed,
+            gaps: f.gaps,
+            orphans: f.orphans,
+            matched: f.matched,
+            settled: f.settled,
+            discrepancies: f.discrepancies,
+            noise: f.noise,
+            unconfirmed: f.unconfirmed,
+        }
+    }
+
+    fn add(&mut self, o: &Counts) {
+        self.mirrored += o.mirrored;
+        self.shed += o.shed;
+        self.gaps += o.gaps;
+        self.orphans += o.orphans;
+        self.matched += o.matched;
+        self.settled += o.settled;
+        self.discrepancies += o.discrepancies;
+        self.noise += o.noise;
+        self.unconfirmed += o.unconfirmed;
+    }
+}
+
+/// Latency in microseconds.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Latency {
+    pub p50: f64,
+    pub p99: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Option<Latency> {
+        (!h.is_empty()).then(|| Latency {
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            mean: h.mean() / 1e3,
+            max: h.max() as f64 / 1e3,
+        })
+    }
+}
+
+/// One query shape on one target.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ShapeEntry {
+    /// The shape's text (`find shop.orders {status: ?string}`), or `other`.
+    pub shape: String,
+    #[schemars(pattern(r"^[0-9a-f]{16}$"))]
+    pub hash: String,
+    pub command: String,
+    pub namespace: String,
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Error replies by code, production's and the target's (for the same reads).
+    pub errors_production: BTreeMap<String, u64>,
+    pub errors_target: BTreeMap<String, u64>,
+    pub production_latency_us: Option<Latency>,
+    pub target_latency_us: Option<Latency>,
+    /// The target's mean latency over production's on the same reads, with its interval.
+    pub ratio: Option<RatioEstimate>,
+    /// The median of the per-read ratios, with its distribution-free interval.
+    pub median_ratio: Option<RatioEstimate>,
+    /// This shape's share of production's time over the mirrored reads (0 to 1).
+    pub share_of_production_time: f64,
+    /// The candidate's ratio judged against the control's on this shape (the A2 rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlCheck>,
+}
+
+/// Builds the report from each target's figures: `(label, role, stats)`.
+pub fn build(
+    head: (&str, f64, bool, u64),
+    targets: &[(String, &'static str, &CandidateStats)],
+    started: &str,
+) -> ShadowReport {
+    let (production, seconds, complete, intake_dropped) = head;
+    let boot = Bootstrap::default();
+    let control: BTreeMap<String, RatioEstimate> = targets
+        .iter()
+        .filter(|t| t.1 == "control")
+        .flat_map(|t| t.2.shapes())
+        .filter_map(|(k, f)| Some((k, f.pairs.ratio(0, 1, &boot)?)))
+        .collect();
+    let control_label = targets.iter().find(|t| t.1 == "control").map(|t| &t.0);
+    let mut out = Vec::new();
+    for (label, role, stats) in targets {
+        let shapes = stats.shapes();
+        let total_ns: f64 = shapes
+            .iter()
+            .map(|(_, f)| f.production_ns.mean() * f.production_ns.len() as f64)
+            .sum();
+        let mut totals = Counts::default();
+        let mut entries = Vec::new();
+        for (text, f) in &shapes {
+            let counts = Counts::of(f);
+            totals.add(&counts);
+            let ratio = f.pairs.ratio(0, 1, &boot);
+            let check = match (control_label, control.get(text), &ratio, *role) {
+                (Some(a2), Some(a2r), Some(b), "candidate") => Some(control::check(
+                    &Names {
+                        kind: "shape",
+                        name: text,
+                        hash: None,
+                        control: "production",
+                        baseline: a2,
+                        candidate: label,
+                    },
+                    a2r,
+                    b,
+                )),
+                _ => None,
+            };
+            let own_ns = f.production_ns.mean() * f.production_ns.len() as f64;
+            entries.push(ShapeEntry {
+                shape: text.clone(),
+                hash: crate::shape::hash(text),
+                command: f.command.clone(),
+                namespace: f.namespace.clone(),
+                counts,
+                errors_production: codes(&f.errors_production),
+                errors_target: codes(&f.errors_candidate),
+                production_latency_us: Latency::of(&f.production_ns),
+                target_latency_us: Latency::of(&f.candidate_ns),
+                ratio,
+                median_ratio: f.pairs.median_ratio(0, 1, boot.confidence),
+                share_of_production_time: if total_ns > 0.0 { own_ns / total_ns } else { 0.0 },
+                control: check,
+            });
+        }
+        entries.sort_by(|a, b| {
+            (b.counts.discrepancies, b.counts.mirrored).cmp(&(a.counts.discrepancies, a.counts.mirrored))
+        });
+        out.push(TargetReport {
+            label: label.clone(),
+            role: role.to_string(),
+            connections: stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+            connection_failures: stats
+                .connection_failures
+                .load(std::sync::atomic::Ordering::Relaxed),
+            totals,
+            shapes: entries,
+        });
+    }
+    ShadowReport {
+        schema_version: 1,
+        mongotape_version: env!("CARGO_PKG_VERSION").into(),
+        started: started.into(),
+        seconds,
+        complete,
+        production: production.into(),
+        intake_dropped,
+        targets: out,
+    }
+}
+
+fn codes(m: &BTreeMap<i32, u64>) -> BTreeMap<String, u64> {
+    m.iter().map(|(c, n)| (c.to_string(), *n)).collect()
+}
+
+/// The summary printed at stop: a line per target, then its shapes with discrepancies.
+pub fn text(r: &ShadowReport) -> String {
+    let mut out = format!("shadow of {} for {:.0}s\n", r.production, r.seconds);
+    if r.intake_dropped > 0 {
+        out += &format!("  {} reads dropped before mirroring (intake full)\n", r.intake_dropped);
+    }
+    for t in &r.targets {
+        let c = &t.totals;
+        out += &format!(
+            "{} {}: {} mirrored, {} matched, {} discrepancies, {} noise, {} settled, {} \
+             unconfirmed, {} shed, {} lost while down, {} reconnections\n",
+            t.role,
+            t.label,
+            c.mirrored,
+            c.matched,
+            c.discrepancies,
+            c.noise,
+            c.settled,
+            c.unconfirmed,
+            c.shed,
+            c.gaps,
+            t.connection_failures
+        );
+        for s in t.shapes.iter().filter(|s| s.counts.discrepancies > 0).take(10) {
+            out += &format!("  {} discrepancies: {}\n", s.counts.discrepancies, s.shape);
+        }
+        for s in t.shapes.iter().take(5) {
+            if let Some(ratio) = &s.ratio {
+                out += &format!("  {}: {}\n", s.shape, ratio.interval_text());
+            }
+        }
+    }
+    out
+}
