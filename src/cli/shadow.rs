@@ -127,13 +127,19 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         proxy.set_tap(started.tap());
         let _ = held.set(started);
         if let Some(path) = report_path {
-            tokio::spawn(rewrite_report(held, path, every));
+            // A thread of its own: the intervals' bootstrap never takes the forwarding's time.
+            std::thread::Builder::new()
+                .name("mongotape-report".into())
+                .spawn(move || rewrite_report(held, path, every))
+                .context("starting the report's thread")?;
         }
         Ok(())
     })?;
     if let Some(shadow) = shadow.get() {
+        shadow.stop();
         let report = shadow.report(true);
         if let Some(path) = &args.report {
+            let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
             write_report(path, &report)?;
         }
         if !quiet {
@@ -143,12 +149,19 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     Ok(status)
 }
 
-async fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, path: PathBuf, every: Duration) {
-    let mut tick = tokio::time::interval(every.max(Duration::from_secs(1)));
-    tick.tick().await;
+/// Held while the report is written: the periodic one never lands after the last.
+static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Rewrites the report every `every` until the shadow has stopped (the last one is written at
+/// stop by [`run`]).
+fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, path: PathBuf, every: Duration) {
     loop {
-        tick.tick().await;
+        std::thread::sleep(every.max(Duration::from_secs(1)));
         if let Some(shadow) = shadow.get() {
+            let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+            if shadow.is_stopped() {
+                return;
+            }
             if let Err(e) = write_report(&path, &shadow.report(false)) {
                 tracing::warn!("{e:#}");
             }

@@ -17,9 +17,9 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
 /// Every kind with a schema, in the order of their files.
-pub const KINDS: [&str; 11] = [
-    "ab", "analyze", "compare", "import", "inspect", "merge", "replay", "restore", "slice",
-    "summary", "why",
+pub const KINDS: [&str; 12] = [
+    "ab", "analyze", "compare", "import", "inspect", "merge", "replay", "restore", "shadow",
+    "slice", "summary", "why",
 ];
 
 /// The schema of `kind` (one of [`KINDS`]) as JSON, `None` for another name.
@@ -64,6 +64,11 @@ pub fn schema(kind: &str) -> Option<Value> {
             "mongotape replay --report",
             "What a replay did and measured: latency per command and namespace, a per-second timeline, schedule lag, divergences from the recorded replies, the server's and the replayer's CPU (docs/replay.md). A shard's report (`--shard I/N`) has `shard`; a merged one (merge.schema.json) has `merge`.",
             of::<ReplayReport>(),
+        ),
+        "shadow" => (
+            "mongotape shadow --report",
+            "The live shadow's comparison of candidates with production, per target and query shape (docs/shadow.md): reads mirrored, shed, lost while a target was down, matched, discrepancies confirmed by a second read, noise the control shows too, errors by code, latency and the latency ratio with its interval. Rewritten every --report-every seconds and at stop.",
+            of::<crate::shadow::report::ShadowReport>(),
         ),
         "slice" => (
             "mongotape slice --json",

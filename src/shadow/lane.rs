@@ -25,6 +25,14 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Cursors mapped per candidate; past it the map starts again (their getMores become orphans).
 const MAX_CURSORS: usize = 100_000;
 
+/// Why a read was not mirrored on a lane.
+enum Down {
+    /// The candidate failed before and waits out its backoff.
+    Waiting,
+    /// This connection failed now: closed, timed out, or garbage on it.
+    Failed(String),
+}
+
 /// When a candidate may be tried again.
 #[derive(Default)]
 struct Health {
@@ -91,33 +99,37 @@ impl Candidate {
         let mut conn = None;
         while let Some(pair) = rx.recv().await {
             self.queued.fetch_sub(pair.size(), Ordering::Relaxed);
-            if let Err(why) = self.mirror(&mut conn, &pair).await {
-                tracing::debug!(candidate = %self.side.label, "{why}");
-                conn = None;
-                self.failed();
-                self.side.stats.count(&pair.key, Event::Gap);
+            match self.mirror(&mut conn, &pair).await {
+                Ok(()) => {}
+                Err(Down::Waiting) => self.side.stats.count(&pair.key, Event::Gap),
+                Err(Down::Failed(why)) => {
+                    tracing::debug!(candidate = %self.side.label, "{why}");
+                    conn = None;
+                    self.failed();
+                    self.side.stats.count(&pair.key, Event::Gap);
+                }
             }
         }
     }
 
     /// The lane's connection, opened unless the candidate is waiting out its backoff.
-    async fn connect<'c>(&self, conn: &'c mut Option<Conn>) -> Result<&'c mut Conn, String> {
+    async fn connect<'c>(&self, conn: &'c mut Option<Conn>) -> Result<&'c mut Conn, Down> {
         if conn.is_none() {
             let waiting = {
                 let health = self.health.lock().unwrap_or_else(|e| e.into_inner());
                 health.retry_at.is_some_and(|t| Instant::now() < t)
             };
             if waiting {
-                return Err("waiting to reconnect".into());
+                return Err(Down::Waiting);
             }
             let target = &self.side.target;
-            let host = target.seeds.first().ok_or("no host")?;
+            let host = target.seeds.first().ok_or(Down::Failed("no host".into()))?;
             let timeout = self.shared.config.reply_timeout;
             let opened = tokio::time::timeout(timeout, Conn::connect(target, host, timeout)).await;
             let opened = match opened {
                 Ok(Ok(c)) => c,
-                Ok(Err(e)) => return Err(format!("connecting: {e}")),
-                Err(_) => return Err("connecting: timed out".into()),
+                Ok(Err(e)) => return Err(Down::Failed(format!("connecting: {e}"))),
+                Err(_) => return Err(Down::Failed("connecting: timed out".into())),
             };
             self.side
                 .stats
@@ -126,7 +138,7 @@ impl Candidate {
             *self.health.lock().unwrap_or_else(|e| e.into_inner()) = Health::default();
             *conn = Some(opened);
         }
-        conn.as_mut().ok_or_else(|| "no connection".into())
+        conn.as_mut().ok_or(Down::Waiting)
     }
 
     fn failed(&self) {
@@ -138,7 +150,7 @@ impl Candidate {
 
     /// Sends one request to the candidate and compares its reply. An error means the connection
     /// is no longer usable (closed, timed out, or garbage on it).
-    async fn mirror(&self, conn: &mut Option<Conn>, pair: &Arc<Pair>) -> Result<(), String> {
+    async fn mirror(&self, conn: &mut Option<Conn>, pair: &Arc<Pair>) -> Result<(), Down> {
         let stats = &self.side.stats;
         let lsid = pair.req.lsid.as_ref().map(|l| self.sessions.live(0, 0, l));
         let Ok(mut request) = rewrite(&pair.req, &SameDb, lsid.as_ref()) else {
@@ -154,14 +166,16 @@ impl Candidate {
         }
         let c = self.connect(conn).await?;
         let started = Instant::now();
-        let id = c.send(&mut request.bytes).await.map_err(|e| e.to_string())?;
-        let reply = c.recv(id).await.map_err(|e| e.to_string())?;
+        let failed = |e: crate::replay::client::ConnError| Down::Failed(e.to_string());
+        let id = c.send(&mut request.bytes).await.map_err(failed)?;
+        let reply = c.recv(id).await.map_err(failed)?;
         let candidate_ns = started.elapsed().as_nanos() as u64;
-        let live = outcome::scan(&reply).map_err(|e| format!("an unreadable reply: {e}"))?;
+        let live = outcome::scan(&reply)
+            .map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
         self.follow_cursor(pair, &request.cursor_patches, live.cursor_id);
         let (Some(pb), Some(cb)) = (compare::body(&pair.production), compare::body(&reply)) else {
-            return Err("a reply without a document".into());
+            return Err(Down::Failed("a reply without a document".into()));
         };
         let verdict = compare::compare(&self.shared.opts, &pb, &cb, pair.unordered);
         stats.answered(

@@ -73,6 +73,8 @@ impl Targets {
 
 /// A running mirror: its tap goes into the proxy, its report can be read at any time.
 pub struct Shadow {
+    /// The mirror's own thread: its work never takes the forwarding threads' time.
+    runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
     intake: Arc<intake::Intake>,
     candidates: Vec<Arc<Candidate>>,
     started: Instant,
@@ -81,8 +83,14 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Starts the dispatcher (inside a runtime) for `targets`, read from `config` before.
+    /// Starts the mirror, on a thread of its own, for `targets`, read from `config` before.
     pub fn start(config: ShadowConfig, targets: Targets) -> Result<Shadow, ShadowError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mongotape-mirror")
+            .enable_all()
+            .build()
+            .map_err(|e| ShadowError::Option(format!("cannot start the mirror's thread: {e}")))?;
         let log = match &config.discrepancies {
             Some(path) => Some(DiscrepancyLog::create(path)?),
             None => None,
@@ -112,17 +120,38 @@ impl Shadow {
             })
             .collect();
         let (intake, rx, queued) = intake::Intake::new(queue);
-        tokio::spawn(pairs::Dispatcher::new(candidates.clone()).run(rx, queued));
+        runtime.spawn(pairs::Dispatcher::new(candidates.clone()).run(rx, queued));
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         Ok(Shadow {
+            runtime: std::sync::Mutex::new(Some(runtime)),
             intake,
             candidates,
             started: Instant::now(),
             started_text: crate::capture::rfc3339(now_ns),
             production: display,
         })
+    }
+
+    /// Stops the mirror: what it still holds is dropped (the report keeps what was counted).
+    pub fn stop(&self) {
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
+        }
+    }
+
+    /// Whether [`Shadow::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.runtime
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
     }
 
     /// What the proxy shows every record to.
@@ -147,5 +176,11 @@ impl Shadow {
             &targets,
             &self.started_text,
         )
+    }
+}
+
+impl Drop for Shadow {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
