@@ -94,14 +94,20 @@ fn wait_for_report(dir: &Path, what: &str, done: impl Fn(&Value) -> bool) -> Val
         if !r.is_null() && done(&r) {
             return r;
         }
-        assert!(Instant::now() < deadline, "{what}: never reached; report: {r}");
+        assert!(
+            Instant::now() < deadline,
+            "{what}: never reached; report: {r}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
 fn accounted(r: &Value) -> u64 {
     let t = &target(r, "candidate")["totals"];
-    ["mirrored", "shed", "gaps", "orphans"].iter().map(|k| u(&t[*k])).sum()
+    ["mirrored", "shed", "gaps", "orphans"]
+        .iter()
+        .map(|k| u(&t[*k]))
+        .sum()
 }
 
 #[test]
@@ -114,11 +120,22 @@ fn an_identical_candidate_gives_no_discrepancy_and_a_control_is_mirrored_too() {
     let proxy = shadow(
         &prod.uri(),
         dir.path(),
-        &["--candidate", &cand.uri(), "--control", &ctl.uri(), "--max-outstanding", "100000"],
+        &[
+            "--candidate",
+            &cand.uri(),
+            "--control",
+            &ctl.uri(),
+            "--max-outstanding",
+            "100000",
+        ],
     );
     // 8 connections x 300 reads = 2,400 reads, each mirrored to the candidate and the control.
     let digest = reads(&proxy.uri(), 300, 8);
-    assert_eq!(digest, reads(&prod.uri(), 300, 8), "the clients' results through the shadow");
+    assert_eq!(
+        digest,
+        reads(&prod.uri(), 300, 8),
+        "the clients' results through the shadow"
+    );
     wait_for_report(dir.path(), "2,400 mirrored", |r| {
         total(r, "candidate", "mirrored") >= 2400 && total(r, "control", "mirrored") >= 2400
     });
@@ -137,13 +154,21 @@ fn an_identical_candidate_gives_no_discrepancy_and_a_control_is_mirrored_too() {
         assert_eq!(u(&t["matched"]), u(&t["mirrored"]), "{role}: {t}");
     }
     let shapes = target(&r, "candidate")["shapes"].as_array().unwrap();
-    let commands: std::collections::BTreeSet<_> =
-        shapes.iter().map(|s| s["command"].as_str().unwrap()).collect();
+    let commands: std::collections::BTreeSet<_> = shapes
+        .iter()
+        .map(|s| s["command"].as_str().unwrap())
+        .collect();
     for c in ["find", "aggregate", "distinct"] {
         assert!(commands.contains(c), "{c} mirrored: {commands:?}");
     }
-    assert!(shapes.iter().all(|s| s["ratio"].is_object() || u(&s["mirrored"]) < 2));
-    assert!(exit.stderr.contains("discrepancies"), "summary at stop: {}", exit.stderr);
+    assert!(shapes
+        .iter()
+        .all(|s| s["ratio"].is_object() || u(&s["mirrored"]) < 2));
+    assert!(
+        exit.stderr.contains("discrepancies"),
+        "summary at stop: {}",
+        exit.stderr
+    );
 }
 
 #[test]
@@ -156,7 +181,12 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
     let proxy = shadow(
         &prod.uri(),
         dir.path(),
-        &["--candidate", &cand.uri(), "--discrepancies", disc.to_str().unwrap()],
+        &[
+            "--candidate",
+            &cand.uri(),
+            "--discrepancies",
+            disc.to_str().unwrap(),
+        ],
     );
     python(
         "import sys\nfrom pymongo import MongoClient\n\
@@ -176,7 +206,10 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
     assert_eq!(line["ids"], serde_json::json!([77]), "{line}");
     assert_eq!(line["ns"], "shop.items", "{line}");
     let shape = line["shape"].as_str().unwrap();
-    assert!(shape.starts_with("find shop.items") && shape.contains("_id"), "{line}");
+    assert!(
+        shape.starts_with("find shop.items") && shape.contains("_id"),
+        "{line}"
+    );
     let entry = target(&r, "candidate")["shapes"]
         .as_array()
         .unwrap()
@@ -198,14 +231,24 @@ fn a_stopped_candidate_sheds_reads_and_never_changes_the_clients_results() {
     unsafe { libc::kill(cand.pid() as i32, libc::SIGSTOP) };
     let through = reads(&proxy.uri(), 200, 4);
     unsafe { libc::kill(cand.pid() as i32, libc::SIGCONT) };
-    assert_eq!(through, direct, "the clients' results with the candidate stopped");
-    let r = wait_for_report(dir.path(), "800 reads accounted for", |r| accounted(r) >= 800);
+    assert_eq!(
+        through, direct,
+        "the clients' results with the candidate stopped"
+    );
+    let r = wait_for_report(dir.path(), "800 reads accounted for", |r| {
+        accounted(r) >= 800
+    });
     assert!(total(&r, "candidate", "shed") > 0, "sheds counted: {r}");
     let (before, seen) = (total(&r, "candidate", "mirrored"), accounted(&r));
     reads(&proxy.uri(), 50, 2);
     // The 100 new reads are each mirrored or shed (a debug build on a busy machine may shed some).
-    let r = wait_for_report(dir.path(), "mirroring resumed", |r| accounted(r) >= seen + 100);
-    assert!(total(&r, "candidate", "mirrored") > before, "mirroring resumed: {r}");
+    let r = wait_for_report(dir.path(), "mirroring resumed", |r| {
+        accounted(r) >= seen + 100
+    });
+    assert!(
+        total(&r, "candidate", "mirrored") > before,
+        "mirroring resumed: {r}"
+    );
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
     assert_eq!(total(&report(dir.path()), "candidate", "discrepancies"), 0);
@@ -228,7 +271,11 @@ fn a_killed_candidate_is_reconnected_once_it_is_back() {
     });
     drop(cand);
     let direct = reads(&prod.uri(), 50, 2);
-    assert_eq!(reads(&proxy.uri(), 50, 2), direct, "results with the candidate dead");
+    assert_eq!(
+        reads(&proxy.uri(), 50, 2),
+        direct,
+        "results with the candidate dead"
+    );
     let r = wait_for_report(dir.path(), "the gap counted", |r| {
         total(r, "candidate", "gaps") > 0
     });
@@ -257,17 +304,28 @@ fn a_candidate_answering_garbage_is_survived() {
             use std::io::Write;
             let mut s = stream;
             // A header claiming 16 bytes of a reply to request 1, then noise.
-            let _ = s.write_all(&[0x10, 0, 0, 0, 9, 9, 9, 9, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+            let _ = s.write_all(&[
+                0x10, 0, 0, 0, 9, 9, 9, 9, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+            ]);
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\nnot mongodb at all");
         }
     });
     let dir = tempdir();
-    let proxy = shadow(&prod.uri(), dir.path(), &["--candidate", &uri_for(&junk_addr)]);
+    let proxy = shadow(
+        &prod.uri(),
+        dir.path(),
+        &["--candidate", &uri_for(&junk_addr)],
+    );
     let direct = reads(&prod.uri(), 100, 4);
     assert_eq!(reads(&proxy.uri(), 100, 4), direct);
-    let r = wait_for_report(dir.path(), "400 reads accounted for", |r| accounted(r) >= 400);
+    let r = wait_for_report(dir.path(), "400 reads accounted for", |r| {
+        accounted(r) >= 400
+    });
     assert_eq!(total(&r, "candidate", "mirrored"), 0, "{r}");
-    assert!(u(&target(&r, "candidate")["connection_failures"]) > 0, "{r}");
+    assert!(
+        u(&target(&r, "candidate")["connection_failures"]) > 0,
+        "{r}"
+    );
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
 }

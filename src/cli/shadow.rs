@@ -105,7 +105,10 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let config = ShadowConfig {
         candidates: args.candidate.clone(),
         control: args.control.clone(),
-        production: args.production.clone().unwrap_or_else(|| args.record.upstream.clone()),
+        production: args
+            .production
+            .clone()
+            .unwrap_or_else(|| args.record.upstream.clone()),
         queue_bytes: args.queue_mb.saturating_mul(1024 * 1024),
         max_outstanding: args.max_outstanding,
         recheck_delay: args.recheck_delay,

@@ -139,6 +139,9 @@ mod tests {
         let b = rawdoc! {"n": 1, "operationTime": 6}.into_bytes();
         assert_eq!(compare(&options(&[]), &a, &b, false), Verdict::Same);
         let c = rawdoc! {"n": 2, "operationTime": 6}.into_bytes();
-        assert_eq!(compare(&options(&["n".into()]), &a, &c, false), Verdict::Same);
+        assert_eq!(
+            compare(&options(&["n".into()]), &a, &c, false),
+            Verdict::Same
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! What `mongotape shadow` is told: the candidates, the control, the bounds, the comparison's
 //! options, and the errors it can end with.
 
-use crate::replay::client::TargetError;
 use crate::redact::Redaction;
+use crate::replay::client::TargetError;
 use std::path::PathBuf;
 use std::time::Duration;
 use thiserror::Error;

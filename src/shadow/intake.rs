@@ -26,7 +26,10 @@ fn wanted(command: Option<&[u8]>) -> bool {
     match command {
         None => true,
         Some(c) => {
-            c == b"getMore" || super::config::READ_COMMANDS.iter().any(|r| r.as_bytes() == c)
+            c == b"getMore"
+                || super::config::READ_COMMANDS
+                    .iter()
+                    .any(|r| r.as_bytes() == c)
         }
     }
 }

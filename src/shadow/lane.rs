@@ -131,10 +131,7 @@ impl Candidate {
                 Ok(Err(e)) => return Err(Down::Failed(format!("connecting: {e}"))),
                 Err(_) => return Err(Down::Failed("connecting: timed out".into())),
             };
-            self.side
-                .stats
-                .connections
-                .fetch_add(1, Ordering::Relaxed);
+            self.side.stats.connections.fetch_add(1, Ordering::Relaxed);
             *self.health.lock().unwrap_or_else(|e| e.into_inner()) = Health::default();
             *conn = Some(opened);
         }
@@ -170,8 +167,8 @@ impl Candidate {
         let id = c.send(&mut request.bytes).await.map_err(failed)?;
         let reply = c.recv(id).await.map_err(failed)?;
         let candidate_ns = started.elapsed().as_nanos() as u64;
-        let live = outcome::scan(&reply)
-            .map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
+        let live =
+            outcome::scan(&reply).map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
         self.follow_cursor(pair, &request.cursor_patches, live.cursor_id);
         let (Some(pb), Some(cb)) = (compare::body(&pair.production), compare::body(&reply)) else {
@@ -192,12 +189,7 @@ impl Candidate {
             if pair.is_get_more() {
                 stats.count(&pair.key, Event::Unconfirmed);
             } else {
-                recheck::spawn(
-                    self.shared.clone(),
-                    self.side.clone(),
-                    pair.clone(),
-                    fields,
-                );
+                recheck::spawn(self.shared.clone(), self.side.clone(), pair.clone(), fields);
             }
         }
         Ok(())

@@ -39,7 +39,11 @@ fn aggregate_writes(msg: &[u8]) -> bool {
     let Ok(view) = crate::wire::OpMsgView::new(msg) else {
         return true;
     };
-    let Some(body) = view.body().ok().and_then(|b| RawDocument::from_bytes(b).ok()) else {
+    let Some(body) = view
+        .body()
+        .ok()
+        .and_then(|b| RawDocument::from_bytes(b).ok())
+    else {
         return true;
     };
     let Ok(pipeline) = body.get_array("pipeline") else {
@@ -191,10 +195,18 @@ mod tests {
     #[test]
     fn reads_are_mirrored_and_writes_are_not() {
         assert!(read(rawdoc! {"find": "c", "filter": {}, "$db": "d"}));
-        assert!(read(rawdoc! {"aggregate": "c", "pipeline": [{"$match": {}}], "cursor": {}, "$db": "d"}));
-        assert!(!read(rawdoc! {"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "$db": "d"}));
-        assert!(!read(rawdoc! {"aggregate": "c", "pipeline": [{"$merge": {"into": "x"}}], "cursor": {}, "$db": "d"}));
-        assert!(!read(rawdoc! {"insert": "c", "documents": [{"a": 1}], "$db": "d"}));
+        assert!(read(
+            rawdoc! {"aggregate": "c", "pipeline": [{"$match": {}}], "cursor": {}, "$db": "d"}
+        ));
+        assert!(!read(
+            rawdoc! {"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "$db": "d"}
+        ));
+        assert!(!read(
+            rawdoc! {"aggregate": "c", "pipeline": [{"$merge": {"into": "x"}}], "cursor": {}, "$db": "d"}
+        ));
+        assert!(!read(
+            rawdoc! {"insert": "c", "documents": [{"a": 1}], "$db": "d"}
+        ));
         assert!(!read(rawdoc! {"saslStart": 1, "$db": "admin"}));
     }
 }

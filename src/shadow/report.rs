@@ -146,6 +146,12 @@ pub struct ShapeEntry {
     pub control: Option<ControlCheck>,
 }
 
+/// The control's ratio per shape, and its label, when there is a control.
+struct ControlRatios<'a> {
+    label: &'a str,
+    ratios: BTreeMap<String, RatioEstimate>,
+}
+
 /// Builds the report from each target's figures: `(label, role, stats)`.
 pub fn build(
     head: (&str, f64, bool, u64),
@@ -154,72 +160,25 @@ pub fn build(
 ) -> ShadowReport {
     let (production, seconds, complete, intake_dropped) = head;
     let boot = Bootstrap::default();
-    let control: BTreeMap<String, RatioEstimate> = targets
+    let control = targets
         .iter()
-        .filter(|t| t.1 == "control")
-        .flat_map(|t| t.2.shapes())
-        .filter_map(|(k, f)| Some((k, f.pairs.ratio(0, 1, &boot)?)))
+        .find(|t| t.1 == "control")
+        .map(|t| ControlRatios {
+            label: &t.0,
+            ratios: t
+                .2
+                .shapes()
+                .into_iter()
+                .filter_map(|(k, f)| Some((k, f.pairs.ratio(0, 1, &boot)?)))
+                .collect(),
+        });
+    let out = targets
+        .iter()
+        .map(|(label, role, stats)| {
+            let control = control.as_ref().filter(|_| *role == "candidate");
+            target_report(label, role, stats, control, &boot)
+        })
         .collect();
-    let control_label = targets.iter().find(|t| t.1 == "control").map(|t| &t.0);
-    let mut out = Vec::new();
-    for (label, role, stats) in targets {
-        let shapes = stats.shapes();
-        let total_ns: f64 = shapes
-            .iter()
-            .map(|(_, f)| f.production_ns.mean() * f.production_ns.len() as f64)
-            .sum();
-        let mut totals = Counts::default();
-        let mut entries = Vec::new();
-        for (text, f) in &shapes {
-            let counts = Counts::of(f);
-            totals.add(&counts);
-            let ratio = f.pairs.ratio(0, 1, &boot);
-            let check = match (control_label, control.get(text), &ratio, *role) {
-                (Some(a2), Some(a2r), Some(b), "candidate") => Some(control::check(
-                    &Names {
-                        kind: "shape",
-                        name: text,
-                        hash: None,
-                        control: "production",
-                        baseline: a2,
-                        candidate: label,
-                    },
-                    a2r,
-                    b,
-                )),
-                _ => None,
-            };
-            let own_ns = f.production_ns.mean() * f.production_ns.len() as f64;
-            entries.push(ShapeEntry {
-                shape: text.clone(),
-                hash: crate::shape::hash(text),
-                command: f.command.clone(),
-                namespace: f.namespace.clone(),
-                counts,
-                errors_production: codes(&f.errors_production),
-                errors_target: codes(&f.errors_candidate),
-                production_latency_us: Latency::of(&f.production_ns),
-                target_latency_us: Latency::of(&f.candidate_ns),
-                ratio,
-                median_ratio: f.pairs.median_ratio(0, 1, boot.confidence),
-                share_of_production_time: if total_ns > 0.0 { own_ns / total_ns } else { 0.0 },
-                control: check,
-            });
-        }
-        entries.sort_by(|a, b| {
-            (b.counts.discrepancies, b.counts.mirrored).cmp(&(a.counts.discrepancies, a.counts.mirrored))
-        });
-        out.push(TargetReport {
-            label: label.clone(),
-            role: role.to_string(),
-            connections: stats.connections.load(std::sync::atomic::Ordering::Relaxed),
-            connection_failures: stats
-                .connection_failures
-                .load(std::sync::atomic::Ordering::Relaxed),
-            totals,
-            shapes: entries,
-        });
-    }
     ShadowReport {
         schema_version: 1,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
@@ -232,6 +191,69 @@ pub fn build(
     }
 }
 
+fn target_report(
+    label: &str,
+    role: &str,
+    stats: &CandidateStats,
+    control: Option<&ControlRatios<'_>>,
+    boot: &Bootstrap,
+) -> TargetReport {
+    let shapes = stats.shapes();
+    let time = |f: &ShapeFigures| f.production_ns.mean() * f.production_ns.len() as f64;
+    let total_ns: f64 = shapes.iter().map(|(_, f)| time(f)).sum();
+    let mut totals = Counts::default();
+    let mut entries = Vec::new();
+    for (text, f) in &shapes {
+        let counts = Counts::of(f);
+        totals.add(&counts);
+        let ratio = f.pairs.ratio(0, 1, boot);
+        let check = control.and_then(|c| {
+            let names = Names {
+                kind: "shape",
+                name: text,
+                hash: None,
+                control: "production",
+                baseline: c.label,
+                candidate: label,
+            };
+            Some(control::check(&names, c.ratios.get(text)?, ratio.as_ref()?))
+        });
+        entries.push(ShapeEntry {
+            shape: text.clone(),
+            hash: crate::shape::hash(text),
+            command: f.command.clone(),
+            namespace: f.namespace.clone(),
+            counts,
+            errors_production: codes(&f.errors_production),
+            errors_target: codes(&f.errors_candidate),
+            production_latency_us: Latency::of(&f.production_ns),
+            target_latency_us: Latency::of(&f.candidate_ns),
+            ratio,
+            median_ratio: f.pairs.median_ratio(0, 1, boot.confidence),
+            share_of_production_time: if total_ns > 0.0 {
+                time(f) / total_ns
+            } else {
+                0.0
+            },
+            control: check,
+        });
+    }
+    entries.sort_by(|a, b| {
+        (b.counts.discrepancies, b.counts.mirrored)
+            .cmp(&(a.counts.discrepancies, a.counts.mirrored))
+    });
+    TargetReport {
+        label: label.to_owned(),
+        role: role.to_owned(),
+        connections: stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+        connection_failures: stats
+            .connection_failures
+            .load(std::sync::atomic::Ordering::Relaxed),
+        totals,
+        shapes: entries,
+    }
+}
+
 fn codes(m: &BTreeMap<i32, u64>) -> BTreeMap<String, u64> {
     m.iter().map(|(c, n)| (c.to_string(), *n)).collect()
 }
@@ -240,7 +262,10 @@ fn codes(m: &BTreeMap<i32, u64>) -> BTreeMap<String, u64> {
 pub fn text(r: &ShadowReport) -> String {
     let mut out = format!("shadow of {} for {:.0}s\n", r.production, r.seconds);
     if r.intake_dropped > 0 {
-        out += &format!("  {} reads dropped before mirroring (intake full)\n", r.intake_dropped);
+        out += &format!(
+            "  {} reads dropped before mirroring (intake full)\n",
+            r.intake_dropped
+        );
     }
     for t in &r.targets {
         let c = &t.totals;
@@ -259,7 +284,12 @@ pub fn text(r: &ShadowReport) -> String {
             c.gaps,
             t.connection_failures
         );
-        for s in t.shapes.iter().filter(|s| s.counts.discrepancies > 0).take(10) {
+        for s in t
+            .shapes
+            .iter()
+            .filter(|s| s.counts.discrepancies > 0)
+            .take(10)
+        {
             out += &format!("  {} discrepancies: {}\n", s.counts.discrepancies, s.shape);
         }
         for s in t.shapes.iter().take(5) {

@@ -124,12 +124,10 @@ impl CandidateStats {
         } else {
             OTHER
         };
-        let figures = shapes
-            .entry(text.to_owned())
-            .or_insert_with(|| match text {
-                OTHER => ShapeFigures::new(OTHER, ""),
-                _ => ShapeFigures::new(&key.command, &key.namespace),
-            });
+        let figures = shapes.entry(text.to_owned()).or_insert_with(|| match text {
+            OTHER => ShapeFigures::new(OTHER, ""),
+            _ => ShapeFigures::new(&key.command, &key.namespace),
+        });
         f(figures, rng)
     }
 
@@ -172,7 +170,11 @@ impl CandidateStats {
     /// Every shape's figures, copied.
     pub fn shapes(&self) -> Vec<(String, ShapeFigures)> {
         let guard = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut all: Vec<_> = guard.0.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut all: Vec<_> = guard
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
     }
