@@ -186,6 +186,8 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
             &cand.uri(),
             "--discrepancies",
             disc.to_str().unwrap(),
+            "--metrics",
+            "127.0.0.1:0",
         ],
     );
     python(
@@ -197,6 +199,17 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
     let r = wait_for_report(dir.path(), "one discrepancy", |r| {
         total(r, "candidate", "discrepancies") >= 1
     });
+    let stderr = proxy.stderr();
+    let addr = metrics_addr(&stderr).unwrap_or_else(|| panic!("no metrics address: {stderr}"));
+    let exposition = scrape(&addr);
+    let series = exposition
+        .lines()
+        .find(|l| l.starts_with("mongotape_shadow_reads_total{") && l.contains("discrepancy"))
+        .filter(|l| !l.contains("shape=\"other\"") && l.ends_with(" 1"));
+    assert!(
+        series.is_some(),
+        "a shape's discrepancy on --metrics:\n{exposition}"
+    );
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
     assert_eq!(total(&r, "candidate", "discrepancies"), 1, "{r}");

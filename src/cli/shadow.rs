@@ -128,6 +128,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let status = record::run_with(*args.record, move |proxy| {
         let started = Shadow::start(config, targets)?;
         proxy.set_tap(started.tap());
+        proxy.add_collector(started.collector());
         let _ = held.set(started);
         if let Some(path) = report_path {
             // A thread of its own: the intervals' bootstrap never takes the forwarding's time.

@@ -150,6 +150,8 @@ pub struct Proxy {
     fault_token: Option<String>,
     /// `mongotape shadow`: what sees every record beside the recorder.
     tap: Option<Arc<dyn tap::Tap>>,
+    /// Series of others (`shadow`'s) served beside the proxy's on `--metrics`.
+    collectors: Vec<Box<dyn prometheus_client::collector::Collector>>,
 }
 
 impl Proxy {
@@ -235,6 +237,7 @@ impl Proxy {
             faults: None,
             fault_token: None,
             tap: None,
+            collectors: Vec::new(),
         })
     }
 
@@ -254,6 +257,11 @@ impl Proxy {
     /// Shows every record to `tap` too (`mongotape shadow`), recording or not.
     pub fn set_tap(&mut self, tap: Arc<dyn tap::Tap>) {
         self.tap = Some(tap);
+    }
+
+    /// Serves `collector`'s series beside the proxy's own when `--metrics` is on.
+    pub fn add_collector(&mut self, collector: Box<dyn prometheus_client::collector::Collector>) {
+        self.collectors.push(collector);
     }
 
     /// Sets the bounds on memory and time (the defaults otherwise).
@@ -342,8 +350,11 @@ impl Proxy {
         let endpoint = match self.metrics {
             Some((server, figures)) => {
                 let queued = self.recorder.as_ref().and_then(Recorder::queued_bytes);
-                let registry =
+                let mut registry =
                     metrics::registry(self.stats.clone(), figures, queued, self.faults.clone());
+                for collector in self.collectors {
+                    registry.register_collector(collector);
+                }
                 let control = self
                     .faults
                     .clone()

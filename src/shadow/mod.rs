@@ -11,13 +11,14 @@
 //! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
 //!
-//! Layers, bottom up: compare config stats < discrepancies report < shared < recheck < lane < intake pairs
+//! Layers, bottom up: compare config stats < discrepancies metrics report < shared < recheck < lane < intake pairs
 
 pub mod compare;
 pub mod config;
 pub mod discrepancies;
 pub mod intake;
 pub mod lane;
+pub mod metrics;
 pub mod pairs;
 pub mod recheck;
 pub mod report;
@@ -152,6 +153,17 @@ impl Shadow {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_none()
+    }
+
+    /// The series served on `--metrics` (per target and shape, bounded).
+    pub fn collector(&self) -> Box<dyn prometheus_client::collector::Collector> {
+        Box::new(metrics::ShadowCollector {
+            targets: self
+                .candidates
+                .iter()
+                .map(|c| (c.side.label.clone(), c.role, c.side.stats.clone()))
+                .collect(),
+        })
     }
 
     /// What the proxy shows every record to.

@@ -106,6 +106,12 @@ pub struct CandidateStats {
     pub connections: AtomicU64,
 }
 
+impl std::fmt::Debug for CandidateStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CandidateStats")
+    }
+}
+
 impl CandidateStats {
     pub fn new(max_shapes: usize) -> CandidateStats {
         CandidateStats {
