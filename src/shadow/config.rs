@@ -64,8 +64,12 @@ impl Default for ShadowConfig {
 
 #[derive(Debug, Error)]
 pub enum ShadowError {
-    #[error(transparent)]
-    Target(#[from] TargetError),
+    /// A connection string that cannot be used, named by its option.
+    #[error("{option} {}: {}", .source.uri, .source.detail)]
+    Target {
+        option: &'static str,
+        source: TargetError,
+    },
     #[error("{what} {path}: {source}")]
     File {
         what: &'static str,
@@ -79,7 +83,7 @@ pub enum ShadowError {
 impl ShadowError {
     pub fn is_usage(&self) -> bool {
         match self {
-            ShadowError::Target(t) => t.malformed,
+            ShadowError::Target { source, .. } => source.malformed,
             ShadowError::Option(_) => true,
             ShadowError::File { .. } => false,
         }

@@ -56,16 +56,23 @@ impl Targets {
                 "--max-outstanding and --queue-mb must be at least 1".into(),
             ));
         }
+        let parse = |option, uri: &str| {
+            Target::parse_blocking(uri).map_err(|source| ShadowError::Target { option, source })
+        };
         let candidates = config
             .candidates
             .iter()
-            .map(|uri| Target::parse_blocking(uri))
+            .map(|uri| parse("--candidate", uri))
             .collect::<Result<_, _>>()?;
+        let production = match config.production.contains("://") {
+            true => config.production.clone(),
+            false => format!("mongodb://{}/", config.production),
+        };
         Ok(Targets {
-            production: Target::parse_blocking(&config.production)?,
+            production: parse("--production", &production)?,
             candidates,
             control: match &config.control {
-                Some(uri) => Some(Target::parse_blocking(uri)?),
+                Some(uri) => Some(parse("--control", uri)?),
                 None => None,
             },
         })
