@@ -21,8 +21,8 @@ pub use reader::CaptureReader;
 pub use record::rfc3339;
 pub use record::{
     CloseEvent, CollectionFingerprint, EndEvent, FaultEvent, GapEvent, HelloRewriteEvent, Metadata,
-    OpenEvent, Record, RecordKind, Side, SnapshotEvent, StateEndEvent, FAULT, FORMAT_VERSION, SNAPSHOT,
-    STATE_END,
+    OpenEvent, Record, RecordKind, Side, SnapshotEvent, StateEndEvent, FAULT, FORMAT_VERSION,
+    SNAPSHOT, STATE_END,
 };
 pub use segments::{EndReason, SegmentPlan, SegmentWriter, Written};
 pub use set::CaptureSet;

@@ -10,7 +10,7 @@ use mongotape::net::{ConnString, ServerTls};
 use mongotape::proxy::limits::Limits;
 use mongotape::proxy::shutdown::Signals;
 use mongotape::proxy::{Proxy, ProxyConfig, ProxyError, StatusMode};
-use mongotape::state::{NsPattern, SnapshotOptions};
+use mongotape::state::{Manifest, NsPattern, SnapshotOptions, StateError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -285,21 +285,30 @@ pub(super) fn run_with(
             note!("mongotape: {}", snap.status_line());
         }
         if let Some(snapshot) = snapshot {
-            if !snapshot.is_finished() && !quiet {
-                note!("mongotape: recording stopped; waiting for the snapshot to finish ...");
-            }
-            let manifest = snapshot.await.context("the snapshot task")??;
-            if !quiet {
-                note!(
-                    "mongotape: snapshot: {} collections, {} documents at {}",
-                    manifest.collections.len(),
-                    manifest.documents,
-                    manifest.point
-                );
-            }
+            await_snapshot(snapshot, quiet).await?;
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Waits for `record --snapshot`'s task once recording has stopped, and says what it took.
+async fn await_snapshot(
+    snapshot: tokio::task::JoinHandle<Result<Manifest, StateError>>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    if !snapshot.is_finished() && !quiet {
+        note!("mongotape: recording stopped; waiting for the snapshot to finish ...");
+    }
+    let manifest = snapshot.await.context("the snapshot task")??;
+    if !quiet {
+        note!(
+            "mongotape: snapshot: {} collections, {} documents at {}",
+            manifest.collections.len(),
+            manifest.documents,
+            manifest.point
+        );
+    }
+    Ok(())
 }
 
 fn proxy_config(args: RecordArgs, upstream: ConnString, plan: Option<SegmentPlan>) -> ProxyConfig {

@@ -12,7 +12,7 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise < pump < faulted < conn shutdown
+//! Layers, bottom up: budget clock listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise upstream < pump < faulted < conn shutdown
 
 pub mod budget;
 pub mod clock;
@@ -34,11 +34,12 @@ pub mod streams;
 pub mod supervise;
 pub mod tap;
 pub mod topology;
+mod upstream;
 
 use crate::capture::{CaptureError, Metadata, SegmentPlan, FORMAT_VERSION};
 use crate::fault::{http::FaultEndpoint, FaultControl};
 use crate::metrics::MetricsServer;
-use crate::net::{ConnString, NetError, ServerTls};
+use crate::net::{ConnString, ServerTls};
 use crate::redact::{Redaction, ValueKey};
 use budget::Budget;
 use clock::Clock;
@@ -57,48 +58,7 @@ use supervise::Shutdown;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use topology::{Member, Topology};
-
-/// Connection-string options the proxy acts on, besides the TLS ones ([`crate::net::tls::TLS_OPTIONS`]).
-pub const UPSTREAM_OPTIONS: &[&str] = &[
-    "replicaset",
-    "directconnection",
-    "connecttimeoutms",
-    "srvservicename",
-    "srvmaxhosts",
-];
-
-/// Options that only the application's own driver acts on: accepted in `--upstream` (so the
-/// application's URI can be pasted as it is) and named at start as not used by the proxy.
-pub const CLIENT_ONLY_OPTIONS: &[&str] = &[
-    "authsource",
-    "authmechanism",
-    "authmechanismproperties",
-    "readpreference",
-    "readpreferencetags",
-    "maxstalenessseconds",
-    "appname",
-    "retrywrites",
-    "retryreads",
-    "w",
-    "journal",
-    "wtimeoutms",
-    "readconcernlevel",
-    "compressors",
-    "zlibcompressionlevel",
-    "maxpoolsize",
-    "minpoolsize",
-    "maxidletimems",
-    "maxconnecting",
-    "sockettimeoutms",
-    "heartbeatfrequencyms",
-    "localthresholdms",
-    "serverselectiontimeoutms",
-    "serverselectiontryonce",
-    "waitqueuetimeoutms",
-    "timeoutms",
-    "uuidrepresentation",
-    "servermonitoringmode",
-];
+pub use upstream::{unused_options, CLIENT_ONLY_OPTIONS, UPSTREAM_OPTIONS};
 
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -159,20 +119,7 @@ impl Proxy {
     /// (per seed when the upstream cannot be reached yet: it is asked again while serving).
     pub async fn bind(config: ProxyConfig) -> Result<Proxy, ProxyError> {
         let upstream = &config.upstream;
-        let mut allowed = UPSTREAM_OPTIONS.to_vec();
-        allowed.extend_from_slice(crate::net::tls::TLS_OPTIONS);
-        allowed.extend_from_slice(CLIENT_ONLY_OPTIONS);
-        upstream.refuse_options_except(
-            &allowed,
-            "the proxy cannot honour it (clients negotiate everything else themselves)",
-        )?;
-        if upstream.load_balanced == Some(true) {
-            return Err(NetError::Unsupported {
-                option: "loadBalanced".into(),
-                why: "point the proxy at the load balancer's members or mongos instead".into(),
-            }
-            .into());
-        }
+        upstream::check(upstream)?;
         let plan = ListenPlan::parse(&config.listen)?;
         let timeout = upstream
             .connect_timeout
@@ -417,26 +364,6 @@ impl Proxy {
         });
         lines
     }
-}
-
-/// The sentence naming the `--upstream` options and credentials that are the application's
-/// (the proxy ignores them), if there are any.
-pub fn unused_options(upstream: &ConnString) -> Option<String> {
-    let mut what = upstream.options_among(CLIENT_ONLY_OPTIONS);
-    if upstream
-        .credential
-        .as_ref()
-        .is_some_and(|c| c.username.is_some())
-    {
-        what.insert(0, "credentials".into());
-    }
-    (!what.is_empty()).then(|| {
-        format!(
-            "--upstream {} are for the application's driver; the proxy does not use them \
-             (clients authenticate and choose through it)",
-            what.join(", ")
-        )
-    })
 }
 
 /// Waits for the connections to close themselves after the drain signal (each writes its close

@@ -103,44 +103,8 @@ pub fn run(config: ReplayConfig) -> Result<ReplayReport, ReplayError> {
     restore::check(&config, &labels)?;
     let (file_len, runtime) = open_inputs(&config)?;
     let target = runtime.block_on(Target::parse(&config.target))?;
-    let limit = connection_limit(&config)?;
+    let limit = state::connection_limit(&config)?;
     Ok(runtime.block_on(replay(config, target, file_len, metrics, limit)))
-}
-
-/// The connection limit, and how many connections the replay would open at once without it (the
-/// capture read once for that, with one lane per recorded connection); said before starting
-/// when some connections will wait.
-/// With the faults the capture says were injected while recording.
-fn connection_limit(
-    config: &ReplayConfig,
-) -> Result<(report::ConnectionLimitReport, Option<FaultsInjected>), ReplayError> {
-    let (limit, from) = config.connection_limit();
-    let clones = u64::from(config.clones.max(1));
-    let (peak, faults) = source::peak::peak_open(&config.inputs, &config.filters.connections)?;
-    let wanted = match config.connections {
-        Some(n) => n as u64 * clones,
-        None => peak * clones,
-    };
-    if let Some(f) = &faults {
-        tracing::warn!("the capture says {}", f.text());
-    }
-    if wanted > limit as u64 {
-        let why = match config.max_open_connections {
-            Some(_) => "--max-open-connections".to_owned(),
-            None => format!("--max-open-connections; now {from}"),
-        };
-        tracing::info!(
-            "the capture has {wanted} connections open at once at most; replaying at most {limit} \
-             at a time ({why})"
-        );
-    }
-    let report = report::ConnectionLimitReport {
-        limit,
-        from,
-        wanted,
-        ..report::ConnectionLimitReport::default()
-    };
-    Ok((report, faults))
 }
 
 /// Checks that the inputs are captures (failing early on a file that is not one at all), sums their

@@ -2,15 +2,17 @@
 //! configuration: for a replay into one target and for each target of an A/B replay alike.
 
 use super::client::{Target, Topology};
-use super::config::ReplayConfig;
+use super::config::{ReplayConfig, ReplayError};
 use super::explain;
 use super::measure::{metrics::Metrics, why::Why};
+use super::report::ConnectionLimitReport;
 use super::route::abort::Abort;
 use super::route::budget::Budget;
 use super::route::cursors::Cursors;
 use super::route::run::{Run, RunCounters};
 use super::route::slots::ConnSlots;
 use super::route::target::{TargetCounters, TargetState};
+use crate::fault::FaultsInjected;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
@@ -66,4 +68,41 @@ pub(crate) fn target_state(
         observe: false,
         plans,
     }
+}
+
+/// The connection limit, and how many connections the replay would open at once without it (the
+/// capture read once for that, with one lane per recorded connection); said before starting
+/// when some connections will wait. With the faults the capture says were injected while
+/// recording (the same read finds them).
+pub(super) fn connection_limit(
+    config: &ReplayConfig,
+) -> Result<(ConnectionLimitReport, Option<FaultsInjected>), ReplayError> {
+    let (limit, from) = config.connection_limit();
+    let clones = u64::from(config.clones.max(1));
+    let (peak, faults) =
+        super::source::peak::peak_open(&config.inputs, &config.filters.connections)?;
+    let wanted = match config.connections {
+        Some(n) => n as u64 * clones,
+        None => peak * clones,
+    };
+    if let Some(f) = &faults {
+        tracing::warn!("the capture says {}", f.text());
+    }
+    if wanted > limit as u64 {
+        let why = match config.max_open_connections {
+            Some(_) => "--max-open-connections".to_owned(),
+            None => format!("--max-open-connections; now {from}"),
+        };
+        tracing::info!(
+            "the capture has {wanted} connections open at once at most; replaying at most {limit} \
+             at a time ({why})"
+        );
+    }
+    let report = ConnectionLimitReport {
+        limit,
+        from,
+        wanted,
+        ..ConnectionLimitReport::default()
+    };
+    Ok((report, faults))
 }
