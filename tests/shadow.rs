@@ -279,8 +279,9 @@ fn a_killed_candidate_is_reconnected_once_it_is_back() {
     let dir = tempdir();
     let proxy = shadow(&prod.uri(), dir.path(), &["--candidate", &cand.uri()]);
     reads(&proxy.uri(), 20, 2);
+    // Every read is accounted for; a few may be shed (at most 10 outstanding per connection).
     wait_for_report(dir.path(), "first reads mirrored", |r| {
-        total(r, "candidate", "mirrored") >= 40
+        accounted(r) >= 40 && total(r, "candidate", "mirrored") > 0
     });
     drop(cand);
     let direct = reads(&prod.uri(), 50, 2);
