@@ -12,6 +12,7 @@ use super::output::Output;
 use super::tcp::frames::Lost;
 use crate::capture::Side;
 use crate::wire::bson_error_text;
+use crate::wire::bson_raw::declared_doc_len;
 use crate::wire::{MsgHeader, HEADER_LEN, MAX_MESSAGE_LEN};
 use bson::{RawBsonRef, RawDocument};
 use bytes::Bytes;
@@ -112,19 +113,17 @@ impl Reader<'_> {
             Ok(_) => return Err(self.bad(at, "the file ends part-way through a document")),
             Err(e) => return Err(self.bad(at, format!("read failed: {e}"))),
         }
-        let n = i32::from_le_bytes(len);
-        if n < 5 || n as usize > MAX_DOC {
-            return Err(self.bad(at, format!("a document length of {n} bytes")));
-        }
+        let n = declared_doc_len(len, MAX_DOC)
+            .map_err(|n| self.bad(at, format!("a document length of {n} bytes")))?;
         self.buf.clear();
         self.buf.extend_from_slice(&len);
-        self.buf.resize(n as usize, 0);
+        self.buf.resize(n, 0);
         match read_full(&mut self.input, &mut self.buf[4..]) {
-            Ok(k) if k == n as usize - 4 => {}
+            Ok(k) if k == n - 4 => {}
             Ok(_) => return Err(self.bad(at, "the file ends part-way through a document")),
             Err(e) => return Err(self.bad(at, format!("read failed: {e}"))),
         }
-        self.offset += u64::from(n as u32);
+        self.offset += n as u64;
         Ok(Some(at))
     }
 

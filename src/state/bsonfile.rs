@@ -5,14 +5,13 @@
 //! offset of the document, never a panic.
 
 use super::error::StateError;
+use crate::wire::bson_raw::{declared_doc_len, MIN_DOC_LEN};
 use crate::wire::depth::{depth, MAX_DEPTH};
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 /// The largest document a server stores (16 MiB) plus its internal slack, as mongorestore allows.
 pub const MAX_DOCUMENT_LEN: usize = 16 * 1024 * 1024 + 16 * 1024;
-/// The smallest document: its length and its terminating NUL.
-const MIN_DOCUMENT_LEN: usize = 5;
 
 /// The documents of one `.bson` stream (already decompressed), in order.
 pub struct BsonDocuments<R> {
@@ -71,13 +70,11 @@ impl<R: Read> BsonDocuments<R> {
         if !self.fill(&mut len, "a document's length")? {
             return Ok(None);
         }
-        let declared = i32::from_le_bytes(len);
-        let size = usize::try_from(declared).unwrap_or(0);
-        if !(MIN_DOCUMENT_LEN..=MAX_DOCUMENT_LEN).contains(&size) {
-            return Err(self.corrupt(format!(
-                "a document declares {declared} bytes (allowed {MIN_DOCUMENT_LEN} to {MAX_DOCUMENT_LEN})"
-            )));
-        }
+        let size = declared_doc_len(len, MAX_DOCUMENT_LEN).map_err(|declared| {
+            self.corrupt(format!(
+                "a document declares {declared} bytes (allowed {MIN_DOC_LEN} to {MAX_DOCUMENT_LEN})"
+            ))
+        })?;
         let mut doc = vec![0u8; size];
         doc[..4].copy_from_slice(&len);
         if !self.fill(&mut doc[4..], "a document")? {

@@ -107,6 +107,20 @@ pub fn doc_len(bytes: &[u8]) -> Option<usize> {
     (len >= 5 && len <= bytes.len()).then_some(len)
 }
 
+/// The smallest document: its 4-byte length and its terminating NUL.
+pub const MIN_DOC_LEN: usize = 5;
+
+/// For documents stored one after another (mongodump's `.bson` files, mongoreplay's playback
+/// files): the length the next document declares in its first four bytes, when it lies within
+/// [`MIN_DOC_LEN`]`..=max`; `Err` with the declared value otherwise, for the reader's error.
+pub fn declared_doc_len(prefix: [u8; 4], max: usize) -> Result<usize, i32> {
+    let declared = i32::from_le_bytes(prefix);
+    usize::try_from(declared)
+        .ok()
+        .filter(|n| (MIN_DOC_LEN..=max).contains(n))
+        .ok_or(declared)
+}
+
 /// The top-level elements of `doc`, in order. Values are bounds-checked but not validated inside.
 pub fn elements(doc: &[u8]) -> Result<Vec<Element<'_>>, RawError> {
     iter(doc)?.collect()
@@ -352,5 +366,14 @@ mod tests {
         let mut b = bytes.to_vec();
         b[5 + 7] = 0x7f - 1; // an unknown type
         assert!(elements(&b).is_err());
+    }
+
+    #[test]
+    fn a_declared_length_outside_its_bounds_is_refused_with_its_value() {
+        assert_eq!(declared_doc_len(5i32.to_le_bytes(), 5), Ok(5));
+        assert_eq!(declared_doc_len(4i32.to_le_bytes(), 100), Err(4));
+        assert_eq!(declared_doc_len((-7i32).to_le_bytes(), 100), Err(-7));
+        assert_eq!(declared_doc_len(101i32.to_le_bytes(), 100), Err(101));
+        assert_eq!(declared_doc_len(i32::MAX.to_le_bytes(), 100), Err(i32::MAX));
     }
 }
