@@ -221,6 +221,8 @@ fn an_index_on_b_changes_that_shapes_plan_and_no_other() {
     );
     assert_eq!(on(FIND_STATUS, "B")["keys_examined"], 15);
     assert_eq!(on(FIND_STATUS, "B")["docs_examined"], 15);
+    // The capture changes no index: every plan was explained at its first schema change.
+    assert!(plans.iter().all(|p| p["schema_changes"] == 0), "{plans:#?}");
     // Per target: three requests each, 15 documents a request through the index on B, the 30
     // scanned on A.
     assert_eq!(on(FIND_STATUS, "B")["docs_examined_run"], 45);
@@ -472,5 +474,63 @@ fn merge_keeps_each_shapes_plan_once_from_the_shard_reports() {
     assert_eq!(
         shape_of(&report["shapes"], FIND_STATUS)["docs_per_request"],
         30
+    );
+}
+
+/// Finds on `status`, then the index on it, then the same finds: each target's explain of the
+/// shape runs beside its lanes, before or after the replayed createIndexes.
+const WORKLOAD_THEN_INDEX: &str = r#"
+import sys
+from pymongo import MongoClient
+client = MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+c = client.shop.orders
+c.insert_many([{'_id': i, 'status': 'AB'[i % 2], 'qty': i} for i in range(30)])
+for status in ['A', 'B', 'C']:
+    list(c.find({'status': status}))
+c.create_index('status')
+for status in ['A', 'B', 'C']:
+    list(c.find({'status': status}))
+print(c.count_documents({}))
+client.close()
+"#;
+
+#[test]
+fn identical_targets_never_show_a_plan_change_from_an_index_the_capture_creates() {
+    let _serial = one_at_a_time();
+    let dir = tempdir();
+    let recording = Server::start_with(&["--standalone"]);
+    python(SETUP, &[recording.uri().as_str(), "0"]);
+    let (capture, stdout) = record_python(&recording, dir.path(), "index", WORKLOAD_THEN_INDEX);
+    assert_eq!(stdout.trim(), "30");
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_with(&["--standalone"]))
+        .collect();
+    for s in &servers {
+        python(SETUP, &[s.uri().as_str(), "0"]);
+    }
+    let addrs: Vec<&str> = servers.iter().map(Server::addr).collect();
+    let run = ab_replay(&capture, &addrs, &["--fast", "--explain"]);
+    assert_schema("ab", &run.report);
+    let plans = plans(&run.report);
+    let status: Vec<&Value> = plans.iter().filter(|p| p["shape"] == FIND_STATUS).collect();
+    assert_eq!(status.len(), 3, "{plans:#?}");
+    let control = status[0];
+    assert_eq!(control["target"], "A");
+    for p in &status {
+        assert_eq!(p["plan_changed"], false, "{plans:#?}");
+        // Each explain says how many of the capture's schema changes (here its one
+        // createIndexes) its target had answered, unless that one was in flight.
+        let at = &p["schema_changes"];
+        // A lane sends the createIndexes only once the explains asked before it are done:
+        // every target explains the shape on the indexes its first request met.
+        assert_eq!(p["plan"], "COLLSCAN", "{plans:#?}");
+        assert_eq!(at, 0, "{plans:#?}");
+    }
+    let findings = run.report["findings"].as_array().unwrap();
+    assert!(
+        !findings
+            .iter()
+            .any(|f| f.as_str().is_some_and(|f| f.starts_with("plan changed"))),
+        "{findings:?}"
     );
 }

@@ -46,6 +46,12 @@ pub struct PlanEntry {
     pub plan_cache_key: Option<String>,
     /// Why there is no plan: the explain failed (its errmsg and code), or could not be sent.
     pub error: Option<String>,
+    /// A replay: how many of the capture's schema changes (create, createIndexes, dropIndexes,
+    /// drop, collMod) the target had answered when this shape was explained; absent when one was
+    /// in flight during the explain (the plan may or may not reflect it), or unknown. An A/B
+    /// replay compares two targets' plans only when they were explained at the same count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_changes: Option<u64>,
     /// An A/B replay: this target's plan line differs from the control's (A's; both explained
     /// without an error). Never set on the control's own entry.
     #[serde(skip_serializing_if = "Option::is_none")]

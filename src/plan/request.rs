@@ -9,6 +9,10 @@ use crate::wire::OpMsgView;
 use bson::RawDocumentBuf;
 use thiserror::Error;
 
+/// Commands that change a collection's indexes or options: a plan explained before one of them
+/// may not be the plan after it (replay's explains count them, `docs/shapes.md`, "Plans").
+pub const SCHEMA_CHANGES: &[&str] = &["create", "createIndexes", "drop", "dropIndexes", "collMod"];
+
 /// The commands `explain` runs (aggregate only without `$out`/`$merge`).
 pub const EXPLAINABLE: &[&str] = &[
     "find",

@@ -313,6 +313,7 @@ fn entry(hash: &str, plan: Option<&str>, error: Option<&str>) -> PlanEntry {
         keys_examined: Some(0),
         docs_examined: Some(12_345),
         n_returned: Some(3),
+        schema_changes: Some(0),
         ..PlanEntry::default()
     }
 }
@@ -380,6 +381,31 @@ fn a_copy_of_the_control_is_marked_only_when_its_own_plan_differs() {
     ]);
     let marks: Vec<Option<bool>> = plans.iter().map(|e| e.plan_changed).collect();
     assert_eq!(marks, vec![Some(false), Some(true), Some(false)]);
+}
+
+#[test]
+fn plans_explained_at_other_points_of_the_schema_changes_are_not_compared() {
+    let at = |plan: &str, changes: Option<u64>| {
+        let mut e = entry("status", Some(plan), None);
+        e.schema_changes = changes;
+        vec![e]
+    };
+    // A explained before the capture's createIndexes, A2 after it: no plan change.
+    let (plans, findings) = side_by_side(vec![
+        ("A".into(), at("COLLSCAN", Some(0))),
+        ("B".into(), at("IXSCAN {status: 1} -> FETCH", Some(0))),
+        ("A2".into(), at("IXSCAN {status: 1} -> FETCH", Some(1))),
+    ]);
+    let marks: Vec<Option<bool>> = plans.iter().map(|e| e.plan_changed).collect();
+    assert_eq!(marks, vec![Some(false), Some(true), Some(false)]);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    // A change in flight during either explain: nothing is compared.
+    let (plans, findings) = side_by_side(vec![
+        ("A".into(), at("COLLSCAN", None)),
+        ("B".into(), at("IXSCAN {status: 1} -> FETCH", None)),
+    ]);
+    assert!(plans.iter().all(|e| e.plan_changed == Some(false)));
+    assert!(findings.is_empty(), "{findings:?}");
 }
 
 #[test]

@@ -109,11 +109,19 @@ pub fn side_by_side(per_target: Vec<(String, Vec<PlanEntry>)>) -> (Vec<PlanEntry
             .iter()
             .find(|e| e.target.as_deref() == first.as_deref())
             .and_then(|e| e.plan.clone());
+        let control_at = group
+            .iter()
+            .find(|e| e.target.as_deref() == first.as_deref())
+            .map(|e| e.schema_changes);
         for e in &mut group {
+            // Plans explained at another point of the capture's schema changes (an index made
+            // between the two explains) are not compared.
             let differs = e.target.as_deref() != first.as_deref()
                 && control.is_some()
                 && e.plan.is_some()
-                && e.plan != control;
+                && e.plan != control
+                && e.schema_changes.is_some()
+                && control_at == Some(e.schema_changes);
             e.plan_changed = Some(differs);
         }
         if group.iter().any(|e| e.plan_changed == Some(true)) {

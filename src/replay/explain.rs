@@ -4,6 +4,13 @@
 //! task of its own on a connection of its own, so the measured connections carry only the
 //! capture's requests. An explain that fails is kept as the shape's error; it never stops the
 //! replay.
+//!
+//! An explain runs beside the lanes, so the capture's schema changes (a `createIndexes` just
+//! after a shape's first request) could land before it. A lane about to send one waits until
+//! the explains already asked for are done (at most the explain timeout): a shape is explained
+//! on the indexes its first request met. Each target counts the changes ([`SchemaClock`]) and
+//! each plan carries the count it was explained at (`schema_changes`; absent when one was in
+//! flight): an A/B run compares two targets' plans only at the same count.
 
 use crate::net::HostPort;
 use crate::plan::{self, PlanEntry};
@@ -12,9 +19,11 @@ use crate::shape::{self, Shaper};
 use crate::wire::Message;
 use bson::RawDocumentBuf;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// A shape the feed saw: its hash, text, command and namespace.
@@ -97,9 +106,39 @@ struct Job {
     command: Result<RawDocumentBuf, String>,
 }
 
+/// The capture's schema changes ([`plan::request::SCHEMA_CHANGES`]) one target's lanes have
+/// sent, and answered (or given up on).
+#[derive(Default)]
+pub struct SchemaClock {
+    sent: AtomicU64,
+    settled: AtomicU64,
+}
+
+impl SchemaClock {
+    /// The changes answered, when none is in flight.
+    fn settled_count(&self) -> Option<u64> {
+        let settled = self.settled.load(Ordering::Acquire);
+        (self.sent.load(Ordering::Acquire) == settled).then_some(settled)
+    }
+}
+
+/// A schema change in flight on a lane: settled when dropped (answered, failed or abandoned).
+pub struct SchemaChange(Arc<SchemaClock>);
+
+impl Drop for SchemaChange {
+    fn drop(&mut self) {
+        self.0.settled.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// One target's explains: which shapes it has claimed, and the task that runs them.
 pub struct PlanRunner {
     shapes: Arc<PlanShapes>,
+    schema: Arc<SchemaClock>,
+    /// Explains asked for and not done yet.
+    pending: Arc<watch::Sender<u64>>,
+    /// How long a schema change waits for them.
+    timeout: Duration,
     claimed: Mutex<Vec<bool>>,
     jobs: Mutex<Option<UnboundedSender<Job>>>,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -116,28 +155,55 @@ impl PlanRunner {
     ) -> PlanRunner {
         let (tx, mut rx) = unbounded_channel::<Job>();
         let done: Explained = Arc::default();
+        let schema: Arc<SchemaClock> = Arc::default();
+        let pending = Arc::new(watch::Sender::new(0u64));
         let task = {
             let done = done.clone();
+            let clock = schema.clone();
+            let pending = pending.clone();
             tokio::spawn(async move {
                 let mut conn: Option<Conn> = None;
                 while let Some(job) = rx.recv().await {
+                    let before = clock.settled_count();
                     let result = match job.command {
                         Ok(cmd) => explain(&mut conn, &target, &host, timeout, &cmd).await,
                         Err(e) => Err(e),
                     };
+                    let at = before.filter(|_| clock.settled_count() == before);
+                    let result = result.map(|plan| PlanEntry {
+                        schema_changes: at,
+                        ..plan
+                    });
                     done.lock()
                         .expect("plan results lock")
                         .push((job.slot, result));
+                    pending.send_modify(|n| *n = n.saturating_sub(1));
                 }
             })
         };
         PlanRunner {
             shapes,
+            schema,
+            pending,
+            timeout,
             claimed: Mutex::new(Vec::new()),
             jobs: Mutex::new(Some(tx)),
             task: Mutex::new(Some(task)),
             done,
         }
+    }
+
+    /// A lane is about to send `command`: when it changes a collection's indexes or options, it
+    /// waits for the explains asked so far (at most the explain timeout), then is counted in
+    /// flight until the returned guard is dropped.
+    pub async fn schema_change(&self, command: &str) -> Option<SchemaChange> {
+        if !plan::request::SCHEMA_CHANGES.contains(&command) {
+            return None;
+        }
+        let mut pending = self.pending.subscribe();
+        let _ = tokio::time::timeout(self.timeout, pending.wait_for(|n| *n == 0)).await;
+        self.schema.sent.fetch_add(1, Ordering::AcqRel);
+        Some(SchemaChange(self.schema.clone()))
     }
 
     /// A request of shape `slot` was answered without an error: the first one is explained.
@@ -154,7 +220,10 @@ impl PlanRunner {
         }
         let command = plan::explain_request(request).map_err(|e| e.to_string());
         if let Some(tx) = &*self.jobs.lock().expect("plan jobs lock") {
-            let _ = tx.send(Job { slot, command });
+            self.pending.send_modify(|n| *n += 1);
+            if tx.send(Job { slot, command }).is_err() {
+                self.pending.send_modify(|n| *n = n.saturating_sub(1));
+            }
         }
     }
 

@@ -19,13 +19,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// Commands that change a collection's indexes or options; with the document writes
-/// ([`crate::replay::route::order::WRITES`]), what a snapshot holds.
-const SCHEMA_WRITES: &[&str] = &["create", "createIndexes", "drop", "dropIndexes", "collMod"];
-
-/// Whether `command` changes what a snapshot holds of its collection.
+/// Whether `command` changes what a snapshot holds of its collection: a document write
+/// ([`crate::replay::route::order::WRITES`]) or a change of its indexes or options
+/// ([`crate::plan::request::SCHEMA_CHANGES`]).
 fn changes_snapshot(command: &str) -> bool {
-    crate::replay::route::order::WRITES.contains(&command) || SCHEMA_WRITES.contains(&command)
+    crate::replay::route::order::WRITES.contains(&command)
+        || crate::plan::request::SCHEMA_CHANGES.contains(&command)
 }
 
 /// Which snapshot to cut at.
