@@ -30,8 +30,8 @@ pub fn dir_beside(capture: &std::path::Path) -> std::path::PathBuf {
     capture.with_file_name(name)
 }
 
-/// Starts the snapshot on a thread of the current runtime's blocking pool; the handle ends with
-/// its manifest.
+/// Starts the snapshot on a thread of its own; the handle (a task of the current runtime) ends
+/// with its manifest.
 pub fn start(
     opts: SnapshotOptions,
     recorder: Option<RecorderHandle>,
@@ -45,15 +45,31 @@ pub fn start(
         done,
     };
     // A thread and a runtime of its own: decoding and writing a batch never takes the forwarding
-    // tasks' worker (`record --threads 1` has one), so no client waits for the snapshot.
-    let handle = tokio::task::spawn_blocking(move || {
-        let taken = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StateError::source("start the snapshot's runtime", e))
-            .and_then(|runtime| runtime.block_on(take_beside(opts, recorder, clock)));
-        let _ = done_tx.send(Some(taken.is_ok()));
-        taken
+    // tasks' worker (`record --threads 1` has one), and the thread runs at a lower priority
+    // (nice 10): where the cores are busy, the clients' requests go first.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("mongotape-snapshot".into())
+        .spawn(move || {
+            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+            let taken = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| StateError::source("start the snapshot's runtime", e))
+                .and_then(|runtime| runtime.block_on(take_beside(opts, recorder, clock)));
+            let _ = done_tx.send(Some(taken.is_ok()));
+            let _ = tx.send(taken);
+        });
+    let handle = tokio::spawn(async move {
+        match thread {
+            Err(e) => Err(StateError::source("start the snapshot's thread", e)),
+            Ok(_) => rx.await.unwrap_or_else(|_| {
+                Err(StateError::source(
+                    "take the snapshot",
+                    "its thread ended early",
+                ))
+            }),
+        }
     });
     (handle, at_stop)
 }
