@@ -51,7 +51,7 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name("mongotape-snapshot".into())
         .spawn(move || {
-            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+            beside_clients();
             let taken = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -72,6 +72,13 @@ pub fn start(
         }
     });
     (handle, at_stop)
+}
+
+/// Lowers the calling thread's priority (nice 10) for work done beside the forwarding (the
+/// snapshot, the shadow's mirror): where the cores are busy, the clients' requests go first. A
+/// system that refuses leaves the thread as it was.
+pub fn beside_clients() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
 }
 
 /// Takes the end state once the snapshot is whole and writes its `state_end` record; a failure

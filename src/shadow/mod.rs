@@ -96,6 +96,7 @@ impl Shadow {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mongotape-mirror")
+            .on_thread_start(crate::proxy::snapshot::beside_clients)
             .enable_all()
             .build()
             .map_err(|e| ShadowError::Option(format!("cannot start the mirror's thread: {e}")))?;
