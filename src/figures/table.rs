@@ -15,6 +15,11 @@ use super::text::cut;
 /// The width of the terminal a text table fits ([`Column::fit`]).
 pub use super::text::TEXT_WIDTH;
 
+/// The least a [`Column::fit`] column is given before the table is folded into blocks instead.
+pub const FIT_MIN: usize = 24;
+/// The least it is given in a block that still cannot leave it more.
+const FIT_MIN_BLOCK: usize = 20;
+
 /// How a column's cells stand in their width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Align {
@@ -94,8 +99,9 @@ impl Column {
         self
     }
 
-    /// The text cuts each cell to what the other text columns leave of [`TEXT_WIDTH`] (20
-    /// characters at least), so that the table fits the terminal.
+    /// The text cuts each cell to what the other text columns leave of [`TEXT_WIDTH`] (at least
+    /// [`FIT_MIN`] characters: a table whose other columns leave less is folded), so that the
+    /// table fits the terminal.
     pub fn fit(mut self) -> Column {
         self.width = Width::Fit;
         self
@@ -209,24 +215,41 @@ impl Table {
     }
 
     /// The table as plain text, without its HTML-only columns, cut where its columns say; a table
-    /// still wider than [`TEXT_WIDTH`] is folded ([`Table::blocks`]).
+    /// still wider than [`TEXT_WIDTH`] is folded ([`Table::blocks`]). A [`Column::fit`] column
+    /// is given what the other columns leave, at least [`FIT_MIN`]: when they leave less, the
+    /// table is folded first and the column fits each block.
     pub fn render(&self) -> String {
         let mut t = self.shown_in(Shown::Text);
-        t.cut_for_text();
-        let blocks: Vec<String> = t.blocks().iter().map(Table::render_text).collect();
+        t.cut_fixed();
+        let fit = t.columns.iter().position(|c| c.width == Width::Fit);
+        let mut planned = t.clone();
+        if let Some(fit) = fit {
+            planned.cut_column(fit, planned.left_for(fit).max(FIT_MIN));
+        }
+        let blocks: Vec<String> = planned
+            .blocks()
+            .iter()
+            .map(|cols| {
+                let mut block = t.select(cols);
+                if let Some(at) = fit.and_then(|f| cols.iter().position(|&c| c == f)) {
+                    block.cut_column(at, block.left_for(at).max(FIT_MIN_BLOCK));
+                }
+                block.render_text()
+            })
+            .collect();
         blocks.join("\n")
     }
 
-    /// The table itself when it fits [`TEXT_WIDTH`], else its columns in blocks that do, one
-    /// under the other, each led by the first column (what names the row), a column marked
+    /// The table's columns by index when the table fits [`TEXT_WIDTH`], else in blocks that do,
+    /// one under the other, each led by the first column (what names the row), a column marked
     /// [`Column::with_previous`] never parted from the one before it: a comparison of many
     /// reports, a table of wide figures. Only a first column and one group of columns wider than
     /// the terminal together can still overflow.
-    fn blocks(self) -> Vec<Table> {
+    fn blocks(&self) -> Vec<Vec<usize>> {
         let width = self.widths();
         let total = width.iter().sum::<usize>() + 2 * width.len().saturating_sub(1);
         if total <= TEXT_WIDTH || width.len() < 3 {
-            return vec![self];
+            return vec![(0..width.len()).collect()];
         }
         // Columns that stay together: each with the ones after it that go with it.
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -250,18 +273,20 @@ impl Table {
         }
         blocks.push(block);
         blocks
-            .iter()
-            .map(|cols| Table {
-                columns: cols.iter().map(|&i| self.columns[i].clone()).collect(),
-                rows: (self.rows.iter())
-                    .map(|r| {
-                        cols.iter()
-                            .map(|&i| r.get(i).cloned().unwrap_or_default())
-                            .collect()
-                    })
-                    .collect(),
-            })
-            .collect()
+    }
+
+    /// These columns of the table, in this order.
+    fn select(&self, cols: &[usize]) -> Table {
+        Table {
+            columns: cols.iter().map(|&i| self.columns[i].clone()).collect(),
+            rows: (self.rows.iter())
+                .map(|r| {
+                    cols.iter()
+                        .map(|&i| r.get(i).cloned().unwrap_or_default())
+                        .collect()
+                })
+                .collect(),
+        }
     }
 
     /// The columns the HTML page shows (all but the text-only ones), every cell whole.
@@ -269,34 +294,32 @@ impl Table {
         self.shown_in(Shown::Html)
     }
 
-    /// Cuts the cells of the columns with a width: fixed ones first, then the one that fits.
-    fn cut_for_text(&mut self) {
+    /// Cuts the cells of the columns with a fixed width ([`Column::cut`]).
+    fn cut_fixed(&mut self) {
         let widths: Vec<Width> = self.columns.iter().map(|c| c.width).collect();
         for (i, w) in widths.iter().enumerate() {
             if let Width::Cut(w) = *w {
-                for row in &mut self.rows {
-                    if let Some(c) = row.get_mut(i) {
-                        *c = cut(c, w);
-                    }
-                }
+                self.cut_column(i, w);
             }
         }
-        let Some(fit) = widths.iter().position(|w| *w == Width::Fit) else {
-            return;
-        };
-        let others: usize = self
-            .widths()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != fit)
-            .map(|(_, w)| w + 2)
-            .sum();
-        let width = TEXT_WIDTH.saturating_sub(others).max(20);
+    }
+
+    fn cut_column(&mut self, i: usize, width: usize) {
         for row in &mut self.rows {
-            if let Some(c) = row.get_mut(fit) {
+            if let Some(c) = row.get_mut(i) {
                 *c = cut(c, width);
             }
         }
+    }
+
+    /// What the other columns (and the spaces between columns) leave of [`TEXT_WIDTH`] for
+    /// column `i`.
+    fn left_for(&self, i: usize) -> usize {
+        let others: usize = (self.widths().iter().enumerate())
+            .filter(|(j, _)| *j != i)
+            .map(|(_, w)| w + 2)
+            .sum();
+        TEXT_WIDTH.saturating_sub(others)
     }
 
     /// Each column's width in characters, its header's included.

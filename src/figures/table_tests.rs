@@ -96,3 +96,26 @@ fn a_table_wider_than_the_terminal_is_folded_under_its_first_column() {
     narrow.row(["1", "2", "3"]);
     assert_eq!(narrow.render(), "a  b  c\n-  -  -\n1  2  3\n");
 }
+
+#[test]
+fn a_fit_column_the_others_would_squeeze_below_its_minimum_gets_a_block_of_its_own_width() {
+    // Nine figure columns of 9 leave 100 - 9 * 11 = 1 for the shape: folded instead, the shape
+    // is cut to what each block leaves, never below FIT_MIN.
+    let mut cols = vec![Column::new("shape").fit()];
+    cols.extend((1..=9).map(|i| Column::new(format!("figure {i}"))));
+    let mut t = Table::with_columns(cols);
+    let shape = format!("find shop.orders {{{}}}", "field: ?string, ".repeat(10));
+    t.row(std::iter::once(shape.clone()).chain((1..=9).map(|i| format!("{i}.5ms"))));
+    let text = t.render();
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let blocks: Vec<&str> = text.split("\n\n").collect();
+    assert!(blocks.len() >= 2, "{text}");
+    for b in &blocks {
+        let row = b.lines().nth(2).unwrap_or_default();
+        let cell = row.split("  ").next().unwrap_or_default();
+        assert!(cell.chars().count() >= super::FIT_MIN, "{b}");
+    }
+    for i in 1..=9 {
+        assert!(text.contains(&format!("{i}.5ms")), "{text}");
+    }
+}
