@@ -131,6 +131,15 @@ impl Drop for SchemaChange {
     }
 }
 
+/// `--explain` (`plans`): a lane's schema change waits for the explains asked before it, then is
+/// in flight until the returned guard is dropped (the lane's step ends, however it ends).
+pub async fn schema_change(plans: Option<&PlanRunner>, command: &str) -> Option<SchemaChange> {
+    match plans {
+        Some(plans) => plans.schema_change(command).await,
+        None => None,
+    }
+}
+
 /// One target's explains: which shapes it has claimed, and the task that runs them.
 pub struct PlanRunner {
     shapes: Arc<PlanShapes>,

@@ -18,10 +18,11 @@
 //!   `errmsg`, write errors, cursor), and OP_REPLY's flags; [`codes`]: the server error codes
 //!   mongotape acts on.
 //! - [`info`]: what a request or reply means (command, namespace, session, outcome);
-//!   [`made_up`]: the replies the proxy makes up for fault rules; [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
+//!   [`made_up`]: the replies the proxy makes up for fault rules; [`recording`]: a packet of a
+//!   mongod/mongos traffic recording (`import`); [`marker`]: step markers; [`peek`]: a request's command and a reply's error code read in
 //!   place, without allocating (the proxy's live metrics). [`error`]: [`WireError`].
 //!
-//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_command op_msg < extjson message op_msg_view < hello marker reply < info made_up peek
+//! Layers, bottom up: codes error < bson_raw header read < compressed depth frame legacy op_command op_msg recording < extjson message op_msg_view < hello marker reply < info made_up peek
 
 pub mod bson_raw;
 pub mod codes;
@@ -42,6 +43,7 @@ pub mod op_msg;
 pub mod op_msg_view;
 pub mod peek;
 mod read;
+pub mod recording;
 pub mod reply;
 
 pub use compressed::Compressor;

@@ -6,7 +6,7 @@
 //! whole packets before it stopped, is imported up to there as a damaged file.
 
 use super::checksum::CrcReader;
-use super::packet::{self, Codes, Framing, Misfit};
+use crate::wire::recording::{self as packet, Codes, Framing, Misfit};
 use std::io::Read;
 
 /// 2015-01-01 and 2100-01-01 in milliseconds since the Unix epoch: a wall-clock time in

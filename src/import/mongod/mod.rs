@@ -3,15 +3,14 @@
 //! of the older single-file layout. Each file is scanned first (`detect`: its layout, how far it
 //! fits, its CRC), then read again into the capture; one packet is in memory at a time.
 //!
-//! `packet` parses a packet without I/O, `checksum` reads `checksum.txt`, `internal` tells the
-//! deployment's own traffic from its clients'. See `docs/import.md`.
+//! [`crate::wire::recording`] parses a packet without I/O, `checksum` reads `checksum.txt`,
+//! `internal` tells the deployment's own traffic from its clients'. See `docs/import.md`.
 //!
-//! Layers, bottom up: checksum internal packet < detect < read
+//! Layers, bottom up: checksum internal < detect < read
 
 pub mod checksum;
 pub mod detect;
 pub mod internal;
-pub mod packet;
 mod read;
 
 pub use detect::{Layout, Scan, TimeUnit};
@@ -19,6 +18,7 @@ pub use read::{name_ms, read_file, read_packets, refusal, Anchor, Pass, Recordin
 
 use super::error::ImportError;
 use super::output::Output;
+use crate::wire::recording as packet;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -28,8 +28,8 @@ pub fn looks_like(head: &[u8]) -> bool {
     if head.len() < 24 {
         return false;
     }
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    if !(packet::Framing::Addresses.min_len()..=packet::MAX_PACKET).contains(&len) {
+    let prefix = [head[0], head[1], head[2], head[3]];
+    if packet::declared_len(prefix, packet::Framing::Addresses).is_err() {
         return false;
     }
     let text_at = |at: usize| head.get(at..).is_some_and(|t| t.starts_with(b"{ id: "));

@@ -4,11 +4,11 @@
 
 use super::detect::{self, Scan, TimeUnit};
 use super::internal::{Filter, Verdict};
-use super::packet::{self, Event};
 use crate::capture::Side;
 use crate::import::error::ImportError;
 use crate::import::input;
 use crate::import::output::Output;
+use crate::wire::recording::{self as packet, Event};
 use bytes::Bytes;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -54,11 +54,7 @@ pub(super) async fn one(
         counter::bump(&target.counters.after_deadline);
         return Ok(Step::Skipped);
     };
-    // A schema change is in flight until this step ends, however it ends (`--explain`).
-    let _schema = match &target.plans {
-        Some(plans) => plans.schema_change(&op.command).await,
-        None => None,
-    };
+    let _schema = crate::replay::explain::schema_change(target.plans.as_deref(), &op.command).await;
     let sent_at = Instant::now();
     let mut lag = Lag {
         ns: intended.map_or(0, |d| {

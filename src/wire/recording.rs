@@ -316,5 +316,5 @@ fn clip(s: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "packet_tests.rs"]
+#[path = "recording_tests.rs"]
 mod tests;
