@@ -66,6 +66,13 @@ pub fn parse_rule(text: &str) -> Result<Rule, FaultError> {
         matcher_word(&mut rule, w).map_err(|what| fail(w.at, what))?;
     }
     rule.action = action(&right[1..], right[0].at + 2).map_err(|(at, what)| fail(at, what))?;
+    // A rule is shown as it prints (`GET /faults`) and must read back from there.
+    if rule.to_string().len() > MAX_RULE {
+        return Err(fail(
+            1,
+            format!("longer than {MAX_RULE} bytes once written out with its defaults"),
+        ));
+    }
     Ok(rule)
 }
 
@@ -309,6 +316,16 @@ mod tests {
             // printed back as a rule that parses.
             ("-> error code=1 msg=!\"open", 22, "a quote inside a value"),
         ];
+        // Found by the fuzz target too: a rule just under the limit that its defaults
+        // (`code=64 codeName=WriteConcernFailed`) take past it once printed.
+        let long = format!("app={} -> write_concern_error", "a".repeat(MAX_RULE - 40));
+        match parse_rule(&long) {
+            Err(FaultError::Parse { position, what, .. }) => {
+                assert_eq!(position, 1);
+                assert!(what.contains("once written out"), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
         for (text, at, what) in cases {
             match parse_rule(text) {
                 Err(FaultError::Parse {
