@@ -2,25 +2,13 @@
 //! `fault` records (kind 11): what `inspect`, `analyze` and `replay` say of a faulted capture, so
 //! that its errors, delays and closes are never taken for the server's or the application's.
 
-use super::facts::session_of;
+use super::after::{self, FaultOutcomes, FaultsBy};
+use super::follow::Follower;
 use crate::capture::{FaultEvent, Record};
-use crate::wire::{Message, RequestInfo};
 use serde::{Deserialize, Serialize};
 
 /// Rule and action pairs told apart; more are summed in the last.
 const MAX_ROWS: usize = 256;
-/// Faults whose retry is looked for at once; the oldest is given up beyond.
-const MAX_WATCHED: usize = 1024;
-/// A retry is looked for this long after its fault (capture time).
-const RETRY_WINDOW_NS: u64 = 120_000_000_000;
-
-/// A fault on a request with `lsid` and `txnNumber`, its retry not seen yet.
-#[derive(Debug, Clone, PartialEq)]
-struct Watched {
-    row: usize,
-    session: (String, i64),
-    ts_ns: u64,
-}
 
 /// The faults a capture's `fault` records say were injected.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -29,13 +17,17 @@ pub struct FaultsInjected {
     pub total: u64,
     /// Per rule and action, in the order they first fired.
     pub rules: Vec<FaultCount>,
+    /// From `analyze`: what followed the faults, per driver (name and application), in the order
+    /// their first fault was concluded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<FaultsBy>,
+    /// From `analyze`: what followed the faults, per connection (the faulted one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<FaultsBy>,
+    /// Whether what followed is looked for ([`FaultsInjected::following`]).
     #[serde(skip)]
     #[schemars(skip)]
-    watched: Vec<Watched>,
-    /// Whether retries are looked for ([`FaultsInjected::following`]).
-    #[serde(skip)]
-    #[schemars(skip)]
-    follow: bool,
+    follower: Option<Follower>,
 }
 
 /// How often one rule fired with one action.
@@ -59,20 +51,29 @@ pub struct FaultCount {
     /// The longest time from a fault to its retry, in milliseconds.
     #[serde(default)]
     pub retry_after_ms_max: f64,
-    /// Faulted requests with an `lsid` and a `txnNumber` not sent again within 2 minutes (or by
-    /// the capture's end): the error was given up to the application.
+    /// Faulted requests with an `lsid` and a `txnNumber` not sent again within 30 s (or by
+    /// the capture's end).
     #[serde(default)]
     pub not_retried: u64,
+    /// From `analyze`: what the client did after this rule's faults.
+    #[serde(default)]
+    pub after: FaultOutcomes,
 }
 
 impl FaultsInjected {
-    /// Counts that also look for what the client did next (`analyze`: feed it every request
-    /// record, then [`FaultsInjected::finish`]).
+    /// Counts that also look for what the client did next (`analyze`: feed it every record
+    /// through [`FaultsInjected::follower`], then [`FaultsInjected::finish`]).
     pub fn following() -> FaultsInjected {
         FaultsInjected {
-            follow: true,
+            follower: Some(Follower::default()),
             ..FaultsInjected::default()
         }
+    }
+
+    /// The follower that `open`, `close`, `client_metadata`, `request` and `reply` records go
+    /// to (`None` unless [`FaultsInjected::following`]).
+    pub fn follower(&mut self) -> Option<&mut Follower> {
+        self.follower.as_mut()
     }
 
     /// Books one `fault` record; a payload that does not read is counted in `total` only.
@@ -90,8 +91,8 @@ impl FaultsInjected {
             None if self.rules.len() < MAX_ROWS => {
                 self.rules.push(FaultCount {
                     rule: e.rule,
-                    name: e.name,
-                    action: e.action,
+                    name: e.name.clone(),
+                    action: e.action.clone(),
                     ..FaultCount::default()
                 });
                 self.rules.len() - 1
@@ -100,56 +101,53 @@ impl FaultsInjected {
         };
         self.rules[at].count += 1;
         self.rules[at].forwarded += u64::from(e.forwarded);
-        if let (true, Some(lsid), Some(txn)) = (self.follow, e.lsid, e.txn_number) {
-            if self.watched.len() >= MAX_WATCHED {
-                let oldest = self.watched.remove(0);
-                self.rules[oldest.row].not_retried += 1;
-            }
-            self.watched.push(Watched {
-                row: at,
-                session: (lsid, txn),
-                ts_ns: record.ts_ns,
-            });
+        if let Some(f) = &mut self.follower {
+            f.fault(at, record, &e);
         }
+        self.book();
     }
 
-    /// Looks at a `request` record for the retry of a watched fault (decoded only while some
-    /// fault waits for its retry).
-    pub fn request(&mut self, record: &Record) {
-        self.expire(record.ts_ns);
-        if self.watched.is_empty() {
-            return;
-        }
-        let Ok(msg) = Message::parse(&record.payload) else {
+    /// Books the faults the follower has concluded (call after feeding it a record).
+    pub fn book(&mut self) {
+        let Some(f) = &mut self.follower else {
             return;
         };
-        let Some(session) = session_of(&RequestInfo::of(&msg)) else {
-            return;
-        };
-        if let Some(at) = self.watched.iter().position(|w| w.session == session) {
-            let w = self.watched.remove(at);
-            let row = &mut self.rules[w.row];
-            row.retried += 1;
-            let ms = record.ts_ns.saturating_sub(w.ts_ns) as f64 / 1e6;
-            row.retry_after_ms_max = row.retry_after_ms_max.max(ms);
-        }
-    }
-
-    fn expire(&mut self, now_ns: u64) {
-        while let Some(w) = self.watched.first() {
-            if now_ns.saturating_sub(w.ts_ns) <= RETRY_WINDOW_NS {
-                break;
+        for done in f.take_done() {
+            let s = &done.seen;
+            let row = &mut self.rules[done.row];
+            if s.had_session && s.write_retried {
+                row.retried += 1;
+                let ms = s.retry_after_ns as f64 / 1e6;
+                row.retry_after_ms_max = row.retry_after_ms_max.max(ms);
+            } else if s.had_session {
+                row.not_retried += 1;
             }
-            let w = self.watched.remove(0);
-            self.rules[w.row].not_retried += 1;
+            row.after.add(s);
+            after::book(&mut self.drivers, after::driver_name(&done), s);
+            after::book(&mut self.connections, format!("conn {}", done.conn_id), s);
         }
     }
 
-    /// At the capture's end: the faults still watched were not retried.
+    /// At the capture's end: the faults still followed are concluded.
     pub fn finish(&mut self) {
-        for w in std::mem::take(&mut self.watched) {
-            self.rules[w.row].not_retried += 1;
+        if let Some(f) = &mut self.follower {
+            f.finish();
         }
+        self.book();
+    }
+
+    /// The text table of what followed, per rule, driver and connection (empty unless
+    /// `analyze` followed the faults).
+    pub fn table(&self) -> String {
+        if self.rules.iter().all(|r| r.after.faults == 0) {
+            return String::new();
+        }
+        let rules = self
+            .rules
+            .iter()
+            .map(|r| (format!("rule {}: {}", r.name, r.action), &r.after));
+        let by = self.drivers.iter().chain(&self.connections);
+        after::table(rules.chain(by.map(|b| (b.name.clone(), &b.after))))
     }
 
     /// `faults were injected: 12 (rule stepdown: error 10; rule 1: close_after 2)`.
@@ -180,6 +178,8 @@ impl FaultsInjected {
 mod tests {
     use super::*;
     use crate::capture::FAULT;
+    use crate::fault::facts::session_of;
+    use crate::wire::{Message, RequestInfo};
 
     #[test]
     fn counts_per_rule_and_action() {
@@ -244,8 +244,9 @@ mod tests {
             |txn, ts| Record::new(crate::capture::RecordKind::Request, 2, ts, insert(txn));
         let mut f = FaultsInjected::following();
         f.add(&fault(1_000_000_000));
-        f.request(&request(6, 1_100_000_000));
-        f.request(&request(5, 1_500_000_000));
+        for r in [request(6, 1_100_000_000), request(5, 1_500_000_000)] {
+            f.follower().unwrap().request(&r);
+        }
         f.add(&fault(2_000_000_000));
         f.finish();
         let row = &f.rules[0];

@@ -133,7 +133,7 @@ impl Tally {
         AnalyzeReport {
             schema_version: crate::figures::SCHEMA_VERSION,
             summary,
-            faults: self.faults.take().map(|mut f| {
+            faults: self.faults.take().filter(|f| f.total > 0).map(|mut f| {
                 f.finish();
                 f
             }),

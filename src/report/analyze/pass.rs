@@ -96,6 +96,9 @@ pub fn analyze_explained(
 /// Reads every record into the tally; the capture's metadata.
 fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture::Metadata {
     let meta = reader.metadata().clone();
+    tally
+        .faults
+        .get_or_insert_with(crate::fault::FaultsInjected::following);
     while let Some(record) = reader.next_record() {
         let record = match record {
             Ok(r) => r,
@@ -113,14 +116,19 @@ fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture:
         }
         match record.kind {
             RecordKind::Open => {
+                follow(tally, |f| f.open(&record));
                 let client = record
                     .event::<OpenEvent>()
                     .map(|e| e.client)
                     .unwrap_or_default();
                 tally.conn(record.conn_id, ts).report.client = client;
             }
-            RecordKind::Close => tally.close(record.conn_id, ts, true),
+            RecordKind::Close => {
+                follow(tally, |f| f.close(record.conn_id));
+                tally.close(record.conn_id, ts, true)
+            }
             RecordKind::ClientMetadata => {
+                follow(tally, |f| f.metadata(&record));
                 if let Ok(doc) = RawDocumentBuf::from_bytes(record.payload.to_vec()) {
                     let d = Driver::from_client_doc(&doc);
                     let c = tally.conn(record.conn_id, ts);
@@ -138,20 +146,33 @@ fn read_all(mut reader: impl RecordSource, tally: &mut Tally) -> crate::capture:
             }
             RecordKind::End => tally.facts.complete = true,
             RecordKind::Request => {
-                if let Some(faults) = &mut tally.faults {
-                    faults.request(&record);
-                }
+                follow(tally, |f| f.request(&record));
                 tally.request(record.conn_id, ts, &record.payload)
             }
-            RecordKind::Reply => tally.reply(record.conn_id, ts, &record.payload),
-            FAULT => tally
-                .faults
-                .get_or_insert_with(crate::fault::FaultsInjected::following)
-                .add(&record),
+            RecordKind::Reply => {
+                follow(tally, |f| f.reply(&record));
+                tally.reply(record.conn_id, ts, &record.payload)
+            }
+            FAULT => {
+                if let Some(faults) = &mut tally.faults {
+                    faults.add(&record);
+                }
+            }
             RecordKind::Unknown(_) => {}
         }
     }
     meta
+}
+
+/// Hands a record to the faults' follower (what the client did after each fault), which
+/// `read_all` always runs: the faulted request comes before its `fault` record.
+fn follow(tally: &mut Tally, feed: impl FnOnce(&mut crate::fault::follow::Follower)) {
+    if let Some(faults) = &mut tally.faults {
+        if let Some(f) = faults.follower() {
+            feed(f);
+        }
+        faults.book();
+    }
 }
 
 /// Opens `path` and analyzes it; errors only if it cannot be opened or is not a capture.

@@ -18,6 +18,9 @@ pub fn render_text(r: &AnalyzeReport) -> String {
         head.push_str(&format!("FAULTS        {}\n", faults.text()));
     }
     let mut s = wrap(&head, 14);
+    if let Some(faults) = &r.faults {
+        s.push_str(&faults.table());
+    }
     driver_times(&mut s, r);
     per_operation(&mut s, r);
     if !r.phases.is_empty() {
