@@ -115,7 +115,15 @@ pub fn driver_name(f: &Followed) -> String {
 pub fn table<'r>(rows: impl Iterator<Item = (String, &'r FaultOutcomes)>) -> String {
     let mut out = format!(
         "  {:<28} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}\n",
-        "after the faults", "faults", "w-retr", "r-retr", "resent", "twice", "gaveup", "reconn", "select"
+        "after the faults",
+        "faults",
+        "w-retr",
+        "r-retr",
+        "resent",
+        "twice",
+        "gaveup",
+        "reconn",
+        "select"
     );
     for (name, o) in rows {
         let name: String = name.chars().take(28).collect();

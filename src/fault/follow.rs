@@ -104,7 +104,10 @@ impl Follower {
         if self.conns.len() >= MAX_CONNS {
             return;
         }
-        let peer = record.event::<OpenEvent>().map(|e| e.client).unwrap_or_default();
+        let peer = record
+            .event::<OpenEvent>()
+            .map(|e| e.client)
+            .unwrap_or_default();
         let host = match peer.rsplit_once(':') {
             Some((host, _)) => host.to_owned(),
             None => peer,
@@ -136,6 +139,14 @@ impl Follower {
         };
         conn.client.driver = name("driver");
         conn.client.app = name("application");
+        // The proxy writes this record after the hello it comes from: that hello was a new
+        // connection's handshake.
+        if conn.hellos > 0 {
+            let (client, opened) = (&conn.client, conn.opened_ns);
+            for w in self.watched.iter_mut().filter(|w| &w.client == client) {
+                w.seen.reconnected |= opened >= w.ts_ns;
+            }
+        }
     }
 
     /// A fault record, booked in `row`: followed from now on.
@@ -339,7 +350,13 @@ mod tests {
         feed(&mut f, RecordKind::Request, 1, 2 * S, msg(insert(1), 7, 0));
         let (rec, e) = fault(1, 7, "insert", "close_after", 2 * S);
         f.fault(0, &rec, &e);
-        feed(&mut f, RecordKind::Request, 1, 2 * S, msg(find.clone(), 8, 0));
+        feed(
+            &mut f,
+            RecordKind::Request,
+            1,
+            2 * S,
+            msg(find.clone(), 8, 0),
+        );
         let (rec, e) = fault(1, 8, "find", "error", 2 * S);
         f.fault(1, &rec, &e);
         f.close(1);
@@ -347,10 +364,22 @@ mod tests {
             f.open(&r);
             f.metadata(&r);
         }
-        feed(&mut f, RecordKind::Request, 2, 3 * S, msg(hello.clone(), 9, 0));
+        feed(
+            &mut f,
+            RecordKind::Request,
+            2,
+            3 * S,
+            msg(hello.clone(), 9, 0),
+        );
         feed(&mut f, RecordKind::Request, 3, 3 * S, msg(hello, 2, 0));
         feed(&mut f, RecordKind::Request, 2, 4 * S, msg(insert(1), 10, 0));
-        feed(&mut f, RecordKind::Reply, 2, 4 * S, msg(rawdoc! {"n": 1, "ok": 1.0}, 11, 10));
+        feed(
+            &mut f,
+            RecordKind::Reply,
+            2,
+            4 * S,
+            msg(rawdoc! {"n": 1, "ok": 1.0}, 11, 10),
+        );
         feed(&mut f, RecordKind::Request, 2, 4 * S, msg(find, 12, 0));
         feed(&mut f, RecordKind::Request, 2, 5 * S, msg(insert(2), 13, 0));
         f.finish();

@@ -55,7 +55,9 @@ pub fn fingerprint(frame: &[u8], msg: &Message) -> Option<u64> {
 fn hash_doc(h: &mut DefaultHasher, doc: &[u8], nested: bool) -> Option<()> {
     for e in bson_raw::iter(doc).ok()? {
         let e = e.ok()?;
-        if (!nested && PER_SEND.contains(&e.key)) || (nested && e.key == "_id" && e.kind == OBJECT_ID) {
+        if (!nested && PER_SEND.contains(&e.key))
+            || (nested && e.key == "_id" && e.kind == OBJECT_ID)
+        {
             continue;
         }
         if !nested && e.key == "documents" && e.kind == ARRAY {
@@ -105,7 +107,12 @@ mod tests {
             rawdoc! {"insert": "c", "$db": "d"},
             vec![rawdoc! {"_id": ObjectId::new(), "x": 2}],
         );
-        let own_id = |id: i32| print(rawdoc! {"insert": "c", "$db": "d"}, vec![rawdoc! {"_id": id}]);
+        let own_id = |id: i32| {
+            print(
+                rawdoc! {"insert": "c", "$db": "d"},
+                vec![rawdoc! {"_id": id}],
+            )
+        };
         assert_eq!(first, again);
         assert_ne!(first, other);
         assert_ne!(own_id(1), own_id(2));
