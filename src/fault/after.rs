@@ -42,6 +42,11 @@ pub struct FaultOutcomes {
 }
 
 impl FaultOutcomes {
+    /// No fault followed: not reported.
+    pub fn is_empty(&self) -> bool {
+        self.faults == 0
+    }
+
     pub fn add(&mut self, s: &Seen) {
         self.faults += 1;
         self.write_retried += u64::from(s.write_retried);
@@ -72,7 +77,7 @@ impl FaultOutcomes {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FaultsBy {
     /// The driver's name and the application's (`nodejs app=orders`), or the connection's id
-    /// (`conn 12`); `other` sums those past the first 64.
+    /// (`conn 12`); past 64 rows, the last is `other`: the 64th and every later one summed.
     pub name: String,
     #[serde(flatten)]
     pub after: FaultOutcomes,

@@ -55,8 +55,9 @@ pub struct FaultCount {
     /// the capture's end).
     #[serde(default)]
     pub not_retried: u64,
-    /// From `analyze`: what the client did after this rule's faults.
-    #[serde(default)]
+    /// From `analyze`: what the client did after this rule's faults (absent from `inspect` and
+    /// `replay`, which do not follow them).
+    #[serde(default, skip_serializing_if = "FaultOutcomes::is_empty")]
     pub after: FaultOutcomes,
 }
 
