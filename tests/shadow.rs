@@ -343,3 +343,112 @@ fn a_candidate_answering_garbage_is_survived() {
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
 }
+
+#[test]
+fn namespace_and_app_filters_mirror_only_those_reads_and_count_the_rest() {
+    let (prod, cand) = (Server::start(), Server::start());
+    fill(&prod.uri(), None);
+    fill(&cand.uri(), None);
+    let dir = tempdir();
+    let proxy = shadow(
+        &prod.uri(),
+        dir.path(),
+        &[
+            "--candidate",
+            &cand.uri(),
+            "--namespace",
+            "shop.items",
+            "--app",
+            "web",
+        ],
+    );
+    // web: 10 reads of shop.items and 10 of crm.people; batch: 10 of shop.items.
+    python(
+        "import sys\nfrom pymongo import MongoClient\n\
+         web = MongoClient(sys.argv[1], appname='web')\n\
+         batch = MongoClient(sys.argv[1], appname='batch')\n\
+         for i in range(10):\n\
+         \x20   list(web.shop.items.find({'_id': i}))\n\
+         \x20   list(web.crm.people.find({'_id': i}))\n\
+         \x20   list(batch.shop.items.find({'_id': i}))\n",
+        &[&proxy.uri()],
+    );
+    let r = wait_for_report(dir.path(), "30 reads mirrored or filtered", |r| {
+        accounted(r) + u(&r["filtered"]) >= 30
+    });
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert_eq!(total(&r, "candidate", "mirrored"), 10, "{r}");
+    assert_eq!(total(&r, "candidate", "shed"), 0, "{r}");
+    assert_eq!(u(&r["filtered"]), 20, "{r}");
+    let shapes = target(&r, "candidate")["shapes"].as_array().unwrap();
+    assert!(
+        shapes.iter().all(|s| s["namespace"] == "shop.items"),
+        "{shapes:?}"
+    );
+}
+
+/// CONNS connections opened one after the other, connection `i` reading `shop.c{i}` once.
+const CONNS: usize = 40;
+
+fn one_read_per_connection(addr: &str) {
+    use std::io::Write;
+    for i in 0..CONNS {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let body = bson::rawdoc! { "find": format!("c{i}"), "filter": {}, "$db": "shop" };
+        s.write_all(&command_message(1, Default::default(), body))
+            .unwrap();
+        read_frame(&mut s, &mut mongotape::wire::FrameSplitter::new()).expect("a reply");
+    }
+}
+
+/// The collections of the connections a shadow with `--sample 50` mirrored.
+fn sampled_connections(prod: &Server, cand: &Server, seed: &str) -> Vec<String> {
+    let dir = tempdir();
+    let proxy = shadow(
+        &prod.uri(),
+        dir.path(),
+        &[
+            "--candidate",
+            &cand.uri(),
+            "--sample",
+            "50",
+            "--sample-seed",
+            seed,
+        ],
+    );
+    one_read_per_connection(proxy.addr());
+    let r = wait_for_report(dir.path(), "every read mirrored or filtered", |r| {
+        accounted(r) + u(&r["filtered"]) >= CONNS as u64
+    });
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert_eq!(total(&r, "candidate", "shed"), 0, "{r}");
+    let mut picked: Vec<String> = target(&r, "candidate")["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["namespace"].as_str().unwrap().to_owned())
+        .collect();
+    picked.sort();
+    assert_eq!(picked.len() as u64 + u(&r["filtered"]), CONNS as u64, "{r}");
+    picked
+}
+
+#[test]
+fn sampling_half_the_connections_picks_about_half_and_the_same_with_the_same_seed() {
+    let (prod, cand) = (Server::start(), Server::start());
+    let first = sampled_connections(&prod, &cand, "7");
+    assert!(
+        (CONNS / 5..=CONNS * 4 / 5).contains(&first.len()),
+        "{} of {CONNS} connections mirrored: {first:?}",
+        first.len()
+    );
+    assert_eq!(sampled_connections(&prod, &cand, "7"), first, "same seed");
+    assert_ne!(
+        sampled_connections(&prod, &cand, "8"),
+        first,
+        "another seed"
+    );
+}

@@ -7,8 +7,10 @@ use super::record::{self, RecordArgs};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use mongotape::figures::units::parse_duration;
+use mongotape::shadow::filter::{self, Filter};
 use mongotape::shadow::report::{self, ShadowReport};
 use mongotape::shadow::{config, Shadow, ShadowConfig, Targets};
+use mongotape::state::pattern::NsPattern;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -43,6 +45,14 @@ enum Mirror {
     Reads,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum SampleBy {
+    /// A whole connection or none of it.
+    Connection,
+    /// Each request on its own (a getMore follows its cursor's first read).
+    Request,
+}
+
 #[derive(Args)]
 pub struct ShadowArgs {
     #[command(flatten)]
@@ -72,6 +82,29 @@ pub struct ShadowArgs {
     /// every server fills from its clock. Example: `--ignore-field cursor.firstBatch[].seenAt`.
     #[arg(long, value_name = "FIELD")]
     ignore_field: Vec<String>,
+    /// Mirror this share (0 to 100) of the connections (or of the requests, --sample-by);
+    /// the rest is counted as filtered.
+    #[arg(long, default_value_t = 100.0, value_name = "PERCENT")]
+    sample: f64,
+    /// What --sample picks, by a hash of the connection id (and request id) seeded with
+    /// --sample-seed: the same seed picks the same connections in the same run of connections.
+    #[arg(long, value_enum, default_value = "connection", value_name = "UNIT")]
+    sample_by: SampleBy,
+    /// The seed of --sample's hash.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    sample_seed: u64,
+    /// Mirror only the reads of these namespaces (repeatable): `DB.*` or `DB.COLLECTION`, as
+    /// `record --snapshot` takes them. Example: `--namespace shop.orders --namespace crm.*`.
+    #[arg(long, value_name = "PATTERN")]
+    namespace: Vec<String>,
+    /// Mirror only these commands (repeatable): find, aggregate, count, distinct (a getMore
+    /// follows its cursor's first read).
+    #[arg(long = "command", value_name = "NAME")]
+    commands: Vec<String>,
+    /// Mirror only the connections whose handshake names this application (repeatable; the
+    /// driver's appName).
+    #[arg(long, value_name = "NAME")]
+    app: Vec<String>,
     /// Write each confirmed discrepancy as a JSON line to FILE (values hashed with --redact values).
     #[arg(long, value_name = "FILE")]
     discrepancies: Option<PathBuf>,
@@ -116,6 +149,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         discrepancies: args.discrepancies.clone(),
         redaction: args.record.redact.redaction(),
         reply_timeout: args.candidate_timeout,
+        filter: filter(&args)?,
         ..ShadowConfig::default()
     };
     let targets = Targets::parse_blocking(&config).map_err(|e| match e.is_usage() {
@@ -151,6 +185,43 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(status)
+}
+
+/// The filters of `args`; a pattern, a command or a share that cannot be used is a usage error.
+fn filter(args: &ShadowArgs) -> anyhow::Result<Filter> {
+    if !(0.0..=100.0).contains(&args.sample) {
+        return Err(super::exit::usage(format!(
+            "--sample {}: a percentage from 0 to 100",
+            args.sample
+        )));
+    }
+    let namespaces = args
+        .namespace
+        .iter()
+        .map(|p| NsPattern::parse(p).map_err(|e| super::exit::usage(format!("--namespace: {e}"))))
+        .collect::<Result<_, _>>()?;
+    let reads = ["getMore"].iter().chain(config::READ_COMMANDS);
+    if let Some(c) = args
+        .commands
+        .iter()
+        .find(|c| !reads.clone().any(|r| r == c))
+    {
+        return Err(super::exit::usage(format!(
+            "--command {c}: only reads are mirrored ({})",
+            config::READ_COMMANDS.join(", ")
+        )));
+    }
+    Ok(Filter {
+        percent: args.sample,
+        by: match args.sample_by {
+            SampleBy::Connection => filter::SampleBy::Connection,
+            SampleBy::Request => filter::SampleBy::Request,
+        },
+        seed: args.sample_seed,
+        namespaces,
+        commands: args.commands.clone(),
+        apps: args.app.clone(),
+    })
 }
 
 /// Held while the report is written: the periodic one never lands after the last.

@@ -1,6 +1,7 @@
 //! What `mongotape shadow` is told: the candidates, the control, the bounds, the comparison's
 //! options, and the errors it can end with.
 
+use super::filter::Filter;
 use crate::redact::Redaction;
 use crate::replay::client::TargetError;
 use std::path::PathBuf;
@@ -42,6 +43,8 @@ pub struct ShadowConfig {
     pub max_shapes: usize,
     /// How long a candidate may take to answer one request before its connection is dropped.
     pub reply_timeout: Duration,
+    /// `--sample`, `--namespace`, `--command`, `--app`: which reads are mirrored at all.
+    pub filter: Filter,
 }
 
 impl Default for ShadowConfig {
@@ -58,6 +61,7 @@ impl Default for ShadowConfig {
             redaction: Redaction::Credentials,
             max_shapes: 200,
             reply_timeout: Duration::from_secs(5),
+            filter: Filter::default(),
         }
     }
 }

@@ -17,16 +17,19 @@ pub struct Intake {
     tx: mpsc::Sender<Record>,
     queued: Arc<AtomicUsize>,
     max_bytes: usize,
+    /// Whether handshakes go to the dispatcher too (`--app` reads the application's name).
+    handshakes: bool,
     /// Records dropped because the dispatcher fell behind.
     pub dropped: AtomicU64,
 }
 
 /// Whether a request's command may be mirrored (a compressed one is opened by the dispatcher).
-fn wanted(command: Option<&[u8]>) -> bool {
+fn wanted(command: Option<&[u8]>, handshakes: bool) -> bool {
     match command {
         None => true,
         Some(c) => {
             c == b"getMore"
+                || (handshakes && matches!(c, b"hello" | b"isMaster" | b"ismaster"))
                 || super::config::READ_COMMANDS
                     .iter()
                     .any(|r| r.as_bytes() == c)
@@ -36,13 +39,17 @@ fn wanted(command: Option<&[u8]>) -> bool {
 
 impl Intake {
     /// The tap and the receiving end; `queued` is decreased by the dispatcher as it takes records.
-    pub fn new(max_bytes: usize) -> (Arc<Intake>, mpsc::Receiver<Record>, Arc<AtomicUsize>) {
+    pub fn new(
+        max_bytes: usize,
+        handshakes: bool,
+    ) -> (Arc<Intake>, mpsc::Receiver<Record>, Arc<AtomicUsize>) {
         let (tx, rx) = mpsc::channel(INTAKE_RECORDS);
         let queued = Arc::new(AtomicUsize::new(0));
         let intake = Intake {
             tx,
             queued: queued.clone(),
             max_bytes,
+            handshakes,
             dropped: AtomicU64::new(0),
         };
         (Arc::new(intake), rx, queued)
@@ -53,7 +60,9 @@ impl Tap for Intake {
     fn record(&self, record: &Record) {
         match record.kind {
             RecordKind::Request => {
-                if !peek::request(&record.payload).is_some_and(|p| wanted(p.command)) {
+                if !peek::request(&record.payload)
+                    .is_some_and(|p| wanted(p.command, self.handshakes))
+                {
                     return;
                 }
             }

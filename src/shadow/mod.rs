@@ -11,11 +11,12 @@
 //! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
 //!
-//! Layers, bottom up: compare config stats < discrepancies metrics report < shared < recheck < lane < intake pairs
+//! Layers, bottom up: compare filter < config stats < discrepancies metrics report < shared < recheck < lane < intake pairs
 
 pub mod compare;
 pub mod config;
 pub mod discrepancies;
+pub mod filter;
 pub mod intake;
 pub mod lane;
 pub mod metrics;
@@ -32,7 +33,7 @@ use recheck::Side;
 use report::ShadowReport;
 use shared::Shared;
 use stats::CandidateStats;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -84,6 +85,8 @@ pub struct Shadow {
     /// The mirror's own thread: its work never takes the forwarding threads' time.
     runtime: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
     intake: Arc<intake::Intake>,
+    /// Reads the filters left out (`--sample`, `--namespace`, `--command`, `--app`).
+    filtered: Arc<AtomicU64>,
     candidates: Vec<Arc<Candidate>>,
     started: Instant,
     started_text: String,
@@ -116,6 +119,7 @@ impl Shadow {
         let display = production.display.clone();
         let max_shapes = config.max_shapes;
         let queue = config.queue_bytes;
+        let filter = config.filter.clone();
         let shared = Arc::new(Shared::new(config, production, control, log));
         let candidates: Vec<Arc<Candidate>> = sides
             .into_iter()
@@ -128,14 +132,17 @@ impl Shadow {
                 Candidate::new(side, role, shared.clone())
             })
             .collect();
-        let (intake, rx, queued) = intake::Intake::new(queue);
-        runtime.spawn(pairs::Dispatcher::new(candidates.clone()).run(rx, queued));
+        let (intake, rx, queued) = intake::Intake::new(queue, filter.wants_handshakes());
+        let filtered = Arc::new(AtomicU64::new(0));
+        let dispatcher = pairs::Dispatcher::new(candidates.clone(), filter, filtered.clone());
+        runtime.spawn(dispatcher.run(rx, queued));
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         Ok(Shadow {
             runtime: std::sync::Mutex::new(Some(runtime)),
             intake,
+            filtered,
             candidates,
             started: Instant::now(),
             started_text: crate::capture::rfc3339(now_ns),
@@ -192,6 +199,7 @@ impl Shadow {
                 self.started.elapsed().as_secs_f64(),
                 complete,
                 self.intake.dropped.load(Ordering::Relaxed),
+                self.filtered.load(Ordering::Relaxed),
             ),
             &targets,
             &self.started_text,

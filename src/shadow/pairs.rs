@@ -4,6 +4,7 @@
 //! candidate and the control. Handshakes, SASL and anything but the mirrored reads never go
 //! further. Memory is bounded: requests awaiting their reply per connection, cursors known.
 
+use super::filter::{Filter, Read};
 use super::lane::Candidate;
 use super::shared::Pair;
 use super::stats::ShapeKey;
@@ -15,7 +16,7 @@ use crate::shape::Shaper;
 use crate::wire::MsgHeader;
 use bson::RawDocument;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -67,15 +68,27 @@ pub struct Dispatcher {
     pending: HashMap<u64, HashMap<i32, Waiting>>,
     cursor_shapes: HashMap<i64, ShapeKey>,
     shaper: Shaper,
+    filter: Filter,
+    /// Reads the filters left out.
+    filtered: Arc<AtomicU64>,
+    /// The application each open connection named in its handshake (with `--app` only).
+    apps: HashMap<u64, String>,
 }
 
 impl Dispatcher {
-    pub fn new(candidates: Vec<Arc<Candidate>>) -> Dispatcher {
+    pub fn new(
+        candidates: Vec<Arc<Candidate>>,
+        filter: Filter,
+        filtered: Arc<AtomicU64>,
+    ) -> Dispatcher {
         Dispatcher {
             candidates,
             pending: HashMap::new(),
             cursor_shapes: HashMap::new(),
             shaper: Shaper::new(),
+            filter,
+            filtered,
+            apps: HashMap::new(),
         }
     }
 
@@ -88,6 +101,7 @@ impl Dispatcher {
                 RecordKind::Reply => self.reply(record),
                 RecordKind::Close => {
                     self.pending.remove(&record.conn_id);
+                    self.apps.remove(&record.conn_id);
                     for c in &self.candidates {
                         c.close(record.conn_id);
                     }
@@ -101,10 +115,20 @@ impl Dispatcher {
         let Ok(Some(header)) = MsgHeader::parse(&record.payload) else {
             return;
         };
+        if self.filter.wants_handshakes() {
+            if let Some(app) = application(&record.payload) {
+                self.apps.insert(record.conn_id, app);
+                return;
+            }
+        }
         let Ok(req) = understand(record.conn_id, record.ts_ns, &record.payload) else {
             return;
         };
         if !req.expects_reply || !is_mirrored_read(&req) {
+            return;
+        }
+        if !self.passes(&req, header.request_id) {
+            self.filtered.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let key = self.shape(&req);
@@ -114,6 +138,26 @@ impl Dispatcher {
         }
         let ts_ns = record.ts_ns;
         pending.insert(header.request_id, Waiting { req, key, ts_ns });
+    }
+
+    /// Whether the filters let `req` through; a getMore follows its cursor's opening read (a
+    /// cursor is known only when that read was mirrored).
+    fn passes(&self, req: &Request, request_id: i32) -> bool {
+        if req
+            .cursor_refs
+            .first()
+            .is_some_and(|c| self.cursor_shapes.contains_key(c))
+        {
+            return true;
+        }
+        let namespace = req.namespace();
+        self.filter.passes(&Read {
+            conn_id: req.conn_id,
+            request_id,
+            command: &req.command,
+            namespace: &namespace,
+            app: self.apps.get(&req.conn_id).map(String::as_str),
+        })
     }
 
     /// The request's shape; a getMore's is its cursor's when that cursor's opening was seen.
@@ -178,6 +222,14 @@ impl Dispatcher {
             c.offer(&pair);
         }
     }
+}
+
+/// The application name of a handshake (`client.application.name` of a hello or isMaster).
+fn application(payload: &[u8]) -> Option<String> {
+    let msg = crate::wire::Message::parse(payload).ok()?;
+    let client = crate::wire::info::client_metadata(&msg)?;
+    let app = client.get_document("application").ok()?;
+    app.get_str("name").ok().map(str::to_owned)
 }
 
 #[cfg(test)]

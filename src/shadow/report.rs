@@ -27,6 +27,9 @@ pub struct ShadowReport {
     pub production: String,
     /// Reads dropped before the mirror saw them (its intake was full): not mirrored anywhere.
     pub intake_dropped: u64,
+    /// Reads the filters left out (`--sample`, `--namespace`, `--command`, `--app`): not
+    /// mirrored anywhere, by choice (not counted as shed).
+    pub filtered: u64,
     /// Each candidate, then the control.
     pub targets: Vec<TargetReport>,
 }
@@ -154,11 +157,11 @@ struct ControlRatios<'a> {
 
 /// Builds the report from each target's figures: `(label, role, stats)`.
 pub fn build(
-    head: (&str, f64, bool, u64),
+    head: (&str, f64, bool, u64, u64),
     targets: &[(String, &'static str, &CandidateStats)],
     started: &str,
 ) -> ShadowReport {
-    let (production, seconds, complete, intake_dropped) = head;
+    let (production, seconds, complete, intake_dropped, filtered) = head;
     let boot = Bootstrap::default();
     let control = targets
         .iter()
@@ -187,6 +190,7 @@ pub fn build(
         complete,
         production: production.into(),
         intake_dropped,
+        filtered,
         targets: out,
     }
 }
@@ -266,6 +270,9 @@ pub fn text(r: &ShadowReport) -> String {
             "  {} reads dropped before mirroring (intake full)\n",
             r.intake_dropped
         );
+    }
+    if r.filtered > 0 {
+        out += &format!("  {} reads left out by the filters\n", r.filtered);
     }
     for t in &r.targets {
         let c = &t.totals;
