@@ -452,3 +452,35 @@ fn sampling_half_the_connections_picks_about_half_and_the_same_with_the_same_see
         "another seed"
     );
 }
+
+#[test]
+fn record_only_options_are_hidden_from_the_help_and_refused() {
+    let help = mongotape(&["shadow", "--help"]);
+    assert!(help.success(), "{}", help.stderr);
+    for option in [
+        "--interface <",
+        "--snapshot <",
+        "--sniff-buffer <",
+        "--server-port <",
+    ] {
+        assert!(
+            !help.stdout.contains(option),
+            "{option} in:\n{}",
+            help.stdout
+        );
+    }
+    assert!(help.stdout.contains("--sample"), "{}", help.stdout);
+    let out = mongotape(&[
+        "shadow",
+        "-u",
+        "127.0.0.1:1",
+        "-o",
+        "x.mtape",
+        "--candidate",
+        "127.0.0.1:2",
+        "--snapshot",
+        "shop.*",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("record's only"), "{}", out.stderr);
+}

@@ -111,7 +111,7 @@ enum Command {
 
 /// The whole command line, with every exit status and the log's settings after its options.
 fn command() -> clap::Command {
-    help::with_after_help(Cli::command())
+    help::with_after_help(Cli::command()).mut_subcommand("shadow", shadow::hide_record_only)
 }
 
 pub fn main() -> ExitCode {

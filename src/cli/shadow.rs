@@ -124,11 +124,23 @@ pub struct ShadowArgs {
     recheck_delay: Duration,
 }
 
+/// record's options that the shadow cannot honour (sniffing, a snapshot at T0): hidden from
+/// `shadow --help`, refused by [`run`] when given.
+const RECORD_ONLY: &[&str] = &["interface", "server_port", "sniff_buffer", "snapshot"];
+
+/// `shadow`'s command with record's options it cannot honour hidden.
+pub fn hide_record_only(command: clap::Command) -> clap::Command {
+    RECORD_ONLY
+        .iter()
+        .fold(command, |c, id| c.mut_arg(*id, |a| a.hide(true)))
+}
+
 pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     args.record.quiet |= quiet;
     if args.record.interface.is_some() || !args.record.snapshot.is_empty() {
         return Err(super::exit::usage(
-            "shadow runs the proxy: --interface and --snapshot are record's only",
+            "shadow mirrors what its proxy forwards: --interface, --server-port, --sniff-buffer \
+             and --snapshot are record's only",
         ));
     }
     if args.record.out.is_none() {
