@@ -112,7 +112,10 @@ pub struct ShadowArgs {
     /// seconds and at stop.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Seconds between two writes of --report.
+    /// Write the report as a page (HTML, self-contained) to FILE, with --report's cadence.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Seconds between two writes of --report and --html.
     #[arg(long, default_value = "60", value_parser = parse_duration, value_name = "SECS")]
     report_every: Duration,
     /// How long a candidate may take to answer one read before its connection is dropped and
@@ -169,18 +172,23 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         false => e.into(),
     })?;
     let shadow: Arc<OnceLock<Shadow>> = Arc::default();
-    let (report_path, every) = (args.report.clone(), args.report_every);
+    let outputs = Outputs {
+        json: args.report.clone(),
+        html: args.html.clone(),
+    };
+    let every = args.report_every;
+    let periodic = outputs.clone();
     let held = shadow.clone();
     let status = record::run_with(*args.record, move |proxy| {
         let started = Shadow::start(config, targets)?;
         proxy.set_tap(started.tap());
         proxy.add_collector(started.collector());
         let _ = held.set(started);
-        if let Some(path) = report_path {
+        if periodic.json.is_some() || periodic.html.is_some() {
             // A thread of its own: the intervals' bootstrap never takes the forwarding's time.
             std::thread::Builder::new()
                 .name("mongotape-report".into())
-                .spawn(move || rewrite_report(held, path, every))
+                .spawn(move || rewrite_report(held, periodic, every))
                 .context("starting the report's thread")?;
         }
         Ok(())
@@ -188,9 +196,9 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     if let Some(shadow) = shadow.get() {
         shadow.stop();
         let report = shadow.report(true);
-        if let Some(path) = &args.report {
+        {
             let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
-            write_report(path, &report)?;
+            outputs.write(&report)?;
         }
         if !quiet {
             note!("{}", report::text(&report).trim_end());
@@ -241,7 +249,7 @@ static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Rewrites the report every `every` until the shadow has stopped (the last one is written at
 /// stop by [`run`]).
-fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, path: PathBuf, every: Duration) {
+fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, outputs: Outputs, every: Duration) {
     loop {
         std::thread::sleep(every.max(Duration::from_secs(1)));
         if let Some(shadow) = shadow.get() {
@@ -249,18 +257,39 @@ fn rewrite_report(shadow: Arc<OnceLock<Shadow>>, path: PathBuf, every: Duration)
             if shadow.is_stopped() {
                 return;
             }
-            if let Err(e) = write_report(&path, &shadow.report(false)) {
+            if let Err(e) = outputs.write(&shadow.report(false)) {
                 tracing::warn!("{e:#}");
             }
         }
     }
 }
 
-/// Writes the report whole: to a file beside it, then renamed over it.
-fn write_report(path: &Path, report: &ShadowReport) -> anyhow::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(report)?;
-    std::fs::write(&tmp, text).with_context(|| format!("--report {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("--report {}", path.display()))?;
+/// Where the report goes: `--report` (JSON) and `--html`.
+#[derive(Clone)]
+struct Outputs {
+    json: Option<PathBuf>,
+    html: Option<PathBuf>,
+}
+
+impl Outputs {
+    fn write(&self, report: &ShadowReport) -> anyhow::Result<()> {
+        if let Some(path) = &self.json {
+            write_whole(path, "--report", &serde_json::to_vec_pretty(report)?)?;
+        }
+        if let Some(path) = &self.html {
+            let page = mongotape::report::html::shadow::render_html(report);
+            write_whole(path, "--html", page.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a file whole: to a file beside it, then renamed over it.
+fn write_whole(path: &Path, option: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("{option} {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("{option} {}", path.display()))?;
     Ok(())
 }

@@ -23,7 +23,7 @@
 //! page shows: [`summary`] (any report's summary), [`phases`] (per step marker) and `why` (errors
 //! by code, the slowest requests, the query plans).
 //!
-//! Layers, bottom up: distribution escape < chart < bar_chart line_chart < mod.rs < compare phases summary why < ab analyze replay
+//! Layers, bottom up: distribution escape < chart < bar_chart line_chart < mod.rs < compare phases summary why < ab analyze replay shadow
 
 pub mod ab;
 pub mod analyze;
@@ -35,6 +35,7 @@ mod escape;
 mod line_chart;
 pub mod phases;
 pub mod replay;
+pub mod shadow;
 pub mod summary;
 mod why;
 
