@@ -92,3 +92,66 @@ fn the_shadow_page_renders_in_chromium_and_fits_1280_px() {
     assert!(text.contains("Legend") && text.contains("Gaps"), "{text}");
     screenshot_ok(&html, &dir.path().join("shadow.png"));
 }
+
+#[test]
+fn compare_reads_a_shadow_report_as_production_and_a_column_per_target() {
+    let dir = tempdir();
+    let report = shadow_run(dir.path());
+    let json = dir.path().join("shadow.json");
+    let out = mongotape(&["compare".as_ref(), json.as_os_str(), "--json".as_ref()]);
+    assert!(out.success(), "{}", out.stderr);
+    let cmp: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_schema("compare", &cmp);
+    let target = &report["targets"][0];
+    let labels: Vec<&str> = cmp["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    let candidate = format!("candidate {}", target["label"].as_str().unwrap());
+    assert_eq!(labels, ["production", candidate.as_str()]);
+    // Every shape of the report, its p50 on each side and the candidate's ratio to production.
+    let shapes = target["shapes"].as_array().unwrap();
+    assert_eq!(cmp["shapes"].as_array().unwrap().len(), shapes.len());
+    for s in shapes {
+        let row = cmp["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["hash"] == s["hash"])
+            .unwrap_or_else(|| panic!("{} in {cmp}", s["shape"]));
+        let p50 = row["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == "p50")
+            .unwrap();
+        let (prod, cand) = (
+            s["production_latency_us"]["p50"].as_f64().unwrap(),
+            s["target_latency_us"]["p50"].as_f64().unwrap(),
+        );
+        assert_eq!(p50["values"], serde_json::json!([prod, cand]), "{row}");
+        let ratio = p50["ratios"][1].as_f64().unwrap();
+        assert!((ratio - cand / prod).abs() < 1e-9, "{row}");
+        let count = row["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == "count");
+        assert_eq!(
+            count.unwrap()["values"][1].as_f64(),
+            s["mirrored"].as_f64(),
+            "{row}"
+        );
+    }
+    // The text names both columns, beside another report as well.
+    let file = json.as_os_str();
+    let text = mongotape(&["compare".as_ref(), file, file]);
+    assert!(text.success(), "{}", text.stderr);
+    assert!(
+        text.stdout.contains("production") && text.stdout.contains("candidate"),
+        "{}",
+        text.stdout
+    );
+}

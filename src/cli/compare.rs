@@ -18,7 +18,8 @@ php-r1.json pymongo-r2.json php-r2.json"
 )]
 pub struct CompareArgs {
     /// Report JSON files (`analyze --json`, replay or A/B reports: an A/B report is a column per
-    /// target); ratios are against the first.
+    /// target; a shadow's report is production and a column per target); ratios are against the
+    /// first.
     #[arg(required = true, num_args = 1..)]
     reports: Vec<PathBuf>,
     /// Reports with the same label are repeats of one run: one column with medians, spreads and

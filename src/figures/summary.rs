@@ -70,8 +70,8 @@ pub struct CommandSummary {
 /// them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportSummary {
-    /// `replay` or `analyze`.
-    #[schemars(extend("enum" = ["analyze", "replay"]))]
+    /// `replay`, `analyze`, or `shadow` (a column `compare` makes of a shadow's report).
+    #[schemars(extend("enum" = ["analyze", "replay", "shadow"]))]
     pub kind: String,
     /// The column's name in `compare` (the capture's file stem by default).
     pub label: String,

@@ -9,12 +9,15 @@ use super::stats::{CandidateStats, ShapeFigures};
 use crate::replay::ab::control::{self, ControlCheck, Names};
 use crate::replay::ab::stats::{Bootstrap, RatioEstimate};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `mongotape shadow --report`: the live shadow's comparison of candidates with production.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShadowReport {
+    /// `shadow`: how `compare` knows this report.
+    #[schemars(extend("const" = "shadow"))]
+    pub kind: String,
     pub schema_version: u32,
     pub mongotape_version: String,
     /// When the shadow started (RFC 3339).
@@ -35,7 +38,7 @@ pub struct ShadowReport {
 }
 
 /// One mirrored target.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetReport {
     /// Its connection string, password masked.
     pub label: String,
@@ -52,7 +55,7 @@ pub struct TargetReport {
 }
 
 /// What happened to the reads of one shape (or of all).
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counts {
     /// Reads sent to the target and answered.
     pub mirrored: u64,
@@ -103,7 +106,7 @@ impl Counts {
 }
 
 /// Latency in microseconds.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latency {
     pub p50: f64,
     pub p99: f64,
@@ -123,7 +126,7 @@ impl Latency {
 }
 
 /// One query shape on one target.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeEntry {
     /// The shape's text (`find shop.orders {status: ?string}`), or `other`.
     pub shape: String,
@@ -183,6 +186,7 @@ pub fn build(
         })
         .collect();
     ShadowReport {
+        kind: "shadow".into(),
         schema_version: 1,
         mongotape_version: env!("CARGO_PKG_VERSION").into(),
         started: started.into(),

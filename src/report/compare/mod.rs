@@ -1,18 +1,20 @@
 //! `mongotape compare`: reports side by side, per command and overall, with ratios against the first
 //! column. Reads the `summary` key ([`ReportSummary`]) of any report JSON (analyze or replay), or a
-//! bare `ReportSummary`.
+//! bare `ReportSummary`; an A/B report is a column per target, a shadow's report a column for
+//! production and one per target (`shadow`).
 //!
 //! This file lines the summaries up (the report's schema): `read` loads them, `rows` is one figure
 //! across the columns; `repeats` folds reports that repeat one run (same label) into one column
 //! with a median, a spread and ratio intervals; the renderings are in `text` and
 //! [`crate::report::html::compare`].
 //!
-//! Layers, bottom up: read rows < errors shapes < mod.rs < repeats text
+//! Layers, bottom up: shadow < read rows < errors shapes < mod.rs < repeats text
 
 mod errors;
 mod read;
 mod repeats;
 mod rows;
+mod shadow;
 mod shapes;
 mod text;
 

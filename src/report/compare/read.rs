@@ -33,11 +33,20 @@ pub fn load_json(path: &Path) -> Result<(String, serde_json::Value), CompareErro
 }
 
 /// The reports a file holds, each with its name for errors: the file itself, or for an A/B
-/// report (`kind: ab`) each target's replay report, its summary labelled by the target.
+/// report (`kind: ab`) each target's replay report, its summary labelled by the target, or for a
+/// shadow's report (`kind: shadow`) production and each target (`super::shadow`).
 pub fn load_reports(path: &Path) -> Result<Vec<(String, Value)>, CompareError> {
     let (name, mut value) = load_json(path)?;
-    if value.get("kind").and_then(Value::as_str) != Some("ab") {
-        return Ok(vec![(name, value)]);
+    match value.get("kind").and_then(Value::as_str) {
+        Some("ab") => {}
+        Some("shadow") => {
+            let report = serde_json::from_value(value).map_err(|e| CompareError::NoSummary {
+                path: name.clone(),
+                detail: format!("a shadow's report that does not read: {e}"),
+            })?;
+            return Ok(super::shadow::columns(&name, &report));
+        }
+        _ => return Ok(vec![(name, value)]),
     }
     let no_targets = |detail: &str| CompareError::NoSummary {
         path: name.clone(),

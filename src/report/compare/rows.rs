@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ColumnHead {
     pub label: String,
-    #[schemars(extend("enum" = ["analyze", "replay"]))]
+    #[schemars(extend("enum" = ["analyze", "replay", "shadow"]))]
     pub kind: String,
     pub source: String,
     /// The report file it came from (with repeats: the files, comma-separated).
