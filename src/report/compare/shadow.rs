@@ -88,7 +88,6 @@ fn column<'a>(
             namespace: s.namespace.clone(),
             shape: s.shape.clone(),
             figures,
-            ..ShapeReport::default()
         });
     }
     let per_s = |n: u64| crate::figures::summary::per_s(n, report.seconds);

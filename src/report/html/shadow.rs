@@ -58,7 +58,7 @@ fn latency_chart(page: Page, r: &ShadowReport) -> Page {
         .iter()
         .filter(|s| s.production_latency_us.is_some())
         .collect();
-    busiest.sort_by(|a, b| b.counts.mirrored.cmp(&a.counts.mirrored));
+    busiest.sort_by_key(|s| std::cmp::Reverse(s.counts.mirrored));
     busiest.truncate(CHARTED);
     if busiest.is_empty() {
         return page;
