@@ -1,6 +1,7 @@
 //! The live shadow's page (`mongotape shadow --html`) opened in headless Chromium, and its JSON
 //! read by `mongotape compare`, after a short real shadow: secantusd-rs as production and as a
-//! candidate with one document changed, pymongo reading through the shadow.
+//! candidate with one document changed and an index production lacks, pymongo reading through
+//! the shadow.
 
 mod common;
 use common::*;
@@ -25,7 +26,8 @@ fn shadow_run(dir: &Path) -> Value {
             "import sys\nfrom pymongo import MongoClient\n\
              c = MongoClient(sys.argv[1]); ch = int(sys.argv[2])\n\
              c.shop.items.drop()\n\
-             c.shop.items.insert_many([{'_id': i, 'g': i % 10, 'v': -1 if i == ch else i} for i in range(100)])\n",
+             c.shop.items.insert_many([{'_id': i, 'g': i % 10, 'v': -1 if i == ch else i} for i in range(100)])\n\
+             if ch >= 0: c.shop.items.create_index('g')\n",
             &[s.uri(), changed.to_string()],
         );
     }
@@ -88,7 +90,19 @@ fn the_shadow_page_renders_in_chromium_and_fits_1280_px() {
     );
     assert_ne!(shapes[0]["discrepancies"], 0, "{target}");
     assert!(per_shape.rows[0][col("ratio (interval)")].contains("x ("));
+    // The sorted find by `g` differs (the changed document): explained on both sides, its plan
+    // changed (the candidate's index on g).
+    let by_g = shapes
+        .iter()
+        .find(|s| s["shape"].as_str().unwrap().contains("g:") && s["command"] == "find")
+        .expect("the find by g");
+    assert_ne!(by_g["discrepancies"], 0, "{by_g}");
+    assert_eq!(by_g["plan_changed"], true, "{by_g}");
     let text = text_of(&layout.rendered.dom);
+    assert!(
+        text.contains(by_g["plan_target"].as_str().unwrap()),
+        "the plans on the page"
+    );
     assert!(text.contains("Legend") && text.contains("Gaps"), "{text}");
     screenshot_ok(&html, &dir.path().join("shadow.png"));
 }

@@ -11,7 +11,7 @@
 //! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
 //!
-//! Layers, bottom up: compare filter < config stats < discrepancies metrics report < shared < recheck < lane < intake pairs
+//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck < lane < intake pairs
 
 pub mod compare;
 pub mod config;
@@ -21,6 +21,7 @@ pub mod intake;
 pub mod lane;
 pub mod metrics;
 pub mod pairs;
+pub mod plans;
 pub mod recheck;
 pub mod report;
 pub mod shared;

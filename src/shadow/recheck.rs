@@ -6,6 +6,7 @@
 //! once; a difference found beyond them stays unconfirmed.
 
 use super::compare::{self, Verdict};
+use super::plans;
 use super::shared::{Pair, Shared};
 use super::stats::{CandidateStats, Event};
 use crate::replay::client::{Conn, ConnError, Target};
@@ -79,6 +80,16 @@ async fn run(shared: &Shared, side: &Side, pair: &Pair, first: &BTreeSet<String>
     if let Some(log) = &shared.log {
         log.write(&line(shared, side, pair, (&p, &c), first.union(&fields)));
     }
+    let (prod, stats) = (&shared.production, &side.stats);
+    plans::explain_both(
+        prod,
+        &side.target,
+        stats,
+        &pair.key,
+        &request.bytes,
+        timeout,
+    )
+    .await;
     Event::Discrepancy
 }
 

@@ -147,6 +147,16 @@ pub struct ShapeEntry {
     pub median_ratio: Option<RatioEstimate>,
     /// This shape's share of production's time over the mirrored reads (0 to 1).
     pub share_of_production_time: f64,
+    /// The winning plan on production and on the target (`IXSCAN {g: 1} -> FETCH`), from the
+    /// last explain of a read of this shape that still differed when sent again (at most one
+    /// per shape and target a minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_production: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_target: Option<String>,
+    /// Whether the two plans differ (present when both were explained).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_changed: Option<bool>,
     /// The candidate's ratio judged against the control's on this shape (the A2 rule).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control: Option<ControlCheck>,
@@ -244,6 +254,9 @@ fn target_report(
                 0.0
             },
             control: check,
+            plan_changed: f.plans.as_ref().map(|(p, t)| p != t),
+            plan_production: f.plans.as_ref().map(|p| p.0.clone()),
+            plan_target: f.plans.as_ref().map(|p| p.1.clone()),
         });
     }
     entries.sort_by(|a, b| {

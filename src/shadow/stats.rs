@@ -40,6 +40,8 @@ pub struct ShapeFigures {
     pub production_ns: Histogram<u64>,
     pub candidate_ns: Histogram<u64>,
     pub pairs: PairSample,
+    /// The winning plans of the last explain on production and on the candidate.
+    pub plans: Option<(String, String)>,
 }
 
 impl ShapeFigures {
@@ -62,6 +64,7 @@ impl ShapeFigures {
             production_ns: hist(),
             candidate_ns: hist(),
             pairs: PairSample::with_cap(2, PAIRS_PER_SHAPE),
+            plans: None,
         }
     }
 }
@@ -104,6 +107,8 @@ pub struct CandidateStats {
     pub connection_failures: AtomicU64,
     /// Connections opened (the first and every reconnection).
     pub connections: AtomicU64,
+    /// When each shape was last explained (bounded as the shapes are).
+    explained: Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl std::fmt::Debug for CandidateStats {
@@ -119,7 +124,31 @@ impl CandidateStats {
             max_shapes: max_shapes.max(1),
             connection_failures: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            explained: Mutex::default(),
         }
+    }
+
+    /// Whether `shape` may be explained now (not within `every` of the last time); if so, now
+    /// is the last time.
+    pub fn may_explain(&self, shape: &str, every: std::time::Duration) -> bool {
+        let mut last = self.explained.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        if last
+            .get(shape)
+            .is_some_and(|t| now.duration_since(*t) < every)
+        {
+            return false;
+        }
+        if last.len() >= 2 * self.max_shapes {
+            last.retain(|_, t| now.duration_since(*t) < every);
+        }
+        last.insert(shape.to_owned(), now);
+        true
+    }
+
+    /// Keeps the plans of `key` on production and on the candidate.
+    pub fn plans(&self, key: &ShapeKey, production: String, candidate: String) {
+        self.with(key, |f, _| f.plans = Some((production, candidate)))
     }
 
     fn with<R>(&self, key: &ShapeKey, f: impl FnOnce(&mut ShapeFigures, &mut StdRng) -> R) -> R {

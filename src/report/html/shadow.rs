@@ -44,6 +44,7 @@ pub fn render_html(r: &ShadowReport) -> String {
         for c in t.shapes.iter().filter_map(|s| s.control.as_ref()).take(20) {
             page = page.paragraph(&c.sentence);
         }
+        page = plans(page, t);
     }
     legend(page).render()
 }
@@ -80,6 +81,31 @@ fn latency_chart(page: Page, r: &ShadowReport) -> Page {
         );
     }
     page.section("Latency").bar_chart(chart)
+}
+
+/// The plans of the shapes that were explained (a read that still differed), changed first.
+fn plans(mut page: Page, t: &TargetReport) -> Page {
+    let mut explained: Vec<&ShapeEntry> = t
+        .shapes
+        .iter()
+        .filter(|s| s.plan_changed.is_some())
+        .collect();
+    explained.sort_by_key(|s| s.plan_changed != Some(true));
+    for s in explained.into_iter().take(20) {
+        let (p, c) = (s.plan_production.as_deref(), s.plan_target.as_deref());
+        page = page.paragraph(&format!(
+            "{}: plan {} — production {}, target {}",
+            s.shape,
+            if s.plan_changed == Some(true) {
+                "changed"
+            } else {
+                "unchanged"
+            },
+            p.unwrap_or("-"),
+            c.unwrap_or("-")
+        ));
+    }
+    page
 }
 
 fn facts(r: &ShadowReport) -> Vec<(&'static str, String)> {
