@@ -48,6 +48,19 @@ class Workload {
     this.scale = p.scale;
     this.db = db.getSiblingDB(p.db);
     this.marked = null;
+    this.tally = process.env.MONGOTAPE_WORKLOAD_TALLY === '1' ? { ok: 0, failed: 0 } : null;
+  }
+  // op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null); else just op().
+  attempt(op) {
+    if (this.tally === null) return op();
+    try {
+      const r = op();
+      this.tally.ok++;
+      return r;
+    } catch (err) {
+      this.tally.failed++;
+      return null;
+    }
   }
   scaled(base, minimum) {
     return scaled(base, this.scale, minimum);
@@ -69,6 +82,7 @@ class Workload {
   // After the last step.
   end() {
     this.mark('end');
+    if (this.tally !== null) print(JSON.stringify({ tally: this.tally }));
   }
   since(started) {
     return (performance.now() - started) / 1000;

@@ -12,7 +12,7 @@ function lookups(wl, step, n, m) {
   const t = wl.start(step);
   for (let k = 0; k < m; k++) {
     const x = 1 + rng.below(n);
-    const doc = posts.findOne({ author: x + 'Mike' }, { date: 0 });
+    const doc = wl.attempt(() => posts.findOne({ author: x + 'Mike' }, { date: 0 }));
     if (doc !== null) {
       found++;
       last = doc;
@@ -30,8 +30,9 @@ function lookups(wl, step, n, m) {
 
   let t = wl.start('insert');
   for (let x = 0; x < n; x++) {
-    posts.insertOne({ _id: String(x), author: x + 'Mike', text: 'My first blog post!',
-      tags: ['mongodb', 'python', 'pymongo'], date: new Date(EPOCH_MS + x * 1000) });
+    const doc = { _id: String(x), author: x + 'Mike', text: 'My first blog post!',
+      tags: ['mongodb', 'python', 'pymongo'], date: new Date(EPOCH_MS + x * 1000) };
+    wl.attempt(() => posts.insertOne(doc));
   }
   wl.emit('insert', n, wl.since(t), { count: wl.count('userinfo') });
 

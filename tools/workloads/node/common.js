@@ -70,6 +70,19 @@ class Workload {
     this.client = new MongoClient(opts.uri);
     this.db = this.client.db(opts.db);
     this.marked = null;
+    this.tally = process.env.MONGOTAPE_WORKLOAD_TALLY === '1' ? { ok: 0, failed: 0 } : null;
+  }
+  // await op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null); else just await op().
+  async attempt(op) {
+    if (this.tally === null) return op();
+    try {
+      const r = await op();
+      this.tally.ok++;
+      return r;
+    } catch (err) {
+      this.tally.failed++;
+      return null;
+    }
   }
   scaled(base, minimum) {
     return scaled(base, this.scale, minimum);
@@ -112,6 +125,7 @@ class Workload {
   async end() {
     await this.mark('end');
     await this.client.close();
+    if (this.tally !== null) process.stdout.write(JSON.stringify({ tally: this.tally }) + '\n');
   }
 }
 

@@ -15,7 +15,7 @@ async function lookups(wl, step, n, m) {
   const t = await wl.start(step);
   for (let k = 0; k < m; k++) {
     const x = 1 + rng.below(n);
-    const doc = await posts.findOne({ author: x + 'Mike' }, { projection: { date: 0 } });
+    const doc = await wl.attempt(() => posts.findOne({ author: x + 'Mike' }, { projection: { date: 0 } }));
     if (doc !== null) {
       found++;
       last = doc;
@@ -33,8 +33,9 @@ runMain(async () => {
 
   let t = await wl.start('insert');
   for (let x = 0; x < n; x++) {
-    await posts.insertOne({ _id: String(x), author: x + 'Mike', text: 'My first blog post!',
-      tags: ['mongodb', 'python', 'pymongo'], date: new Date(EPOCH_MS + x * 1000) });
+    const doc = { _id: String(x), author: x + 'Mike', text: 'My first blog post!',
+      tags: ['mongodb', 'python', 'pymongo'], date: new Date(EPOCH_MS + x * 1000) };
+    await wl.attempt(() => posts.insertOne(doc));
   }
   wl.emit('insert', n, wl.since(t), { count: await wl.count('userinfo') });
 

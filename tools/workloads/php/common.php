@@ -73,6 +73,8 @@ final class Workload
     public WriteConcern $w1;
     public WriteConcern $j1;
     private ?string $marked = null;
+    /** MONGOTAPE_WORKLOAD_TALLY=1: ['ok' => N, 'failed' => M] of the operations run by attempt(). */
+    public ?array $tally = null;
 
     public function __construct(public string $name)
     {
@@ -109,6 +111,25 @@ final class Workload
         $this->w0 = new WriteConcern(0);
         $this->w1 = new WriteConcern(1);
         $this->j1 = new WriteConcern(1, 0, true);
+        if (getenv('MONGOTAPE_WORKLOAD_TALLY') === '1') {
+            $this->tally = ['ok' => 0, 'failed' => 0];
+        }
+    }
+
+    /** $op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null); else just $op(). */
+    public function attempt(callable $op): mixed
+    {
+        if ($this->tally === null) {
+            return $op();
+        }
+        try {
+            $r = $op();
+        } catch (MongoDB\Driver\Exception\Exception $e) {
+            $this->tally['failed']++;
+            return null;
+        }
+        $this->tally['ok']++;
+        return $r;
     }
 
     private function usage(string $msg): never
@@ -145,6 +166,9 @@ final class Workload
     public function end(): void
     {
         $this->mark('end');
+        if ($this->tally !== null) {
+            echo json_encode(['tally' => $this->tally]), "\n";
+        }
     }
 
     public function since(int $started): float

@@ -17,7 +17,7 @@ function lookups(Workload $wl, string $step, int $n, int $m): void
     $t = $wl->start($step);
     for ($k = 0; $k < $m; $k++) {
         $x = 1 + $rng->below($n);
-        $doc = $wl->findOne('userinfo', ['author' => "{$x}Mike"], ['projection' => ['date' => 0]]);
+        $doc = $wl->attempt(fn () => $wl->findOne('userinfo', ['author' => "{$x}Mike"], ['projection' => ['date' => 0]]));
         if ($doc !== null) {
             $found++;
             $last = $doc;
@@ -33,8 +33,9 @@ $wl->dropDatabase();
 
 $t = $wl->start('insert');
 for ($x = 0; $x < $n; $x++) {
-    $wl->insertOne('userinfo', ['_id' => (string) $x, 'author' => "{$x}Mike", 'text' => 'My first blog post!',
-        'tags' => ['mongodb', 'python', 'pymongo'], 'date' => new UTCDateTime(EPOCH_MS + $x * 1000)]);
+    $doc = ['_id' => (string) $x, 'author' => "{$x}Mike", 'text' => 'My first blog post!',
+        'tags' => ['mongodb', 'python', 'pymongo'], 'date' => new UTCDateTime(EPOCH_MS + $x * 1000)];
+    $wl->attempt(fn () => $wl->insertOne('userinfo', $doc));
 }
 $wl->emit('insert', $n, $wl->since($t), ['count' => $wl->count('userinfo')]);
 

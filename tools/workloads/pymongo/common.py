@@ -16,6 +16,10 @@ MONGOTAPE_WORKLOAD_EXTRA_INDEXES=N (pymongo's `inserts` only, opt-in) makes a cl
 costs the server more: before the timed inserts it creates N more indexes on the collection, so
 every insert updates them (tools/compare-drivers' `pymongo-indexed`). Its operations are the same
 but for those N createIndexes.
+
+MONGOTAPE_WORKLOAD_TALLY=1 (opt-in, tools/compare-drivers --experiment faults): the operations a
+workload wraps in attempt() no longer stop it when they fail; it counts them, and close() prints
+one more line, {"tally": {"ok": N, "failed": M}}.
 """
 import argparse
 import json
@@ -25,6 +29,7 @@ import sys
 import time
 
 from pymongo import MongoClient, monitoring
+from pymongo.errors import PyMongoError
 from pymongo.write_concern import WriteConcern
 
 W0 = WriteConcern(w=0)
@@ -97,6 +102,19 @@ class Workload:
         self.client = MongoClient(args.uri, event_listeners=listeners())
         self.db = self.client[args.db]
         self.marked = None
+        self.tally = {"ok": 0, "failed": 0} if os.environ.get("MONGOTAPE_WORKLOAD_TALLY") == "1" else None
+
+    def attempt(self, op):
+        """op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure returns None); else just op()."""
+        if self.tally is None:
+            return op()
+        try:
+            result = op()
+        except PyMongoError:
+            self.tally["failed"] += 1
+            return None
+        self.tally["ok"] += 1
+        return result
 
     def scaled(self, base, minimum=1):
         return scaled(base, self.scale, minimum)
@@ -144,6 +162,9 @@ class Workload:
     def close(self):
         self.mark("end")
         self.client.close()
+        if self.tally is not None:
+            sys.stdout.write(json.dumps({"tally": self.tally}, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
 
     def count(self, collection, query=None):
         """Acknowledged `count` command (also the barrier after w:0 writes)."""

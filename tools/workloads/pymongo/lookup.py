@@ -25,7 +25,7 @@ def lookups(wl, step, n, m):
     t = wl.start(step)
     for _ in range(m):
         x = 1 + rng.below(n)
-        doc = posts.find_one({"author": "%dMike" % x}, {"date": 0})
+        doc = wl.attempt(lambda: posts.find_one({"author": "%dMike" % x}, {"date": 0}))
         if doc is not None:
             found += 1
             last = doc
@@ -41,9 +41,9 @@ def main():
 
     t = wl.start("insert")
     for x in range(n):
-        posts.insert_one({"_id": str(x), "author": "%dMike" % x, "text": "My first blog post!",
-                          "tags": ["mongodb", "python", "pymongo"],
-                          "date": EPOCH + datetime.timedelta(seconds=x)})
+        doc = {"_id": str(x), "author": "%dMike" % x, "text": "My first blog post!",
+               "tags": ["mongodb", "python", "pymongo"], "date": EPOCH + datetime.timedelta(seconds=x)}
+        wl.attempt(lambda: posts.insert_one(doc))
     wl.emit("insert", n, wl.since(t), {"count": wl.count("userinfo")})
 
     lookups(wl, "lookup_noindex", n, m // 10)
