@@ -2,7 +2,8 @@
 //! at home: `failCommands`, `appName`, `errorCode`, `errorLabels`, `closeConnection`,
 //! `blockConnection`/`blockTimeMS`, `times` (or `mode: {times: N}`), `writeConcernError`, and a
 //! failCommand document's `data` part; plus mongotape's own `name`, `namespace`, `driver`,
-//! `connection`, `shape`, `probability`, `action`, `codeName`, `errmsg`.
+//! `connection`, `shape`, `probability`, `forMS` (the text syntax's `for`), `action`, `codeName`,
+//! `errmsg`.
 //!
 //! The document is a list of rules, or `{"rules": [...]}`; a rule may also be a string in the
 //! text syntax of [`super::parse`].
@@ -120,6 +121,7 @@ fn rule(o: &Map<String, Value>) -> Result<Rule, String> {
         matcher,
         times: unsigned(o, "times")?,
         probability,
+        for_ms: unsigned(o, "forMS")?,
         block_ms,
         action,
     })
@@ -204,7 +206,7 @@ mod tests {
                "data": {"failCommands": ["find"], "closeConnection": true}},
               {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 300},
               {"failCommands": ["update"], "writeConcernError": {"code": 91}},
-              {"action": "close_after", "namespace": "shop.orders", "probability": 0.25},
+              {"action": "close_after", "namespace": "shop.orders", "probability": 0.25, "forMS": 2000},
               "command=delete -> stall"
             ]}"#,
         )
@@ -223,7 +225,10 @@ mod tests {
         );
         assert_eq!(rules[2].action, Action::DelayRequest(300));
         assert!(matches!(&rules[3].action, Action::WriteConcernError(e) if e.code == 91));
-        assert_eq!(rules[4].probability, Some(0.25));
+        assert_eq!(
+            (rules[4].probability, rules[4].for_ms),
+            (Some(0.25), Some(2000))
+        );
         assert_eq!(rules[5].action, Action::Stall);
         for bad in [
             "{}",

@@ -52,6 +52,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, FaultError> {
         matcher: Matcher::default(),
         times: None,
         probability: None,
+        for_ms: None,
         block_ms: None,
         action: Action::Stall,
     };
@@ -89,6 +90,20 @@ fn number<T: std::str::FromStr>(w: &Word) -> Result<T, String> {
         .map_err(|_| format!("`{}={v}`: not a valid number here", w.key))
 }
 
+/// `for=2000`, `for=2000ms` or `for=2s`: milliseconds.
+fn duration_ms(w: &Word) -> Result<u64, String> {
+    let v = value(w)?;
+    let bad = || format!("`{}={v}`: not a duration (milliseconds, or with `ms` or `s`)", w.key);
+    if let Some(ms) = v.strip_suffix("ms") {
+        ms.parse().map_err(|_| bad())
+    } else if let Some(s) = v.strip_suffix('s') {
+        let s: u64 = s.parse().map_err(|_| bad())?;
+        s.checked_mul(1000).ok_or_else(bad)
+    } else {
+        v.parse().map_err(|_| bad())
+    }
+}
+
 fn matcher_word(rule: &mut Rule, w: &Word) -> Result<(), String> {
     let m = &mut rule.matcher;
     match w.key.as_str() {
@@ -104,6 +119,7 @@ fn matcher_word(rule: &mut Rule, w: &Word) -> Result<(), String> {
         "shape" => m.shape = Some(value(w)?.to_owned()),
         "conn" | "connection" => m.connection = Some(number(w)?),
         "times" => rule.times = Some(number(w)?),
+        "for" => rule.for_ms = Some(duration_ms(w)?),
         "block" | "blockTimeMS" => rule.block_ms = Some(number(w)?),
         "probability" => {
             let p: f64 = number(w)?;
@@ -119,7 +135,7 @@ fn matcher_word(rule: &mut Rule, w: &Word) -> Result<(), String> {
         other => {
             return Err(format!(
                 "unknown key `{other}` (command, ns, app, driver, conn, shape, times, \
-                 probability, block)"
+                 probability, for, block)"
             ))
         }
     }
@@ -295,9 +311,19 @@ mod tests {
             "-> reply_error code=91 msg=\"shutting down\"",
             "conn=3 -> close_after",
             "-> write_concern_error",
+            "command=insert for=2000 -> error code=10107",
+            "command=find,insert times=10 for=2s -> delay_reply ms=200",
         ] {
             let r = parse_rule(t).unwrap();
             assert_eq!(parse_rule(&r.to_string()).unwrap(), r, "{t}");
+        }
+    }
+
+    #[test]
+    fn a_window_reads_in_milliseconds_or_seconds() {
+        for (text, ms) in [("for=2000", 2000), ("for=2000ms", 2000), ("for=2s", 2000)] {
+            let rule = parse_rule(&format!("{text} -> stall")).unwrap();
+            assert_eq!(rule.for_ms, Some(ms), "{text}");
         }
     }
 
@@ -310,6 +336,8 @@ mod tests {
             ("command=insert", 15, "expected `-> ACTION`"),
             ("-> error", 4, "needs `code=N`"),
             ("probability=2 -> stall", 1, "between 0 and 1"),
+            ("for=2m -> stall", 1, "not a duration"),
+            ("command=insert for=99999999999999999s -> stall", 16, "not a duration"),
             ("-> error code=1 msg=\"open", 21, "never closed"),
             ("->", 3, "expected an action"),
             // Found by the fuzz target fault_rule: a quote in an unquoted value could not be

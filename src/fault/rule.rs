@@ -12,6 +12,9 @@ pub struct Rule {
     pub times: Option<u64>,
     /// Fires on this share of the requests it matches, drawn from the `--fault-seed` sequence.
     pub probability: Option<f64>,
+    /// Fires only during this many milliseconds from its first firing (a window: a stepdown, a
+    /// slow spell); unlimited otherwise.
+    pub for_ms: Option<u64>,
     /// Waits this long before the action (failCommand's `blockTimeMS` beside another action).
     pub block_ms: Option<u64>,
     pub action: Action,
@@ -154,6 +157,9 @@ impl fmt::Display for Rule {
         }
         if let Some(p) = self.probability {
             words.push(format!("probability={p}"));
+        }
+        if let Some(w) = self.for_ms {
+            words.push(format!("for={w}"));
         }
         if let Some(b) = self.block_ms {
             words.push(format!("block={b}"));

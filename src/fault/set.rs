@@ -7,6 +7,7 @@ use super::rule::{Action, Rule};
 use crate::wire::info::is_handshake_command;
 use serde::Serialize;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// A rule that fired on a request: what to do, and who said so.
 #[derive(Debug, Clone)]
@@ -22,6 +23,8 @@ struct Armed {
     rule: Rule,
     fired: u64,
     rng: SplitMix,
+    /// When it first fired (the start of a `for` window).
+    first: Option<Instant>,
 }
 
 /// One rule as `GET /faults` lists it.
@@ -66,6 +69,7 @@ impl FaultControl {
             .map(|(i, rule)| Armed {
                 rule,
                 fired: 0,
+                first: None,
                 rng: SplitMix::new(self.seed ^ (i as u64).wrapping_mul(0x9E37_79B9)),
             })
             .collect();
@@ -116,12 +120,21 @@ impl FaultControl {
             if armed.rule.times.is_some_and(|t| armed.fired >= t) {
                 continue;
             }
+            let closed = |w: u64| {
+                armed
+                    .first
+                    .is_some_and(|t| t.elapsed() >= Duration::from_millis(w))
+            };
+            if armed.rule.for_ms.is_some_and(closed) {
+                continue;
+            }
             if let Some(p) = armed.rule.probability {
                 if armed.rng.unit() >= p {
                     continue;
                 }
             }
             armed.fired += 1;
+            armed.first.get_or_insert_with(Instant::now);
             return Some(Decision {
                 rule: index,
                 name: rule_name(&armed.rule, index),
@@ -212,6 +225,27 @@ mod tests {
         assert_eq!(set.status()[0].fired, 2);
         set.replace(vec![parse_rule("command=hello -> stall").unwrap()]);
         assert!(set.decide(&req("hello", "admin", 1), &none, 1).is_some());
+    }
+
+    #[test]
+    fn a_window_closes_after_its_first_firing() {
+        // for=0 closes the moment it opens: one firing; an hour stays open through the test.
+        let set = FaultControl::new(
+            vec![
+                parse_rule("command=insert for=0 -> close_after").unwrap(),
+                parse_rule("command=insert for=3600s -> stall").unwrap(),
+            ],
+            1,
+        );
+        let none = ClientFacts::default();
+        let rules: Vec<usize> = (0..5)
+            .map(|i| set.decide(&req("insert", "a.b", i), &none, 1).unwrap().rule)
+            .collect();
+        assert_eq!(rules, [0, 1, 1, 1, 1]);
+        // Replaced rules open their windows again.
+        set.replace(vec![parse_rule("for=0 -> stall").unwrap()]);
+        assert!(set.decide(&req("find", "a.b", 1), &none, 1).is_some());
+        assert!(set.decide(&req("find", "a.b", 2), &none, 1).is_none());
     }
 
     #[test]
