@@ -309,23 +309,62 @@ fn the_fault_experiment_fires_the_plan_at_every_client_and_counts_what_each_saw(
         out.path(),
         &["--experiment", "faults", "--rounds", "1", "--scale", "0.02"],
     );
-    assert!(run.stdout.contains("Resilience: the lookup workload"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Resilience: the lookup workload"),
+        "{}",
+        run.stdout
+    );
     let all = read_json(&out.path().join("compare-drivers.json"));
     let e = &all["experiments"]["faults"];
-    let clients: Vec<&str> = e["clients"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-    let left_out: Vec<&str> = e["left_out"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let clients: Vec<&str> = e["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let left_out: Vec<&str> = e["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
     for c in ["pymongo", "mongosh", "php", "node"] {
-        assert!(clients.contains(&c), "{c} missing from {clients:?}; log:\n{}", run.stderr);
+        assert!(
+            clients.contains(&c),
+            "{c} missing from {clients:?}; log:\n{}",
+            run.stderr
+        );
     }
-    assert_eq!(clients.len() + left_out.len(), 6, "{clients:?} {left_out:?}");
+    assert_eq!(
+        clients.len() + left_out.len(),
+        6,
+        "{clients:?} {left_out:?}"
+    );
     for c in &clients {
         let f = &e["per_client"][c];
-        for figure in ["ok", "failed", "faults", "retried", "not_retried", "applied_twice", "own_s", "clean_s", "lost_s"] {
-            assert!(f[figure]["median"].is_number(), "{c}: {figure} not filled: {f}");
+        for figure in [
+            "ok",
+            "failed",
+            "faults",
+            "failing",
+            "retried",
+            "not_retried",
+            "applied_twice",
+            "own_s",
+            "clean_s",
+            "lost_s",
+        ] {
+            assert!(
+                f[figure]["median"].is_number(),
+                "{c}: {figure} not filled: {f}"
+            );
         }
         assert!(f["ok"]["median"].as_f64().unwrap() > 0.0, "{c}: {f}");
         for rule in ["stepdown", "lost_reply", "shutdown_reads", "slow"] {
-            assert!(f["per_rule"][rule].as_f64().unwrap_or(0.0) > 0.0, "{c}: rule {rule} never fired: {f}");
+            assert!(
+                f["per_rule"][rule].as_f64().unwrap_or(0.0) > 0.0,
+                "{c}: rule {rule} never fired: {f}"
+            );
         }
         // The stepdown outlasts one retry: the application sees some of it.
         assert!(f["failed"]["median"].as_f64().unwrap() > 0.0, "{c}: {f}");
@@ -333,7 +372,12 @@ fn the_fault_experiment_fires_the_plan_at_every_client_and_counts_what_each_saw(
     for r in e["runs"].as_array().unwrap() {
         let fired = r["faults"].as_u64().unwrap();
         if r["faulted"].as_bool().unwrap() {
-            let per_rule: u64 = r["per_rule"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+            let per_rule: u64 = r["per_rule"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
             assert_eq!(fired, per_rule, "{r}");
         } else {
             assert_eq!(fired, 0, "a run without the plan had faults: {r}");

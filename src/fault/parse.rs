@@ -93,7 +93,12 @@ fn number<T: std::str::FromStr>(w: &Word) -> Result<T, String> {
 /// `for=2000`, `for=2000ms` or `for=2s`: milliseconds.
 fn duration_ms(w: &Word) -> Result<u64, String> {
     let v = value(w)?;
-    let bad = || format!("`{}={v}`: not a duration (milliseconds, or with `ms` or `s`)", w.key);
+    let bad = || {
+        format!(
+            "`{}={v}`: not a duration (milliseconds, or with `ms` or `s`)",
+            w.key
+        )
+    };
     if let Some(ms) = v.strip_suffix("ms") {
         ms.parse().map_err(|_| bad())
     } else if let Some(s) = v.strip_suffix('s') {
@@ -337,7 +342,11 @@ mod tests {
             ("-> error", 4, "needs `code=N`"),
             ("probability=2 -> stall", 1, "between 0 and 1"),
             ("for=2m -> stall", 1, "not a duration"),
-            ("command=insert for=99999999999999999s -> stall", 16, "not a duration"),
+            (
+                "command=insert for=99999999999999999s -> stall",
+                16,
+                "not a duration",
+            ),
             ("-> error code=1 msg=\"open", 21, "never closed"),
             ("->", 3, "expected an action"),
             // Found by the fuzz target fault_rule: a quote in an unquoted value could not be
