@@ -6,9 +6,10 @@
 //! waiting out its backoff (a gap); the connection is opened again after the backoff.
 
 use super::compare::{self, Verdict};
+use super::plans;
 use super::recheck::{self, SameDb, Side};
 use super::shared::{Pair, Shared};
-use super::stats::{Answered, Event};
+use super::stats::{Answered, Event, ExplainedFor};
 use crate::replay::client::Conn;
 use crate::replay::measure::outcome;
 use crate::replay::request::rewrite::rewrite;
@@ -175,7 +176,7 @@ impl Candidate {
             return Err(Down::Failed("a reply without a document".into()));
         };
         let verdict = compare::compare(&self.shared.opts, &pb, &cb, pair.unordered);
-        stats.answered(
+        let shifted = stats.answered(
             &pair.key,
             Answered {
                 production_ns: pair.production_ns,
@@ -185,6 +186,9 @@ impl Candidate {
                 matched: verdict == Verdict::Same,
             },
         );
+        if shifted && !pair.is_get_more() {
+            self.explain(pair, request.bytes);
+        }
         if let Verdict::Differ(fields) = verdict {
             if pair.is_get_more() {
                 stats.count(&pair.key, Event::Unconfirmed);
@@ -193,6 +197,18 @@ impl Candidate {
             }
         }
         Ok(())
+    }
+
+    /// Explains a read of a shape whose latency shifted, on both sides, beside the lane
+    /// (rate-limited per shape and target by [`plans::explain_both`]).
+    fn explain(&self, pair: &Pair, request: Vec<u8>) {
+        let (shared, side, key) = (self.shared.clone(), self.side.clone(), pair.key.clone());
+        tokio::spawn(async move {
+            let timeout = shared.config.reply_timeout;
+            let reason = (timeout, ExplainedFor::Latency);
+            let (prod, target) = (&shared.production, &side.target);
+            plans::explain_both(prod, target, &side.stats, &key, &request, reason).await;
+        });
     }
 
     fn cursors(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {

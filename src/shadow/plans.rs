@@ -1,9 +1,9 @@
-//! The query plans of a shape that differed: `explain` (executionStats) of the read on production
+//! The query plans of a shape that differed or whose latency shifted: `explain` (executionStats) of the read on production
 //! and on the target, each on a connection of its own, summarized by [`crate::plan`] into one
 //! line (`IXSCAN {g: 1} -> FETCH`), kept per shape beside its figures with `plan_changed`.
 //! Rate-limited: at most one explain per shape and target per [`EXPLAIN_EVERY`].
 
-use super::stats::{CandidateStats, ShapeKey};
+use super::stats::{CandidateStats, ExplainedFor, Plans, ShapeKey};
 use crate::replay::client::{Conn, Target};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ pub async fn explain_both(
     stats: &CandidateStats,
     key: &ShapeKey,
     request: &[u8],
-    timeout: Duration,
+    (timeout, reason): (Duration, ExplainedFor),
 ) {
     if !stats.may_explain(&key.text, EXPLAIN_EVERY) {
         return;
@@ -30,7 +30,14 @@ pub async fn explain_both(
         plan(production, &command, timeout),
         plan(target, &command, timeout)
     );
-    stats.plans(key, p, t);
+    stats.plans(
+        key,
+        Plans {
+            production: p,
+            candidate: t,
+            reason,
+        },
+    );
 }
 
 /// The winning plan's line on `target`, or why there is none.

@@ -8,7 +8,7 @@
 use super::compare::{self, Verdict};
 use super::plans;
 use super::shared::{Pair, Shared};
-use super::stats::{CandidateStats, Event};
+use super::stats::{CandidateStats, Event, ExplainedFor};
 use crate::replay::client::{Conn, ConnError, Target};
 use crate::replay::measure::outcome;
 use crate::replay::request::db_map::DbMap;
@@ -87,7 +87,7 @@ async fn run(shared: &Shared, side: &Side, pair: &Pair, first: &BTreeSet<String>
         stats,
         &pair.key,
         &request.bytes,
-        timeout,
+        (timeout, ExplainedFor::Discrepancy),
     )
     .await;
     Event::Discrepancy

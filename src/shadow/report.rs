@@ -5,7 +5,7 @@
 //! production's with its interval (`replay::ab::stats`, as the A/B report gives it), judged
 //! against the control's (the A2 rule, `replay::ab::control`) when there is one.
 
-use super::stats::{CandidateStats, ShapeFigures};
+use super::stats::{shift, CandidateStats, ShapeFigures};
 use crate::replay::ab::control::{self, ControlCheck, Names};
 use crate::replay::ab::stats::{Bootstrap, RatioEstimate};
 use hdrhistogram::Histogram;
@@ -147,9 +147,13 @@ pub struct ShapeEntry {
     pub median_ratio: Option<RatioEstimate>,
     /// This shape's share of production's time over the mirrored reads (0 to 1).
     pub share_of_production_time: f64,
+    /// `slower` or `faster`: the median of the per-read ratios and its whole 95% interval lie
+    /// beyond 1.2x either way (a latency shift; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_shift: Option<String>,
     /// The winning plan on production and on the target (`IXSCAN {g: 1} -> FETCH`), from the
-    /// last explain of a read of this shape that still differed when sent again (at most one
-    /// per shape and target a minute).
+    /// last explain of a read of this shape that still differed when sent again or whose
+    /// latency shifted (at most one per shape and target a minute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_production: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +161,9 @@ pub struct ShapeEntry {
     /// Whether the two plans differ (present when both were explained).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_changed: Option<bool>,
+    /// Why the plans were asked: `discrepancy` (a read still differed) or `latency` (a shift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_reason: Option<String>,
     /// The candidate's ratio judged against the control's on this shape (the A2 rule).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control: Option<ControlCheck>,
@@ -225,6 +232,7 @@ fn target_report(
         let counts = Counts::of(f);
         totals.add(&counts);
         let ratio = f.pairs.ratio(0, 1, boot);
+        let median = f.pairs.median_ratio(0, 1, boot.confidence);
         let check = control.and_then(|c| {
             let names = Names {
                 kind: "shape",
@@ -247,16 +255,21 @@ fn target_report(
             production_latency_us: Latency::of(&f.production_ns),
             target_latency_us: Latency::of(&f.candidate_ns),
             ratio,
-            median_ratio: f.pairs.median_ratio(0, 1, boot.confidence),
+            latency_shift: median
+                .as_ref()
+                .and_then(|m| shift(m, 0.95))
+                .map(str::to_owned),
+            median_ratio: median,
             share_of_production_time: if total_ns > 0.0 {
                 time(f) / total_ns
             } else {
                 0.0
             },
             control: check,
-            plan_changed: f.plans.as_ref().map(|(p, t)| p != t),
-            plan_production: f.plans.as_ref().map(|p| p.0.clone()),
-            plan_target: f.plans.as_ref().map(|p| p.1.clone()),
+            plan_changed: f.plans.as_ref().map(|p| p.production != p.candidate),
+            plan_production: f.plans.as_ref().map(|p| p.production.clone()),
+            plan_target: f.plans.as_ref().map(|p| p.candidate.clone()),
+            plan_reason: f.plans.as_ref().map(|p| p.reason.as_str().to_owned()),
         });
     }
     entries.sort_by(|a, b| {

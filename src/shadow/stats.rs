@@ -4,7 +4,7 @@
 //! the pairs for the ratio with its interval (`replay::ab::stats`). Bounded: at most
 //! `max_shapes` shapes, the rest under [`OTHER`].
 
-use crate::replay::ab::stats::PairSample;
+use crate::replay::ab::stats::{PairSample, RatioEstimate};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -16,6 +16,52 @@ use std::sync::Mutex;
 pub const OTHER: &str = "other";
 /// Latency pairs kept per shape (reservoir sampling beyond).
 pub const PAIRS_PER_SHAPE: usize = 2_000;
+/// A shape's latency has shifted when the median of its per-read ratios (target over
+/// production), with its whole 95% interval, lies beyond this factor either way.
+pub const SHIFT: f64 = 1.2;
+/// Reads of a shape before its latency is first judged; then at every power of two and every
+/// 1,024 reads.
+pub const SHIFT_MIN_READS: u64 = 32;
+
+/// Why a shape was explained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplainedFor {
+    /// A read still differed when sent again.
+    Discrepancy,
+    /// Its latency shifted ([`shift`]).
+    Latency,
+}
+
+impl ExplainedFor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExplainedFor::Discrepancy => "discrepancy",
+            ExplainedFor::Latency => "latency",
+        }
+    }
+}
+
+/// The winning plans of one explain on both sides, and why it was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plans {
+    pub production: String,
+    pub candidate: String,
+    pub reason: ExplainedFor,
+}
+
+/// `"slower"` or `"faster"` when the ratio and its whole interval lie beyond [`SHIFT`] (at its
+/// full confidence), else `None`.
+pub fn shift(r: &RatioEstimate, confidence: f64) -> Option<&'static str> {
+    if r.confidence < confidence {
+        None
+    } else if r.low > SHIFT {
+        Some("slower")
+    } else if r.high < 1.0 / SHIFT {
+        Some("faster")
+    } else {
+        None
+    }
+}
 
 /// One shape's figures for one candidate.
 #[derive(Debug, Clone)]
@@ -41,7 +87,7 @@ pub struct ShapeFigures {
     pub candidate_ns: Histogram<u64>,
     pub pairs: PairSample,
     /// The winning plans of the last explain on production and on the candidate.
-    pub plans: Option<(String, String)>,
+    pub plans: Option<Plans>,
 }
 
 impl ShapeFigures {
@@ -147,8 +193,8 @@ impl CandidateStats {
     }
 
     /// Keeps the plans of `key` on production and on the candidate.
-    pub fn plans(&self, key: &ShapeKey, production: String, candidate: String) {
-        self.with(key, |f, _| f.plans = Some((production, candidate)))
+    pub fn plans(&self, key: &ShapeKey, plans: Plans) {
+        self.with(key, |f, _| f.plans = Some(plans))
     }
 
     fn with<R>(&self, key: &ShapeKey, f: impl FnOnce(&mut ShapeFigures, &mut StdRng) -> R) -> R {
@@ -181,7 +227,9 @@ impl CandidateStats {
         })
     }
 
-    pub fn answered(&self, key: &ShapeKey, a: Answered) {
+    /// Counts one answered read; true when this read is one at which the shape's latency is
+    /// judged ([`SHIFT_MIN_READS`]) and it has shifted ([`shift`]): time to explain it.
+    pub fn answered(&self, key: &ShapeKey, a: Answered) -> bool {
         self.with(key, |f, rng| {
             f.mirrored += 1;
             f.matched += u64::from(a.matched);
@@ -195,6 +243,12 @@ impl CandidateStats {
             let _ = f.production_ns.record(p);
             let _ = f.candidate_ns.record(c);
             f.pairs.offer(&[p, c], rng);
+            let n = f.mirrored;
+            let judged = n >= SHIFT_MIN_READS && (n.is_power_of_two() || n % 1024 == 0);
+            judged
+                && f.pairs
+                    .median_ratio(0, 1, 0.95)
+                    .is_some_and(|r| shift(&r, 0.95).is_some())
         })
     }
 
@@ -237,5 +291,51 @@ mod tests {
         assert_eq!(shapes.len(), 3);
         let other = shapes.iter().find(|(k, _)| k == OTHER).unwrap();
         assert_eq!(other.1.shed, 3);
+    }
+
+    fn answer(stats: &CandidateStats, production_ns: u64, candidate_ns: u64) -> bool {
+        let a = Answered {
+            production_ns,
+            candidate_ns,
+            production_error: None,
+            candidate_error: None,
+            matched: true,
+        };
+        stats.answered(&key(0), a)
+    }
+
+    #[test]
+    fn a_shift_is_flagged_at_the_judged_reads_only_when_the_whole_interval_is_beyond() {
+        let level = CandidateStats::new(4);
+        // Alternately 10% faster and slower: never a shift.
+        let flagged = (0..256)
+            .filter(|i| answer(&level, 1000, 900 + 200 * (i % 2)))
+            .count();
+        assert_eq!(flagged, 0);
+        let slower = CandidateStats::new(4);
+        let judged: Vec<u64> = (1..=256u64)
+            .filter(|_| answer(&slower, 1000, 3000))
+            .collect();
+        // Flagged at 32, 64, 128 and 256 reads, never in between.
+        assert_eq!(judged.len(), 4);
+        let r = RatioEstimate {
+            ratio: 0.5,
+            low: 0.4,
+            high: 0.8,
+            confidence: 0.95,
+            pairs: 100,
+        };
+        assert_eq!(shift(&r, 0.95), Some("faster"));
+        assert_eq!(shift(&RatioEstimate { high: 0.9, ..r }, 0.95), None);
+        assert_eq!(
+            shift(
+                &RatioEstimate {
+                    confidence: 0.5,
+                    ..r
+                },
+                0.95
+            ),
+            None
+        );
     }
 }

@@ -83,7 +83,8 @@ fn latency_chart(page: Page, r: &ShadowReport) -> Page {
     page.section("Latency").bar_chart(chart)
 }
 
-/// The plans of the shapes that were explained (a read that still differed), changed first.
+/// The plans of the shapes that were explained (a read that still differed, or a latency
+/// shift), changed first.
 fn plans(mut page: Page, t: &TargetReport) -> Page {
     let mut explained: Vec<&ShapeEntry> = t
         .shapes
@@ -93,8 +94,14 @@ fn plans(mut page: Page, t: &TargetReport) -> Page {
     explained.sort_by_key(|s| s.plan_changed != Some(true));
     for s in explained.into_iter().take(20) {
         let (p, c) = (s.plan_production.as_deref(), s.plan_target.as_deref());
+        let why = match (s.plan_reason.as_deref(), s.latency_shift.as_deref()) {
+            (Some("latency"), Some(shift)) => format!(" (explained: {shift} on the target)"),
+            (Some("latency"), None) => " (explained: its latency shifted)".to_owned(),
+            (Some(reason), _) => format!(" (explained: a {reason})"),
+            (None, _) => String::new(),
+        };
         page = page.paragraph(&format!(
-            "{}: plan {} — production {}, target {}",
+            "{}: plan {}{why} — production {}, target {}",
             s.shape,
             if s.plan_changed == Some(true) {
                 "changed"
