@@ -167,10 +167,7 @@ fn declared_size(bytes: &[u8]) -> Option<Result<usize, WireError>> {
 /// inflated whole to its declared size is an error, since what a reader could inflate of it has
 /// not been checked.
 fn might_hold_credentials(bytes: &[u8]) -> Result<bool, WireError> {
-    let found = CREDENTIAL_NEEDLES
-        .iter()
-        .any(|needle| memchr::memmem::find(bytes, needle).is_some());
-    if found {
+    if crate::wire::bson_raw::holds_any_key(bytes, CREDENTIAL_NEEDLES) {
         return Ok(true);
     }
     // A message whose header does not decode is no message a server would read: it is kept as

@@ -18,9 +18,7 @@ fn is_mechanism(key: &str) -> bool {
 
 /// Whether `bytes` may hold a stored credential (cheap: a byte search).
 pub(super) fn present(bytes: &[u8]) -> bool {
-    NEEDLES
-        .iter()
-        .any(|needle| memchr::memmem::find(bytes, needle).is_some())
+    crate::wire::bson_raw::holds_any_key(bytes, NEEDLES)
 }
 
 /// A copy of `doc` with every document keyed `SCRAM-SHA-1` or `SCRAM-SHA-256` emptied, and how

@@ -101,6 +101,17 @@ fn value_len(b: &[u8], kind: u8, at: usize) -> Option<usize> {
     Some(len)
 }
 
+/// Whether `bytes` hold one of `needles`, each ending in a NUL (a BSON key, `name\0`, or a type
+/// byte and a key): one `memchr` pass over the NULs and a comparison at each, so the cost does not
+/// grow with the number of needles, nor is a searcher built per needle and call.
+pub fn holds_any_key(bytes: &[u8], needles: &[&[u8]]) -> bool {
+    debug_assert!(needles.iter().all(|n| n.last() == Some(&0)));
+    memchr::memchr_iter(0, bytes).any(|at| {
+        let before = &bytes[..=at];
+        needles.iter().any(|n| before.ends_with(n))
+    })
+}
+
 /// The length of the document `bytes` starts with, when it fits in them.
 pub fn doc_len(bytes: &[u8]) -> Option<usize> {
     let len = usize::try_from(read_i32(bytes, 0)?).ok()?;

@@ -109,10 +109,7 @@ impl<'n> NeedleScan<'n> {
     }
 
     fn slice(&self, haystack: &[u8]) -> bool {
-        memchr::memchr_iter(0, haystack).any(|at| {
-            let before = &haystack[..=at];
-            self.needles.iter().any(|n| before.ends_with(n))
-        })
+        crate::wire::bson_raw::holds_any_key(haystack, self.needles)
     }
 
     /// Reads `reader` to its end, or one byte past `declared`: the bytes read, or `None` as soon
