@@ -454,15 +454,10 @@ fn sampling_half_the_connections_picks_about_half_and_the_same_with_the_same_see
 }
 
 #[test]
-fn record_only_options_are_hidden_from_the_help_and_refused() {
+fn record_only_options_are_hidden_from_the_help_and_a_snapshot_needs_mirrored_writes() {
     let help = mongotape(&["shadow", "--help"]);
     assert!(help.success(), "{}", help.stderr);
-    for option in [
-        "--interface <",
-        "--snapshot <",
-        "--sniff-buffer <",
-        "--server-port <",
-    ] {
+    for option in ["--interface <", "--sniff-buffer <", "--server-port <"] {
         assert!(
             !help.stdout.contains(option),
             "{option} in:\n{}",
@@ -482,5 +477,5 @@ fn record_only_options_are_hidden_from_the_help_and_refused() {
         "shop.*",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
-    assert!(out.stderr.contains("record's only"), "{}", out.stderr);
+    assert!(out.stderr.contains("--mirror all"), "{}", out.stderr);
 }

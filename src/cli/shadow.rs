@@ -39,10 +39,14 @@ The client's reply is always production's; the mirror never makes it wait. See d
     ],
 );
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum Mirror {
     /// find, aggregate without $out/$merge, count, distinct, and their getMores.
     Reads,
+    /// The reads, and the writes production acknowledged (insert, update, delete,
+    /// findAndModify, bulkWrite, create/drop/index commands, aggregate with $out/$merge), in its
+    /// order; needs --snapshot or --assume-same-state.
+    All,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -72,6 +76,18 @@ pub struct ShadowArgs {
     /// What is mirrored.
     #[arg(long, value_enum, default_value = "reads")]
     mirror: Mirror,
+    /// With --mirror all and no --snapshot: the targets already hold production's data (writes
+    /// into a target that does not start from production's state compare nothing).
+    #[arg(long, conflicts_with = "snapshot")]
+    assume_same_state: bool,
+    /// With --snapshot: the folder production's snapshot goes to (it must not exist)
+    /// [default: beside -o, else beside --report: OUT.snapshot].
+    #[arg(long, value_name = "DIR", requires = "snapshot")]
+    snapshot_dir: Option<PathBuf>,
+    /// Memory per target for acknowledged writes waiting to be applied (during the restore);
+    /// beyond it the target goes on with reads only.
+    #[arg(long, default_value_t = config::DEFAULT_WRITE_QUEUE_MB, value_name = "MB")]
+    write_queue_mb: usize,
     /// Memory per candidate for reads waiting to be mirrored; beyond it reads are shed.
     #[arg(long, default_value_t = config::DEFAULT_QUEUE_MB, value_name = "MB")]
     queue_mb: usize,
@@ -127,29 +143,41 @@ pub struct ShadowArgs {
     recheck_delay: Duration,
 }
 
-/// record's options that the shadow cannot honour (sniffing, a snapshot at T0): hidden from
-/// `shadow --help`, refused by [`run`] when given.
-const RECORD_ONLY: &[&str] = &["interface", "server_port", "sniff_buffer", "snapshot"];
+/// record's options that the shadow cannot honour (sniffing): hidden from `shadow --help`,
+/// refused by [`run`] when given.
+const RECORD_ONLY: &[&str] = &["interface", "server_port", "sniff_buffer"];
 
-/// `shadow`'s command with record's options it cannot honour hidden.
+/// `shadow`'s command with record's options it cannot honour hidden, and record's `--snapshot`
+/// as the shadow takes it (with `--mirror all`, without `-o`).
 pub fn hide_record_only(command: clap::Command) -> clap::Command {
     RECORD_ONLY
         .iter()
         .fold(command, |c, id| c.mut_arg(*id, |a| a.hide(true)))
+        .mut_arg("snapshot", |a| {
+            a.requires(clap::builder::Resettable::<clap::Id>::Reset)
+                .help(
+                    "With --mirror all: snapshot the namespaces matching PATTERN (`DB.*` or \
+                 `DB.COLLECTION`; repeatable) on production at one cluster time T0, restore it \
+                 into every candidate (and the control), then apply the writes acknowledged \
+                 after T0. Example: `--snapshot 'shop.*'`. See docs/shadow.md.",
+                )
+        })
 }
 
 pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     args.record.quiet |= quiet;
-    if args.record.interface.is_some() || !args.record.snapshot.is_empty() {
+    if args.record.interface.is_some() {
         return Err(super::exit::usage(
-            "shadow mirrors what its proxy forwards: --interface, --server-port, --sniff-buffer \
-             and --snapshot are record's only",
+            "shadow mirrors what its proxy forwards: --interface, --server-port and \
+             --sniff-buffer are record's only",
         ));
     }
     if args.record.out.is_none() {
         args.record.no_record = true;
     }
-    let Mirror::Reads = args.mirror;
+    // The shadow takes the snapshot itself: record must not.
+    let patterns = std::mem::take(&mut args.record.snapshot);
+    let writes = writes_config(&args, &patterns)?;
     let config = ShadowConfig {
         candidates: args.candidate.clone(),
         control: args.control.clone(),
@@ -165,6 +193,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         redaction: args.record.redact.redaction(),
         reply_timeout: args.candidate_timeout,
         filter: filter(&args)?,
+        writes,
         ..ShadowConfig::default()
     };
     let targets = Targets::parse_blocking(&config).map_err(|e| match e.is_usage() {
@@ -194,6 +223,12 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         Ok(())
     })?;
     if let Some(shadow) = shadow.get() {
+        if !shadow.drain_writes(WRITES_AT_STOP) {
+            tracing::warn!(
+                "writes still waiting after {}s: the targets' state may lag production's",
+                WRITES_AT_STOP.as_secs()
+            );
+        }
         shadow.stop();
         let report = shadow.report(true);
         {
@@ -205,6 +240,56 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(status)
+}
+
+/// `--mirror all`'s settings; writes without a way to start from production's state, or a
+/// snapshot without writes, are usage errors.
+fn writes_config(
+    args: &ShadowArgs,
+    patterns: &[String],
+) -> anyhow::Result<Option<config::WritesConfig>> {
+    if args.mirror == Mirror::Reads {
+        if !patterns.is_empty() || args.assume_same_state {
+            return Err(super::exit::usage(
+                "--snapshot and --assume-same-state are for the writes of --mirror all",
+            ));
+        }
+        return Ok(None);
+    }
+    let queue_bytes = args.write_queue_mb.saturating_mul(1024 * 1024);
+    if patterns.is_empty() {
+        if !args.assume_same_state {
+            return Err(super::exit::usage(
+                "--mirror all needs the candidates to start from production's state: give \
+                 --snapshot PATTERN (the shadow restores production's snapshot into them), or \
+                 --assume-same-state if they hold production's data already",
+            ));
+        }
+        let snapshot = None;
+        return Ok(Some(config::WritesConfig {
+            queue_bytes,
+            snapshot,
+        }));
+    }
+    let patterns = patterns
+        .iter()
+        .map(|p| NsPattern::parse(p).map_err(|e| super::exit::usage(format!("--snapshot {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let beside = args.record.out.as_ref().or(args.report.as_ref());
+    let dir = match (&args.snapshot_dir, beside) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(file)) => mongotape::proxy::snapshot::dir_beside(file),
+        (None, None) => {
+            return Err(super::exit::usage(
+                "--snapshot: give --snapshot-dir DIR (or -o or --report, beside which it goes)",
+            ))
+        }
+    };
+    let snapshot = Some(config::SnapshotPlan { patterns, dir });
+    Ok(Some(config::WritesConfig {
+        queue_bytes,
+        snapshot,
+    }))
 }
 
 /// The filters of `args`; a pattern, a command or a share that cannot be used is a usage error.
@@ -243,6 +328,9 @@ fn filter(args: &ShadowArgs) -> anyhow::Result<Filter> {
         apps: args.app.clone(),
     })
 }
+
+/// How long the shadow waits at stop for the acknowledged writes to be applied.
+const WRITES_AT_STOP: Duration = Duration::from_secs(30);
 
 /// Held while the report is written: the periodic one never lands after the last.
 static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -10,12 +10,34 @@ use thiserror::Error;
 
 /// Requests mirrored to candidates by default (their getMores follow them).
 pub const READ_COMMANDS: &[&str] = &["find", "aggregate", "count", "distinct"];
+/// Writes mirrored with `--mirror all` (an `aggregate` too when it ends in `$out`/`$merge`).
+pub const WRITE_COMMANDS: &[&str] = &[
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+    "bulkWrite",
+    "create",
+    "createIndexes",
+    "drop",
+    "dropIndexes",
+    "dropDatabase",
+    "collMod",
+    "renameCollection",
+    "commitTransaction",
+];
+/// `--write-queue-mb` when not given.
+pub const DEFAULT_WRITE_QUEUE_MB: usize = 256;
 /// `--queue-mb` when not given.
 pub const DEFAULT_QUEUE_MB: usize = 64;
 /// `--max-outstanding` when not given.
 pub const DEFAULT_MAX_OUTSTANDING: usize = 10;
 /// How long a read that differed waits before it is sent again to both sides.
 pub const DEFAULT_RECHECK_DELAY: Duration = Duration::from_millis(200);
+/// The first wait before connecting again to a candidate that failed; doubled up to [`MAX_BACKOFF`].
+pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Rechecks running at once; a difference found beyond it stays unconfirmed.
 pub const MAX_RECHECKS: usize = 4;
 
@@ -45,6 +67,27 @@ pub struct ShadowConfig {
     pub reply_timeout: Duration,
     /// `--sample`, `--namespace`, `--command`, `--app`: which reads are mirrored at all.
     pub filter: Filter,
+    /// `--mirror all`: writes mirrored too, and how.
+    pub writes: Option<WritesConfig>,
+}
+
+/// `--mirror all`'s settings.
+#[derive(Debug, Clone)]
+pub struct WritesConfig {
+    /// `--write-queue-mb`: bytes of acknowledged writes waiting per target (during the restore);
+    /// past it the target goes on with reads only.
+    pub queue_bytes: usize,
+    /// `--snapshot`: production's snapshot at T0, restored into every target before its writes
+    /// are applied (`None` with `--assume-same-state`).
+    pub snapshot: Option<SnapshotPlan>,
+}
+
+/// What the shadow snapshots at T0 and where it keeps it.
+#[derive(Debug, Clone)]
+pub struct SnapshotPlan {
+    pub patterns: Vec<crate::state::NsPattern>,
+    /// `--snapshot-dir`, or beside `-o` or `--report`.
+    pub dir: PathBuf,
 }
 
 impl Default for ShadowConfig {
@@ -62,6 +105,7 @@ impl Default for ShadowConfig {
             max_shapes: 200,
             reply_timeout: Duration::from_secs(5),
             filter: Filter::default(),
+            writes: None,
         }
     }
 }

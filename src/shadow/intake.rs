@@ -19,17 +19,23 @@ pub struct Intake {
     max_bytes: usize,
     /// Whether handshakes go to the dispatcher too (`--app` reads the application's name).
     handshakes: bool,
+    /// Whether writes go to the dispatcher too (`--mirror all`).
+    writes: bool,
     /// Records dropped because the dispatcher fell behind.
-    pub dropped: AtomicU64,
+    pub dropped: Arc<AtomicU64>,
 }
 
 /// Whether a request's command may be mirrored (a compressed one is opened by the dispatcher).
-fn wanted(command: Option<&[u8]>, handshakes: bool) -> bool {
+fn wanted(command: Option<&[u8]>, handshakes: bool, writes: bool) -> bool {
     match command {
         None => true,
         Some(c) => {
             c == b"getMore"
                 || (handshakes && matches!(c, b"hello" | b"isMaster" | b"ismaster"))
+                || (writes
+                    && super::config::WRITE_COMMANDS
+                        .iter()
+                        .any(|w| w.as_bytes() == c))
                 || super::config::READ_COMMANDS
                     .iter()
                     .any(|r| r.as_bytes() == c)
@@ -42,6 +48,7 @@ impl Intake {
     pub fn new(
         max_bytes: usize,
         handshakes: bool,
+        writes: bool,
     ) -> (Arc<Intake>, mpsc::Receiver<Record>, Arc<AtomicUsize>) {
         let (tx, rx) = mpsc::channel(INTAKE_RECORDS);
         let queued = Arc::new(AtomicUsize::new(0));
@@ -50,9 +57,17 @@ impl Intake {
             queued: queued.clone(),
             max_bytes,
             handshakes,
-            dropped: AtomicU64::new(0),
+            writes,
+            dropped: Arc::default(),
         };
         (Arc::new(intake), rx, queued)
+    }
+}
+
+impl Intake {
+    /// Whether no record waits for the dispatcher.
+    pub fn is_empty(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) == 0
     }
 }
 
@@ -61,7 +76,7 @@ impl Tap for Intake {
         match record.kind {
             RecordKind::Request => {
                 if !peek::request(&record.payload)
-                    .is_some_and(|p| wanted(p.command, self.handshakes))
+                    .is_some_and(|p| wanted(p.command, self.handshakes, self.writes))
                 {
                     return;
                 }

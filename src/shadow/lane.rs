@@ -6,10 +6,12 @@
 //! waiting out its backoff (a gap); the connection is opened again after the backoff.
 
 use super::compare::{self, Verdict};
+use super::config::{MAX_BACKOFF, MIN_BACKOFF};
 use super::plans;
 use super::recheck::{self, SameDb, Side};
 use super::shared::{Pair, Shared};
 use super::stats::{Answered, Event, ExplainedFor};
+use super::writes::{WriteItem, Writes};
 use crate::replay::client::Conn;
 use crate::replay::measure::outcome;
 use crate::replay::request::rewrite::rewrite;
@@ -20,9 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// The first wait before connecting again to a candidate that failed; doubled up to [`MAX_BACKOFF`].
-pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
-pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Cursors mapped per candidate; past it the map starts again (their getMores become orphans).
 const MAX_CURSORS: usize = 100_000;
 
@@ -51,12 +50,25 @@ pub struct Candidate {
     cursors: Mutex<HashMap<i64, i64>>,
     health: Mutex<Health>,
     sessions: Sessions,
+    /// Its mirrored writes (`--mirror all`).
+    pub writes: Option<Arc<Writes>>,
 }
 
 impl Candidate {
     pub fn new(side: Side, role: &'static str, shared: Arc<Shared>) -> Arc<Candidate> {
+        let side = Arc::new(side);
+        let writes = shared.config.writes.as_ref().map(|w| {
+            let restoring = w.snapshot.is_some();
+            Arc::new(Writes::new(
+                side.clone(),
+                shared.clone(),
+                w.queue_bytes,
+                restoring,
+            ))
+        });
         Arc::new(Candidate {
-            side: Arc::new(side),
+            writes,
+            side,
             role,
             shared,
             lanes: Mutex::default(),
@@ -70,6 +82,13 @@ impl Candidate {
     /// Queues `pair` on its connection's lane, or sheds it (counted by shape) when the candidate's
     /// queue is full or the lane has `--max-outstanding` requests waiting. Never waits.
     pub fn offer(self: &Arc<Self>, pair: &Arc<Pair>) {
+        if self
+            .writes
+            .as_ref()
+            .is_some_and(|w| !w.ready_for(&pair.req))
+        {
+            return self.side.stats.count(&pair.key, Event::NotReady);
+        }
         let size = pair.size();
         let bound = self.shared.config.queue_bytes;
         if self.queued.load(Ordering::Relaxed) + size > bound {
@@ -85,6 +104,17 @@ impl Candidate {
         if lane.try_send(pair.clone()).is_err() {
             self.queued.fetch_sub(size, Ordering::Relaxed);
             self.side.stats.count(&pair.key, Event::Shed);
+        }
+    }
+
+    /// A write production acknowledged, for the target's writes (`--mirror all`).
+    pub fn offer_write(&self, pair: &Arc<Pair>, op_time: Option<(u32, u32)>) {
+        if let Some(writes) = &self.writes {
+            writes.offer(WriteItem {
+                pair: pair.clone(),
+                op_time,
+                seen: Instant::now(),
+            });
         }
     }
 

@@ -2,7 +2,7 @@
 //! by what happened to them, with bounded cardinality: the [`TOP_SHAPES`] shapes with the most
 //! reads by name (their hash, command and namespace), the rest added up as `other`.
 
-use super::stats::{CandidateStats, ShapeFigures, OTHER};
+use super::stats::{CandidateStats, ShapeFigures, WriteCounters, WriteState, OTHER};
 use crate::metrics::expose;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -24,7 +24,7 @@ pub struct ShadowCollector {
 /// What happened to reads, and where each count is.
 type Count = fn(&ShapeFigures) -> u64;
 
-const OUTCOMES: [(&str, Count); 7] = [
+const OUTCOMES: [(&str, Count); 8] = [
     ("mirrored", |f| f.mirrored),
     ("shed", |f| f.shed),
     ("gap", |f| f.gaps),
@@ -32,6 +32,15 @@ const OUTCOMES: [(&str, Count); 7] = [
     ("discrepancy", |f| f.discrepancies),
     ("noise", |f| f.noise),
     ("unconfirmed", |f| f.unconfirmed),
+    ("not_ready", |f| f.not_ready),
+];
+
+/// What happened to mirrored writes (`--mirror all`), and where each count is.
+const WRITE_OUTCOMES: [(&str, fn(&WriteCounters) -> u64); 4] = [
+    ("mirrored", |w| w.mirrored.load(Ordering::Relaxed)),
+    ("failed", |w| w.failed.load(Ordering::Relaxed)),
+    ("in_snapshot", |w| w.in_snapshot.load(Ordering::Relaxed)),
+    ("dropped", |w| w.dropped.load(Ordering::Relaxed)),
 ];
 
 impl ShadowCollector {
@@ -83,8 +92,39 @@ impl Collector for ShadowCollector {
             &mut enc,
             "shadow_reads",
             "Reads of production mirrored to a target, by query shape (hash) and what happened: \
-             mirrored (answered), shed, gap (target down), matched, discrepancy, noise, unconfirmed.",
+             mirrored (answered), shed, gap (target down), matched, discrepancy, noise, unconfirmed, \
+             not_ready (its restore was not done).",
             series,
+        )?;
+        let writing = || {
+            self.targets
+                .iter()
+                .filter(|(_, _, s)| s.writes.enabled.load(Ordering::Relaxed))
+        };
+        expose::counters(
+            &mut enc,
+            "shadow_writes",
+            "Writes production acknowledged, mirrored to a target (--mirror all), by what happened: \
+             mirrored (applied), failed (the target answered an error production did not), \
+             in_snapshot (before T0), dropped (the target went to reads only).",
+            writing().flat_map(|(label, _, stats)| {
+                WRITE_OUTCOMES.iter().map(move |(outcome, get)| {
+                    let labels = [
+                        ("target", label.clone()),
+                        ("outcome", outcome.to_string()),
+                    ];
+                    (labels, get(&stats.writes))
+                })
+            }),
+        )?;
+        expose::counters(
+            &mut enc,
+            "shadow_writes_reads_only",
+            "1 once a target's writes were dropped and it went on with reads only.",
+            writing().map(|(label, _, stats)| {
+                let gone = stats.writes.state() == WriteState::ReadsOnly;
+                (expose::label("target", label.clone()), u64::from(gone))
+            }),
         )?;
         expose::counters(
             &mut enc,

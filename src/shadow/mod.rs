@@ -11,7 +11,11 @@
 //! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
 //!
-//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck < lane < intake pairs
+//! With `--mirror all`, [`pairs`] hands each write production acknowledged to [`writes`] (per
+//! target, in production's order, applied on a connection of its own), and with `--snapshot`,
+//! [`restore`] takes production's snapshot at T0 and restores it into each target first.
+//!
+//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck < writes < lane < intake pairs restore
 
 pub mod compare;
 pub mod config;
@@ -24,8 +28,10 @@ pub mod pairs;
 pub mod plans;
 pub mod recheck;
 pub mod report;
+pub mod restore;
 pub mod shared;
 pub mod stats;
+pub mod writes;
 
 pub use config::{ShadowConfig, ShadowError};
 use discrepancies::DiscrepancyLog;
@@ -53,9 +59,10 @@ impl Targets {
         if config.candidates.is_empty() {
             return Err(ShadowError::Option("at least one --candidate".into()));
         }
-        if config.max_outstanding == 0 || config.queue_bytes == 0 {
+        let no_write_queue = config.writes.as_ref().is_some_and(|w| w.queue_bytes == 0);
+        if config.max_outstanding == 0 || config.queue_bytes == 0 || no_write_queue {
             return Err(ShadowError::Option(
-                "--max-outstanding and --queue-mb must be at least 1".into(),
+                "--max-outstanding, --queue-mb and --write-queue-mb must be at least 1".into(),
             ));
         }
         let parse = |option, uri: &str| {
@@ -118,6 +125,15 @@ impl Shadow {
             sides.push((c.clone(), "control"));
         }
         let display = production.display.clone();
+        let writes_on = config.writes.is_some();
+        let snapshot = config.writes.as_ref().is_some_and(|w| w.snapshot.is_some());
+        let uris: Vec<String> = config
+            .candidates
+            .iter()
+            .chain(&config.control)
+            .cloned()
+            .collect();
+        let snapshot_source = direct(&config.production);
         let max_shapes = config.max_shapes;
         let queue = config.queue_bytes;
         let filter = config.filter.clone();
@@ -133,10 +149,34 @@ impl Shadow {
                 Candidate::new(side, role, shared.clone())
             })
             .collect();
-        let (intake, rx, queued) = intake::Intake::new(queue, filter.wants_handshakes());
+        let (intake, rx, queued) = intake::Intake::new(queue, filter.wants_handshakes(), writes_on);
         let filtered = Arc::new(AtomicU64::new(0));
-        let dispatcher = pairs::Dispatcher::new(candidates.clone(), filter, filtered.clone());
+        let dropped = intake.dropped.clone();
+        let dispatcher = pairs::Dispatcher::new(
+            candidates.clone(),
+            filter,
+            filtered.clone(),
+            writes_on,
+            dropped,
+        );
         runtime.spawn(dispatcher.run(rx, queued));
+        for w in candidates.iter().filter_map(|c| c.writes.clone()) {
+            runtime.spawn(w.run());
+        }
+        if snapshot {
+            let targets = uris
+                .into_iter()
+                .zip(candidates.iter().filter_map(|c| c.writes.clone()))
+                .collect();
+            let production = snapshot_source;
+            restore::start(
+                restore::Restore {
+                    production,
+                    targets,
+                },
+                shared,
+            );
+        }
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -149,6 +189,27 @@ impl Shadow {
             started_text: crate::capture::rfc3339(now_ns),
             production: display,
         })
+    }
+
+    /// Waits, at most `limit`, for the writes production acknowledged to be applied to every
+    /// target that is mirroring them (at stop, so that its state is production's).
+    pub fn drain_writes(&self, limit: std::time::Duration) -> bool {
+        let until = Instant::now() + limit;
+        let mut idle = 0;
+        while idle < 2 {
+            let pending = !self.intake.is_empty()
+                || self
+                    .candidates
+                    .iter()
+                    .filter_map(|c| c.writes.as_ref())
+                    .any(|w| w.pending());
+            idle = if pending { 0 } else { idle + 1 };
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        true
     }
 
     /// Stops the mirror: what it still holds is dropped (the report keeps what was counted).
@@ -205,6 +266,15 @@ impl Shadow {
             &targets,
             &self.started_text,
         )
+    }
+}
+
+/// Production's string for the snapshot: a bare `host:port` (the `--upstream`) reached directly,
+/// as the proxy reaches it.
+fn direct(production: &str) -> String {
+    match production.contains("://") {
+        true => production.to_owned(),
+        false => format!("mongodb://{production}/?directConnection=true"),
     }
 }
 

@@ -35,6 +35,30 @@ pub fn is_mirrored_read(req: &Request) -> bool {
     }
 }
 
+/// Whether a request understood is a write mirrored with `--mirror all`: insert, update,
+/// delete, findAndModify, bulkWrite, the commands that create, change or drop collections and
+/// indexes, an aggregate with `$out`/`$merge`; outside a multi-statement transaction (its
+/// `commitTransaction` is seen, and stops the writes: not mirrored yet).
+pub fn is_mirrored_write(req: &Request) -> bool {
+    let command = &*req.command;
+    if command == "commitTransaction" {
+        return true;
+    }
+    req.transaction.is_none()
+        && (super::config::WRITE_COMMANDS.contains(&command)
+            || (command == "aggregate" && aggregate_writes(&req.msg)))
+}
+
+/// The `operationTime` of a reply, as `(t, i)`.
+fn operation_time(frame: &[u8]) -> Option<(u32, u32)> {
+    let body = super::compare::body(frame)?;
+    let ts = RawDocument::from_bytes(&body)
+        .ok()?
+        .get_timestamp("operationTime")
+        .ok()?;
+    Some((ts.time, ts.increment))
+}
+
 /// An aggregate whose pipeline ends in `$out` or `$merge` (unreadable: taken as writing).
 fn aggregate_writes(msg: &[u8]) -> bool {
     let Ok(view) = crate::wire::OpMsgView::new(msg) else {
@@ -61,6 +85,8 @@ struct Waiting {
     req: Request,
     key: ShapeKey,
     ts_ns: u64,
+    /// A write (`--mirror all`): mirrored once production acknowledged it.
+    write: bool,
 }
 
 pub struct Dispatcher {
@@ -73,6 +99,12 @@ pub struct Dispatcher {
     filtered: Arc<AtomicU64>,
     /// The application each open connection named in its handshake (with `--app` only).
     apps: HashMap<u64, String>,
+    /// `--mirror all`: writes are mirrored too.
+    writes: bool,
+    /// The intake's dropped records, and how many were seen: with writes, a drop may have been
+    /// a write (or its acknowledgement), so the targets go on with reads only.
+    intake_dropped: Arc<AtomicU64>,
+    seen_dropped: u64,
 }
 
 impl Dispatcher {
@@ -80,6 +112,8 @@ impl Dispatcher {
         candidates: Vec<Arc<Candidate>>,
         filter: Filter,
         filtered: Arc<AtomicU64>,
+        writes: bool,
+        intake_dropped: Arc<AtomicU64>,
     ) -> Dispatcher {
         Dispatcher {
             candidates,
@@ -89,6 +123,31 @@ impl Dispatcher {
             filter,
             filtered,
             apps: HashMap::new(),
+            writes,
+            intake_dropped,
+            seen_dropped: 0,
+        }
+    }
+
+    /// Forgets a connection's requests awaiting their reply past [`PENDING_PER_CONN`] (a write
+    /// among them is lost: reads only from now).
+    fn make_room(&mut self, conn_id: u64) {
+        let Some(pending) = self.pending.get_mut(&conn_id) else {
+            return;
+        };
+        if pending.len() >= PENDING_PER_CONN {
+            let had_write = pending.values().any(|w| w.write);
+            pending.clear();
+            if had_write {
+                self.writes_lost("too many requests awaiting their reply on one connection");
+            }
+        }
+    }
+
+    /// With writes mirrored, every target goes on with reads only.
+    fn writes_lost(&self, why: &str) {
+        for w in self.candidates.iter().filter_map(|c| c.writes.as_ref()) {
+            w.give_up(why);
         }
     }
 
@@ -96,6 +155,11 @@ impl Dispatcher {
     pub async fn run(mut self, mut rx: mpsc::Receiver<Record>, queued: Arc<AtomicUsize>) {
         while let Some(record) = rx.recv().await {
             queued.fetch_sub(record.payload.len(), Ordering::Relaxed);
+            let dropped = self.intake_dropped.load(Ordering::Relaxed);
+            if self.writes && dropped > self.seen_dropped {
+                self.seen_dropped = dropped;
+                self.writes_lost("the mirror's intake was full: a write may be lost");
+            }
             match record.kind {
                 RecordKind::Request => self.request(record),
                 RecordKind::Reply => self.reply(record),
@@ -124,6 +188,9 @@ impl Dispatcher {
         let Ok(req) = understand(record.conn_id, record.ts_ns, &record.payload) else {
             return;
         };
+        if self.writes && is_mirrored_write(&req) {
+            return self.write(record, req, header.request_id);
+        }
         if !req.expects_reply || !is_mirrored_read(&req) {
             return;
         }
@@ -132,12 +199,53 @@ impl Dispatcher {
             return;
         }
         let key = self.shape(&req);
+        self.make_room(record.conn_id);
         let pending = self.pending.entry(record.conn_id).or_default();
-        if pending.len() >= PENDING_PER_CONN {
-            pending.clear();
-        }
         let ts_ns = record.ts_ns;
-        pending.insert(header.request_id, Waiting { req, key, ts_ns });
+        let write = false;
+        pending.insert(
+            header.request_id,
+            Waiting {
+                req,
+                key,
+                ts_ns,
+                write,
+            },
+        );
+    }
+
+    /// A write: offered at once when sent without acknowledgement (w:0), else once production
+    /// acknowledged it. Filters and sampling never leave a write out: the target's state
+    /// follows production's.
+    fn write(&mut self, record: Record, req: Request, request_id: i32) {
+        let key = self.shape(&req);
+        if !req.expects_reply {
+            let pair = Arc::new(Pair {
+                conn_id: record.conn_id,
+                unordered: false,
+                req,
+                key,
+                production: bytes::Bytes::new(),
+                production_ns: 0,
+                opens_cursor: None,
+            });
+            for c in &self.candidates {
+                c.offer_write(&pair, None);
+            }
+            return;
+        }
+        self.make_room(record.conn_id);
+        let (ts_ns, write) = (record.ts_ns, true);
+        let waiting = Waiting {
+            req,
+            key,
+            ts_ns,
+            write,
+        };
+        self.pending
+            .entry(record.conn_id)
+            .or_default()
+            .insert(request_id, waiting);
     }
 
     /// Whether the filters let `req` through; a getMore follows its cursor's opening read (a
@@ -197,7 +305,31 @@ impl Dispatcher {
         else {
             return;
         };
-        let Waiting { req, key, ts_ns } = waiting;
+        let Waiting {
+            req,
+            key,
+            ts_ns,
+            write,
+        } = waiting;
+        if write {
+            let acknowledged = outcome::scan(&record.payload).is_ok_and(|o| o.ok);
+            if acknowledged {
+                let op_time = operation_time(&record.payload);
+                let pair = Arc::new(Pair {
+                    conn_id: record.conn_id,
+                    unordered: false,
+                    req,
+                    key,
+                    production: record.payload,
+                    production_ns: record.ts_ns.saturating_sub(ts_ns),
+                    opens_cursor: None,
+                });
+                for c in &self.candidates {
+                    c.offer_write(&pair, op_time);
+                }
+            }
+            return;
+        }
         let cursor = outcome::scan(&record.payload)
             .ok()
             .and_then(|o| o.cursor_id)

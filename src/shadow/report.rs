@@ -51,7 +51,46 @@ pub struct TargetReport {
     pub connection_failures: u64,
     /// The shapes' counts added up.
     pub totals: Counts,
+    /// Its mirrored writes, with `--mirror all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<WritesReport>,
     pub shapes: Vec<ShapeEntry>,
+}
+
+/// A target's mirrored writes (`--mirror all`): those production acknowledged, applied in the
+/// order it acknowledged them.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WritesReport {
+    /// `restoring` (production's snapshot is being taken or restored into the target: writes
+    /// wait), `mirroring`, or `reads_only` (writes were dropped: reads only from then on).
+    #[schemars(extend("enum" = ["restoring", "mirroring", "reads_only"]))]
+    pub state: String,
+    /// Writes applied to the target.
+    pub mirrored: u64,
+    /// Writes the target answered with an error (or more write errors) where production did not.
+    pub failed: u64,
+    /// Writes acknowledged before T0: in the snapshot restored already, not applied again.
+    pub in_snapshot: u64,
+    /// Writes waiting now, and the most that waited at once (during the restore).
+    pub queued: u64,
+    pub queued_peak: u64,
+    /// Writes not applied because the target went to reads only.
+    pub dropped: u64,
+}
+
+impl WritesReport {
+    fn of(w: &super::stats::WriteCounters) -> Option<WritesReport> {
+        use std::sync::atomic::Ordering::Relaxed;
+        w.enabled.load(Relaxed).then(|| WritesReport {
+            state: w.state().name().into(),
+            mirrored: w.mirrored.load(Relaxed),
+            failed: w.failed.load(Relaxed),
+            in_snapshot: w.in_snapshot.load(Relaxed),
+            queued: w.queued.load(Relaxed),
+            queued_peak: w.queued_peak.load(Relaxed),
+            dropped: w.dropped.load(Relaxed),
+        })
+    }
 }
 
 /// What happened to the reads of one shape (or of all).
@@ -75,6 +114,10 @@ pub struct Counts {
     pub noise: u64,
     /// Differed and could not be sent again (a getMore, or too many rechecks at once).
     pub unconfirmed: u64,
+    /// Reads of a namespace the target was still being restored with (`--snapshot`): not
+    /// compared, and not shed either.
+    #[serde(default)]
+    pub not_ready: u64,
 }
 
 impl Counts {
@@ -89,6 +132,7 @@ impl Counts {
             discrepancies: f.discrepancies,
             noise: f.noise,
             unconfirmed: f.unconfirmed,
+            not_ready: f.not_ready,
         }
     }
 
@@ -102,6 +146,7 @@ impl Counts {
         self.discrepancies += o.discrepancies;
         self.noise += o.noise;
         self.unconfirmed += o.unconfirmed;
+        self.not_ready += o.not_ready;
     }
 }
 
@@ -284,6 +329,7 @@ fn target_report(
             .connection_failures
             .load(std::sync::atomic::Ordering::Relaxed),
         totals,
+        writes: WritesReport::of(&stats.writes),
         shapes: entries,
     }
 }
@@ -321,6 +367,13 @@ pub fn text(r: &ShadowReport) -> String {
             c.gaps,
             t.connection_failures
         );
+        if let Some(w) = &t.writes {
+            out += &format!(
+                "  writes {}: {} mirrored, {} failed, {} in the snapshot, {} dropped, {} queued \
+                 at most\n",
+                w.state, w.mirrored, w.failed, w.in_snapshot, w.dropped, w.queued_peak
+            );
+        }
         for s in t
             .shapes
             .iter()

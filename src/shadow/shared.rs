@@ -22,6 +22,16 @@ pub struct Shared {
     pub rechecks: Arc<Semaphore>,
     /// Hashes values of discrepancy lines under `--redact values` (one key for the run).
     pub redactor: Redactor,
+    /// T0 of `--snapshot`, once the snapshot's first read fixed it.
+    pub t0: std::sync::OnceLock<StartPoint>,
+}
+
+/// When production's snapshot was taken: its cluster time (a snapshot read), and when the
+/// shadow learnt it (for writes acknowledged without an `operationTime`).
+#[derive(Debug, Clone, Copy)]
+pub struct StartPoint {
+    pub cluster_time: Option<(u32, u32)>,
+    pub fixed: std::time::Instant,
 }
 
 impl Shared {
@@ -39,6 +49,7 @@ impl Shared {
             control,
             log,
             rechecks: Arc::new(Semaphore::new(MAX_RECHECKS)),
+            t0: std::sync::OnceLock::new(),
         }
     }
 

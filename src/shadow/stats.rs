@@ -81,6 +81,8 @@ pub struct ShapeFigures {
     pub noise: u64,
     /// Differences not sent again (getMores, or too many rechecks at once).
     pub unconfirmed: u64,
+    /// Reads of a namespace the candidate was still being restored with (not compared).
+    pub not_ready: u64,
     pub errors_production: BTreeMap<i32, u64>,
     pub errors_candidate: BTreeMap<i32, u64>,
     pub production_ns: Histogram<u64>,
@@ -105,6 +107,7 @@ impl ShapeFigures {
             discrepancies: 0,
             noise: 0,
             unconfirmed: 0,
+            not_ready: 0,
             errors_production: BTreeMap::new(),
             errors_candidate: BTreeMap::new(),
             production_ns: hist(),
@@ -133,6 +136,7 @@ pub enum Event {
     Discrepancy,
     Noise,
     Unconfirmed,
+    NotReady,
 }
 
 /// One answered request: both sides' latency and error codes, and whether the replies matched.
@@ -155,6 +159,8 @@ pub struct CandidateStats {
     pub connections: AtomicU64,
     /// When each shape was last explained (bounded as the shapes are).
     explained: Mutex<HashMap<String, std::time::Instant>>,
+    /// Its mirrored writes (`--mirror all`).
+    pub writes: WriteCounters,
 }
 
 impl std::fmt::Debug for CandidateStats {
@@ -171,6 +177,7 @@ impl CandidateStats {
             connection_failures: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             explained: Mutex::default(),
+            writes: WriteCounters::default(),
         }
     }
 
@@ -222,6 +229,7 @@ impl CandidateStats {
                 Event::Discrepancy => &mut f.discrepancies,
                 Event::Noise => &mut f.noise,
                 Event::Unconfirmed => &mut f.unconfirmed,
+                Event::NotReady => &mut f.not_ready,
             };
             *n += 1;
         })
@@ -266,6 +274,66 @@ impl CandidateStats {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+}
+
+/// Where a target's mirrored writes stand (`--mirror all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteState {
+    /// The snapshot of production is being taken or restored into it: writes wait in the queue.
+    Restoring,
+    /// Writes are applied as production acknowledges them.
+    Mirroring,
+    /// Writes were dropped (the queue's bound, a failure): reads only from now.
+    ReadsOnly,
+}
+
+impl WriteState {
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteState::Restoring => "restoring",
+            WriteState::Mirroring => "mirroring",
+            WriteState::ReadsOnly => "reads_only",
+        }
+    }
+}
+
+/// A target's mirrored writes, counted (`--mirror all`; `enabled` false otherwise).
+#[derive(Debug, Default)]
+pub struct WriteCounters {
+    pub enabled: std::sync::atomic::AtomicBool,
+    /// [`WriteState`] as a number (0 restoring, 1 mirroring, 2 reads only).
+    pub state: std::sync::atomic::AtomicU8,
+    /// Writes applied to the target.
+    pub mirrored: AtomicU64,
+    /// Writes the target answered with an error (or more write errors) where production did not.
+    pub failed: AtomicU64,
+    /// Writes acknowledged before T0: already in the snapshot restored, not applied again.
+    pub in_snapshot: AtomicU64,
+    /// Writes not applied because the target went to reads only.
+    pub dropped: AtomicU64,
+    /// Writes waiting now, and the most that ever waited.
+    pub queued: AtomicU64,
+    pub queued_peak: AtomicU64,
+}
+
+impl WriteCounters {
+    pub fn state(&self) -> WriteState {
+        match self.state.load(Ordering::Acquire) {
+            0 => WriteState::Restoring,
+            1 => WriteState::Mirroring,
+            _ => WriteState::ReadsOnly,
+        }
+    }
+
+    /// Moves to `to` unless reads only already; says whether it moved.
+    pub fn set_state(&self, to: WriteState) -> bool {
+        let to = to as u8;
+        self.state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s != 2).then_some(to)
+            })
+            .is_ok_and(|was| was != to)
     }
 }
 

@@ -1,0 +1,283 @@
+//! Mirrored writes (`--mirror all`): per target, one queue of the writes production
+//! acknowledged, in the order it acknowledged them (so each client connection's order too), and
+//! one task that applies them on a connection of its own, rewritten as the replayer rewrites
+//! (live session ids standing for the client's, their `txnNumber`s kept). While production's
+//! snapshot is taken and restored into the target (`--snapshot`) the writes wait; those
+//! acknowledged before T0 are in the snapshot and are not applied again. Past the queue's bound,
+//! or when a write may have been lost on the way, the target goes on with reads only: its state
+//! is no longer production's, and the log, the metrics and the report say so.
+
+use super::config::{MAX_BACKOFF, MIN_BACKOFF};
+use super::recheck::{SameDb, Side};
+use super::shared::{Pair, Shared};
+use super::stats::WriteState;
+use crate::replay::client::Conn;
+use crate::replay::measure::outcome;
+use crate::replay::request::rewrite::rewrite;
+use crate::replay::request::sessions::Sessions;
+use crate::replay::request::Request;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// One acknowledged write: the request, production's reply and when it was acknowledged.
+pub struct WriteItem {
+    pub pair: Arc<Pair>,
+    /// The reply's `operationTime` (none for a write sent with w:0).
+    pub op_time: Option<(u32, u32)>,
+    pub seen: Instant,
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<WriteItem>,
+    bytes: usize,
+    /// A write taken from the queue is being applied.
+    busy: bool,
+}
+
+/// One target's writes.
+pub struct Writes {
+    side: Arc<Side>,
+    shared: Arc<Shared>,
+    bound: usize,
+    queue: Mutex<Queue>,
+    wake: Notify,
+    sessions: Sessions,
+}
+
+/// Why a write was not applied.
+enum Failed {
+    /// Not sent: the target could not be reached (tried again after the backoff).
+    NotSent(String),
+    /// Sent or maybe sent, and no answer: the target's state is unknown from now.
+    Lost(String),
+}
+
+impl Writes {
+    /// `restoring`: the target waits for production's snapshot before its first write.
+    pub fn new(side: Arc<Side>, shared: Arc<Shared>, bound: usize, restoring: bool) -> Writes {
+        let counters = &side.stats.writes;
+        counters.enabled.store(true, Relaxed);
+        let state = if restoring {
+            WriteState::Restoring
+        } else {
+            WriteState::Mirroring
+        };
+        counters.set_state(state);
+        Writes {
+            side,
+            shared,
+            bound: bound.max(1),
+            queue: Mutex::default(),
+            wake: Notify::new(),
+            sessions: Sessions::default(),
+        }
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The target's connection string, password masked.
+    pub fn label(&self) -> &str {
+        &self.side.label
+    }
+
+    pub fn state(&self) -> WriteState {
+        self.side.stats.writes.state()
+    }
+
+    /// Whether a read of `req`'s namespace may be compared: not while the snapshot that holds
+    /// that namespace is being restored.
+    pub fn ready_for(&self, req: &Request) -> bool {
+        if self.state() != WriteState::Restoring {
+            return true;
+        }
+        let Some(plan) = self
+            .shared
+            .config
+            .writes
+            .as_ref()
+            .and_then(|w| w.snapshot.as_ref())
+        else {
+            return true;
+        };
+        let coll = req.collection.as_deref().unwrap_or("");
+        !plan
+            .patterns
+            .iter()
+            .any(|p| p.db == *req.db && (coll.is_empty() || p.matches(&req.db, coll)))
+    }
+
+    /// Whether `item` was acknowledged before T0, so is in the snapshot restored.
+    fn in_snapshot(&self, item: &WriteItem) -> bool {
+        let Some(t0) = self.shared.t0.get() else {
+            return false;
+        };
+        match (item.op_time, t0.cluster_time) {
+            (Some(op), Some(t0)) => op <= t0,
+            _ => item.seen <= t0.fixed,
+        }
+    }
+
+    /// Queues a write production acknowledged; never waits. Past the bound the target goes on
+    /// with reads only.
+    pub fn offer(&self, item: WriteItem) {
+        let counters = &self.side.stats.writes;
+        if &*item.pair.req.command == "commitTransaction" {
+            return self.give_up("a multi-statement transaction committed (not mirrored yet)");
+        }
+        if self.state() == WriteState::ReadsOnly {
+            counters.dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        if self.in_snapshot(&item) {
+            counters.in_snapshot.fetch_add(1, Relaxed);
+            return;
+        }
+        let size = item.pair.size();
+        let mut queue = self.queue();
+        if queue.bytes + size > self.bound {
+            drop(queue);
+            counters.dropped.fetch_add(1, Relaxed);
+            return self.give_up("the write queue is full (--write-queue-mb)");
+        }
+        queue.bytes += size;
+        queue.items.push_back(item);
+        let n = queue.items.len() as u64;
+        drop(queue);
+        counters.queued.store(n, Relaxed);
+        counters.queued_peak.fetch_max(n, Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// The target's state is no longer production's: what waits is dropped, reads only from now.
+    pub fn give_up(&self, why: &str) {
+        let counters = &self.side.stats.writes;
+        if counters.set_state(WriteState::ReadsOnly) {
+            tracing::warn!(target_server = %self.side.label, "writes dropped: reads only from now ({why})");
+        }
+        let mut queue = self.queue();
+        let n = queue.items.len() as u64;
+        queue.items.clear();
+        queue.bytes = 0;
+        drop(queue);
+        counters.dropped.fetch_add(n, Relaxed);
+        counters.queued.store(0, Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// The restore into the target ended: its writes are applied from now, or it goes on with
+    /// reads only.
+    pub fn restored(&self, result: Result<(), String>) {
+        match result {
+            Ok(()) => {
+                self.side.stats.writes.set_state(WriteState::Mirroring);
+                self.wake.notify_one();
+            }
+            Err(e) => self.give_up(&format!("the restore failed: {e}")),
+        }
+    }
+
+    /// Whether writes wait to be applied (or one is being applied) while mirroring.
+    pub fn pending(&self) -> bool {
+        let queue = self.queue();
+        self.state() == WriteState::Mirroring && (queue.busy || !queue.items.is_empty())
+    }
+
+    /// The next write to apply, once the target is mirroring.
+    async fn next(&self) -> WriteItem {
+        loop {
+            if self.state() == WriteState::Mirroring {
+                let mut queue = self.queue();
+                if let Some(item) = queue.items.pop_front() {
+                    queue.bytes -= item.pair.size();
+                    queue.busy = true;
+                    let n = queue.items.len() as u64;
+                    drop(queue);
+                    self.side.stats.writes.queued.store(n, Relaxed);
+                    return item;
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
+
+    /// Applies the writes, in order, until the mirror stops.
+    pub async fn run(self: Arc<Self>) {
+        let mut conn = None;
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            let item = self.next().await;
+            if self.in_snapshot(&item) {
+                self.side.stats.writes.in_snapshot.fetch_add(1, Relaxed);
+            } else {
+                loop {
+                    match self.apply(&mut conn, &item).await {
+                        Ok(()) => backoff = MIN_BACKOFF,
+                        Err(Failed::NotSent(why)) if self.state() == WriteState::Mirroring => {
+                            tracing::debug!(target_server = %self.side.label, "{why}");
+                            self.side.stats.connection_failed();
+                            tokio::time::sleep(backoff).await;
+                            backoff = (backoff * 2).min(MAX_BACKOFF);
+                            continue;
+                        }
+                        Err(Failed::NotSent(_)) => {}
+                        Err(Failed::Lost(why)) => {
+                            conn = None;
+                            self.side.stats.connection_failed();
+                            self.give_up(&format!("a write may be lost: {why}"));
+                        }
+                    }
+                    break;
+                }
+            }
+            self.queue().busy = false;
+        }
+    }
+
+    /// Sends one write and reads the target's answer (none for a write sent with w:0).
+    async fn apply(&self, conn: &mut Option<Conn>, item: &WriteItem) -> Result<(), Failed> {
+        let req = &item.pair.req;
+        let lsid = req.lsid.as_ref().map(|l| self.sessions.live(0, 0, l));
+        let mut request = rewrite(req, &SameDb, lsid.as_ref())
+            .map_err(|e| Failed::Lost(format!("a write that cannot be rewritten: {e}")))?;
+        if conn.is_none() {
+            let target = &self.side.target;
+            let host = target
+                .seeds
+                .first()
+                .ok_or(Failed::NotSent("no host".into()))?;
+            let timeout = self.shared.config.reply_timeout;
+            let opened = tokio::time::timeout(timeout, Conn::connect(target, host, timeout)).await;
+            *conn = Some(match opened {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => return Err(Failed::NotSent(format!("connecting: {e}"))),
+                Err(_) => return Err(Failed::NotSent("connecting: timed out".into())),
+            });
+            self.side.stats.connections.fetch_add(1, Relaxed);
+        }
+        let c = conn
+            .as_mut()
+            .ok_or(Failed::NotSent("no connection".into()))?;
+        let lost = |e: crate::replay::client::ConnError| Failed::Lost(e.to_string());
+        let id = c.send(&mut request.bytes).await.map_err(lost)?;
+        let counters = &self.side.stats.writes;
+        if req.expects_reply {
+            let reply = c.recv(id).await.map_err(lost)?;
+            let live = outcome::scan(&reply)
+                .map_err(|e| Failed::Lost(format!("an unreadable reply: {e}")))?;
+            let production = outcome::scan(&item.pair.production).unwrap_or_default();
+            if (production.ok && !live.ok) || live.write_errors > production.write_errors {
+                counters.failed.fetch_add(1, Relaxed);
+                tracing::debug!(target_server = %self.side.label, command = %req.command,
+                    "a mirrored write failed: {}", live.errmsg.unwrap_or_default());
+            }
+        }
+        counters.mirrored.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
