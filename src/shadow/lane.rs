@@ -82,11 +82,7 @@ impl Candidate {
     /// Queues `pair` on its connection's lane, or sheds it (counted by shape) when the candidate's
     /// queue is full or the lane has `--max-outstanding` requests waiting. Never waits.
     pub fn offer(self: &Arc<Self>, pair: &Arc<Pair>) {
-        if self
-            .writes
-            .as_ref()
-            .is_some_and(|w| !w.ready_for(&pair.req))
-        {
+        if self.writes.as_ref().is_some_and(|w| !w.ready_for(pair)) {
             return self.side.stats.count(&pair.key, Event::NotReady);
         }
         let size = pair.size();

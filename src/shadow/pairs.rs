@@ -227,6 +227,7 @@ impl Dispatcher {
                 key,
                 production: bytes::Bytes::new(),
                 production_ns: 0,
+                answered_ns: record.ts_ns,
                 opens_cursor: None,
             });
             for c in &self.candidates {
@@ -320,6 +321,7 @@ impl Dispatcher {
                     unordered: false,
                     req,
                     key,
+                    answered_ns: record.ts_ns,
                     production: record.payload,
                     production_ns: record.ts_ns.saturating_sub(ts_ns),
                     opens_cursor: None,
@@ -346,6 +348,7 @@ impl Dispatcher {
             unordered: !asks_order(&req.command, &req.msg),
             req,
             key,
+            answered_ns: record.ts_ns,
             production: record.payload,
             production_ns: record.ts_ns.saturating_sub(ts_ns),
             opens_cursor,
@@ -392,5 +395,41 @@ mod tests {
             rawdoc! {"insert": "c", "documents": [{"a": 1}], "$db": "d"}
         ));
         assert!(!read(rawdoc! {"saslStart": 1, "$db": "admin"}));
+    }
+
+    fn write(body: bson::RawDocumentBuf) -> bool {
+        let wire = bytes::Bytes::from(OpMsg::with_body(body, MsgFlags::empty()).encode(7, 0));
+        understand(1, 0, &wire).is_ok_and(|r| is_mirrored_write(&r))
+    }
+
+    #[test]
+    fn writes_outside_transactions_are_mirrored_with_mirror_all() {
+        assert!(write(
+            rawdoc! {"insert": "c", "documents": [{"a": 1}], "$db": "d"}
+        ));
+        assert!(write(
+            rawdoc! {"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 2}}}], "$db": "d"}
+        ));
+        assert!(write(
+            rawdoc! {"findAndModify": "c", "query": {}, "remove": true, "$db": "d"}
+        ));
+        assert!(write(
+            rawdoc! {"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "$db": "d"}
+        ));
+        assert!(write(rawdoc! {"drop": "c", "$db": "d"}));
+        assert!(!write(rawdoc! {"find": "c", "filter": {}, "$db": "d"}));
+        assert!(!write(rawdoc! {"hello": 1, "$db": "admin"}));
+        let lsid = rawdoc! {"id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] }};
+        assert!(!write(rawdoc! {
+            "insert": "c", "documents": [{"a": 1}], "lsid": lsid.clone(), "txnNumber": 1_i64,
+            "autocommit": false, "startTransaction": true, "$db": "d"
+        }));
+        // A retryable write (txnNumber, no autocommit) is mirrored; a commit is seen.
+        assert!(write(rawdoc! {
+            "insert": "c", "documents": [{"a": 1}], "lsid": lsid.clone(), "txnNumber": 2_i64, "$db": "d"
+        }));
+        assert!(write(rawdoc! {
+            "commitTransaction": 1, "lsid": lsid, "txnNumber": 1_i64, "autocommit": false, "$db": "admin"
+        }));
     }
 }

@@ -114,8 +114,8 @@ pub struct Counts {
     pub noise: u64,
     /// Differed and could not be sent again (a getMore, or too many rechecks at once).
     pub unconfirmed: u64,
-    /// Reads of a namespace the target was still being restored with (`--snapshot`): not
-    /// compared, and not shed either.
+    /// Reads of a namespace production's snapshot holds, answered by production before the
+    /// restore into the target was done (`--snapshot`): not compared, and not shed either.
     #[serde(default)]
     pub not_ready: u64,
 }

@@ -75,6 +75,8 @@ pub struct Pair {
     pub key: ShapeKey,
     pub production: Bytes,
     pub production_ns: u64,
+    /// When production's reply came (the proxy's clock: ns since the Unix epoch).
+    pub answered_ns: u64,
     /// The request asked for no order (documents compared as a set).
     pub unordered: bool,
     /// The cursor production's reply opened, if any (the candidate's own is mapped to it).

@@ -81,7 +81,7 @@ pub struct ShapeFigures {
     pub noise: u64,
     /// Differences not sent again (getMores, or too many rechecks at once).
     pub unconfirmed: u64,
-    /// Reads of a namespace the candidate was still being restored with (not compared).
+    /// Reads of a namespace the snapshot holds, answered before the candidate's restore was done.
     pub not_ready: u64,
     pub errors_production: BTreeMap<i32, u64>,
     pub errors_candidate: BTreeMap<i32, u64>,

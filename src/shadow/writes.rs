@@ -9,13 +9,12 @@
 
 use super::config::{MAX_BACKOFF, MIN_BACKOFF};
 use super::recheck::{SameDb, Side};
-use super::shared::{Pair, Shared};
+use super::shared::{Pair, Shared, StartPoint};
 use super::stats::WriteState;
 use crate::replay::client::Conn;
 use crate::replay::measure::outcome;
 use crate::replay::request::rewrite::rewrite;
 use crate::replay::request::sessions::Sessions;
-use crate::replay::request::Request;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -46,6 +45,8 @@ pub struct Writes {
     queue: Mutex<Queue>,
     wake: Notify,
     sessions: Sessions,
+    /// When the restore into the target was done (ns since the Unix epoch; 0 before).
+    ready_ns: std::sync::atomic::AtomicU64,
 }
 
 /// Why a write was not applied.
@@ -74,6 +75,7 @@ impl Writes {
             queue: Mutex::default(),
             wake: Notify::new(),
             sessions: Sessions::default(),
+            ready_ns: Default::default(),
         }
     }
 
@@ -90,12 +92,9 @@ impl Writes {
         self.side.stats.writes.state()
     }
 
-    /// Whether a read of `req`'s namespace may be compared: not while the snapshot that holds
-    /// that namespace is being restored.
-    pub fn ready_for(&self, req: &Request) -> bool {
-        if self.state() != WriteState::Restoring {
-            return true;
-        }
+    /// Whether a read may be compared: not one of a namespace the snapshot holds that
+    /// production answered before the restore into the target was done (or that never ended).
+    pub fn ready_for(&self, pair: &Pair) -> bool {
         let Some(plan) = self
             .shared
             .config
@@ -105,22 +104,21 @@ impl Writes {
         else {
             return true;
         };
-        let coll = req.collection.as_deref().unwrap_or("");
-        !plan
+        let (db, coll) = (&*pair.req.db, pair.req.collection.as_deref().unwrap_or(""));
+        let restored = plan
             .patterns
             .iter()
-            .any(|p| p.db == *req.db && (coll.is_empty() || p.matches(&req.db, coll)))
+            .any(|p| p.db == db && (coll.is_empty() || p.matches(db, coll)));
+        let ready = self.ready_ns.load(Relaxed);
+        !restored || (ready != 0 && pair.answered_ns >= ready)
     }
 
     /// Whether `item` was acknowledged before T0, so is in the snapshot restored.
     fn in_snapshot(&self, item: &WriteItem) -> bool {
-        let Some(t0) = self.shared.t0.get() else {
-            return false;
-        };
-        match (item.op_time, t0.cluster_time) {
-            (Some(op), Some(t0)) => op <= t0,
-            _ => item.seen <= t0.fixed,
-        }
+        self.shared
+            .t0
+            .get()
+            .is_some_and(|t0| before_t0(item.op_time, item.seen, t0))
     }
 
     /// Queues a write production acknowledged; never waits. Past the bound the target goes on
@@ -175,6 +173,10 @@ impl Writes {
     pub fn restored(&self, result: Result<(), String>) {
         match result {
             Ok(()) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64);
+                self.ready_ns.store(now, Relaxed);
                 self.side.stats.writes.set_state(WriteState::Mirroring);
                 self.wake.notify_one();
             }
@@ -279,5 +281,43 @@ impl Writes {
         }
         counters.mirrored.fetch_add(1, Relaxed);
         Ok(())
+    }
+}
+
+/// Whether a write acknowledged at `op_time` (its reply's `operationTime`), seen by the shadow at
+/// `seen`, is in the snapshot taken at `t0`: by the cluster times when both are known, else by
+/// when the shadow saw it (a w:0 write, a snapshot read without a cluster time).
+pub fn before_t0(op_time: Option<(u32, u32)>, seen: Instant, t0: &StartPoint) -> bool {
+    match (op_time, t0.cluster_time) {
+        (Some(op), Some(t0)) => op <= t0,
+        _ => seen <= t0.fixed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_write_is_in_the_snapshot_when_acknowledged_at_or_before_t0() {
+        let start = Instant::now();
+        let t0 = StartPoint {
+            cluster_time: Some((100, 5)),
+            fixed: start,
+        };
+        let later = start + Duration::from_secs(1);
+        assert!(before_t0(Some((100, 5)), later, &t0));
+        assert!(before_t0(Some((99, 9)), later, &t0));
+        assert!(!before_t0(Some((100, 6)), start, &t0));
+        assert!(!before_t0(Some((101, 0)), start, &t0));
+        // Without an operationTime (w:0): by when the shadow saw it.
+        assert!(before_t0(None, start, &t0));
+        assert!(!before_t0(None, later, &t0));
+        let wall = StartPoint {
+            cluster_time: None,
+            fixed: start,
+        };
+        assert!(!before_t0(Some((1, 1)), later, &wall));
     }
 }
