@@ -36,7 +36,9 @@ const OUTCOMES: [(&str, Count); 8] = [
 ];
 
 /// What happened to mirrored writes (`--mirror all`), and where each count is.
-const WRITE_OUTCOMES: [(&str, fn(&WriteCounters) -> u64); 4] = [
+type WriteCount = fn(&WriteCounters) -> u64;
+
+const WRITE_OUTCOMES: [(&str, WriteCount); 4] = [
     ("mirrored", |w| w.mirrored.load(Ordering::Relaxed)),
     ("failed", |w| w.failed.load(Ordering::Relaxed)),
     ("in_snapshot", |w| w.in_snapshot.load(Ordering::Relaxed)),
