@@ -160,23 +160,12 @@ impl Shadow {
             dropped,
         );
         runtime.spawn(dispatcher.run(rx, queued));
-        for w in candidates.iter().filter_map(|c| c.writes.clone()) {
-            runtime.spawn(w.run());
-        }
-        if snapshot {
-            let targets = uris
-                .into_iter()
-                .zip(candidates.iter().filter_map(|c| c.writes.clone()))
-                .collect();
-            let production = snapshot_source;
-            restore::start(
-                restore::Restore {
-                    production,
-                    targets,
-                },
-                shared,
-            );
-        }
+        start_writes(
+            &runtime,
+            &candidates,
+            snapshot.then_some((uris, snapshot_source)),
+            shared,
+        );
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -266,6 +255,32 @@ impl Shadow {
             &targets,
             &self.started_text,
         )
+    }
+}
+
+/// Starts each target's writes (`--mirror all`) on the mirror's runtime, and with `--snapshot`
+/// (`Some((the targets' strings, production's))`) the snapshot and the restores.
+fn start_writes(
+    runtime: &tokio::runtime::Runtime,
+    candidates: &[Arc<Candidate>],
+    snapshot: Option<(Vec<String>, String)>,
+    shared: Arc<Shared>,
+) {
+    for w in candidates.iter().filter_map(|c| c.writes.clone()) {
+        runtime.spawn(w.run());
+    }
+    if let Some((uris, production)) = snapshot {
+        let targets = uris
+            .into_iter()
+            .zip(candidates.iter().filter_map(|c| c.writes.clone()))
+            .collect();
+        restore::start(
+            restore::Restore {
+                production,
+                targets,
+            },
+            shared,
+        );
     }
 }
 
