@@ -12,13 +12,14 @@
 //! already sent be answered (`shutdown`: the signals; `supervise`: each connection's drain). See
 //! docs/reliability.md.
 //!
-//! Layers, bottom up: budget clock listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise upstream < pump < faulted < conn shutdown
+//! Layers, bottom up: budget clock gear listen shares stats streams tap < error limits metrics recorder topology < hello_watch monitor snapshot supervise upstream < pump < faulted < conn shutdown
 
 pub mod budget;
 pub mod clock;
 pub mod conn;
 mod error;
 mod faulted;
+pub mod gear;
 mod hello_watch;
 pub mod limits;
 pub mod listen;

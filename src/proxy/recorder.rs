@@ -2,6 +2,7 @@
 //! capture. Connection tasks never wait for it: when its queue is full they count the message as
 //! dropped and move on, and the recorder writes a `gap` record saying how much was lost.
 
+use super::gear::{self, Gear, Wake};
 use super::shares::Shares;
 use super::stats::Stats;
 use crate::capture::{
@@ -21,13 +22,6 @@ use std::time::{Duration, Instant};
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Records written between two looks at the clock and the drop counters.
 const BATCH: usize = 1024;
-/// How long the recorder sleeps when its queue is empty.
-const IDLE_POLL: Duration = Duration::from_millis(2);
-/// Empty polls in a row after which the recorder parks until a record wakes it (50 ms of quiet):
-/// an idle proxy then wakes 10 times a second instead of 500.
-const POLLS_BEFORE_PARK: u32 = 25;
-/// The longest park: the writer's clock (flushes, `--duration`, rotation) still ticks.
-const IDLE_PARK: Duration = Duration::from_millis(100);
 /// Requests per connection searched for handshake metadata.
 const HANDSHAKE_SEARCH: u32 = 4;
 
@@ -42,44 +36,7 @@ pub struct RecorderHandle {
     /// Turns false when a limit ended the recording: forwarding goes on, nothing is queued.
     recording: Arc<AtomicBool>,
     wake: Arc<Wake>,
-}
-
-/// How a sender wakes the recorder thread when it parked on an empty queue. A sender pays one
-/// fence and one load per record; the system call only after the recorder went quiet.
-struct Wake {
-    parked: AtomicBool,
-    thread: std::sync::OnceLock<std::thread::Thread>,
-}
-
-impl Wake {
-    /// After a record was queued.
-    fn queued(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.parked.load(Ordering::Relaxed) && self.parked.swap(false, Ordering::AcqRel) {
-            if let Some(thread) = self.thread.get() {
-                thread.unpark();
-            }
-        }
-    }
-
-    /// On the recorder thread, its queue empty `polls` times in a row: a short sleep, or a park
-    /// that a sender ends (and that ends by itself after [`IDLE_PARK`]).
-    fn idle(&self, polls: u32, rx: &Receiver<Record>) -> Option<Record> {
-        if polls < POLLS_BEFORE_PARK {
-            std::thread::sleep(IDLE_POLL);
-            return None;
-        }
-        self.parked.store(true, Ordering::Relaxed);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        // A record queued before the flag was seen would otherwise wait out the park.
-        if let Ok(record) = rx.try_recv() {
-            self.parked.store(false, Ordering::Relaxed);
-            return Some(record);
-        }
-        std::thread::park_timeout(IDLE_PARK);
-        self.parked.store(false, Ordering::Relaxed);
-        None
-    }
+    gear: Arc<Gear>,
 }
 
 impl RecorderHandle {
@@ -106,6 +63,7 @@ impl RecorderHandle {
         match self.tx.try_send(record) {
             Ok(()) => {
                 self.wake.queued();
+                self.gear.queued(queued + size);
                 true
             }
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
@@ -126,6 +84,7 @@ impl RecorderHandle {
 pub struct Recorder {
     handle: Option<RecorderHandle>,
     thread: Option<JoinHandle<Result<(), CaptureError>>>,
+    gear: Arc<Gear>,
     /// Set by [`Recorder::abort_handle`]'s owner: stop writing what is queued (see [`write_loop`]).
     abort: Arc<AtomicBool>,
 }
@@ -172,6 +131,7 @@ impl Recorder {
         let shares = Arc::new(Shares::new());
         let recording = Arc::new(AtomicBool::new(true));
         let abort = Arc::new(AtomicBool::new(false));
+        let gear = Arc::new(Gear::new(opts.max_queued_bytes, gear::may_come_back()));
         let handle = RecorderHandle {
             tx,
             queued_bytes: queued_bytes.clone(),
@@ -180,6 +140,7 @@ impl Recorder {
             stats: stats.clone(),
             recording: recording.clone(),
             wake: wake.clone(),
+            gear: gear.clone(),
         };
         let state = LoopState {
             writer,
@@ -192,16 +153,19 @@ impl Recorder {
             abort: abort.clone(),
             last_ts: 0,
         };
+        let on_thread = gear.clone();
         let thread = std::thread::Builder::new()
             .name("mongotape-recorder".into())
             .spawn(move || {
                 let _ = wake.thread.set(std::thread::current());
-                write_loop(state, rx, (queued_bytes, shares), wake)
+                on_thread.start_here();
+                write_loop(state, rx, (queued_bytes, shares), (wake, on_thread))
             })
             .map_err(CaptureError::Write)?;
         Ok(Recorder {
             handle: Some(handle),
             thread: Some(thread),
+            gear,
             abort,
         })
     }
@@ -226,6 +190,8 @@ impl Recorder {
     /// an `end` record. Every handle must have been dropped first, or this waits for them.
     pub fn finish(mut self) -> Result<(), CaptureError> {
         self.handle.take();
+        // What is left is written at normal priority, however busy the host.
+        self.gear.to_foreground();
         // A parked recorder notices the last sender gone at once rather than after its park.
         if let Some(thread) = &self.thread {
             thread.thread().unpark();
@@ -260,7 +226,7 @@ fn write_loop(
     mut st: LoopState,
     rx: Receiver<Record>,
     (queued_bytes, shares): (Arc<AtomicUsize>, Arc<Shares>),
-    wake: Arc<Wake>,
+    (wake, gear): (Arc<Wake>, Arc<Gear>),
 ) -> Result<(), CaptureError> {
     let file_bytes = st.writer.bytes_counter();
     let mut reported_drops = (0u64, 0u64);
@@ -276,7 +242,9 @@ fn write_loop(
             match woken.take().map_or_else(|| rx.try_recv(), Ok) {
                 Ok(record) => {
                     empty_polls = 0;
-                    queued_bytes.fetch_sub(record.payload.len(), Ordering::Relaxed);
+                    let size = record.payload.len();
+                    let before = queued_bytes.fetch_sub(size, Ordering::Relaxed);
+                    gear.written(before.saturating_sub(size));
                     shares.sub(record.conn_id, record.payload.len());
                     st.last_ts = st.last_ts.max(record.ts_ns);
                     if st.abort.load(Ordering::Relaxed)

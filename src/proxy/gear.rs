@@ -1,0 +1,233 @@
+//! The recorder thread's place in the scheduler: how it sleeps and is woken when its queue is
+//! empty ([`Wake`]), and its priority ([`Gear`]). Writing the capture is work beside forwarding,
+//! never in its way: while the recorder keeps up, its thread runs as `SCHED_IDLE`, so a wake-up
+//! of a connection task, a client or the upstream takes the CPU from it at once. As an ordinary
+//! thread (at any nice value) the recorder's bursts held a CPU against those wake-ups and
+//! doubled the proxy's p99 round trip on 2 cores (docs/benchmarks.md, "The recorder's
+//! priority").
+//!
+//! When its queue backs up past [`HIGH_MARK`] (1 MiB, or a quarter of a smaller bound) a sender
+//! brings it back to normal priority, until it is under an eighth of that: on a busy host the
+//! capture is a little late, never lost for want of CPU, and at stop the rest is written at
+//! normal priority. Going
+//! back needs the right to raise a thread's priority (root, `CAP_SYS_NICE`, or an `RLIMIT_NICE`
+//! of 20), which is tried once on a thread of its own at start; without it the recorder stays
+//! at normal priority all along.
+
+use crate::capture::Record;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::OnceLock;
+use std::time::Duration;
+use thread_priority::unix::{
+    set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy, ThreadId,
+    ThreadSchedulePolicy,
+};
+use thread_priority::{ThreadPriority, ThreadPriorityOsValue};
+
+/// How long the recorder sleeps when its queue is empty.
+const IDLE_POLL: Duration = Duration::from_millis(2);
+/// Empty polls in a row after which the recorder parks until a record wakes it (50 ms of quiet):
+/// an idle proxy then wakes 10 times a second instead of 500.
+const POLLS_BEFORE_PARK: u32 = 25;
+/// The longest park: the writer's clock (flushes, `--duration`, rotation) still ticks.
+const IDLE_PARK: Duration = Duration::from_millis(100);
+
+/// How a sender wakes the recorder thread when it parked on an empty queue. A sender pays one
+/// fence and one load per record; the system call only after the recorder went quiet.
+pub(super) struct Wake {
+    pub(super) parked: AtomicBool,
+    pub(super) thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Wake {
+    /// After a record was queued.
+    pub(super) fn queued(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) && self.parked.swap(false, Ordering::AcqRel) {
+            if let Some(thread) = self.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+
+    /// On the recorder thread, its queue empty `polls` times in a row: a short sleep, or a park
+    /// that a sender ends (and that ends by itself after [`IDLE_PARK`]).
+    pub(super) fn idle(&self, polls: u32, rx: &Receiver<Record>) -> Option<Record> {
+        if polls < POLLS_BEFORE_PARK {
+            std::thread::sleep(IDLE_POLL);
+            return None;
+        }
+        self.parked.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // A record queued before the flag was seen would otherwise wait out the park.
+        if let Ok(record) = rx.try_recv() {
+            self.parked.store(false, Ordering::Relaxed);
+            return Some(record);
+        }
+        std::thread::park_timeout(IDLE_PARK);
+        self.parked.store(false, Ordering::Relaxed);
+        None
+    }
+}
+
+/// Queued bytes past which the recorder is behind: a recorder that keeps up holds what arrives
+/// between two of its polls (tens of KiB at 100,000 messages a second).
+pub const HIGH_MARK: usize = 1 << 20;
+
+/// The recorder's scheduling, shared by the recorder thread (which goes to the background when
+/// its queue is short) and the senders (which bring it back when the queue backs up: a starved
+/// thread could not notice by itself).
+#[derive(Debug)]
+pub struct Gear {
+    /// The recorder may go to the background and come back.
+    enabled: bool,
+    background: AtomicBool,
+    /// The recorder thread, once it started.
+    thread: OnceLock<ThreadId>,
+    /// Queued bytes past which it comes back to normal priority, and under which it goes back.
+    high: usize,
+    low: usize,
+    /// Times it came back to normal priority because its queue backed up.
+    raised: AtomicU64,
+}
+
+fn set_on(thread: ThreadId, policy: NormalThreadSchedulePolicy) -> bool {
+    // Normal policies take their priority from the nice value: 0 (the default), as every
+    // thread starts.
+    let priority = ThreadPriority::Os(ThreadPriorityOsValue::default());
+    let policy = ThreadSchedulePolicy::Normal(policy);
+    set_thread_priority_and_policy(thread, priority, policy).is_ok()
+}
+
+fn set(policy: NormalThreadSchedulePolicy) -> bool {
+    set_on(thread_native_id(), policy)
+}
+
+/// Whether a thread of this process may go to `SCHED_IDLE` and come back, tried on a thread of
+/// its own (one that cannot come back is then gone).
+pub fn may_come_back() -> bool {
+    std::thread::Builder::new()
+        .name("mongotape-gear".into())
+        .spawn(|| set(NormalThreadSchedulePolicy::Idle) && set(NormalThreadSchedulePolicy::Other))
+        .ok()
+        .and_then(|t| t.join().ok())
+        .unwrap_or(false)
+}
+
+impl Gear {
+    /// For a queue bounded at `max_queued_bytes`; `enabled` from [`may_come_back`].
+    pub fn new(max_queued_bytes: usize, enabled: bool) -> Gear {
+        Gear {
+            enabled,
+            background: AtomicBool::new(false),
+            thread: OnceLock::new(),
+            high: (max_queued_bytes / 4).min(HIGH_MARK),
+            low: (max_queued_bytes / 4).min(HIGH_MARK) / 8,
+            raised: AtomicU64::new(0),
+        }
+    }
+
+    /// On the recorder thread, first: to the background when it may come back.
+    pub fn start_here(&self) {
+        let _ = self.thread.set(thread_native_id());
+        if self.enabled && set(NormalThreadSchedulePolicy::Idle) {
+            self.background.store(true, Ordering::Release);
+        }
+    }
+
+    pub fn in_background(&self) -> bool {
+        self.background.load(Ordering::Acquire)
+    }
+
+    pub fn raised(&self) -> u64 {
+        self.raised.load(Ordering::Relaxed)
+    }
+
+    /// On a sender, with the bytes queued: past the high mark a recorder in the background comes
+    /// back to normal priority (one system call, by the first sender to see it).
+    #[inline]
+    pub fn queued(&self, queued: usize) {
+        if queued > self.high && self.background.load(Ordering::Relaxed) && self.to_foreground() {
+            self.raised.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Back to normal priority now (past the high mark, and at stop so that the last records
+    /// are written at once); false if it was not in the background.
+    pub fn to_foreground(&self) -> bool {
+        if !self.background.swap(false, Ordering::AcqRel) {
+            return false;
+        }
+        if let Some(thread) = self.thread.get() {
+            set_on(*thread, NormalThreadSchedulePolicy::Other);
+        }
+        true
+    }
+
+    /// On the recorder thread between records, with the bytes still queued: under the low mark
+    /// it goes to the background again.
+    #[inline]
+    pub fn written(&self, queued: usize) {
+        if self.enabled
+            && queued < self.low
+            && !self.background.load(Ordering::Relaxed)
+            && set(NormalThreadSchedulePolicy::Idle)
+        {
+            self.background.store(true, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policy of the calling thread, from /proc (5 is SCHED_IDLE, 0 SCHED_OTHER).
+    fn policy() -> u32 {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        let after = stat.rsplit_once(')').unwrap().1;
+        after.split_whitespace().nth(38).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_gear_follows_the_queue_with_hysteresis() {
+        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
+        let on_recorder = gear.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let recorder = std::thread::spawn(move || {
+            on_recorder.start_here();
+            tx.send(policy()).unwrap();
+            wait.recv().unwrap();
+            tx.send(policy()).unwrap();
+            on_recorder.written(50); // at the low mark, not under it
+            tx.send(policy()).unwrap();
+            on_recorder.written(49);
+            tx.send(policy()).unwrap();
+        });
+        if !gear.enabled {
+            // No right to raise a priority here: the recorder stays as it was.
+            assert_eq!(rx.recv().unwrap(), 0);
+            go.send(()).unwrap();
+            recorder.join().unwrap();
+            return;
+        }
+        assert_eq!(rx.recv().unwrap(), 5, "SCHED_IDLE while the queue is short");
+        gear.queued(400); // at the high mark, not past it
+        assert!(gear.in_background());
+        gear.queued(401); // a sender brings the recorder back
+        assert_eq!((gear.in_background(), gear.raised()), (false, 1));
+        go.send(()).unwrap();
+        assert_eq!(rx.recv().unwrap(), 0, "normal priority again");
+        assert_eq!(rx.recv().unwrap(), 0);
+        assert_eq!(
+            rx.recv().unwrap(),
+            5,
+            "under the low mark, back to the background"
+        );
+        recorder.join().unwrap();
+        assert!(gear.in_background());
+    }
+}
