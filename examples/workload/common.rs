@@ -7,6 +7,7 @@ use bson::{doc, Bson, Document};
 use mongodb::options::{Acknowledgment, WriteConcern};
 use mongodb::{Client, Collection, Cursor, Database};
 use serde_json::{json, Value};
+use std::future::IntoFuture;
 use std::time::Instant;
 
 /// A step marker's comment; mongotape recognises the ping (src/wire/marker.rs).
@@ -143,11 +144,20 @@ fn ascii_json(value: &Value) -> String {
     out
 }
 
+/// Operations counted under `MONGOTAPE_WORKLOAD_TALLY=1` ([`Workload::attempt`]).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Tally {
+    ok: u64,
+    failed: u64,
+}
+
 pub struct Workload {
     pub client: Client,
     pub db: Database,
     pub scale: f64,
     marked: Option<String>,
+    /// `Some` under `MONGOTAPE_WORKLOAD_TALLY=1` (tools/compare-drivers --experiment faults).
+    tally: Option<Tally>,
 }
 
 impl Workload {
@@ -161,7 +171,31 @@ impl Workload {
             client,
             scale: args.scale,
             marked: None,
+            tally: (std::env::var("MONGOTAPE_WORKLOAD_TALLY").as_deref() == Ok("1"))
+                .then(Tally::default),
         })
+    }
+
+    /// `op`, counted under `MONGOTAPE_WORKLOAD_TALLY=1`: a failure (the driver's error, after
+    /// whatever retry it made) is counted and gives `None` instead of ending the workload;
+    /// without it, an error ends the workload as before.
+    pub async fn attempt<T>(
+        &mut self,
+        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> anyhow::Result<Option<T>> {
+        let Some(tally) = self.tally.as_mut() else {
+            return Ok(Some(op.await?));
+        };
+        match op.await {
+            Ok(value) => {
+                tally.ok += 1;
+                Ok(Some(value))
+            }
+            Err(_) => {
+                tally.failed += 1;
+                Ok(None)
+            }
+        }
     }
 
     pub fn scaled(&self, base: u32, minimum: u32) -> u32 {
@@ -271,10 +305,14 @@ impl Workload {
         .await
     }
 
-    /// After the last step: the end marker, then the client's shutdown (endSessions).
+    /// After the last step: the end marker, then the client's shutdown (endSessions); under
+    /// `MONGOTAPE_WORKLOAD_TALLY=1`, one more line: `{"tally":{"ok":N,"failed":M}}`.
     pub async fn end(mut self) -> anyhow::Result<()> {
         self.mark("end").await?;
         self.client.shutdown().await;
+        if let Some(tally) = &self.tally {
+            println!("{}", json!({ "tally": tally }));
+        }
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
-//! Mirrors pymongo/lookup.py.
+//! Mirrors pymongo/lookup.py; under MONGOTAPE_WORKLOAD_TALLY=1 a failed insert or lookup is
+//! counted, not fatal (Workload::attempt).
 
 use crate::common::{plain, Lcg, Workload};
 use bson::{doc, Bson, DateTime};
@@ -17,11 +18,10 @@ async fn lookups(wl: &mut Workload, step: &str, n: u32, m: u32) -> anyhow::Resul
     let t = wl.start(step).await?;
     for _ in 0..m {
         let x = 1 + rng.below(u64::from(n));
-        let doc = posts
+        let find = posts
             .find_one(doc! { "author": format!("{x}Mike") })
-            .projection(doc! { "date": 0 })
-            .await?;
-        if let Some(doc) = doc {
+            .projection(doc! { "date": 0 });
+        if let Some(doc) = wl.attempt(find).await?.flatten() {
             found += 1;
             last = Bson::Document(doc);
         }
@@ -42,11 +42,10 @@ pub async fn run(wl: &mut Workload) -> anyhow::Result<()> {
 
     let t = wl.start("insert").await?;
     for x in 0..n {
-        posts
-            .insert_one(doc! { "_id": x.to_string(), "author": format!("{x}Mike"),
-            "text": "My first blog post!", "tags": ["mongodb", "python", "pymongo"],
-            "date": DateTime::from_millis(EPOCH_MS + i64::from(x) * 1000) })
-            .await?;
+        let insert = posts.insert_one(doc! { "_id": x.to_string(), "author": format!("{x}Mike"),
+        "text": "My first blog post!", "tags": ["mongodb", "python", "pymongo"],
+        "date": DateTime::from_millis(EPOCH_MS + i64::from(x) * 1000) });
+        wl.attempt(insert).await?;
     }
     let seconds = t.elapsed().as_secs_f64();
     let count = wl.count("userinfo", doc! {}).await?;

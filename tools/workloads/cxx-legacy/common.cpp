@@ -27,9 +27,11 @@ std::string host_of(const std::string& uri) {
             std::string key = option.substr(0, option.find('='));
             // The connection is always direct, and the driver sends no client metadata to hold
             // an appName: both change nothing on the wire.
-            if (!key.empty() && key != "directConnection" && key != "appName") {
+            // Nor does heartbeatFrequencyMS: the driver has no monitor.
+            if (!key.empty() && key != "directConnection" && key != "appName" && key != "heartbeatFrequencyMS") {
                 throw Failure("--uri " + uri + ": option " + key +
-                              " is not supported by the legacy C++ client (it knows directConnection, appName)");
+                              " is not supported by the legacy C++ client (it knows directConnection, appName, " +
+                              "heartbeatFrequencyMS)");
             }
         }
     }
@@ -52,7 +54,12 @@ std::string data_file(const std::string& name) {
     return s;
 }
 
-Workload::Workload(const std::string& name, int argc, char** argv) : name_(name) {
+// autoReconnect: after a lost connection, the next operation connects again (after a short
+// backoff) instead of failing like every later one; a legacy application that outlives a network
+// cut asks for it. It changes nothing on the wire until a connection is lost.
+Workload::Workload(const std::string& name, int argc, char** argv) : conn_(true), name_(name) {
+    const char* tally = std::getenv("MONGOTAPE_WORKLOAD_TALLY");
+    tally_ = tally != nullptr && std::string(tally) == "1";
     std::string uri;
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];
@@ -110,6 +117,14 @@ void Workload::emit(const std::string& step, long ops, double seconds, const std
     std::printf("{\"step\":%s,\"ops\":%ld,\"seconds\":%.6f,\"result\":%s}\n", json_str(step).c_str(), ops,
                 seconds, result.c_str());
     std::fflush(stdout);
+}
+
+void Workload::close() {
+    mark("end");
+    if (tally_) {
+        std::printf("{\"tally\":{\"ok\":%ld,\"failed\":%ld}}\n", ok_, failed_);
+        std::fflush(stdout);
+    }
 }
 
 void Workload::drop_database() {

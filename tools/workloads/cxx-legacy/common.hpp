@@ -222,7 +222,28 @@ class Workload {
     static double since(Started started);
     void emit(const std::string& step, long ops, double seconds, const std::string& result);
     void drop_database();
-    void close() { mark("end"); }
+    // The end marker; under MONGOTAPE_WORKLOAD_TALLY=1, then one more line:
+    // {"tally":{"ok":N,"failed":M}}.
+    void close();
+
+    // op(), counted under MONGOTAPE_WORKLOAD_TALLY=1: an exception (a write error, an error
+    // reply, a lost connection) is counted and gives false instead of ending the workload; without
+    // it, op() as it is. The driver retries nothing itself (no sessions, no retryable writes).
+    template <typename F>
+    bool attempt(F op) {
+        if (!tally_) {
+            op();
+            return true;
+        }
+        try {
+            op();
+        } catch (const std::exception&) {
+            failed_++;
+            return false;
+        }
+        ok_++;
+        return true;
+    }
 
     // Acknowledged `count` command (also the barrier after w:0 writes).
     long count(const std::string& coll, const BSONObj& query = BSONObj());
@@ -249,6 +270,9 @@ class Workload {
     std::string db_ = "bench";
     double scale_ = 1.0;
     std::string marked_;
+    bool tally_ = false;
+    long ok_ = 0;
+    long failed_ = 0;
 };
 
 // Runs `body`, turning every failure into a message on stderr and exit status 1.

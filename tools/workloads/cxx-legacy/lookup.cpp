@@ -1,6 +1,7 @@
 // lookup (seed 004): blog posts with string _ids looked up at random by a non-_id field (author),
 // then everything removed. N = 10000 * scale posts, M = 2000 * scale lookups of author
-// str(x) + "Mike" with x = 1 + rand(N) (Park-Miller, seed 5000000); mirrors pymongo/lookup.py.
+// str(x) + "Mike" with x = 1 + rand(N) (Park-Miller, seed 5000000); mirrors pymongo/lookup.py. Under
+// MONGOTAPE_WORKLOAD_TALLY=1 a failed insert or lookup is counted, not fatal (Workload::attempt).
 #include "common.hpp"
 
 using namespace wl;
@@ -15,8 +16,10 @@ static void lookups(Workload& w, const std::string& step, long n, long m) {
     Started t = w.start(step);
     for (long k = 0; k < m; k++) {
         long long x = 1 + rng.below(n);
-        std::vector<BSONObj> doc =
-            w.find("userinfo", BSON("author" << (std::to_string(x) + "Mike")), BSONObj(), BSON("date" << 0), 1);
+        std::vector<BSONObj> doc;
+        w.attempt([&] {
+            doc = w.find("userinfo", BSON("author" << (std::to_string(x) + "Mike")), BSONObj(), BSON("date" << 0), 1);
+        });
         if (!doc.empty()) {
             found++;
             last = json(doc[0]);
@@ -36,9 +39,10 @@ int main(int argc, char** argv) {
         Started t = w.start("insert");
         for (long x = 0; x < n; x++) {
             std::string id = std::to_string(x);
-            w.insert("userinfo", BSON("_id" << id << "author" << (id + "Mike") << "text" << "My first blog post!"
-                                            << "tags" << BSON_ARRAY("mongodb" << "python" << "pymongo") << "date"
-                                            << mongo::Date_t((EPOCH_S + x) * 1000)));
+            BSONObj post = BSON("_id" << id << "author" << (id + "Mike") << "text" << "My first blog post!"
+                                      << "tags" << BSON_ARRAY("mongodb" << "python" << "pymongo") << "date"
+                                      << mongo::Date_t((EPOCH_S + x) * 1000));
+            w.attempt([&] { w.insert("userinfo", post); });
         }
         double seconds = w.since(t);
         w.emit("insert", n, seconds, "{\"count\":" + std::to_string(w.count("userinfo")) + "}");
