@@ -27,12 +27,15 @@ RUNNER = os.path.join(ROOT, "tools", "workloads", "run")
 PLAN = os.path.join(ROOT, "tools", "fault-plans", "resilience.json")
 FAULT_SEED = 7
 WORKLOAD = "lookup"
-# The clients whose lookup workload has the tally mode (MONGOTAPE_WORKLOAD_TALLY).
-TALLY_CLIENTS = ("pymongo", "mongosh", "php", "node")
+# The clients whose lookup workload has the tally mode (MONGOTAPE_WORKLOAD_TALLY): all six.
+TALLY_CLIENTS = ("pymongo", "mongosh", "php", "node", "rust", "cxx-legacy")
+# No sessions, no retryable writes or reads: everything it is told fails reaches the application.
+NO_RETRIES = ("cxx-legacy",)
 # A real stepdown answers the monitors' awaitable hello at once; the proxy cannot, so the drivers
 # check the server every 500 ms (the least PHP accepts) instead of waiting up to 10 s for it.
 URI_OPTIONS = "directConnection=true&heartbeatFrequencyMS=500"
-FIGURES = ("ok", "failed", "faults", "failing", "retried", "not_retried", "applied_twice", "own_s", "clean_s", "lost_s")
+FIGURES = ("ok", "failed", "faults", "failing", "retried", "read_retried", "given_up", "applied_twice",
+           "applied_twice_seen", "reconnected", "own_s", "clean_s", "lost_s")
 
 
 class FaultRecorder(harness.Process):
@@ -77,6 +80,7 @@ def one_run(ctx, client, rnd, faulted):
     rules = faults["rules"]
     # A delay is not a failure: nothing to retry or give up.
     failing = [r for r in rules if not r["action"].startswith("delay")]
+    after = lambda key: sum((r.get("after") or {}).get(key, 0) for r in failing)
     return {"client": client, "round": rnd, "faulted": faulted, "wall_s": client_run.wall_s,
             "own_s": sum(line["seconds"] for line in lines if "step" in line),
             "ok": tally["ok"], "failed": tally["failed"], "intended_inserts": insert["ops"],
@@ -84,7 +88,10 @@ def one_run(ctx, client, rnd, faulted):
             "applied_twice": max(0, insert["result"]["count"] - insert["ops"]),
             "faults": faults["total"], "failing": sum(r["count"] for r in failing), "per_rule": {r["name"] or str(r["rule"]): r["count"] for r in rules},
             "forwarded": sum(r["forwarded"] for r in rules),
-            "retried": sum(r["retried"] for r in failing), "not_retried": sum(r["not_retried"] for r in failing),
+            # analyze's faults.rules[].after (docs/faults.md, "What the client did next").
+            "retried": after("write_retried"), "read_retried": after("read_retried"),
+            "given_up": after("given_up"), "applied_twice_seen": after("applied_twice"),
+            "reconnected": after("reconnected"),
             "analyze": analyze_json}
 
 
@@ -149,10 +156,17 @@ def verdict(c, f):
     ops = m("ok") + m("failed")
     line = "%s: %s of %s operations succeeded, %s failed to the application" % (
         c, num(m("ok")), num(ops), num(m("failed")))
-    line += ("; of the %s faults that were not delays, it retried %s writes itself the spec's way (same lsid and "
-             "txnNumber) and gave %s up" % (num(m("failing")), num(m("retried")), num(m("not_retried"))))
+    if c in NO_RETRIES:
+        line += ("; it has no sessions and no retryable writes or reads: of the %s faults that were not delays it "
+                 "retried none and gave %s up to the application" % (num(m("failing")), num(m("given_up"))))
+    else:
+        line += ("; of the %s faults that were not delays, it retried %s writes itself the spec's way (same lsid "
+                 "and txnNumber) and %s reads, and gave %s up" % (
+                     num(m("failing")), num(m("retried")), num(m("read_retried")), num(m("given_up"))))
     line += "; %s" % ("no write applied twice" if not f["applied_twice"]["max"] else
                       "%s writes applied twice" % num(m("applied_twice")))
+    if f["applied_twice_seen"]["max"] != f["applied_twice"]["max"]:
+        line += " (analyze saw %s resends applied twice)" % num(m("applied_twice_seen"))
     s = f["slowdown"]
     line += "; the faults cost it %.2f s (%.2fx its fault-free time%s)." % (
         m("lost_s"), s["median"] or 0, ", 95%% interval %.2f-%.2fx, %s" % (
@@ -168,14 +182,16 @@ def render(figs):
     out = ["", "Resilience: the %s workload under %s (--fault-seed %d), median (min-max) over the rounds" % (
         figs["workload"], figs["plan"], figs["fault_seed"]), ""]
     rows = [[c, cell(f["ok"], "%.0f"), cell(f["failed"], "%.0f"), cell(f["faults"], "%.0f"),
-             cell(f["retried"], "%.0f"), cell(f["not_retried"], "%.0f"), cell(f["applied_twice"], "%.0f"),
+             cell(f["retried"], "%.0f"), cell(f["read_retried"], "%.0f"), cell(f["given_up"], "%.0f"),
+             cell(f["applied_twice"], "%.0f"), cell(f["applied_twice_seen"], "%.0f"),
              cell(f["clean_s"], "%.2f"), cell(f["lost_s"], "%.2f")] for c, f in pc.items()]
-    out.append(table(["client", "ok", "failed", "faults", "retried", "given up", "applied twice", "clean s",
-                      "lost s"], rows))
+    out.append(table(["client", "ok", "failed", "faults", "retried", "read retried", "given up", "applied twice",
+                      "(analyze)", "clean s", "lost s"], rows))
     out.append("ok/failed: the workload's operations as it counted them; faults: fired by the plan; retried: "
-               "faulted requests the driver sent again with the same lsid and txnNumber (analyze's faults); "
-               "given up: failing faults (not delays) with no such resend (a read retried without a transaction number "
-               "is in neither); applied twice: documents beyond the inserts meant; "
+               "failing faults (not delays) whose write the driver sent again with the same lsid and txnNumber; "
+               "read retried: whose read it sent again; given up: neither retried nor resent (analyze's "
+               "faults.rules[].after); applied twice: documents beyond the inserts meant, (analyze): resends "
+               "the server acknowledged after a write went through; "
                "clean s: the workload's own time without faults; lost s: with faults minus without, same round.")
     if figs["left_out"]:
         out.append("Left out (no complete round): %s." % ", ".join(figs["left_out"]))
