@@ -108,19 +108,6 @@ fn candidate(r: &Value) -> &Value {
         .unwrap_or_else(|| panic!("no candidate in {r}"))
 }
 
-/// Waits (deadline 120 s) until the periodic report says `done`.
-fn wait_for_report(dir: &Path, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let r = report(dir);
-        if !r.is_null() && done(&r) {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "{what}: never reached; {r}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Every `shop` collection of `uri`, fingerprinted.
 async fn scans(uri: &str) -> Vec<(String, Scanned)> {
     let patterns = [NsPattern::parse("shop.*").expect("pattern")];
