@@ -7,11 +7,11 @@ use super::stats::{CandidateStats, ExplainedFor, Plans, ShapeKey};
 use crate::replay::client::{Conn, Target};
 use std::time::Duration;
 
-/// The least time between two explains of one shape on one target.
-pub const EXPLAIN_EVERY: Duration = Duration::from_secs(60);
+/// The least time between two explains of one shape on one target: at most 2 in 15 minutes.
+pub const EXPLAIN_EVERY: Duration = Duration::from_secs(450);
 
 /// Explains `request` (the read as sent, a whole OP_MSG) on both sides and keeps both plans
-/// under `key`, unless this shape was explained on this target less than a minute ago.
+/// under `key`, unless this shape was explained on this target within [`EXPLAIN_EVERY`].
 pub async fn explain_both(
     production: &Target,
     target: &Target,

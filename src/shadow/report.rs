@@ -198,7 +198,7 @@ pub struct ShapeEntry {
     pub latency_shift: Option<String>,
     /// The winning plan on production and on the target (`IXSCAN {g: 1} -> FETCH`), from the
     /// last explain of a read of this shape that still differed when sent again or whose
-    /// latency shifted (at most one per shape and target a minute).
+    /// latency shifted (at most two per shape and target in 15 minutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_production: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
