@@ -166,7 +166,12 @@ fn mirrored_writes_into_a_fresh_candidate_end_with_productions_state() {
         &prod.uri(),
         &cand.uri(),
         dir.path(),
-        &["--snapshot", "shop.*"],
+        &[
+            "--snapshot",
+            "shop.*",
+            "--html",
+            &dir.path().join("shadow.html").display().to_string(),
+        ],
     );
     let during = writes(&proxy, &json, "restored", false);
     assert_eq!(during["state"], "mirroring", "{during}");
@@ -187,6 +192,14 @@ fn mirrored_writes_into_a_fresh_candidate_end_with_productions_state() {
         "writes waited for the restore: {w}"
     );
     assert!(u(&w["mirrored"]) >= 40, "{w}");
+    // The page's Writes table says the same.
+    let page = std::fs::read_to_string(dir.path().join("shadow.html")).unwrap();
+    let section = &page[page.find(">Writes<").expect("a Writes section")..];
+    assert!(section.contains(">mirroring<"), "the state on the page");
+    assert!(
+        section.contains(&format!(">{}<", u(&w["mirrored"]))),
+        "the count on the page"
+    );
     let totals = &candidate(&r)["totals"];
     assert!(
         u(&totals["not_ready"]) > 0,

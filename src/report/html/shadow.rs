@@ -1,5 +1,5 @@
 //! `mongotape shadow --html`: the live shadow's page (`shadow::report`), rewritten with its JSON.
-//! The headline figures, each target's totals and gaps, then per target a table of its query
+//! The headline figures, each target's totals, gaps and mirrored writes, then per target a table of its query
 //! shapes (what was mirrored, shed, matched, how it differed, errors by code on each side, both
 //! sides' latency, the ratio with its interval, the share of production's time), and a legend.
 
@@ -30,6 +30,7 @@ pub fn render_html(r: &ShadowReport) -> String {
         .section("Targets")
         .table(&targets(r));
     page = gaps(page, r);
+    page = writes(page, r);
     page = latency_chart(page, r);
     for t in &r.targets {
         page = page
@@ -160,6 +161,38 @@ fn targets(r: &ShadowReport) -> Table {
     table
 }
 
+/// Each target's mirrored writes (`--mirror all`), when there are any.
+fn writes(page: Page, r: &ShadowReport) -> Page {
+    if r.targets.iter().all(|t| t.writes.is_none()) {
+        return page;
+    }
+    let mut table = Table::with_columns([
+        Column::new("target"),
+        Column::new("state"),
+        num("mirrored"),
+        num("failed"),
+        num("in snapshot"),
+        num("queued"),
+        num("queued peak"),
+        num("dropped"),
+    ]);
+    for t in &r.targets {
+        if let Some(w) = &t.writes {
+            table.row([
+                format!("{} {}", t.role, t.label),
+                w.state.clone(),
+                w.mirrored.to_string(),
+                w.failed.to_string(),
+                w.in_snapshot.to_string(),
+                w.queued.to_string(),
+                w.queued_peak.to_string(),
+                w.dropped.to_string(),
+            ]);
+        }
+    }
+    page.section("Writes").table(&table)
+}
+
 /// What was not compared, and why: the intake, the filters, each target's sheds and downtime.
 fn gaps(mut page: Page, r: &ShadowReport) -> Page {
     page = page.section("Gaps");
@@ -281,6 +314,13 @@ fn legend(page: Page) -> Page {
              measured its round trip. ratio: the target's mean latency over production's on the \
              same reads, with its 95% bootstrap interval (above 1: slower). share of prod. time: the \
              shape's part of production's time over the mirrored reads. docs/shadow.md.",
+        )
+        .paragraph(
+            "Writes (--mirror all): state restoring (the snapshot is taken or restored; writes \
+             wait), mirroring, or reads_only (writes were dropped). mirrored: applied to the \
+             target in production's order. failed: the target refused what production took. in \
+             snapshot: acknowledged before T0, already in the restored state. dropped: not \
+             applied since the target went to reads only.",
         )
 }
 
