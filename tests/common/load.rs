@@ -14,20 +14,20 @@ use std::time::{Duration, Instant};
 
 /// `THREADS` threads insert `{_id: I * THREADS + T, s: "x" * PAD}` into `DB.k` (thread T's I-th
 /// insert; an integer, which `--redact values` keeps) one at a time, acknowledged,
-/// each until it has done `N` (0: without end) or meets its first error; `FLAG` is created once
-/// `AFTER` inserts are acknowledged. Prints `{"acked": [...], "errors": [...]}`.
-/// Arguments: URI DB THREADS N AFTER PAD FLAG.
+/// each until it has done `N` (0: without end), meets its first error or finds the file `STOP`;
+/// `FLAG` is created once `AFTER` inserts are acknowledged. Prints
+/// `{"acked": [...], "errors": [...]}`. Arguments: URI DB THREADS N AFTER PAD FLAG STOP.
 const LOAD: &str = r#"
-import sys, json, threading
+import os, sys, json, threading
 from pymongo import MongoClient
-uri, db, threads, n, after, pad, flag = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7]), sys.argv[7]
+uri, db, threads, n, after, pad, flag, stop = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7]), *sys.argv[7:9]
 # A timeout the URI sets wins (a load that should fail fast once the proxy is gone).
 c = MongoClient(uri, **({} if 'serverSelectionTimeoutMS' in uri else {'serverSelectionTimeoutMS': 10000}))
 k = c[db].k
 acked, errors, lock = [], [], threading.Lock()
 def work(t):
     i = 0
-    while n == 0 or i < n:
+    while (n == 0 or i < n) and not os.path.exists(stop):
         try:
             k.insert_one({'_id': i * threads + t, 's': 'x' * pad})
         except Exception as e:
@@ -49,7 +49,8 @@ pub struct LoadSpec {
     /// The database written (collection `k`).
     pub db: &'static str,
     pub threads: usize,
-    /// Inserts per thread; `None`: until the first error (the proxy going away).
+    /// Inserts per thread; `None`: until the first error (the proxy going away) or
+    /// [`Load::stop`].
     pub inserts: Option<usize>,
     /// Acknowledged inserts after which the load is flowing ([`Load::wait_flowing`]).
     pub flowing_after: usize,
@@ -68,6 +69,7 @@ pub struct LoadResult {
 /// A [`LoadSpec`] running against `uri` on a thread of its own.
 pub struct Load {
     flag: PathBuf,
+    stop: PathBuf,
     thread: JoinHandle<serde_json::Value>,
     _dir: tempfile::TempDir,
 }
@@ -76,6 +78,7 @@ impl Load {
     pub fn start(uri: String, spec: LoadSpec) -> Load {
         let dir = tempdir();
         let flag = dir.path().join("flowing");
+        let stop = dir.path().join("stop");
         let args = [
             uri,
             spec.db.to_string(),
@@ -84,10 +87,12 @@ impl Load {
             spec.flowing_after.to_string(),
             spec.pad.to_string(),
             flag.display().to_string(),
+            stop.display().to_string(),
         ];
         let thread = std::thread::spawn(move || python_json(LOAD, &args));
         Load {
             flag,
+            stop,
             thread,
             _dir: dir,
         }
@@ -108,6 +113,12 @@ impl Load {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Has the load stop after the inserts it has in flight, and waits for it to end.
+    pub fn stop(self) -> LoadResult {
+        std::fs::write(&self.stop, b"").expect("the load's stop file");
+        self.finish()
     }
 
     /// Waits for the load to end.
