@@ -209,6 +209,22 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
         series.is_some(),
         "a shape's discrepancy on --metrics:\n{exposition}"
     );
+    // The shape's latency on both sides: one histogram each, counting the same reads.
+    let shape = series.unwrap().split("shape=\"").nth(1).unwrap();
+    let shape = &shape[..shape.find('"').unwrap()];
+    let count = |side: &str| -> u64 {
+        let l = exposition
+            .lines()
+            .find(|l| {
+                l.starts_with("mongotape_shadow_read_latency_seconds_count{")
+                    && l.contains(&format!("shape=\"{shape}\""))
+                    && l.contains(&format!("side=\"{side}\""))
+            })
+            .unwrap_or_else(|| panic!("no {side} latency of {shape}:\n{exposition}"));
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(count("target") >= 10, "{exposition}");
+    assert_eq!(count("production"), count("target"), "{exposition}");
     let exit = proxy.stop();
     assert!(exit.status.success(), "{}", exit.stderr);
     assert_eq!(total(&r, "candidate", "discrepancies"), 1, "{r}");

@@ -85,6 +85,42 @@ impl LatencyHistogram {
     }
 }
 
+impl HistogramSnapshot {
+    /// An HDR histogram of nanoseconds in these buckets (each recorded value in the bucket of its
+    /// range's top), the sum from its mean: for figures kept as HDR (the shadow's per shape).
+    pub fn of_hdr(h: &hdrhistogram::Histogram<u64>) -> HistogramSnapshot {
+        let mut counts = [0u64; BOUNDS_NS.len() + 1];
+        for v in h.iter_recorded() {
+            let at = BOUNDS_NS.partition_point(|&b| b < v.value_iterated_to());
+            counts[at] += v.count_at_value();
+        }
+        let buckets = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let le = BOUNDS_NS
+                    .get(i)
+                    .map_or(f64::INFINITY, |&ns| ns as f64 / 1e9);
+                (le, n)
+            })
+            .collect();
+        HistogramSnapshot {
+            sum_s: h.mean() * h.len() as f64 / 1e9,
+            count: h.len(),
+            buckets,
+        }
+    }
+
+    /// Adds `other`'s observations (same buckets) into this one.
+    pub fn add(&mut self, other: &HistogramSnapshot) {
+        self.sum_s += other.sum_s;
+        self.count += other.count;
+        for (b, o) in self.buckets.iter_mut().zip(&other.buckets) {
+            b.1 += o.1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +137,23 @@ mod tests {
         assert_eq!(s.buckets[0], (0.00005, 2));
         assert_eq!(s.buckets[6], (0.005, 1));
         assert_eq!(s.buckets.last().unwrap(), &(f64::INFINITY, 1));
+    }
+
+    #[test]
+    fn an_hdr_histogram_lands_in_the_same_buckets() {
+        let mut h =
+            hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 2).unwrap();
+        for ns in [40_000, 3_000_000, 3_000_000, 60_000_000_000] {
+            h.record(ns).unwrap();
+        }
+        let mut s = HistogramSnapshot::of_hdr(&h);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.buckets.len(), BOUNDS_NS.len() + 1);
+        assert_eq!(s.buckets[0], (0.00005, 1));
+        assert_eq!(s.buckets[6], (0.005, 2));
+        assert_eq!(s.buckets.last().unwrap(), &(f64::INFINITY, 1));
+        assert!((s.sum_s - 60.00604).abs() < 0.1, "{}", s.sum_s);
+        s.add(&s.clone());
+        assert_eq!((s.count, s.buckets[6].1), (8, 4));
     }
 }

@@ -1,9 +1,11 @@
 //! The shadow's series on `--metrics`, beside the proxy's: per target and query shape, the reads
-//! by what happened to them, with bounded cardinality: the [`TOP_SHAPES`] shapes with the most
+//! by what happened to them and their latency on both sides, with bounded cardinality: the [`TOP_SHAPES`] shapes with the most
 //! reads by name (their hash, command and namespace), the rest added up as `other`.
 
 use super::stats::{CandidateStats, ShapeFigures, WriteCounters, WriteState, OTHER};
 use crate::metrics::expose;
+use crate::metrics::histogram::HistogramSnapshot;
+use hdrhistogram::Histogram;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use std::sync::atomic::Ordering;
@@ -45,40 +47,103 @@ const WRITE_OUTCOMES: [(&str, WriteCount); 4] = [
     ("dropped", |w| w.dropped.load(Ordering::Relaxed)),
 ];
 
+/// Where a side's latencies are in a shape's figures.
+type Side = fn(&ShapeFigures) -> &Histogram<u64>;
+
+/// A shape's labels: its hash, command and namespace (`other`'s are empty).
+fn shape_labels(text: &str, f: Option<&ShapeFigures>) -> [(&'static str, String); 3] {
+    match f {
+        Some(f) => [
+            ("shape", crate::shape::hash(text)),
+            ("command", f.command.clone()),
+            ("namespace", f.namespace.clone()),
+        ],
+        None => [
+            ("shape", OTHER.to_owned()),
+            ("command", String::new()),
+            ("namespace", String::new()),
+        ],
+    }
+}
+
+/// One target's shapes: the [`TOP_SHAPES`] with the most reads, and the rest (`other`).
+fn ranked(stats: &CandidateStats) -> (Vec<(String, ShapeFigures)>, Vec<ShapeFigures>) {
+    let mut shapes = stats.shapes();
+    shapes.sort_by_key(|(_, f)| std::cmp::Reverse(f.mirrored + f.shed + f.gaps));
+    let mut top = Vec::new();
+    let mut rest = Vec::new();
+    for (text, f) in shapes {
+        if top.len() >= TOP_SHAPES || text == OTHER {
+            rest.push(f);
+        } else {
+            top.push((text, f));
+        }
+    }
+    (top, rest)
+}
+
 impl ShadowCollector {
-    /// One target's shapes: the top ones by reads, the rest added into `other`.
-    fn series(&self, label: &str, stats: &CandidateStats) -> Vec<(Labels, u64)> {
-        let mut shapes = stats.shapes();
-        shapes.sort_by_key(|(_, f)| std::cmp::Reverse(f.mirrored + f.shed + f.gaps));
+    /// One target's read counts per shape and outcome.
+    fn series(
+        label: &str,
+        top: &[(String, ShapeFigures)],
+        rest: &[ShapeFigures],
+    ) -> Vec<(Labels, u64)> {
         let mut out = Vec::new();
-        let mut other = [0u64; OUTCOMES.len()];
-        for (i, (text, f)) in shapes.iter().enumerate() {
-            if i >= TOP_SHAPES || text == OTHER {
-                for (k, (_, get)) in OUTCOMES.iter().enumerate() {
-                    other[k] += get(f);
-                }
-                continue;
-            }
+        let mut with = |shape: [(&'static str, String); 3], count: &dyn Fn(Count) -> u64| {
             for (outcome, get) in OUTCOMES {
+                let [s, c, n] = shape.clone();
                 let labels = [
                     ("target", label.to_owned()),
-                    ("shape", crate::shape::hash(text)),
-                    ("command", f.command.clone()),
-                    ("namespace", f.namespace.clone()),
+                    s,
+                    c,
+                    n,
                     ("outcome", outcome.to_owned()),
                 ];
-                out.push((labels, get(f)));
+                out.push((labels, count(get)));
             }
+        };
+        for (text, f) in top {
+            with(shape_labels(text, Some(f)), &|get| get(f));
         }
-        for (k, (outcome, _)) in OUTCOMES.iter().enumerate() {
-            let labels = [
-                ("target", label.to_owned()),
-                ("shape", OTHER.to_owned()),
-                ("command", String::new()),
-                ("namespace", String::new()),
-                ("outcome", outcome.to_string()),
-            ];
-            out.push((labels, other[k]));
+        with(shape_labels(OTHER, None), &|get| rest.iter().map(get).sum());
+        out
+    }
+
+    /// One target's latency histograms per shape: production's and the target's, for the reads
+    /// both answered.
+    fn latencies(
+        label: &str,
+        top: &[(String, ShapeFigures)],
+        rest: &[ShapeFigures],
+    ) -> Vec<(Labels, HistogramSnapshot)> {
+        let sides: [(&str, Side); 2] = [
+            ("production", |f| &f.production_ns),
+            ("target", |f| &f.candidate_ns),
+        ];
+        let mut out = Vec::new();
+        for (side, get) in sides {
+            let labelled = |shape: [(&'static str, String); 3]| {
+                let [s, c, n] = shape;
+                [
+                    ("target", label.to_owned()),
+                    s,
+                    c,
+                    n,
+                    ("side", side.to_owned()),
+                ]
+            };
+            for (text, f) in top {
+                out.push((
+                    labelled(shape_labels(text, Some(f))),
+                    HistogramSnapshot::of_hdr(get(f)),
+                ));
+            }
+            let mut other = HistogramSnapshot::of_hdr(&Histogram::new(2).expect("valid"));
+            for f in rest {
+                other.add(&HistogramSnapshot::of_hdr(get(f)));
+            }
+            out.push((labelled(shape_labels(OTHER, None)), other));
         }
         out
     }
@@ -86,10 +151,14 @@ impl ShadowCollector {
 
 impl Collector for ShadowCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let series = self
+        let ranked: Vec<_> = self
             .targets
             .iter()
-            .flat_map(|(label, _, stats)| self.series(label, stats));
+            .map(|(label, _, stats)| (label, ranked(stats)))
+            .collect();
+        let series = ranked
+            .iter()
+            .flat_map(|(label, (top, rest))| Self::series(label, top, rest));
         expose::counters(
             &mut enc,
             "shadow_reads",
@@ -97,6 +166,16 @@ impl Collector for ShadowCollector {
              mirrored (answered), shed, gap (target down), matched, discrepancy, noise, unconfirmed, \
              not_ready (its restore was not done).",
             series,
+        )?;
+        expose::histograms(
+            &mut enc,
+            "shadow_read_latency_seconds",
+            "Latency of the reads mirrored to a target and answered by both sides, by query shape \
+             (hash) and side: production (as the proxy saw it) or the target (as the mirror timed \
+             it).",
+            ranked
+                .iter()
+                .flat_map(|(label, (top, rest))| Self::latencies(label, top, rest)),
         )?;
         let writing = || {
             self.targets
