@@ -75,6 +75,44 @@ if until == 'once':
 print(json.dumps({'batches': batches, 'state': s}))
 "#;
 
+/// Multi-statement transactions through the shadow: 20 that start with a read and write two
+/// collections, one through the callback API, one aborted (nothing of it may reach the
+/// candidate), two open at once and committed in the other order, then a write outside.
+const TRANSACTIONS: &str = r#"
+import sys
+from pymongo import MongoClient
+c = MongoClient(sys.argv[1])
+db = c.shop
+with c.start_session() as s:
+    for k in range(20):
+        with s.start_transaction():
+            db.items.find_one({'_id': k}, session=s)
+            db.items.update_one({'_id': k}, {'$inc': {'c': 100}}, session=s)
+            db.orders.insert_one({'_id': 'tx%d' % k, 'item': k}, session=s)
+def callback(s):
+    db.items.insert_one({'_id': 'callback'}, session=s)
+    db.items.delete_one({'_id': 50}, session=s)
+with c.start_session() as s:
+    s.with_transaction(callback)
+with c.start_session() as s:
+    s.start_transaction()
+    db.items.insert_one({'_id': 'aborted'}, session=s)
+    db.items.update_many({'g': 1}, {'$set': {'wrong': True}}, session=s)
+    s.abort_transaction()
+s1, s2 = c.start_session(), c.start_session()
+s1.start_transaction()
+s2.start_transaction()
+db.items.insert_one({'_id': 'one'}, session=s1)
+db.items.insert_one({'_id': 'two'}, session=s2)
+db.items.update_one({'_id': 60}, {'$set': {'v': 'by two'}}, session=s2)
+s2.commit_transaction()
+db.items.update_one({'_id': 61}, {'$set': {'v': 'by one'}}, session=s1)
+s1.commit_transaction()
+db.items.update_one({'_id': 'one'}, {'$set': {'after': True}})
+assert db.items.count_documents({'_id': 'aborted'}) == 0
+print('ok')
+"#;
+
 fn writes(proxy: &Proxy, report: &Path, until: &str, big: bool) -> Value {
     let size = if big { "big" } else { "small" };
     let out = python(
@@ -211,6 +249,55 @@ fn mirrored_writes_into_a_fresh_candidate_end_with_productions_state() {
     assert_eq!(on_cand, on_prod);
     assert!(verdict.starts_with("equal"), "{verdict}");
     assert_ne!(documents, 20_000 + 500, "the writes changed production");
+}
+
+#[test]
+fn transactions_are_mirrored_whole_at_their_commit() {
+    let (prod, cand) = (Server::start(), Server::start());
+    python(LOAD, &[prod.uri()]);
+    let dir = tempdir();
+    let json = dir.path().join("shadow.json");
+    let proxy = shadow(
+        &prod.uri(),
+        &cand.uri(),
+        dir.path(),
+        &["--snapshot", "shop.*"],
+    );
+    let during = writes(&proxy, &json, "restored", false);
+    assert_eq!(during["state"], "mirroring", "{during}");
+    assert_eq!(python(TRANSACTIONS, &[&proxy.uri()]).trim(), "ok");
+    // The writes are applied after the clients' acknowledgements: wait until none is queued.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = 0;
+    loop {
+        let r = report(dir.path());
+        let w = if r.is_null() {
+            Value::Null
+        } else {
+            candidate(&r)["writes"].clone()
+        };
+        let mirrored = u(&w["mirrored"]);
+        if mirrored > 0 && mirrored == seen && u(&w["queued"]) == 0 {
+            break;
+        }
+        seen = mirrored;
+        assert!(Instant::now() < deadline, "the writes never settled: {w}");
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert!(!exit.stderr.contains("writes dropped"), "{}", exit.stderr);
+    let r = report(dir.path());
+    let w = &candidate(&r)["writes"];
+    assert_eq!(w["state"], "mirroring", "{w}");
+    assert_eq!(u(&w["dropped"]), 0, "{w}");
+    assert_eq!(u(&w["failed"]), 0, "{w}");
+    // 20 transactions of a read, two writes and a commit; the callback's, the two interleaved.
+    assert!(u(&w["mirrored"]) >= 20 * 4 + 3 + 2 * 3, "{w}");
+    let (verdict, on_prod, on_cand, _) = compare_states(&prod.uri(), &cand.uri());
+    assert_eq!(on_prod, ["shop.customers", "shop.items", "shop.orders"]);
+    assert_eq!(on_cand, on_prod);
+    assert!(verdict.starts_with("equal"), "{verdict}");
 }
 
 #[test]

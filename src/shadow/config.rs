@@ -26,6 +26,7 @@ pub const WRITE_COMMANDS: &[&str] = &[
     "collMod",
     "renameCollection",
     "commitTransaction",
+    "abortTransaction",
 ];
 /// `--write-queue-mb` when not given.
 pub const DEFAULT_WRITE_QUEUE_MB: usize = 256;

@@ -110,6 +110,7 @@ impl Candidate {
                 pair: pair.clone(),
                 op_time,
                 seen: Instant::now(),
+                txn: Vec::new(),
             });
         }
     }

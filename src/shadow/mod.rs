@@ -12,10 +12,11 @@
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
 //!
 //! With `--mirror all`, [`pairs`] hands each write production acknowledged to [`writes`] (per
-//! target, in production's order, applied on a connection of its own), and with `--snapshot`,
+//! target, in production's order, applied on a connection of its own; [`txn`] holds a
+//! transaction's statements until its commit), and with `--snapshot`,
 //! [`restore`] takes production's snapshot at T0 and restores it into each target first.
 //!
-//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck < writes < lane < intake pairs restore
+//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck txn < writes < lane < intake pairs restore
 
 pub mod compare;
 pub mod config;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod restore;
 pub mod shared;
 pub mod stats;
+pub mod txn;
 pub mod writes;
 
 pub use config::{ShadowConfig, ShadowError};

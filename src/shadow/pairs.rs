@@ -37,16 +37,16 @@ pub fn is_mirrored_read(req: &Request) -> bool {
 
 /// Whether a request understood is a write mirrored with `--mirror all`: insert, update,
 /// delete, findAndModify, bulkWrite, the commands that create, change or drop collections and
-/// indexes, an aggregate with `$out`/`$merge`; outside a multi-statement transaction (its
-/// `commitTransaction` is seen, and stops the writes: not mirrored yet).
+/// indexes, an aggregate with `$out`/`$merge`. In a multi-statement transaction also the
+/// statement that starts it (whatever it is), its commit and its abort (`super::txn`).
 pub fn is_mirrored_write(req: &Request) -> bool {
     let command = &*req.command;
-    if command == "commitTransaction" {
-        return true;
+    let writes = super::config::WRITE_COMMANDS.contains(&command)
+        || (command == "aggregate" && aggregate_writes(&req.msg));
+    match req.transaction {
+        None => writes,
+        Some(_) => writes || super::txn::starts_transaction(&req.msg),
     }
-    req.transaction.is_none()
-        && (super::config::WRITE_COMMANDS.contains(&command)
-            || (command == "aggregate" && aggregate_writes(&req.msg)))
 }
 
 /// The `operationTime` of a reply, as `(t, i)`.
@@ -420,9 +420,21 @@ mod tests {
         assert!(!write(rawdoc! {"find": "c", "filter": {}, "$db": "d"}));
         assert!(!write(rawdoc! {"hello": 1, "$db": "admin"}));
         let lsid = rawdoc! {"id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] }};
-        assert!(!write(rawdoc! {
+        // In a transaction: its writes, the statement that starts it, its commit and abort.
+        assert!(write(rawdoc! {
             "insert": "c", "documents": [{"a": 1}], "lsid": lsid.clone(), "txnNumber": 1_i64,
             "autocommit": false, "startTransaction": true, "$db": "d"
+        }));
+        assert!(write(rawdoc! {
+            "find": "c", "filter": {}, "lsid": lsid.clone(), "txnNumber": 1_i64,
+            "autocommit": false, "startTransaction": true, "$db": "d"
+        }));
+        assert!(!write(rawdoc! {
+            "find": "c", "filter": {}, "lsid": lsid.clone(), "txnNumber": 1_i64,
+            "autocommit": false, "$db": "d"
+        }));
+        assert!(write(rawdoc! {
+            "abortTransaction": 1, "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false, "$db": "admin"
         }));
         // A retryable write (txnNumber, no autocommit) is mirrored; a commit is seen.
         assert!(write(rawdoc! {

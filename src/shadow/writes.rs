@@ -5,12 +5,15 @@
 //! snapshot is taken and restored into the target (`--snapshot`) the writes wait; those
 //! acknowledged before T0 are in the snapshot and are not applied again. Past the queue's bound,
 //! or when a write may have been lost on the way, the target goes on with reads only: its state
-//! is no longer production's, and the log, the metrics and the report say so.
+//! is no longer production's, and the log, the metrics and the report say so. The statements of a
+//! multi-statement transaction are held until its commit, then applied as one transaction on the
+//! target at the commit's place in production's order ([`super::txn`]).
 
 use super::config::{MAX_BACKOFF, MIN_BACKOFF};
 use super::recheck::{SameDb, Side};
 use super::shared::{Pair, Shared, StartPoint};
 use super::stats::WriteState;
+use super::txn::OpenTransactions;
 use crate::replay::client::Conn;
 use crate::replay::measure::outcome;
 use crate::replay::request::rewrite::rewrite;
@@ -27,12 +30,27 @@ pub struct WriteItem {
     /// The reply's `operationTime` (none for a write sent with w:0).
     pub op_time: Option<(u32, u32)>,
     pub seen: Instant,
+    /// For a `commitTransaction`: its transaction's statements, applied before it.
+    pub txn: Vec<Arc<Pair>>,
+}
+
+impl WriteItem {
+    fn size(&self) -> usize {
+        self.pair.size() + self.txn.iter().map(|p| p.size()).sum::<usize>()
+    }
+
+    /// The statements it applies: 1, or a transaction's and its commit.
+    fn statements(&self) -> u64 {
+        1 + self.txn.len() as u64
+    }
 }
 
 #[derive(Default)]
 struct Queue {
     items: VecDeque<WriteItem>,
+    /// Bytes of `items` (the transactions' held statements are in `open.bytes`).
     bytes: usize,
+    open: OpenTransactions,
     /// A write taken from the queue is being applied.
     busy: bool,
 }
@@ -123,22 +141,31 @@ impl Writes {
 
     /// Queues a write production acknowledged; never waits. Past the bound the target goes on
     /// with reads only.
-    pub fn offer(&self, item: WriteItem) {
+    pub fn offer(&self, mut item: WriteItem) {
         let counters = &self.side.stats.writes;
-        if &*item.pair.req.command == "commitTransaction" {
-            return self.give_up("a multi-statement transaction committed (not mirrored yet)");
-        }
         if self.state() == WriteState::ReadsOnly {
             counters.dropped.fetch_add(1, Relaxed);
             return;
         }
+        let mut queue = self.queue();
+        if item.pair.req.transaction.is_some() {
+            let room = self.bound.saturating_sub(queue.bytes + queue.open.bytes);
+            match queue.open.hold(&item.pair, room) {
+                Ok(None) => return,
+                Ok(Some(statements)) => item.txn = statements,
+                Err(why) => {
+                    drop(queue);
+                    counters.dropped.fetch_add(1, Relaxed);
+                    return self.give_up(&why);
+                }
+            }
+        }
         if self.in_snapshot(&item) {
-            counters.in_snapshot.fetch_add(1, Relaxed);
+            counters.in_snapshot.fetch_add(item.statements(), Relaxed);
             return;
         }
-        let size = item.pair.size();
-        let mut queue = self.queue();
-        if queue.bytes + size > self.bound {
+        let size = item.size();
+        if queue.bytes + queue.open.bytes + size > self.bound {
             drop(queue);
             counters.dropped.fetch_add(1, Relaxed);
             return self.give_up("the write queue is full (--write-queue-mb)");
@@ -159,9 +186,10 @@ impl Writes {
             tracing::warn!(target_server = %self.side.label, "writes dropped: reads only from now ({why})");
         }
         let mut queue = self.queue();
-        let n = queue.items.len() as u64;
+        let n = queue.items.iter().map(WriteItem::statements).sum::<u64>();
         queue.items.clear();
         queue.bytes = 0;
+        queue.open = OpenTransactions::default();
         drop(queue);
         counters.dropped.fetch_add(n, Relaxed);
         counters.queued.store(0, Relaxed);
@@ -196,7 +224,7 @@ impl Writes {
             if self.state() == WriteState::Mirroring {
                 let mut queue = self.queue();
                 if let Some(item) = queue.items.pop_front() {
-                    queue.bytes -= item.pair.size();
+                    queue.bytes -= item.size();
                     queue.busy = true;
                     let n = queue.items.len() as u64;
                     drop(queue);
@@ -215,10 +243,11 @@ impl Writes {
         loop {
             let item = self.next().await;
             if self.in_snapshot(&item) {
-                self.side.stats.writes.in_snapshot.fetch_add(1, Relaxed);
+                let n = item.statements();
+                self.side.stats.writes.in_snapshot.fetch_add(n, Relaxed);
             } else {
                 loop {
-                    match self.apply(&mut conn, &item).await {
+                    match self.apply_item(&mut conn, &item).await {
                         Ok(()) => backoff = MIN_BACKOFF,
                         Err(Failed::NotSent(why)) if self.state() == WriteState::Mirroring => {
                             tracing::debug!(target_server = %self.side.label, "{why}");
@@ -241,9 +270,22 @@ impl Writes {
         }
     }
 
+    /// Applies one item: a write, or a transaction's statements and its commit. A transaction
+    /// not sent at all may be tried again; one broken off midway is lost (the target aborts it
+    /// when the connection goes).
+    async fn apply_item(&self, conn: &mut Option<Conn>, item: &WriteItem) -> Result<(), Failed> {
+        for (i, pair) in item.txn.iter().chain([&item.pair]).enumerate() {
+            match self.apply(conn, pair).await {
+                Err(Failed::NotSent(why)) if i > 0 => return Err(Failed::Lost(why)),
+                r => r?,
+            }
+        }
+        Ok(())
+    }
+
     /// Sends one write and reads the target's answer (none for a write sent with w:0).
-    async fn apply(&self, conn: &mut Option<Conn>, item: &WriteItem) -> Result<(), Failed> {
-        let req = &item.pair.req;
+    async fn apply(&self, conn: &mut Option<Conn>, pair: &Pair) -> Result<(), Failed> {
+        let req = &pair.req;
         let lsid = req.lsid.as_ref().map(|l| self.sessions.live(0, 0, l));
         let mut request = rewrite(req, &SameDb, lsid.as_ref())
             .map_err(|e| Failed::Lost(format!("a write that cannot be rewritten: {e}")))?;
@@ -272,7 +314,7 @@ impl Writes {
             let reply = c.recv(id).await.map_err(lost)?;
             let live = outcome::scan(&reply)
                 .map_err(|e| Failed::Lost(format!("an unreadable reply: {e}")))?;
-            let production = outcome::scan(&item.pair.production).unwrap_or_default();
+            let production = outcome::scan(&pair.production).unwrap_or_default();
             if (production.ok && !live.ok) || live.write_errors > production.write_errors {
                 counters.failed.fetch_add(1, Relaxed);
                 tracing::debug!(target_server = %self.side.label, command = %req.command,
