@@ -107,8 +107,13 @@ fn line<'a>(
         compare::body(&ps).unwrap_or_default(),
         compare::body(&cs).unwrap_or_default(),
     );
+    let now = now_unix_ns();
     serde_json::json!({
-        "time": crate::capture::rfc3339(now_unix_ns()),
+        "time": crate::capture::rfc3339(now),
+        // When production answered the read, and how long the discrepancy took to be confirmed
+        // (the recheck's delay and both sides' answers to it).
+        "read_time": crate::capture::rfc3339(pair.answered_ns),
+        "confirmed_after_ms": now.saturating_sub(pair.answered_ns) / 1_000_000,
         "candidate": side.label,
         "shape": pair.key.text,
         "shape_hash": crate::shape::hash(&pair.key.text),
