@@ -234,7 +234,7 @@ fn one_changed_document_is_a_discrepancy_naming_its_shape_and_id() {
     assert_eq!(line["ids"], serde_json::json!([77]), "{line}");
     // Confirmed within a second of the read (the recheck waits 200 ms, then asks both sides).
     let after = line["confirmed_after_ms"].as_u64().unwrap();
-    assert!(after >= 200 && after < 1000, "{line}");
+    assert!((200..1000).contains(&after), "{line}");
     assert_eq!(line["ns"], "shop.items", "{line}");
     let shape = line["shape"].as_str().unwrap();
     assert!(
