@@ -8,18 +8,31 @@ use common::*;
 use mongotape::capture::RecordKind;
 use std::process::{Child, Command};
 
-/// The scheduling policy (5: SCHED_IDLE, 0: SCHED_OTHER) of `pid`'s thread named `name`.
+/// The scheduling policy (5: SCHED_IDLE, 0: SCHED_OTHER) of `pid`'s thread named `name`, once
+/// it is there (the proxy may be listening before its recorder thread has started or named
+/// itself; waits up to 10 s).
 fn thread_policy(pid: u32, name: &str) -> u32 {
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = task.unwrap().path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
-            let after = stat.rsplit_once(')').unwrap().1;
-            return after.split_whitespace().nth(38).unwrap().parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+            let dir = task.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+                let policy = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, after)| after.split_whitespace().nth(38)?.parse().ok());
+                if let Some(policy) = policy {
+                    return policy;
+                }
+            }
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no thread {name} in process {pid} within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    panic!("no thread {name} in process {pid}");
 }
 
 fn is_root() -> bool {
@@ -62,8 +75,14 @@ fn a_recorder_in_the_background_loses_nothing_when_every_cpu_is_busy() {
     let dir = tempdir();
     let capture = dir.path().join("busy.mtape");
     let proxy = Proxy::start(server.addr(), &capture);
-    let policy = thread_policy(proxy.pid(), "mongotape-recor");
+    let mut policy = thread_policy(proxy.pid(), "mongotape-recor");
     if is_root() {
+        // The thread goes to SCHED_IDLE as its first step, right after it has started.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while policy != 5 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            policy = thread_policy(proxy.pid(), "mongotape-recor");
+        }
         assert_eq!(policy, 5, "the recorder should start as SCHED_IDLE");
     }
     let hogs = Hogs::start();
