@@ -7,7 +7,7 @@
 
 namespace wl {
 
-std::string host_of(const std::string& uri) {
+std::string host_of(const std::string& uri, double* socket_timeout_ms) {
     const std::string scheme = "mongodb://";
     if (uri.compare(0, scheme.size(), scheme) != 0) {
         throw Failure("--uri " + uri + ": only mongodb:// URIs are understood");
@@ -28,10 +28,21 @@ std::string host_of(const std::string& uri) {
             // The connection is always direct, and the driver sends no client metadata to hold
             // an appName: both change nothing on the wire.
             // Nor does heartbeatFrequencyMS: the driver has no monitor.
-            if (!key.empty() && key != "directConnection" && key != "appName" && key != "heartbeatFrequencyMS") {
+            if (key == "socketTimeoutMS") {
+                // The driver's so_timeout (seconds): a read that waits longer fails with a socket
+                // exception; 0 (the default) waits forever.
+                char* end = nullptr;
+                std::string value = option.substr(key.size() + (option.size() > key.size() ? 1 : 0));
+                double ms = std::strtod(value.c_str(), &end);
+                if (value.empty() || *end != '\0' || ms < 0) {
+                    throw Failure("--uri " + uri + ": socketTimeoutMS must be a number of milliseconds");
+                }
+                if (socket_timeout_ms != nullptr) *socket_timeout_ms = ms;
+            } else if (!key.empty() && key != "directConnection" && key != "appName" &&
+                       key != "heartbeatFrequencyMS") {
                 throw Failure("--uri " + uri + ": option " + key +
                               " is not supported by the legacy C++ client (it knows directConnection, appName, " +
-                              "heartbeatFrequencyMS)");
+                              "heartbeatFrequencyMS, socketTimeoutMS)");
             }
         }
     }
@@ -80,7 +91,9 @@ Workload::Workload(const std::string& name, int argc, char** argv) : conn_(true)
     if (uri.empty()) throw Failure(name + ": --uri is required");
     if (!instance_.initialized()) throw Failure("libmongoclient: " + instance_.status().toString());
     std::string error;
-    std::string host = host_of(uri);
+    double socket_timeout_ms = 0;
+    std::string host = host_of(uri, &socket_timeout_ms);
+    if (socket_timeout_ms > 0) conn_.setSoTimeout(socket_timeout_ms / 1000.0);
     if (!conn_.connect(mongo::HostAndPort(host), error)) throw Failure("connect to " + host + ": " + error);
     if (conn_.getMaxWireVersion() < 2) {
         throw Failure("the server's maxWireVersion is below 2: the driver would send legacy write opcodes");

@@ -201,7 +201,7 @@ std::string data_file(const std::string& name);
 
 // host:port of a single-host mongodb:// URI. The legacy driver knows none of the URI options the
 // other clients take; the ones that change nothing on the wire are accepted, any other is refused.
-std::string host_of(const std::string& uri);
+std::string host_of(const std::string& uri, double* socket_timeout_ms = nullptr);
 
 typedef std::chrono::steady_clock::time_point Started;
 

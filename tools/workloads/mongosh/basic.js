@@ -5,7 +5,7 @@ function item(i, kind) {
   return { _id: i, kind, group: i % 5, name: 'item-' + i, value: (i * 7) % 13 };
 }
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('basic');
   const items = wl.db.getCollection('items');
   const blogs = wl.db.getCollection('blogs');
@@ -76,4 +76,4 @@ function item(i, kind) {
   for (const c of names) counts[c] = wl.count(c);
   wl.emit('counts', 1 + names.length, wl.since(t), counts);
   wl.end();
-})();
+});

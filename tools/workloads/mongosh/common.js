@@ -22,6 +22,18 @@ function wlParams() {
 
 // The scaling rule and the seeded generator, shared with the Node.js driver's workloads.
 const { scaled, Lcg } = require(require('path').join(__dirname, '..', 'js', 'seeded.js'));
+const { errorLine } = require(require('path').join(__dirname, '..', 'js', 'errors.js'));
+
+// Runs a workload's main; an error is thrown on to mongosh (which prints it and exits 1) after a
+// line with its code and labels on stderr (js/errors.js).
+function runMain(main) {
+  try {
+    main();
+  } catch (err) {
+    process.stderr.write(errorLine(err) + '\n');
+    throw err;
+  }
+}
 
 // Strip BSON wrapper types so results serialise like pymongo/PHP values.
 function plain(v) {

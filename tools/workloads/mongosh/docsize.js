@@ -17,7 +17,7 @@ function sizes(wl, collection) {
   return { count: res[0].count, bytes: res[0].bytes, max_bytes: res[0].max };
 }
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('docsize');
   const n = wl.scaled(10000);
   wl.dropDatabase();
@@ -29,4 +29,4 @@ function sizes(wl, collection) {
     wl.emit(step, n, seconds, sizes(wl, collection));
   }
   wl.end();
-})();
+});

@@ -46,7 +46,7 @@ const EMBEDDED_TOTALS = [{ $group: { _id: null, blogs: { $sum: 1 },
 const SEPARATE_TOTALS = [{ $group: { _id: '$blog', n: { $sum: 1 } } },
   { $group: { _id: null, blogs: { $sum: 1 }, comments: { $sum: '$n' } } }];
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('embedded');
   const total = wl.scaled(10000);
   wl.dropDatabase();
@@ -74,4 +74,4 @@ const SEPARATE_TOTALS = [{ $group: { _id: '$blog', n: { $sum: 1 } } },
     }
   }
   wl.end();
-})();
+});

@@ -1,7 +1,7 @@
 // inserts: the replay benchmark's workload (tools/bench-replay). Mirrors pymongo/inserts.py:
 // N = 20000 * scale acknowledged insertOne of {_id: i, name: 'item-<i>', value: (i * 7) % 13, pad: 94 x 'x'}.
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('inserts');
   const n = wl.scaled(20000);
   const items = wl.db.getCollection('items');
@@ -12,4 +12,4 @@
   const seconds = wl.since(t);
   wl.emit('insert', n, seconds, { count: wl.count('items') });
   wl.end();
-})();
+});

@@ -21,7 +21,7 @@ function lookups(wl, step, n, m) {
   wl.emit(step, m, wl.since(t), { lookups: m, found, last });
 }
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('lookup');
   const n = wl.scaled(10000, 2);
   const m = wl.scaled(2000, 10);
@@ -50,4 +50,4 @@ function lookups(wl, step, n, m) {
   const after = wl.count('userinfo');
   wl.emit('remove_all', 3, wl.since(t), { before, deleted: r.deletedCount, after });
   wl.end();
-})();
+});

@@ -27,7 +27,7 @@ function runPass(wl, suffix, n) {
   wl.emit('delete_all_' + suffix, 1, wl.since(t), { deleted: r.deletedCount });
 }
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('randstring');
   const n = wl.scaled(10000, 2);
   wl.dropDatabase();
@@ -38,4 +38,4 @@ function runPass(wl, suffix, n) {
   wl.emit('create_index', 1, wl.since(t), name);
   runPass(wl, 'index', n);
   wl.end();
-})();
+});

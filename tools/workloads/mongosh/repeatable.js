@@ -2,7 +2,7 @@
 // Mirrors pymongo/repeatable.py: inserts without an explicit _id (acknowledged, w:0, one insertMany),
 // $push through an upsert (acknowledged, w:0), $inc of an upserted counter, updateMany, deleteMany.
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('repeatable');
   const n = wl.scaled(100, 4);
   const m = wl.scaled(50);
@@ -54,4 +54,4 @@
   r = docs.deleteMany({ kind: 'w0', i: { $lt: Math.floor(n / 4) } });
   wl.emit('delete_many', 1, wl.since(t), { deleted: r.deletedCount });
   wl.end();
-})();
+});

@@ -37,7 +37,7 @@ function inserts(wl, step, collection, wc, n) {
   wl.emit(step, ops, seconds, { count: wl.count(collection), last });
 }
 
-(function main() {
+runMain(function main() {
   const wl = new Workload('writeconcern');
   const n = wl.scaled(5000);
   wl.dropDatabase();
@@ -52,4 +52,4 @@ function inserts(wl, step, collection, wc, n) {
   wl.emit('create_indexes', 3, wl.since(t), names.sort());
   inserts(wl, 'insert_w1_indexed', 'wc_indexed', W1, n);
   wl.end();
-})();
+});

@@ -47,6 +47,7 @@ function parseArgs(name) {
 
 // The scaling rule and the seeded generator, shared with mongosh's workloads.
 const { scaled, Lcg } = require(path.join(__dirname, '..', 'js', 'seeded.js'));
+const { errorLine } = require(path.join(__dirname, '..', 'js', 'errors.js'));
 
 // Results hold plain JSON values only (the driver already promotes Int32/Int64/Double to numbers).
 function plain(v) {
@@ -129,10 +130,11 @@ class Workload {
   }
 }
 
-// Runs an async main; any error goes to stderr and exits 1 (stdout carries step lines only).
+// Runs an async main; any error goes to stderr (with its code and labels: js/errors.js) and exits 1
+// (stdout carries step lines only).
 function runMain(main) {
   main().catch((err) => {
-    process.stderr.write((err && err.stack ? err.stack : String(err)) + '\n');
+    process.stderr.write((err && err.stack ? err.stack : String(err)) + '\n' + errorLine(err) + '\n');
     process.exit(1);
   });
 }

@@ -20,8 +20,37 @@ set_error_handler(function (int $no, string $str, string $file, int $line): bool
 });
 set_exception_handler(function (Throwable $e): void {
     fwrite(STDERR, get_class($e) . ': ' . $e->getMessage() . "\n" . $e->getTraceAsString() . "\n");
+    fwrite(STDERR, errorLine($e) . "\n");
     exit(1);
 });
+
+/**
+ * `error: CLASS code=N codeName=NAME labels=A,B`, the line js/errors.js prints for the JavaScript
+ * clients: the server's code and labels, or the writeConcernError's when a bulk write has one.
+ * ext-mongodb keeps the labels in a protected property (only hasErrorLabel() is public).
+ */
+function errorLine(Throwable $e): string
+{
+    $code = $e->getCode();
+    $codeName = '';
+    $labels = [];
+    if ($e instanceof MongoDB\Driver\Exception\RuntimeException) {
+        $property = new ReflectionProperty(MongoDB\Driver\Exception\RuntimeException::class, 'errorLabels');
+        $property->setAccessible(true);
+        $labels = $property->getValue($e) ?? [];
+    }
+    if ($e instanceof MongoDB\Driver\Exception\BulkWriteException) {
+        $wce = $e->getWriteResult()->getWriteConcernError();
+        if ($wce !== null) {
+            $code = $wce->getCode();
+            $codeName = $wce->getInfo()->codeName ?? '';
+        }
+    }
+    if ($e instanceof MongoDB\Driver\Exception\CommandException) {
+        $codeName = $e->getResultDocument()->codeName ?? '';
+    }
+    return 'error: ' . get_class($e) . " code=$code codeName=$codeName labels=" . implode(',', $labels);
+}
 
 const WL_DIR = __DIR__;
 // A step marker's comment; mongotape recognises the ping (src/wire/marker.rs).
