@@ -275,12 +275,16 @@ fn delayed(action: &str) {
             "{}",
             describe(&cell)
         );
-        // Neither retried nor resent; analyze counts such a fault as `given_up` (nothing followed
-        // it) although the client got its reply, late.
+        // Neither retried nor resent, nor given up: the client got its reply, late.
         let a = after(&cell.analysis, "slow");
         assert_eq!(
-            (n(&a["faults"]), n(&a["write_retried"]), n(&a["resent"])),
-            (1, 0, 0),
+            (
+                n(&a["faults"]),
+                n(&a["write_retried"]),
+                n(&a["resent"]),
+                n(&a["given_up"])
+            ),
+            (1, 0, 0, 0),
             "{}",
             describe(&cell)
         );

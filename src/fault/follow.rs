@@ -47,12 +47,15 @@ pub struct Seen {
     pub server_selection: bool,
     /// The faulted request had an `lsid` and a `txnNumber`.
     pub had_session: bool,
+    /// The fault only delayed the request or its reply: the client got its answer, late.
+    pub delay_only: bool,
 }
 
 impl Seen {
-    /// Neither retried nor resent: the error reached the application.
+    /// A fault that failed the request (not a delay), neither retried nor resent: the error
+    /// reached the application.
     pub fn given_up(&self) -> bool {
-        !(self.write_retried || self.read_retried || self.resent)
+        !(self.delay_only || self.write_retried || self.read_retried || self.resent)
     }
 }
 
@@ -169,6 +172,7 @@ impl Follower {
             client: conn.map(|c| c.client.clone()).unwrap_or_default(),
             seen: Seen {
                 had_session: session.is_some(),
+                delay_only: matches!(&*event.action, "delay_request" | "delay_reply"),
                 ..Seen::default()
             },
             session,
@@ -401,6 +405,11 @@ mod tests {
         let done = f.take_done();
         assert_eq!(done.len(), 1);
         assert!(done[0].seen.given_up());
+        // A delay followed by nothing was answered, late: not given up.
+        let (rec, e) = fault(1, 9, "insert", "delay_reply", 0);
+        f.fault(0, &rec, &e);
+        f.finish();
+        assert!(!f.take_done()[0].seen.given_up());
         for _ in 0..MAX_WATCHED + 5 {
             f.fault(0, &rec, &e);
         }
