@@ -297,6 +297,86 @@ fn repeats_give_medians_spreads_and_a_verdict_that_tells_the_client_from_the_ser
     );
 }
 
+/// `--experiment faults --app-retry 1 --uri-options retryWrites=false`: the application retries
+/// what failed, the drivers retry no write. An upsert `{$inc}` whose reply was lost (the plan's
+/// `lost_update`) was applied; the application's retry applies it again, and the experiment counts
+/// it from the database (the counter beyond the upserts meant) and from the capture (analyze's
+/// resends the server acknowledged).
+#[test]
+fn an_application_retry_after_a_lost_reply_is_counted_applied_twice() {
+    require_clients();
+    let out = tempdir();
+    compare_drivers(
+        out.path(),
+        &[
+            "--experiment",
+            "faults",
+            "--rounds",
+            "1",
+            "--scale",
+            "0.02",
+            "--clients",
+            "pymongo,cxx-legacy",
+            "--app-retry",
+            "1",
+            "--uri-options",
+            "retryWrites=false",
+        ],
+    );
+    let all = read_json(&out.path().join("compare-drivers.json"));
+    let e = &all["experiments"]["faults"];
+    assert_eq!(e["app_retry"], 1, "{e}");
+    assert!(
+        e["uri_options"]
+            .as_str()
+            .unwrap()
+            .ends_with("&retryWrites=false"),
+        "{e}"
+    );
+    for c in ["pymongo", "cxx-legacy"] {
+        let f = &e["per_client"][c];
+        let median = |k: &str| {
+            f[k]["median"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{c}: {k}: {f}"))
+        };
+        assert!(
+            f["per_rule"]["lost_update"].as_f64().unwrap() > 0.0,
+            "{c}: {f}"
+        );
+        assert_eq!(
+            median("retried"),
+            0.0,
+            "{c}: retryWrites=false, yet the driver retried a write: {f}"
+        );
+        assert!(median("app_retried") > 0.0, "{c}: {f}");
+        assert!(
+            median("applied_twice") > 0.0,
+            "{c}: the duplicate was not counted: {f}"
+        );
+        assert!(
+            median("applied_twice_seen") > 0.0,
+            "{c}: analyze saw no resend applied twice: {f}"
+        );
+    }
+    for r in e["runs"].as_array().unwrap() {
+        let (views, meant) = (
+            r["views"].as_i64().unwrap(),
+            r["intended_views"].as_i64().unwrap(),
+        );
+        if r["faulted"].as_bool().unwrap() {
+            assert!(views > meant, "no increment applied twice: {r}");
+            assert_eq!(
+                r["applied_twice"].as_i64().unwrap() - (views - meant),
+                (r["documents"].as_i64().unwrap() - r["intended_inserts"].as_i64().unwrap()).max(0),
+                "{r}"
+            );
+        } else {
+            assert_eq!(views, meant, "{r}");
+        }
+    }
+}
+
 /// `--experiment faults` (docs/faults.md): all six clients run the lookup workload with the
 /// resilience plan and without; its JSON has each of them with every figure, every rule of the plan
 /// fired in each faulted run (but lost_reply at the legacy C++ client, whose inserts all meet the
@@ -347,6 +427,7 @@ fn the_fault_experiment_fires_the_plan_at_every_client_and_counts_what_each_saw(
             "retried",
             "read_retried",
             "given_up",
+            "app_retried",
             "applied_twice",
             "applied_twice_seen",
             "own_s",
@@ -362,9 +443,15 @@ fn the_fault_experiment_fires_the_plan_at_every_client_and_counts_what_each_saw(
         // The legacy C++ client waits for nothing: all its inserts fall into the 2 s stepdown,
         // so none is left for lost_reply.
         let rules: &[&str] = if *c == "cxx-legacy" {
-            &["stepdown", "shutdown_reads", "slow"]
+            &["stepdown", "lost_update", "shutdown_reads", "slow"]
         } else {
-            &["stepdown", "lost_reply", "shutdown_reads", "slow"]
+            &[
+                "stepdown",
+                "lost_reply",
+                "lost_update",
+                "shutdown_reads",
+                "slow",
+            ]
         };
         for rule in rules {
             assert!(
@@ -379,6 +466,11 @@ fn the_fault_experiment_fires_the_plan_at_every_client_and_counts_what_each_saw(
         }
         // The stepdown outlasts one retry: the application sees some of it.
         assert!(f["failed"]["median"].as_f64().unwrap() > 0.0, "{c}: {f}");
+        // The counter's upserts whose replies were lost: the current drivers retry them with the
+        // same lsid and txnNumber, which the server applies once; the legacy client gives them
+        // up. Without an application retry no increment is in the database twice.
+        assert_eq!(f["applied_twice"]["max"].as_f64(), Some(0.0), "{c}: {f}");
+        assert_eq!(f["app_retried"]["max"].as_f64(), Some(0.0), "{c}: {f}");
     }
     for r in e["runs"].as_array().unwrap() {
         let fired = r["faults"].as_u64().unwrap();

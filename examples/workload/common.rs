@@ -149,6 +149,8 @@ fn ascii_json(value: &Value) -> String {
 pub struct Tally {
     ok: u64,
     failed: u64,
+    /// Runs again of failed operations (`MONGOTAPE_WORKLOAD_APP_RETRY`).
+    app_retried: u64,
 }
 
 pub struct Workload {
@@ -158,6 +160,9 @@ pub struct Workload {
     marked: Option<String>,
     /// `Some` under `MONGOTAPE_WORKLOAD_TALLY=1` (tools/compare-drivers --experiment faults).
     tally: Option<Tally>,
+    /// `MONGOTAPE_WORKLOAD_APP_RETRY`: how many times [`Workload::attempt`] runs a failed
+    /// operation again, at once, as an application does.
+    app_retries: u32,
 }
 
 impl Workload {
@@ -173,29 +178,42 @@ impl Workload {
             marked: None,
             tally: (std::env::var("MONGOTAPE_WORKLOAD_TALLY").as_deref() == Ok("1"))
                 .then(Tally::default),
+            app_retries: match std::env::var("MONGOTAPE_WORKLOAD_APP_RETRY") {
+                Ok(n) => n
+                    .parse()
+                    .with_context(|| format!("MONGOTAPE_WORKLOAD_APP_RETRY={n}"))?,
+                Err(_) => 0,
+            },
         })
     }
 
-    /// `op`, counted under `MONGOTAPE_WORKLOAD_TALLY=1`: a failure (the driver's error, after
-    /// whatever retry it made) is counted and gives `None` instead of ending the workload;
-    /// without it, an error ends the workload as before.
-    pub async fn attempt<T>(
-        &mut self,
-        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
-    ) -> anyhow::Result<Option<T>> {
+    /// `op()`, counted under `MONGOTAPE_WORKLOAD_TALLY=1`: a failure (the driver's error, after
+    /// whatever retry it made) is run again up to `MONGOTAPE_WORKLOAD_APP_RETRY` times, then
+    /// counted and gives `None` instead of ending the workload; without the tally, an error ends
+    /// the workload as before.
+    pub async fn attempt<T, F>(&mut self, mut op: impl FnMut() -> F) -> anyhow::Result<Option<T>>
+    where
+        F: IntoFuture<Output = mongodb::error::Result<T>>,
+    {
         let Some(tally) = self.tally.as_mut() else {
-            return Ok(Some(op.await?));
+            return Ok(Some(op().await?));
         };
-        match op.await {
-            Ok(value) => {
-                tally.ok += 1;
-                Ok(Some(value))
+        for run in 0..=self.app_retries {
+            if run > 0 {
+                tally.app_retried += 1;
             }
-            Err(_) => {
-                tally.failed += 1;
-                Ok(None)
+            if let Ok(value) = op().await {
+                tally.ok += 1;
+                return Ok(Some(value));
             }
         }
+        tally.failed += 1;
+        Ok(None)
+    }
+
+    /// Whether operations are counted (`MONGOTAPE_WORKLOAD_TALLY=1`).
+    pub fn tallying(&self) -> bool {
+        self.tally.is_some()
     }
 
     pub fn scaled(&self, base: u32, minimum: u32) -> u32 {
@@ -306,7 +324,7 @@ impl Workload {
     }
 
     /// After the last step: the end marker, then the client's shutdown (endSessions); under
-    /// `MONGOTAPE_WORKLOAD_TALLY=1`, one more line: `{"tally":{"ok":N,"failed":M}}`.
+    /// `MONGOTAPE_WORKLOAD_TALLY=1`, one more line: `{"tally":{"ok":N,"failed":M,"app_retried":R}}`.
     pub async fn end(mut self) -> anyhow::Result<()> {
         self.mark("end").await?;
         self.client.shutdown().await;

@@ -1,6 +1,6 @@
 //! lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
-//! Mirrors pymongo/lookup.py; under MONGOTAPE_WORKLOAD_TALLY=1 a failed insert or lookup is
-//! counted, not fatal (Workload::attempt).
+//! Mirrors pymongo/lookup.py; under MONGOTAPE_WORKLOAD_TALLY=1 a failed insert, lookup or
+//! counter update is counted, not fatal (Workload::attempt), and the `views` step runs.
 
 use crate::common::{plain, Lcg, Workload};
 use bson::{doc, Bson, DateTime};
@@ -18,9 +18,11 @@ async fn lookups(wl: &mut Workload, step: &str, n: u32, m: u32) -> anyhow::Resul
     let t = wl.start(step).await?;
     for _ in 0..m {
         let x = 1 + rng.below(u64::from(n));
-        let find = posts
-            .find_one(doc! { "author": format!("{x}Mike") })
-            .projection(doc! { "date": 0 });
+        let find = || {
+            posts
+                .find_one(doc! { "author": format!("{x}Mike") })
+                .projection(doc! { "date": 0 })
+        };
         if let Some(doc) = wl.attempt(find).await?.flatten() {
             found += 1;
             last = Bson::Document(doc);
@@ -42,10 +44,10 @@ pub async fn run(wl: &mut Workload) -> anyhow::Result<()> {
 
     let t = wl.start("insert").await?;
     for x in 0..n {
-        let insert = posts.insert_one(doc! { "_id": x.to_string(), "author": format!("{x}Mike"),
+        let post = doc! { "_id": x.to_string(), "author": format!("{x}Mike"),
         "text": "My first blog post!", "tags": ["mongodb", "python", "pymongo"],
-        "date": DateTime::from_millis(EPOCH_MS + i64::from(x) * 1000) });
-        wl.attempt(insert).await?;
+        "date": DateTime::from_millis(EPOCH_MS + i64::from(x) * 1000) };
+        wl.attempt(|| posts.insert_one(&post)).await?;
     }
     let seconds = t.elapsed().as_secs_f64();
     let count = wl.count("userinfo", doc! {}).await?;
@@ -59,6 +61,24 @@ pub async fn run(wl: &mut Workload) -> anyhow::Result<()> {
     wl.emit("create_index", 1, t, json!(name))?;
 
     lookups(wl, "lookup_index", n, m).await?;
+
+    if wl.tallying() {
+        let v = wl.scaled(1000, 10);
+        let counters = wl.coll("counters");
+        let t = wl.start("views").await?;
+        for _ in 0..v {
+            let bump = || {
+                counters
+                    .update_one(doc! { "_id": "views" }, doc! { "$inc": { "n": 1 } })
+                    .upsert(true)
+            };
+            wl.attempt(bump).await?;
+        }
+        let seconds = t.elapsed().as_secs_f64();
+        let counter = counters.find_one(doc! { "_id": "views" }).await?;
+        let n = counter.map_or(Ok(0), |c| c.get_i32("n").map(i64::from))?;
+        wl.emit_seconds("views", u64::from(v), seconds, json!({ "n": n }))?;
+    }
 
     let t = wl.start("remove_all").await?;
     let before = wl.count("userinfo", doc! {}).await?;

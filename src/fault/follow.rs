@@ -90,6 +90,12 @@ struct Watched {
     forwarded: bool,
     /// The resend whose reply says whether it applied the write again.
     pending: Option<(u64, i32)>,
+    /// The driver's retry (same `lsid` and `txnNumber`) whose reply says whether it settled the
+    /// write.
+    retry: Option<(u64, i32)>,
+    /// The driver's retry succeeded: the write is done, and the same write sent later (the next
+    /// `$inc` of a counter, say) is a new one, not a resend.
+    settled: bool,
     seen: Seen,
 }
 
@@ -180,6 +186,8 @@ impl Follower {
             write: is_write(&event.command),
             forwarded: event.forwarded,
             pending: None,
+            retry: None,
+            settled: false,
         });
     }
 
@@ -220,7 +228,8 @@ impl Follower {
                     w.seen.retry_after_ns = record.ts_ns.saturating_sub(w.ts_ns);
                 }
                 w.seen.write_retried = true;
-            } else if print.is_some() && w.print == print && w.client == client {
+                w.retry = Some((record.conn_id, peeked.request_id));
+            } else if print.is_some() && w.print == print && w.client == client && !w.settled {
                 if !w.write {
                     w.seen.read_retried = true;
                 } else if !w.seen.resent {
@@ -231,25 +240,41 @@ impl Follower {
         }
     }
 
-    /// A reply: the answer to a resend of an applied write says whether it applied it twice.
+    /// A reply: the answer to a resend of an applied write says whether it applied it twice; the
+    /// answer to the driver's retry, whether the write is settled.
     pub fn reply(&mut self, record: &Record) {
         self.expire(record.ts_ns);
-        if !self.watched.iter().any(|w| w.pending.is_some()) {
+        if !self
+            .watched
+            .iter()
+            .any(|w| w.pending.is_some() || w.retry.is_some())
+        {
             return;
         }
         let Some(to) = MsgHeader::parse(&record.payload).ok().flatten() else {
             return;
         };
         let key = Some((record.conn_id, to.response_to));
-        let Some(w) = self.watched.iter_mut().find(|w| w.pending == key) else {
-            return;
+        let fields = || {
+            reply::body(&record.payload)
+                .ok()
+                .and_then(|b| {
+                    b.fields()
+                        .ok()
+                        .map(|f| (f.is_ok() && f.write_errors == 0, applied(&f)))
+                })
+                .unwrap_or((false, false))
         };
-        w.pending = None;
-        let applied = reply::body(&record.payload)
-            .ok()
-            .and_then(|b| b.fields().ok().map(|f| applied(&f)))
-            .unwrap_or(false);
-        w.seen.applied_twice |= applied;
+        for w in &mut self.watched {
+            if w.retry == key {
+                w.retry = None;
+                w.settled |= fields().0;
+            }
+            if w.pending == key {
+                w.pending = None;
+                w.seen.applied_twice |= fields().1;
+            }
+        }
     }
 
     fn expire(&mut self, now_ns: u64) {
@@ -393,6 +418,51 @@ mod tests {
         assert!(write.reconnected && write.server_selection && !write.read_retried);
         assert!(read.read_retried && !read.resent && !read.applied_twice);
         assert_eq!(done[0].client.driver, "PyMongo");
+    }
+
+    /// A counter's `$inc` under retryable writes: the driver retries the faulted update with its
+    /// `lsid` and `txnNumber`. When that retry succeeds, the next `$inc` (the same command and
+    /// body, the next `txnNumber`) is a new write, not a resend; when it fails, the next one may
+    /// be the application's own resend.
+    #[test]
+    fn the_same_write_after_a_successful_driver_retry_is_a_new_one() {
+        const S: u64 = 1_000_000_000;
+        let lsid = rawdoc! {"id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] }};
+        let inc = |txn: i64| {
+            rawdoc! {"update": "c", "updates": [{"q": {"_id": "views"}, "u": {"$inc": {"n": 1}}, "upsert": true}],
+            "lsid": lsid.clone(), "txnNumber": txn, "$db": "d"}
+        };
+        let session = |txn: i64| {
+            let payload = msg(inc(txn), 0, 0);
+            let m = Message::parse(&payload).unwrap();
+            session_of(&RequestInfo::of(&m)).unwrap()
+        };
+        let ok = |n: i32| rawdoc! {"n": n, "ok": 1.0};
+        let mut seen = Vec::new();
+        for retry_reply in [ok(1), rawdoc! {"ok": 0.0, "code": 91}] {
+            let mut f = Follower::default();
+            for r in open(1, S) {
+                f.open(&r);
+                f.metadata(&r);
+            }
+            feed(&mut f, RecordKind::Request, 1, S, msg(inc(1), 5, 0));
+            let (rec, mut e) = fault(1, 5, "update", "close_after", S);
+            (e.lsid, e.txn_number) = (Some(session(1).0), Some(1));
+            f.fault(0, &rec, &e);
+            f.close(1);
+            for r in open(2, 2 * S) {
+                f.open(&r);
+                f.metadata(&r);
+            }
+            feed(&mut f, RecordKind::Request, 2, 2 * S, msg(inc(1), 6, 0));
+            feed(&mut f, RecordKind::Reply, 2, 2 * S, msg(retry_reply, 7, 6));
+            feed(&mut f, RecordKind::Request, 2, 3 * S, msg(inc(2), 8, 0));
+            feed(&mut f, RecordKind::Reply, 2, 3 * S, msg(ok(1), 9, 8));
+            f.finish();
+            seen.push(f.take_done()[0].seen);
+        }
+        assert!(seen[0].write_retried && !seen[0].resent && !seen[0].applied_twice);
+        assert!(seen[1].write_retried && seen[1].resent && seen[1].applied_twice);
     }
 
     #[test]

@@ -27,7 +27,8 @@ std::string host_of(const std::string& uri, double* socket_timeout_ms) {
             std::string key = option.substr(0, option.find('='));
             // The connection is always direct, and the driver sends no client metadata to hold
             // an appName: both change nothing on the wire.
-            // Nor does heartbeatFrequencyMS: the driver has no monitor.
+            // Nor does heartbeatFrequencyMS: the driver has no monitor; nor retryWrites and
+            // retryReads: it has no sessions, so it never retries (false is what it does anyway).
             if (key == "socketTimeoutMS") {
                 // The driver's so_timeout (seconds): a read that waits longer fails with a socket
                 // exception; 0 (the default) waits forever.
@@ -39,10 +40,10 @@ std::string host_of(const std::string& uri, double* socket_timeout_ms) {
                 }
                 if (socket_timeout_ms != nullptr) *socket_timeout_ms = ms;
             } else if (!key.empty() && key != "directConnection" && key != "appName" &&
-                       key != "heartbeatFrequencyMS") {
+                       key != "heartbeatFrequencyMS" && key != "retryWrites" && key != "retryReads") {
                 throw Failure("--uri " + uri + ": option " + key +
                               " is not supported by the legacy C++ client (it knows directConnection, appName, " +
-                              "heartbeatFrequencyMS, socketTimeoutMS)");
+                              "heartbeatFrequencyMS, retryWrites, retryReads, socketTimeoutMS)");
             }
         }
     }
@@ -71,6 +72,8 @@ std::string data_file(const std::string& name) {
 Workload::Workload(const std::string& name, int argc, char** argv) : conn_(true), name_(name) {
     const char* tally = std::getenv("MONGOTAPE_WORKLOAD_TALLY");
     tally_ = tally != nullptr && std::string(tally) == "1";
+    const char* retries = std::getenv("MONGOTAPE_WORKLOAD_APP_RETRY");
+    if (retries != nullptr && *retries != '\0') app_retries_ = std::stol(retries);
     std::string uri;
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];
@@ -135,7 +138,8 @@ void Workload::emit(const std::string& step, long ops, double seconds, const std
 void Workload::close() {
     mark("end");
     if (tally_) {
-        std::printf("{\"tally\":{\"ok\":%ld,\"failed\":%ld}}\n", ok_, failed_);
+        std::printf("{\"tally\":{\"ok\":%ld,\"failed\":%ld,\"app_retried\":%ld}}\n", ok_, failed_,
+                    app_retried_);
         std::fflush(stdout);
     }
 }

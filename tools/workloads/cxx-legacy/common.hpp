@@ -223,27 +223,33 @@ class Workload {
     void emit(const std::string& step, long ops, double seconds, const std::string& result);
     void drop_database();
     // The end marker; under MONGOTAPE_WORKLOAD_TALLY=1, then one more line:
-    // {"tally":{"ok":N,"failed":M}}.
+    // {"tally":{"ok":N,"failed":M,"app_retried":R}}.
     void close();
 
     // op(), counted under MONGOTAPE_WORKLOAD_TALLY=1: an exception (a write error, an error
-    // reply, a lost connection) is counted and gives false instead of ending the workload; without
-    // it, op() as it is. The driver retries nothing itself (no sessions, no retryable writes).
+    // reply, a lost connection) runs it again, up to MONGOTAPE_WORKLOAD_APP_RETRY times, then is
+    // counted and gives false instead of ending the workload; without the tally, op() as it is.
+    // The driver retries nothing itself (no sessions, no retryable writes).
     template <typename F>
     bool attempt(F op) {
         if (!tally_) {
             op();
             return true;
         }
-        try {
-            op();
-        } catch (const std::exception&) {
-            failed_++;
-            return false;
+        for (long run = 0; run <= app_retries_; run++) {
+            if (run > 0) app_retried_++;
+            try {
+                op();
+            } catch (const std::exception&) {
+                continue;
+            }
+            ok_++;
+            return true;
         }
-        ok_++;
-        return true;
+        failed_++;
+        return false;
     }
+    bool tallying() const { return tally_; }
 
     // Acknowledged `count` command (also the barrier after w:0 writes).
     long count(const std::string& coll, const BSONObj& query = BSONObj());
@@ -273,6 +279,8 @@ class Workload {
     bool tally_ = false;
     long ok_ = 0;
     long failed_ = 0;
+    long app_retries_ = 0;
+    long app_retried_ = 0;
 };
 
 // Runs `body`, turning every failure into a message on stderr and exit status 1.

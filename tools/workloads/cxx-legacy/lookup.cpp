@@ -1,7 +1,8 @@
 // lookup (seed 004): blog posts with string _ids looked up at random by a non-_id field (author),
 // then everything removed. N = 10000 * scale posts, M = 2000 * scale lookups of author
 // str(x) + "Mike" with x = 1 + rand(N) (Park-Miller, seed 5000000); mirrors pymongo/lookup.py. Under
-// MONGOTAPE_WORKLOAD_TALLY=1 a failed insert or lookup is counted, not fatal (Workload::attempt).
+// MONGOTAPE_WORKLOAD_TALLY=1 a failed insert, lookup or counter update is counted, not fatal
+// (Workload::attempt), and the `views` step runs (pymongo/lookup.py).
 #include "common.hpp"
 
 using namespace wl;
@@ -51,6 +52,17 @@ int main(int argc, char** argv) {
         std::string name = w.create_index("userinfo", BSON("author" << 1));
         w.emit("create_index", 1, w.since(t), json_str(name));
         lookups(w, "lookup_index", n, m);
+        if (w.tallying()) {
+            long v = w.scaled(1000, 10);
+            t = w.start("views");
+            for (long k = 0; k < v; k++) {
+                w.attempt([&] { w.update("counters", BSON("_id" << "views"), BSON("$inc" << BSON("n" << 1)), false, true); });
+            }
+            seconds = w.since(t);
+            std::vector<BSONObj> counter = w.find("counters", BSON("_id" << "views"));
+            long views = counter.empty() ? 0 : counter[0]["n"].numberLong();
+            w.emit("views", v, seconds, "{\"n\":" + std::to_string(views) + "}");
+        }
         t = w.start("remove_all");
         long before = w.count("userinfo");
         mongo::WriteResult r = w.remove("userinfo", BSONObj(), false);

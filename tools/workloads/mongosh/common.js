@@ -60,19 +60,25 @@ class Workload {
     this.scale = p.scale;
     this.db = db.getSiblingDB(p.db);
     this.marked = null;
-    this.tally = process.env.MONGOTAPE_WORKLOAD_TALLY === '1' ? { ok: 0, failed: 0 } : null;
+    this.tally = process.env.MONGOTAPE_WORKLOAD_TALLY === '1' ? { ok: 0, failed: 0, app_retried: 0 } : null;
+    this.appRetries = Number(process.env.MONGOTAPE_WORKLOAD_APP_RETRY || 0);
   }
-  // op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null); else just op().
+  // op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null, after up to
+  // MONGOTAPE_WORKLOAD_APP_RETRY runs again: pymongo/common.py); else just op().
   attempt(op) {
     if (this.tally === null) return op();
-    try {
-      const r = op();
-      this.tally.ok++;
-      return r;
-    } catch (err) {
-      this.tally.failed++;
-      return null;
+    for (let run = 0; run <= this.appRetries; run++) {
+      if (run > 0) this.tally.app_retried++;
+      try {
+        const r = op();
+        this.tally.ok++;
+        return r;
+      } catch (err) {
+        // counted below once every run failed
+      }
     }
+    this.tally.failed++;
+    return null;
   }
   scaled(base, minimum) {
     return scaled(base, this.scale, minimum);

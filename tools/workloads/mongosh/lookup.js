@@ -1,5 +1,5 @@
 // lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
-// Mirrors pymongo/lookup.py.
+// Mirrors pymongo/lookup.py (with its `views` step under MONGOTAPE_WORKLOAD_TALLY=1).
 
 const EPOCH_MS = Date.UTC(2013, 0, 1);
 const SEED = 5000000;
@@ -43,6 +43,18 @@ runMain(function main() {
   wl.emit('create_index', 1, wl.since(t), name);
 
   lookups(wl, 'lookup_index', n, m);
+
+  if (wl.tally !== null) {
+    const v = wl.scaled(1000, 10);
+    const counters = wl.db.getCollection('counters');
+    t = wl.start('views');
+    for (let k = 0; k < v; k++) {
+      wl.attempt(() => counters.updateOne({ _id: 'views' }, { $inc: { n: 1 } }, { upsert: true }));
+    }
+    const seconds = wl.since(t);
+    const counter = counters.findOne({ _id: 'views' });
+    wl.emit('views', v, seconds, { n: counter === null ? 0 : counter.n });
+  }
 
   t = wl.start('remove_all');
   const before = wl.count('userinfo');

@@ -1,5 +1,5 @@
 // lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
-// Mirrors pymongo/lookup.py.
+// Mirrors pymongo/lookup.py (with its `views` step under MONGOTAPE_WORKLOAD_TALLY=1).
 'use strict';
 
 const { Lcg, Workload, runMain } = require('./common');
@@ -46,6 +46,18 @@ runMain(async () => {
   wl.emit('create_index', 1, wl.since(t), name);
 
   await lookups(wl, 'lookup_index', n, m);
+
+  if (wl.tally !== null) {
+    const v = wl.scaled(1000, 10);
+    const counters = wl.db.collection('counters');
+    t = await wl.start('views');
+    for (let k = 0; k < v; k++) {
+      await wl.attempt(() => counters.updateOne({ _id: 'views' }, { $inc: { n: 1 } }, { upsert: true }));
+    }
+    const seconds = wl.since(t);
+    const counter = await counters.findOne({ _id: 'views' });
+    wl.emit('views', v, seconds, { n: counter === null ? 0 : counter.n });
+  }
 
   t = await wl.start('remove_all');
   const before = await wl.count('userinfo');

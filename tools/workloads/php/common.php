@@ -102,8 +102,10 @@ final class Workload
     public WriteConcern $w1;
     public WriteConcern $j1;
     private ?string $marked = null;
-    /** MONGOTAPE_WORKLOAD_TALLY=1: ['ok' => N, 'failed' => M] of the operations run by attempt(). */
+    /** MONGOTAPE_WORKLOAD_TALLY=1: ['ok' => N, 'failed' => M, 'app_retried' => R] of the operations run by attempt(). */
     public ?array $tally = null;
+    /** MONGOTAPE_WORKLOAD_APP_RETRY: how many times attempt() runs a failed operation again. */
+    private int $appRetries = 0;
 
     public function __construct(public string $name)
     {
@@ -141,24 +143,34 @@ final class Workload
         $this->w1 = new WriteConcern(1);
         $this->j1 = new WriteConcern(1, 0, true);
         if (getenv('MONGOTAPE_WORKLOAD_TALLY') === '1') {
-            $this->tally = ['ok' => 0, 'failed' => 0];
+            $this->tally = ['ok' => 0, 'failed' => 0, 'app_retried' => 0];
+            $this->appRetries = (int) (getenv('MONGOTAPE_WORKLOAD_APP_RETRY') ?: 0);
         }
     }
 
-    /** $op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null); else just $op(). */
+    /**
+     * $op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null, after up to
+     * MONGOTAPE_WORKLOAD_APP_RETRY runs again: pymongo/common.py); else just $op().
+     */
     public function attempt(callable $op): mixed
     {
         if ($this->tally === null) {
             return $op();
         }
-        try {
-            $r = $op();
-        } catch (MongoDB\Driver\Exception\Exception $e) {
-            $this->tally['failed']++;
-            return null;
+        for ($run = 0; $run <= $this->appRetries; $run++) {
+            if ($run > 0) {
+                $this->tally['app_retried']++;
+            }
+            try {
+                $r = $op();
+            } catch (MongoDB\Driver\Exception\Exception $e) {
+                continue;
+            }
+            $this->tally['ok']++;
+            return $r;
         }
-        $this->tally['ok']++;
-        return $r;
+        $this->tally['failed']++;
+        return null;
     }
 
     private function usage(string $msg): never
@@ -249,10 +261,10 @@ final class Workload
         return $this->write($collection, $bulk, $wc);
     }
 
-    public function updateOne(string $collection, array $filter, array $update, ?WriteConcern $wc = null): WriteResult
+    public function updateOne(string $collection, array $filter, array $update, ?WriteConcern $wc = null, bool $upsert = false): WriteResult
     {
         $bulk = new BulkWrite();
-        $bulk->update($filter, $update, ['multi' => false]);
+        $bulk->update($filter, $update, ['multi' => false, 'upsert' => $upsert]);
         return $this->write($collection, $bulk, $wc);
     }
 

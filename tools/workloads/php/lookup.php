@@ -1,6 +1,6 @@
 <?php
 // lookup (seed 004): string _ids, random lookups by author (no index, then indexed), remove all.
-// Mirrors pymongo/lookup.py.
+// Mirrors pymongo/lookup.py (with its `views` step under MONGOTAPE_WORKLOAD_TALLY=1).
 declare(strict_types=1);
 require __DIR__ . '/common.php';
 
@@ -46,6 +46,17 @@ $name = $wl->createIndex('userinfo', ['author' => 1]);
 $wl->emit('create_index', 1, $wl->since($t), $name);
 
 lookups($wl, 'lookup_index', $n, $m);
+
+if ($wl->tally !== null) {
+    $v = $wl->scaled(1000, 10);
+    $t = $wl->start('views');
+    for ($k = 0; $k < $v; $k++) {
+        $wl->attempt(fn () => $wl->updateOne('counters', ['_id' => 'views'], ['$inc' => ['n' => 1]], null, true));
+    }
+    $seconds = $wl->since($t);
+    $counter = $wl->findOne('counters', ['_id' => 'views']);
+    $wl->emit('views', $v, $seconds, ['n' => $counter === null ? 0 : $counter->n]);
+}
 
 $t = $wl->start('remove_all');
 $before = $wl->count('userinfo');

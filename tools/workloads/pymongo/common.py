@@ -19,7 +19,10 @@ but for those N createIndexes.
 
 MONGOTAPE_WORKLOAD_TALLY=1 (opt-in, tools/compare-drivers --experiment faults): the operations a
 workload wraps in attempt() no longer stop it when they fail; it counts them, and close() prints
-one more line, {"tally": {"ok": N, "failed": M}}.
+one more line, {"tally": {"ok": N, "failed": M, "app_retried": R}}; `lookup` adds a step, `views`, of
+non-idempotent writes (lookup.py). MONGOTAPE_WORKLOAD_APP_RETRY=N (with the tally) makes the
+workload retry a failed operation itself, at once, up to N times, as an application does: R counts
+those runs again; an operation that succeeds on a retry is ok, one that fails every time is failed.
 """
 import argparse
 import json
@@ -102,19 +105,30 @@ class Workload:
         self.client = MongoClient(args.uri, event_listeners=listeners())
         self.db = self.client[args.db]
         self.marked = None
-        self.tally = {"ok": 0, "failed": 0} if os.environ.get("MONGOTAPE_WORKLOAD_TALLY") == "1" else None
+        self.tally = ({"ok": 0, "failed": 0, "app_retried": 0}
+                      if os.environ.get("MONGOTAPE_WORKLOAD_TALLY") == "1" else None)
+        self.app_retries = int(os.environ.get("MONGOTAPE_WORKLOAD_APP_RETRY") or 0)
 
     def attempt(self, op):
-        """op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure returns None); else just op()."""
+        """op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure returns None, after up to
+        MONGOTAPE_WORKLOAD_APP_RETRY runs again); else just op()."""
         if self.tally is None:
             return op()
-        try:
-            result = op()
-        except PyMongoError:
-            self.tally["failed"] += 1
-            return None
-        self.tally["ok"] += 1
-        return result
+        for run in range(1 + self.app_retries):
+            if run:
+                self.tally["app_retried"] += 1
+            try:
+                result = op()
+            except PyMongoError:
+                continue
+            self.tally["ok"] += 1
+            return result
+        self.tally["failed"] += 1
+        return None
+
+    @property
+    def tallying(self):
+        return self.tally is not None
 
     def scaled(self, base, minimum=1):
         return scaled(base, self.scale, minimum)

@@ -5,6 +5,10 @@ N = 10000 * scale posts, M = 2000 * scale lookups of author str(x)+"Mike" with x
 shared Park-Miller generator (seed 5000000); like the seed's randint(1, N), x = N is not there.
 Lookups run first without an index on author (M/10 of them: each is a collection scan), then with one.
 Mirrored in mongosh/lookup.js and php/lookup.php.
+
+Under MONGOTAPE_WORKLOAD_TALLY=1 (common.py) one more step, `views`, before remove_all: V = 1000 *
+scale upserts {$inc: {n: 1}} of one counter ({_id: "views"} in `counters`), writes that a resend
+applies twice; its result is the counter's value, V when each was applied once.
 """
 import datetime
 import os
@@ -53,6 +57,16 @@ def main():
     wl.emit("create_index", 1, wl.since(t), name)
 
     lookups(wl, "lookup_index", n, m)
+
+    if wl.tallying:
+        v = wl.scaled(1000, minimum=10)
+        counters = wl.db["counters"]
+        t = wl.start("views")
+        for _ in range(v):
+            wl.attempt(lambda: counters.update_one({"_id": "views"}, {"$inc": {"n": 1}}, upsert=True))
+        seconds = wl.since(t)
+        counter = counters.find_one({"_id": "views"})
+        wl.emit("views", v, seconds, {"n": counter["n"] if counter else 0})
 
     t = wl.start("remove_all")
     before = wl.count("userinfo")
