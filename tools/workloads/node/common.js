@@ -73,6 +73,10 @@ class Workload {
     this.marked = null;
     this.tally = process.env.MONGOTAPE_WORKLOAD_TALLY === '1' ? { ok: 0, failed: 0, app_retried: 0 } : null;
     this.appRetries = Number(process.env.MONGOTAPE_WORKLOAD_APP_RETRY || 0);
+    if (!Number.isInteger(this.appRetries) || this.appRetries < 0) {
+      throw new Error('MONGOTAPE_WORKLOAD_APP_RETRY must be a whole number >= 0, not ' +
+        JSON.stringify(process.env.MONGOTAPE_WORKLOAD_APP_RETRY));
+    }
   }
   // await op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure gives null, after up to
   // MONGOTAPE_WORKLOAD_APP_RETRY runs again: pymongo/common.py); else just await op().

@@ -144,7 +144,12 @@ final class Workload
         $this->j1 = new WriteConcern(1, 0, true);
         if (getenv('MONGOTAPE_WORKLOAD_TALLY') === '1') {
             $this->tally = ['ok' => 0, 'failed' => 0, 'app_retried' => 0];
-            $this->appRetries = (int) (getenv('MONGOTAPE_WORKLOAD_APP_RETRY') ?: 0);
+            $retries = getenv('MONGOTAPE_WORKLOAD_APP_RETRY') ?: '0';
+            if (!ctype_digit($retries)) {
+                fwrite(STDERR, "MONGOTAPE_WORKLOAD_APP_RETRY must be a whole number >= 0, not '$retries'\n");
+                exit(2);
+            }
+            $this->appRetries = (int) $retries;
         }
     }
 

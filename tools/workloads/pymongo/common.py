@@ -107,7 +107,10 @@ class Workload:
         self.marked = None
         self.tally = ({"ok": 0, "failed": 0, "app_retried": 0}
                       if os.environ.get("MONGOTAPE_WORKLOAD_TALLY") == "1" else None)
-        self.app_retries = int(os.environ.get("MONGOTAPE_WORKLOAD_APP_RETRY") or 0)
+        retries = os.environ.get("MONGOTAPE_WORKLOAD_APP_RETRY") or "0"
+        if not retries.isdigit():
+            sys.exit("MONGOTAPE_WORKLOAD_APP_RETRY must be a whole number >= 0, not %r" % retries)
+        self.app_retries = int(retries)
 
     def attempt(self, op):
         """op(), counted under MONGOTAPE_WORKLOAD_TALLY=1 (a failure returns None, after up to
