@@ -364,3 +364,63 @@ fn mirrored_writes_need_a_snapshot_or_the_opt_in() {
     let out = mongotape(&[&base[..], &["--assume-same-state"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
 }
+
+/// A client that reads each document right after writing it: with `--mirror all` the candidate
+/// applies the write before the read is sent to it, so every read matches at once (none needs
+/// the recheck to settle it).
+const READ_YOUR_WRITES: &str = r#"
+import sys
+from pymongo import MongoClient
+items = MongoClient(sys.argv[1]).shop.fresh
+for i in range(300):
+    items.insert_one({'_id': i, 'v': 'v%d' % i, 'c': 0})
+    assert items.find_one({'_id': i})['v'] == 'v%d' % i
+    items.update_one({'_id': i}, {'$inc': {'c': 1}, '$set': {'v': 'w%d' % i}})
+    assert items.find_one({'_id': i})['c'] == 1
+print('ok')
+"#;
+
+#[test]
+fn a_read_right_after_a_write_finds_it_on_the_candidate() {
+    let (prod, cand) = (Server::start(), Server::start());
+    let dir = tempdir();
+    let proxy = shadow(
+        &prod.uri(),
+        &cand.uri(),
+        dir.path(),
+        &["--assume-same-state", "--max-outstanding", "1000"],
+    );
+    assert_eq!(python(READ_YOUR_WRITES, &[&proxy.uri()]).trim(), "ok");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let totals = loop {
+        let r = report(dir.path());
+        if !r.is_null() {
+            let t = candidate(&r)["totals"].clone();
+            let fates = [
+                "matched",
+                "settled",
+                "discrepancies",
+                "unconfirmed",
+                "shed",
+                "gaps",
+            ];
+            if fates.iter().map(|f| u(&t[*f])).sum::<u64>() >= 600 {
+                break t;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reads were never all mirrored: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let exit = proxy.stop();
+    assert!(exit.status.success(), "{}", exit.stderr);
+    assert_eq!(u(&totals["mirrored"]), 600, "{totals}");
+    assert_eq!(u(&totals["shed"]) + u(&totals["gaps"]), 0, "{totals}");
+    // Each read found the write before it: matched at once, nothing for the recheck to settle.
+    assert_eq!(u(&totals["matched"]), 600, "{totals}");
+    assert_eq!(u(&totals["settled"]), 0, "{totals}");
+    assert_eq!(u(&totals["unconfirmed"]), 0, "{totals}");
+    assert_eq!(u(&totals["discrepancies"]), 0, "{totals}");
+}

@@ -50,6 +50,29 @@ enum Mirror {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum Priority {
+    /// SCHED_IDLE: the mirror takes only CPU time nothing else wants; on a host whose cores
+    /// are busy it falls behind and sheds (counted), the clients never give it a cycle, and the
+    /// candidate's latency includes the mirror's waits for a CPU (latency findings mislead).
+    Idle,
+    /// nice 10: a small share of a busy host's CPU, taken from the clients and the proxy.
+    Low,
+    /// The forwarding threads' priority: the most reads mirrored on a busy host, at the
+    /// clients' cost.
+    Normal,
+}
+
+impl From<Priority> for config::MirrorPriority {
+    fn from(p: Priority) -> Self {
+        match p {
+            Priority::Idle => config::MirrorPriority::Idle,
+            Priority::Low => config::MirrorPriority::Low,
+            Priority::Normal => config::MirrorPriority::Normal,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum SampleBy {
     /// A whole connection or none of it.
     Connection,
@@ -141,6 +164,11 @@ pub struct ShadowArgs {
     /// How long a read that differed waits before it is sent again to both sides.
     #[arg(long, default_value = "200ms", value_parser = parse_duration, value_name = "DURATION")]
     recheck_delay: Duration,
+    /// The mirror's place in the host's scheduler (its thread and the rolling report's): idle
+    /// never slows the clients but measures the candidate's latency badly on a busy host; low
+    /// and normal mirror more on a busy host at the clients' cost (docs/shadow.md, "Priority").
+    #[arg(long, value_enum, default_value = "low", value_name = "PRIORITY")]
+    mirror_priority: Priority,
 }
 
 /// record's options that the shadow cannot honour (sniffing): hidden from `shadow --help`,
@@ -194,6 +222,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         reply_timeout: args.candidate_timeout,
         filter: filter(&args)?,
         writes,
+        priority: args.mirror_priority.into(),
         ..ShadowConfig::default()
     };
     let targets = Targets::parse_blocking(&config).map_err(|e| match e.is_usage() {
@@ -206,6 +235,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         html: args.html.clone(),
     };
     let every = args.report_every;
+    let priority = config.priority;
     let periodic = outputs.clone();
     let held = shadow.clone();
     let status = record::run_with(*args.record, move |proxy| {
@@ -217,7 +247,10 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             // A thread of its own: the intervals' bootstrap never takes the forwarding's time.
             std::thread::Builder::new()
                 .name("mongotape-report".into())
-                .spawn(move || rewrite_report(held, periodic, every))
+                .spawn(move || {
+                    priority.apply();
+                    rewrite_report(held, periodic, every)
+                })
                 .context("starting the report's thread")?;
         }
         Ok(())

@@ -104,6 +104,12 @@ fn set(policy: NormalThreadSchedulePolicy) -> bool {
     set_on(thread_native_id(), policy)
 }
 
+/// The calling thread to `SCHED_IDLE` for good (work that may wait for CPU nothing else wants,
+/// as the shadow's mirror by default); false if the system refused.
+pub fn background_for_good() -> bool {
+    set(NormalThreadSchedulePolicy::Idle)
+}
+
 /// Whether a thread of this process may go to `SCHED_IDLE` and come back, tried on a thread of
 /// its own (one that cannot come back is then gone).
 pub fn may_come_back() -> bool {

@@ -42,6 +42,36 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Rechecks running at once; a difference found beyond it stays unconfirmed.
 pub const MAX_RECHECKS: usize = 4;
 
+/// `--mirror-priority`: where the mirror's thread (and the rolling report's) stands in the
+/// scheduler against the forwarding and everything else on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MirrorPriority {
+    /// `SCHED_IDLE`: only CPU time nothing else wants. The application never gives a cycle to
+    /// the mirror; on a host whose cores are busy the mirror falls behind and sheds (counted),
+    /// and the candidate's latency it measures includes its own waits for a CPU.
+    Idle,
+    /// nice 10: a small share of a busy host's CPU, taken from everything else on it.
+    #[default]
+    Low,
+    /// As the forwarding threads: the most reads mirrored on a busy host, at the clients' cost.
+    Normal,
+}
+
+impl MirrorPriority {
+    /// Sets the calling thread's priority; a system that refuses `SCHED_IDLE` gets nice 10.
+    pub fn apply(self) {
+        match self {
+            MirrorPriority::Idle => {
+                if !crate::proxy::gear::background_for_good() {
+                    crate::proxy::snapshot::beside_clients();
+                }
+            }
+            MirrorPriority::Low => crate::proxy::snapshot::beside_clients(),
+            MirrorPriority::Normal => {}
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ShadowConfig {
     /// `--candidate`: each a connection string with its own credentials.
@@ -70,6 +100,8 @@ pub struct ShadowConfig {
     pub filter: Filter,
     /// `--mirror all`: writes mirrored too, and how.
     pub writes: Option<WritesConfig>,
+    /// `--mirror-priority`: the mirror thread's place in the scheduler.
+    pub priority: MirrorPriority,
 }
 
 /// `--mirror all`'s settings.
@@ -107,6 +139,7 @@ impl Default for ShadowConfig {
             reply_timeout: Duration::from_secs(5),
             filter: Filter::default(),
             writes: None,
+            priority: MirrorPriority::default(),
         }
     }
 }

@@ -11,7 +11,7 @@ use super::plans;
 use super::recheck::{self, SameDb, Side};
 use super::shared::{Pair, Shared};
 use super::stats::{Answered, Event, ExplainedFor};
-use super::writes::{WriteItem, Writes};
+use super::writes::{ReadTicket, WriteItem, Writes};
 use crate::replay::client::Conn;
 use crate::replay::measure::outcome;
 use crate::replay::request::rewrite::rewrite;
@@ -33,6 +33,13 @@ enum Down {
     Failed(String),
 }
 
+/// A read on its lane; with writes mirrored, its ticket holds back the writes production
+/// acknowledged after answering it until the read is done (the ticket dropped).
+struct Queued {
+    pair: Arc<Pair>,
+    _ticket: Option<ReadTicket>,
+}
+
 /// When a candidate may be tried again.
 #[derive(Default)]
 struct Health {
@@ -45,7 +52,7 @@ pub struct Candidate {
     pub side: Arc<Side>,
     pub role: &'static str,
     shared: Arc<Shared>,
-    lanes: Mutex<HashMap<u64, mpsc::Sender<Arc<Pair>>>>,
+    lanes: Mutex<HashMap<u64, mpsc::Sender<Queued>>>,
     queued: Arc<AtomicUsize>,
     cursors: Mutex<HashMap<i64, i64>>,
     health: Mutex<Health>,
@@ -97,7 +104,15 @@ impl Candidate {
             tx
         });
         self.queued.fetch_add(size, Ordering::Relaxed);
-        if lane.try_send(pair.clone()).is_err() {
+        // With writes mirrored, the writes after this read wait until it was answered.
+        let read = Queued {
+            pair: pair.clone(),
+            _ticket: self
+                .writes
+                .as_ref()
+                .map(|w| w.read_ticket(pair.after_writes)),
+        };
+        if lane.try_send(read).is_err() {
             self.queued.fetch_sub(size, Ordering::Relaxed);
             self.side.stats.count(&pair.key, Event::Shed);
         }
@@ -111,6 +126,7 @@ impl Candidate {
                 op_time,
                 seen: Instant::now(),
                 txn: Vec::new(),
+                seq: 0,
             });
         }
     }
@@ -123,9 +139,9 @@ impl Candidate {
             .remove(&conn_id);
     }
 
-    async fn lane(self: Arc<Self>, mut rx: mpsc::Receiver<Arc<Pair>>) {
+    async fn lane(self: Arc<Self>, mut rx: mpsc::Receiver<Queued>) {
         let mut conn = None;
-        while let Some(pair) = rx.recv().await {
+        while let Some(Queued { pair, _ticket }) = rx.recv().await {
             self.queued.fetch_sub(pair.size(), Ordering::Relaxed);
             match self.mirror(&mut conn, &pair).await {
                 Ok(()) => {}
@@ -177,6 +193,15 @@ impl Candidate {
     /// is no longer usable (closed, timed out, or garbage on it).
     async fn mirror(&self, conn: &mut Option<Conn>, pair: &Arc<Pair>) -> Result<(), Down> {
         let stats = &self.side.stats;
+        if let Some(writes) = self.writes.as_ref().filter(|_| pair.after_writes > 0) {
+            // The target first applies what production had acknowledged when it answered, and
+            // the writes after wait for this read (its ticket): the read sees what production's
+            // saw. Past the wait it goes anyway, and a difference is rechecked.
+            let limit = self.shared.config.reply_timeout;
+            if !writes.wait_applied(pair.after_writes, limit).await {
+                tracing::debug!(candidate = %self.side.label, "a read went before the writes it follows");
+            }
+        }
         let lsid = pair.req.lsid.as_ref().map(|l| self.sessions.live(0, 0, l));
         let Ok(mut request) = rewrite(&pair.req, &SameDb, lsid.as_ref()) else {
             return Ok(());

@@ -35,7 +35,7 @@ pub mod stats;
 pub mod txn;
 pub mod writes;
 
-pub use config::{ShadowConfig, ShadowError};
+pub use config::{MirrorPriority, ShadowConfig, ShadowError};
 use discrepancies::DiscrepancyLog;
 use lane::Candidate;
 use recheck::Side;
@@ -106,10 +106,11 @@ pub struct Shadow {
 impl Shadow {
     /// Starts the mirror, on a thread of its own, for `targets`, read from `config` before.
     pub fn start(config: ShadowConfig, targets: Targets) -> Result<Shadow, ShadowError> {
+        let priority = config.priority;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mongotape-mirror")
-            .on_thread_start(crate::proxy::snapshot::beside_clients)
+            .on_thread_start(move || priority.apply())
             .enable_all()
             .build()
             .map_err(|e| ShadowError::Option(format!("cannot start the mirror's thread: {e}")))?;

@@ -105,6 +105,9 @@ pub struct Dispatcher {
     /// a write (or its acknowledgement), so the targets go on with reads only.
     intake_dropped: Arc<AtomicU64>,
     seen_dropped: u64,
+    /// Writes offered to the targets so far (`--mirror all`): a read answered after them is
+    /// sent to a target once it applied them ([`Pair::after_writes`]).
+    writes_offered: u64,
 }
 
 impl Dispatcher {
@@ -126,6 +129,7 @@ impl Dispatcher {
             writes,
             intake_dropped,
             seen_dropped: 0,
+            writes_offered: 0,
         }
     }
 
@@ -229,7 +233,9 @@ impl Dispatcher {
                 production_ns: 0,
                 answered_ns: record.ts_ns,
                 opens_cursor: None,
+                after_writes: 0,
             });
+            self.writes_offered += 1;
             for c in &self.candidates {
                 c.offer_write(&pair, None);
             }
@@ -325,7 +331,9 @@ impl Dispatcher {
                     production: record.payload,
                     production_ns: record.ts_ns.saturating_sub(ts_ns),
                     opens_cursor: None,
+                    after_writes: 0,
                 });
+                self.writes_offered += 1;
                 for c in &self.candidates {
                     c.offer_write(&pair, op_time);
                 }
@@ -352,6 +360,9 @@ impl Dispatcher {
             production: record.payload,
             production_ns: record.ts_ns.saturating_sub(ts_ns),
             opens_cursor,
+            // Replies of one connection reach the mirror in order: a write this connection saw
+            // acknowledged before the read was offered before it.
+            after_writes: self.writes_offered,
         });
         for c in &self.candidates {
             c.offer(&pair);

@@ -81,6 +81,10 @@ pub struct Pair {
     pub unordered: bool,
     /// The cursor production's reply opened, if any (the candidate's own is mapped to it).
     pub opens_cursor: Option<i64>,
+    /// With `--mirror all`: the writes offered to the targets before production answered this
+    /// read (every write its connection saw acknowledged among them); a target applies them
+    /// before the read is sent to it.
+    pub after_writes: u64,
 }
 
 impl Pair {

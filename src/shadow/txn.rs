@@ -147,6 +147,7 @@ mod tests {
             production: bytes::Bytes::from_static(b"reply"),
             production_ns: 1,
             answered_ns: 1,
+            after_writes: 0,
             unordered: false,
             opens_cursor: None,
         })

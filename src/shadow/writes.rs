@@ -32,6 +32,8 @@ pub struct WriteItem {
     pub seen: Instant,
     /// For a `commitTransaction`: its transaction's statements, applied before it.
     pub txn: Vec<Arc<Pair>>,
+    /// Its place among the writes offered to the target (from 1; set by [`Writes::offer`]).
+    pub seq: u64,
 }
 
 impl WriteItem {
@@ -53,6 +55,8 @@ struct Queue {
     open: OpenTransactions,
     /// A write taken from the queue is being applied.
     busy: bool,
+    /// The place ([`WriteItem::seq`]) of the write being applied.
+    busy_seq: u64,
 }
 
 /// One target's writes.
@@ -62,9 +66,52 @@ pub struct Writes {
     bound: usize,
     queue: Mutex<Queue>,
     wake: Notify,
+    /// Writes offered so far (each [`Writes::offer`], kept or not).
+    offers: std::sync::atomic::AtomicU64,
+    /// Told whenever a write was applied (or the queue emptied): reads waiting for it go on.
+    applied: Notify,
+    /// Reads on the lanes, by the writes offered before each ([`ReadTicket`]); a write waits
+    /// for those offered before it.
+    reads: Arc<Reads>,
     sessions: Sessions,
     /// When the restore into the target was done (ns since the Unix epoch; 0 before).
     ready_ns: std::sync::atomic::AtomicU64,
+}
+
+/// The reads waiting on or sent by a target's lanes, counted by the writes offered before each.
+#[derive(Default)]
+pub struct Reads {
+    waiting: Mutex<std::collections::BTreeMap<u64, usize>>,
+    done: Notify,
+}
+
+impl Reads {
+    /// Whether no read offered before the `n`-th write is still on a lane.
+    fn clear_before(&self, n: u64) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.keys().next().is_none_or(|&first| first >= n)
+    }
+}
+
+/// A read on a lane (`--mirror all`): until it is dropped (the read answered, shed or failed),
+/// the writes production acknowledged after answering it wait.
+pub struct ReadTicket {
+    reads: Arc<Reads>,
+    after: u64,
+}
+
+impl Drop for ReadTicket {
+    fn drop(&mut self) {
+        let mut waiting = self.reads.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if let std::collections::btree_map::Entry::Occupied(mut e) = waiting.entry(self.after) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+        drop(waiting);
+        self.reads.done.notify_waiters();
+    }
 }
 
 /// Why a write was not applied.
@@ -92,6 +139,9 @@ impl Writes {
             bound: bound.max(1),
             queue: Mutex::default(),
             wake: Notify::new(),
+            offers: Default::default(),
+            applied: Notify::new(),
+            reads: Arc::default(),
             sessions: Sessions::default(),
             ready_ns: Default::default(),
         }
@@ -142,6 +192,7 @@ impl Writes {
     /// Queues a write production acknowledged; never waits. Past the bound the target goes on
     /// with reads only.
     pub fn offer(&self, mut item: WriteItem) {
+        item.seq = self.offers.fetch_add(1, Relaxed) + 1;
         let counters = &self.side.stats.writes;
         if self.state() == WriteState::ReadsOnly {
             counters.dropped.fetch_add(1, Relaxed);
@@ -194,6 +245,7 @@ impl Writes {
         counters.dropped.fetch_add(n, Relaxed);
         counters.queued.store(0, Relaxed);
         self.wake.notify_one();
+        self.applied.notify_waiters();
     }
 
     /// The restore into the target ended: its writes are applied from now, or it goes on with
@@ -212,6 +264,60 @@ impl Writes {
         }
     }
 
+    /// A read answered by production after the first `after` writes offered: the writes after
+    /// it wait until the ticket is dropped.
+    pub fn read_ticket(&self, after: u64) -> ReadTicket {
+        let mut waiting = self.reads.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        *waiting.entry(after).or_default() += 1;
+        ReadTicket {
+            reads: self.reads.clone(),
+            after,
+        }
+    }
+
+    /// Waits, at most `limit`, until no read production answered before the `seq`-th write is
+    /// still on a lane (so that a write never changes what an earlier read compares).
+    async fn wait_reads_before(&self, seq: u64, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.reads.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.reads.clear_before(seq) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.reads.clear_before(seq);
+            }
+        }
+    }
+
+    /// Whether the first `n` writes offered are behind the target (applied, or not to be: held
+    /// in an open transaction, in the snapshot, dropped), or it is not mirroring writes at all.
+    fn caught_up(&self, n: u64) -> bool {
+        let queue = self.queue();
+        let behind =
+            (!queue.busy || queue.busy_seq > n) && queue.items.front().is_none_or(|i| i.seq > n);
+        behind || self.state() != WriteState::Mirroring
+    }
+
+    /// Waits, at most `limit`, until the target applied the first `n` writes offered (so that a
+    /// read answered after them finds them, as production's did); false when it did not.
+    pub async fn wait_applied(&self, n: u64, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.applied.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.caught_up(n) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.caught_up(n);
+            }
+        }
+    }
+
     /// Whether writes wait to be applied (or one is being applied) while mirroring.
     pub fn pending(&self) -> bool {
         let queue = self.queue();
@@ -226,6 +332,7 @@ impl Writes {
                 if let Some(item) = queue.items.pop_front() {
                     queue.bytes -= item.size();
                     queue.busy = true;
+                    queue.busy_seq = item.seq;
                     let n = queue.items.len() as u64;
                     drop(queue);
                     self.side.stats.writes.queued.store(n, Relaxed);
@@ -242,6 +349,10 @@ impl Writes {
         let mut backoff = MIN_BACKOFF;
         loop {
             let item = self.next().await;
+            let limit = self.shared.config.reply_timeout;
+            if !self.wait_reads_before(item.seq, limit).await {
+                tracing::debug!(target_server = %self.side.label, "a write went before reads it follows");
+            }
             if self.in_snapshot(&item) {
                 let n = item.statements();
                 self.side.stats.writes.in_snapshot.fetch_add(n, Relaxed);
@@ -267,6 +378,7 @@ impl Writes {
                 }
             }
             self.queue().busy = false;
+            self.applied.notify_waiters();
         }
     }
 
