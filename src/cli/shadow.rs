@@ -205,26 +205,7 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     // The shadow takes the snapshot itself: record must not.
     let patterns = std::mem::take(&mut args.record.snapshot);
-    let writes = writes_config(&args, &patterns)?;
-    let config = ShadowConfig {
-        candidates: args.candidate.clone(),
-        control: args.control.clone(),
-        production: args
-            .production
-            .clone()
-            .unwrap_or_else(|| args.record.upstream.clone()),
-        queue_bytes: args.queue_mb.saturating_mul(1024 * 1024),
-        max_outstanding: args.max_outstanding,
-        recheck_delay: args.recheck_delay,
-        ignore_fields: args.ignore_field.clone(),
-        discrepancies: args.discrepancies.clone(),
-        redaction: args.record.redact.redaction(),
-        reply_timeout: args.candidate_timeout,
-        filter: filter(&args)?,
-        writes,
-        priority: args.mirror_priority.into(),
-        ..ShadowConfig::default()
-    };
+    let config = shadow_config(&args, &patterns)?;
     let targets = Targets::parse_blocking(&config).map_err(|e| match e.is_usage() {
         true => super::exit::usage(e.to_string()),
         false => e.into(),
@@ -256,23 +237,53 @@ pub fn run(mut args: ShadowArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         Ok(())
     })?;
     if let Some(shadow) = shadow.get() {
-        if !shadow.drain_writes(WRITES_AT_STOP) {
-            tracing::warn!(
-                "writes still waiting after {}s: the targets' state may lag production's",
-                WRITES_AT_STOP.as_secs()
-            );
-        }
-        shadow.stop();
-        let report = shadow.report(true);
-        {
-            let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
-            outputs.write(&report)?;
-        }
-        if !quiet {
-            note!("{}", report::text(&report).trim_end());
-        }
+        finish(shadow, &outputs, quiet)?;
     }
     Ok(status)
+}
+
+/// The shadow's settings from its command line.
+fn shadow_config(args: &ShadowArgs, patterns: &[String]) -> anyhow::Result<ShadowConfig> {
+    let writes = writes_config(args, patterns)?;
+    Ok(ShadowConfig {
+        candidates: args.candidate.clone(),
+        control: args.control.clone(),
+        production: args
+            .production
+            .clone()
+            .unwrap_or_else(|| args.record.upstream.clone()),
+        queue_bytes: args.queue_mb.saturating_mul(1024 * 1024),
+        max_outstanding: args.max_outstanding,
+        recheck_delay: args.recheck_delay,
+        ignore_fields: args.ignore_field.clone(),
+        discrepancies: args.discrepancies.clone(),
+        redaction: args.record.redact.redaction(),
+        reply_timeout: args.candidate_timeout,
+        filter: filter(args)?,
+        writes,
+        priority: args.mirror_priority.into(),
+        ..ShadowConfig::default()
+    })
+}
+
+/// At stop: the writes drained, the final report written and printed.
+fn finish(shadow: &Shadow, outputs: &Outputs, quiet: bool) -> anyhow::Result<()> {
+    if !shadow.drain_writes(WRITES_AT_STOP) {
+        tracing::warn!(
+            "writes still waiting after {}s: the targets' state may lag production's",
+            WRITES_AT_STOP.as_secs()
+        );
+    }
+    shadow.stop();
+    let report = shadow.report(true);
+    {
+        let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+        outputs.write(&report)?;
+    }
+    if !quiet {
+        note!("{}", report::text(&report).trim_end());
+    }
+    Ok(())
 }
 
 /// `--mirror all`'s settings; writes without a way to start from production's state, or a
