@@ -67,6 +67,9 @@ fn a_candidate_without_an_index_is_a_latency_shift_explained_with_its_plan_chang
         .args(["shadow", "--listen", "127.0.0.1:0", "-u", &prod.uri()])
         .args(["--candidate", &cand.uri(), "--report-every", "1"])
         .args(["--max-outstanding", "100000"])
+        // The clients keep both cores busy: at the default (SCHED_IDLE) the mirror would get
+        // almost none of them before the deadline.
+        .args(["--mirror-priority", "low"])
         .arg("--report")
         .arg(&json);
     let proxy = Proxy::spawn(command, &dir.path().join("unused.mtape"));

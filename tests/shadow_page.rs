@@ -36,9 +36,10 @@ fn shadow_run(dir: &Path) -> Value {
     command
         .args(["shadow", "--listen", "127.0.0.1:0", "-u", &prod.uri()])
         .args(["--candidate", &cand.uri(), "--report-every", "1"])
-        // Every read mirrored even when the mirror's threads (nice 10) get little CPU on a busy
-        // machine: the page's rows are asserted below, not the shedding.
+        // Every read mirrored even when the mirror's threads get little CPU on a busy machine:
+        // the page's rows are asserted below, not the shedding.
         .args(["--max-outstanding", "1000"])
+        .args(["--mirror-priority", "low"])
         .arg("--report")
         .arg(&json)
         .arg("--html")

@@ -165,9 +165,11 @@ pub struct ShadowArgs {
     #[arg(long, default_value = "200ms", value_parser = parse_duration, value_name = "DURATION")]
     recheck_delay: Duration,
     /// The mirror's place in the host's scheduler (its thread and the rolling report's): idle
-    /// never slows the clients but measures the candidate's latency badly on a busy host; low
-    /// and normal mirror more on a busy host at the clients' cost (docs/shadow.md, "Priority").
-    #[arg(long, value_enum, default_value = "low", value_name = "PRIORITY")]
+    /// (the default) never slows the clients and mirrors with the CPU they leave (a reply is
+    /// timed by the kernel's arrival stamp, so the mirror's own waits are not the candidate's);
+    /// low and normal mirror more on a busy host at the clients' cost (docs/shadow.md,
+    /// "Priority").
+    #[arg(long, value_enum, default_value = "idle", value_name = "PRIORITY")]
     mirror_priority: Priority,
 }
 

@@ -46,12 +46,13 @@ pub const MAX_RECHECKS: usize = 4;
 /// scheduler against the forwarding and everything else on the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MirrorPriority {
-    /// `SCHED_IDLE`: only CPU time nothing else wants. The application never gives a cycle to
-    /// the mirror; on a host whose cores are busy the mirror falls behind and sheds (counted),
-    /// and the candidate's latency it measures includes its own waits for a CPU.
+    /// `SCHED_IDLE` (the default): only CPU time nothing else wants. The application never
+    /// gives a cycle to the mirror; on a host whose cores are busy the mirror falls behind and
+    /// sheds (counted). Its replies are timed by their arrival (the kernel's stamp), so its
+    /// waits for a CPU are not the candidate's.
+    #[default]
     Idle,
     /// nice 10: a small share of a busy host's CPU, taken from everything else on it.
-    #[default]
     Low,
     /// As the forwarding threads: the most reads mirrored on a busy host, at the clients' cost.
     Normal,

@@ -25,6 +25,11 @@ use tokio::sync::mpsc;
 /// Cursors mapped per candidate; past it the map starts again (their getMores become orphans).
 const MAX_CURSORS: usize = 100_000;
 
+/// How long the mirror may take to send a request before the read is left out of the latency
+/// figures: this, or a tenth of production's time for it if longer. A mirror kept off the CPU
+/// in the middle of a send (it runs at the lowest priority) would time its own wait.
+const LATE: Duration = Duration::from_micros(50);
+
 /// Why a read was not mirrored on a lane.
 enum Down {
     /// The candidate failed before and waits out its backoff.
@@ -170,11 +175,13 @@ impl Candidate {
             let host = target.seeds.first().ok_or(Down::Failed("no host".into()))?;
             let timeout = self.shared.config.reply_timeout;
             let opened = tokio::time::timeout(timeout, Conn::connect(target, host, timeout)).await;
-            let opened = match opened {
+            let mut opened = match opened {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => return Err(Down::Failed(format!("connecting: {e}"))),
                 Err(_) => return Err(Down::Failed("connecting: timed out".into())),
             };
+            // Reads say how late the mirror was to read each reply (plain TCP).
+            opened.stamp_replies();
             self.side.stats.connections.fetch_add(1, Ordering::Relaxed);
             *self.health.lock().unwrap_or_else(|e| e.into_inner()) = Health::default();
             *conn = Some(opened);
@@ -218,8 +225,9 @@ impl Candidate {
         let started = Instant::now();
         let failed = |e: crate::replay::client::ConnError| Down::Failed(e.to_string());
         let id = c.send(&mut request.bytes).await.map_err(failed)?;
+        let sending = started.elapsed();
         let reply = c.recv(id).await.map_err(failed)?;
-        let candidate_ns = started.elapsed().as_nanos() as u64;
+        let (candidate_ns, timed) = timing(c, started, sending, pair.production_ns);
         let live =
             outcome::scan(&reply).map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
@@ -236,6 +244,7 @@ impl Candidate {
                 production_error: (!recorded.ok).then_some(recorded.code.unwrap_or(0)),
                 candidate_error: (!live.ok).then_some(live.code.unwrap_or(0)),
                 matched: verdict == Verdict::Same,
+                timed,
             },
         );
         if shifted && !pair.is_get_more() {
@@ -282,4 +291,24 @@ impl Candidate {
             }
         }
     }
+}
+
+/// The candidate's time for a request sent at `started` (its send took `sending`), and whether
+/// it is the target's own. Stamped reads end it when the reply's last bytes arrived (the
+/// kernel's stamp), not when the mirror got round to reading them: its waits for the CPU are
+/// never the target's. A send the mirror was late with is not timed (see [`LATE`]); unstamped
+/// reads (TLS) end when the mirror read them.
+fn timing(c: &Conn, started: Instant, sending: Duration, production_ns: u64) -> (u64, bool) {
+    let bound = LATE.max(Duration::from_nanos(production_ns / 10));
+    let done = match c.last_read().filter(|r| r.at.into_std() >= started) {
+        Some(r) => {
+            let read = r.at.into_std();
+            read.checked_sub(r.late.unwrap_or_default())
+                .unwrap_or(read)
+                .max(started)
+        }
+        None => Instant::now(),
+    };
+    let ns = done.saturating_duration_since(started).as_nanos() as u64;
+    (ns, sending <= bound)
 }

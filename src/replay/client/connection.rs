@@ -2,6 +2,7 @@
 //! commands of its own (handshake, auth, serverStatus). Nothing here re-encodes a replayed request.
 //! Opening one (`hello`, SCRAM) is [`super::handshake`].
 
+use super::stamped::{self, ReadStamp};
 use super::stream::Stream;
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
@@ -100,6 +101,9 @@ pub struct Conn {
     pub stray_replies: u64,
     /// The request the last stray reply answered, while waiting for the current one.
     stray_to: Option<i32>,
+    /// Reads say when their bytes arrived ([`Conn::stamp_replies`]).
+    stamped: bool,
+    last_read: Option<ReadStamp>,
 }
 
 impl Conn {
@@ -117,12 +121,29 @@ impl Conn {
             compressor: None,
             stray_replies: 0,
             stray_to: None,
+            stamped: false,
+            last_read: None,
         }
     }
 
     /// Sets the compressor the target agreed to in the handshake.
     pub(super) fn agree_compressor(&mut self, compressor: Compressor) {
         self.compressor = Some(compressor);
+    }
+
+    /// From now on, each read notes how late it was to read what had arrived (the kernel's
+    /// receive timestamp): [`Conn::last_read`]. Plain TCP only; false when it cannot.
+    pub fn stamp_replies(&mut self) -> bool {
+        self.stamped = match &self.stream {
+            Stream::Plain(tcp) => stamped::enable(tcp).is_ok(),
+            Stream::Tls(_) => false,
+        };
+        self.stamped
+    }
+
+    /// The read that completed the last reply, when reads are stamped.
+    pub fn last_read(&self) -> Option<ReadStamp> {
+        self.last_read
     }
 
     pub fn addr(&self) -> &str {
@@ -216,11 +237,19 @@ impl Conn {
                 self.stray(&frame, request_id, header.response_to)?;
                 continue;
             }
-            let n = self
-                .stream
-                .read_buf(self.splitter.read_buf())
-                .await
-                .map_err(self.io("reading a reply"))?;
+            let n = match (&self.stream, self.stamped) {
+                (Stream::Plain(tcp), true) => {
+                    let read = stamped::read(tcp, self.splitter.read_buf()).await;
+                    let (n, stamp) = read.map_err(self.io("reading a reply"))?;
+                    self.last_read = Some(stamp);
+                    n
+                }
+                _ => self
+                    .stream
+                    .read_buf(self.splitter.read_buf())
+                    .await
+                    .map_err(self.io("reading a reply"))?,
+            };
             if n == 0 {
                 return Err(ConnError::Closed {
                     addr: self.addr.clone(),

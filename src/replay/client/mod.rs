@@ -11,6 +11,7 @@ pub mod auth;
 pub mod connection;
 pub mod handshake;
 pub mod scram;
+pub mod stamped;
 pub mod stream;
 pub mod target;
 pub mod topology;
