@@ -9,7 +9,10 @@
 //! When its queue backs up past [`HIGH_MARK`] (1 MiB, or a quarter of a smaller bound) a sender
 //! brings it back to normal priority, until it is under an eighth of that: on a busy host the
 //! capture is a little late, never lost for want of CPU, and at stop the rest is written at
-//! normal priority. Going
+//! normal priority. A recorder kept off the CPU for [`STARVED`] with records waiting (cores
+//! busy for long, with less than the high mark queued) is brought back too, until its next
+//! flush: what was recorded reaches the file within about a second and a half, so that a
+//! killed proxy leaves it readable. Going
 //! back needs the right to raise a thread's priority (root, `CAP_SYS_NICE`, or an `RLIMIT_NICE`
 //! of 20), which is tried once on a thread of its own at start; without it the recorder stays
 //! at normal priority all along.
@@ -18,7 +21,7 @@ use crate::capture::Record;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use thread_priority::unix::{
     set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy, ThreadId,
     ThreadSchedulePolicy,
@@ -75,6 +78,10 @@ impl Wake {
 /// between two of its polls (tens of KiB at 100,000 messages a second).
 pub const HIGH_MARK: usize = 1 << 20;
 
+/// How long the recorder may go without a pass of its loop (it makes one at least every
+/// 100 ms, idle or not) before a sender brings it back from the background.
+pub const STARVED: Duration = Duration::from_millis(500);
+
 /// The recorder's scheduling, shared by the recorder thread (which goes to the background when
 /// its queue is short) and the senders (which bring it back when the queue backs up: a starved
 /// thread could not notice by itself).
@@ -88,8 +95,13 @@ pub struct Gear {
     /// Queued bytes past which it comes back to normal priority, and under which it goes back.
     high: usize,
     low: usize,
-    /// Times it came back to normal priority because its queue backed up.
+    /// Times it came back to normal priority because its queue backed up or it was starved.
     raised: AtomicU64,
+    /// The recorder's last pass of its loop ([`Gear::beat`]), in ns since `origin`.
+    origin: Instant,
+    beat: AtomicU64,
+    /// Brought back because it was starved: it stays at normal priority until it flushed.
+    held: AtomicBool,
 }
 
 fn set_on(thread: ThreadId, policy: NormalThreadSchedulePolicy) -> bool {
@@ -131,12 +143,35 @@ impl Gear {
             high: (max_queued_bytes / 4).min(HIGH_MARK),
             low: (max_queued_bytes / 4).min(HIGH_MARK) / 8,
             raised: AtomicU64::new(0),
+            origin: Instant::now(),
+            beat: AtomicU64::new(0),
+            held: AtomicBool::new(false),
         }
+    }
+
+    /// On the recorder thread, at each pass of its loop.
+    #[inline]
+    pub fn beat(&self) {
+        let now = self.origin.elapsed().as_nanos() as u64;
+        self.beat.store(now, Ordering::Relaxed);
+    }
+
+    /// The recorder has not made a pass of its loop for [`STARVED`].
+    fn starved(&self) -> bool {
+        let now = self.origin.elapsed().as_nanos() as u64;
+        now.saturating_sub(self.beat.load(Ordering::Relaxed)) > STARVED.as_nanos() as u64
+    }
+
+    /// On the recorder thread after a flush (or a flush interval with nothing to flush): a
+    /// recorder brought back for starving may go to the background again.
+    pub fn flushed(&self) {
+        self.held.store(false, Ordering::Relaxed);
     }
 
     /// On the recorder thread, first: to the background when it may come back.
     pub fn start_here(&self) {
         let _ = self.thread.set(thread_native_id());
+        self.beat();
         if self.enabled && set(NormalThreadSchedulePolicy::Idle) {
             self.background.store(true, Ordering::Release);
         }
@@ -150,11 +185,22 @@ impl Gear {
         self.raised.load(Ordering::Relaxed)
     }
 
-    /// On a sender, with the bytes queued: past the high mark a recorder in the background comes
-    /// back to normal priority (one system call, by the first sender to see it).
+    /// On a sender, with the bytes queued: past the high mark, or starved for [`STARVED`], a
+    /// recorder in the background comes back to normal priority (one system call, by the first
+    /// sender to see it).
     #[inline]
     pub fn queued(&self, queued: usize) {
-        if queued > self.high && self.background.load(Ordering::Relaxed) && self.to_foreground() {
+        if !self.background.load(Ordering::Relaxed) {
+            return;
+        }
+        let behind = queued > self.high;
+        if !behind && !self.starved() {
+            return;
+        }
+        if !behind {
+            self.held.store(true, Ordering::Relaxed);
+        }
+        if self.to_foreground() {
             self.raised.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -177,6 +223,7 @@ impl Gear {
     pub fn written(&self, queued: usize) {
         if self.enabled
             && queued < self.low
+            && !self.held.load(Ordering::Relaxed)
             && !self.background.load(Ordering::Relaxed)
             && set(NormalThreadSchedulePolicy::Idle)
         {
@@ -235,5 +282,42 @@ mod tests {
         );
         recorder.join().unwrap();
         assert!(gear.in_background());
+    }
+
+    /// A recorder kept off the CPU for [`STARVED`] is brought back by the next sender even with
+    /// a short queue, and stays at normal priority until it flushed.
+    #[test]
+    fn a_starved_recorder_comes_back_until_it_flushed() {
+        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
+        if !gear.enabled {
+            return; // no right to raise a priority here: never in the background
+        }
+        let on_recorder = gear.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let recorder = std::thread::spawn(move || {
+            on_recorder.start_here();
+            tx.send(policy()).unwrap();
+            wait.recv().unwrap();
+            on_recorder.written(0); // held: not back to the background before a flush
+            tx.send(policy()).unwrap();
+            on_recorder.flushed();
+            on_recorder.written(0);
+            tx.send(policy()).unwrap();
+        });
+        assert_eq!(rx.recv().unwrap(), 5, "SCHED_IDLE at start");
+        gear.queued(10);
+        assert!(gear.in_background(), "a recorder that keeps up stays there");
+        std::thread::sleep(STARVED + Duration::from_millis(100));
+        gear.queued(10);
+        assert_eq!((gear.in_background(), gear.raised()), (false, 1));
+        go.send(()).unwrap();
+        assert_eq!(
+            rx.recv().unwrap(),
+            0,
+            "held at normal priority until a flush"
+        );
+        assert_eq!(rx.recv().unwrap(), 5, "flushed: back to the background");
+        recorder.join().unwrap();
     }
 }

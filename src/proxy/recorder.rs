@@ -236,6 +236,7 @@ fn write_loop(
     let mut empty_polls = 0u32;
     let mut woken = None;
     'run: loop {
+        gear.beat();
         // Poll rather than block while traffic flows: a sender then never has to wake this
         // thread, so submitting a record costs the connection task no system call.
         for _ in 0..BATCH {
@@ -283,6 +284,7 @@ fn write_loop(
                 }
                 dirty = false;
             }
+            gear.flushed();
             last_flush = Instant::now();
         }
         st.publish(&file_bytes);
