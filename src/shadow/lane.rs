@@ -25,11 +25,6 @@ use tokio::sync::mpsc;
 /// Cursors mapped per candidate; past it the map starts again (their getMores become orphans).
 const MAX_CURSORS: usize = 100_000;
 
-/// How long the mirror may take to send a request before the read is left out of the latency
-/// figures: this, or a tenth of production's time for it if longer. A mirror kept off the CPU
-/// in the middle of a send (it runs at the lowest priority) would time its own wait.
-const LATE: Duration = Duration::from_micros(50);
-
 /// Why a read was not mirrored on a lane.
 enum Down {
     /// The candidate failed before and waits out its backoff.
@@ -225,9 +220,8 @@ impl Candidate {
         let started = Instant::now();
         let failed = |e: crate::replay::client::ConnError| Down::Failed(e.to_string());
         let id = c.send(&mut request.bytes).await.map_err(failed)?;
-        let sending = started.elapsed();
         let reply = c.recv(id).await.map_err(failed)?;
-        let (candidate_ns, timed) = timing(c, started, sending, pair.production_ns);
+        let candidate_ns = timing(c, started);
         let live =
             outcome::scan(&reply).map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
@@ -244,7 +238,6 @@ impl Candidate {
                 production_error: (!recorded.ok).then_some(recorded.code.unwrap_or(0)),
                 candidate_error: (!live.ok).then_some(live.code.unwrap_or(0)),
                 matched: verdict == Verdict::Same,
-                timed,
             },
         );
         if shifted && !pair.is_get_more() {
@@ -293,13 +286,11 @@ impl Candidate {
     }
 }
 
-/// The candidate's time for a request sent at `started` (its send took `sending`), and whether
-/// it is the target's own. Stamped reads end it when the reply's last bytes arrived (the
-/// kernel's stamp), not when the mirror got round to reading them: its waits for the CPU are
-/// never the target's. A send the mirror was late with is not timed (see [`LATE`]); unstamped
-/// reads (TLS) end when the mirror read them.
-fn timing(c: &Conn, started: Instant, sending: Duration, production_ns: u64) -> (u64, bool) {
-    let bound = LATE.max(Duration::from_nanos(production_ns / 10));
+/// The candidate's time for a request sent at `started`: until its reply's last bytes arrived
+/// (the kernel's stamp of the read that completed it), not until the mirror got round to
+/// reading them, so the mirror's waits for a CPU (it runs at the lowest priority) are never the
+/// candidate's. Unstamped reads (TLS) end when the mirror read them.
+fn timing(c: &Conn, started: Instant) -> u64 {
     let done = match c.last_read().filter(|r| r.at.into_std() >= started) {
         Some(r) => {
             let read = r.at.into_std();
@@ -309,6 +300,5 @@ fn timing(c: &Conn, started: Instant, sending: Duration, production_ns: u64) -> 
         }
         None => Instant::now(),
     };
-    let ns = done.saturating_duration_since(started).as_nanos() as u64;
-    (ns, sending <= bound)
+    done.saturating_duration_since(started).as_nanos() as u64
 }

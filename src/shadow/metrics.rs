@@ -26,7 +26,7 @@ pub struct ShadowCollector {
 /// What happened to reads, and where each count is.
 type Count = fn(&ShapeFigures) -> u64;
 
-const OUTCOMES: [(&str, Count); 9] = [
+const OUTCOMES: [(&str, Count); 8] = [
     ("mirrored", |f| f.mirrored),
     ("shed", |f| f.shed),
     ("gap", |f| f.gaps),
@@ -35,7 +35,6 @@ const OUTCOMES: [(&str, Count); 9] = [
     ("noise", |f| f.noise),
     ("unconfirmed", |f| f.unconfirmed),
     ("not_ready", |f| f.not_ready),
-    ("untimed", |f| f.untimed),
 ];
 
 /// What happened to mirrored writes (`--mirror all`), and where each count is.

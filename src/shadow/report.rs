@@ -118,10 +118,6 @@ pub struct Counts {
     /// restore into the target was done (`--snapshot`): not compared, and not shed either.
     #[serde(default)]
     pub not_ready: u64,
-    /// Answered but left out of the latency figures: the mirror was kept off the CPU while
-    /// sending the request (see `--mirror-priority`), so its time would not be the target's.
-    #[serde(default)]
-    pub untimed: u64,
 }
 
 impl Counts {
@@ -137,7 +133,6 @@ impl Counts {
             noise: f.noise,
             unconfirmed: f.unconfirmed,
             not_ready: f.not_ready,
-            untimed: f.untimed,
         }
     }
 
@@ -152,7 +147,6 @@ impl Counts {
         self.noise += o.noise;
         self.unconfirmed += o.unconfirmed;
         self.not_ready += o.not_ready;
-        self.untimed += o.untimed;
     }
 }
 
@@ -373,12 +367,6 @@ pub fn text(r: &ShadowReport) -> String {
             c.gaps,
             t.connection_failures
         );
-        if c.untimed > 0 {
-            out += &format!(
-                "  {} answered but not timed: the mirror was late sending them (it waited for the CPU)\n",
-                c.untimed
-            );
-        }
         if let Some(w) = &t.writes {
             out += &format!(
                 "  writes {}: {} mirrored, {} failed, {} in the snapshot, {} dropped, {} queued \

@@ -83,8 +83,6 @@ pub struct ShapeFigures {
     pub unconfirmed: u64,
     /// Reads of a namespace the snapshot holds, answered before the candidate's restore was done.
     pub not_ready: u64,
-    /// Answered but not timed: the mirror was kept off the CPU while sending the request.
-    pub untimed: u64,
     pub errors_production: BTreeMap<i32, u64>,
     pub errors_candidate: BTreeMap<i32, u64>,
     pub production_ns: Histogram<u64>,
@@ -110,7 +108,6 @@ impl ShapeFigures {
             noise: 0,
             unconfirmed: 0,
             not_ready: 0,
-            untimed: 0,
             errors_production: BTreeMap::new(),
             errors_candidate: BTreeMap::new(),
             production_ns: hist(),
@@ -150,9 +147,6 @@ pub struct Answered {
     pub production_error: Option<i32>,
     pub candidate_error: Option<i32>,
     pub matched: bool,
-    /// False when the mirror was late sending the request: its time would be the mirror's
-    /// wait for the CPU, not the target's, so it is left out of the latency figures.
-    pub timed: bool,
 }
 
 /// One candidate's figures, shared by its lanes, rechecks and the report.
@@ -252,10 +246,6 @@ impl CandidateStats {
             }
             if let Some(code) = a.candidate_error {
                 *f.errors_candidate.entry(code).or_default() += 1;
-            }
-            if !a.timed {
-                f.untimed += 1;
-                return false;
             }
             let (p, c) = (a.production_ns.max(1), a.candidate_ns.max(1));
             let _ = f.production_ns.record(p);
@@ -378,35 +368,8 @@ mod tests {
             production_error: None,
             candidate_error: None,
             matched: true,
-            timed: true,
         };
         stats.answered(&key(0), a)
-    }
-
-    /// A reply the mirror read late is compared and counted, but its time (the mirror's wait
-    /// for the CPU) never reaches the latency figures: ten times slower, untimed, flags nothing.
-    #[test]
-    fn untimed_answers_are_counted_but_never_timed() {
-        let stats = CandidateStats::new(4);
-        for _ in 0..256 {
-            let a = Answered {
-                production_ns: 1000,
-                candidate_ns: 10_000,
-                production_error: None,
-                candidate_error: None,
-                matched: true,
-                timed: false,
-            };
-            assert!(!stats.answered(&key(0), a));
-        }
-        let shapes = stats.shapes();
-        let f = &shapes[0].1;
-        assert_eq!((f.mirrored, f.matched, f.untimed), (256, 256, 256));
-        assert_eq!(f.candidate_ns.len(), 0);
-        assert_eq!(f.pairs.len(), 0);
-        // Timed ones that follow are judged from their own count.
-        let flagged = (0..64).filter(|_| answer(&stats, 1000, 10_000)).count();
-        assert!(flagged > 0, "a 10x shift over 64 timed reads is flagged");
     }
 
     #[test]

@@ -17,7 +17,8 @@ use tokio::time::Instant;
 const MIN_READ: usize = 16 * 1024;
 
 /// One read: when it returned, and how long after its last bytes arrived (`None` when the
-/// kernel gave no timestamp).
+/// kernel gave no timestamp, as for what arrives in the moments after stamping was first
+/// switched on).
 #[derive(Debug, Clone, Copy)]
 pub struct ReadStamp {
     pub at: Instant,
@@ -92,6 +93,9 @@ mod tests {
         let client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         enable(&client).unwrap();
+        // The kernel turns stamping on (a static key, switched by deferred work) moments after the
+        // first socket asks: what arrives before that is unstamped (`late: None`).
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let mut buf = BytesMut::with_capacity(64);
         server.write_all(b"early").await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;

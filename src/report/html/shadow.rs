@@ -344,7 +344,6 @@ mod tests {
                 production_error: None,
                 candidate_error: (i == 3).then_some(50),
                 matched: i != 3,
-                timed: true,
             };
             stats.answered(&key, a);
         }
