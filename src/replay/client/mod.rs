@@ -2,10 +2,11 @@
 //! `wire/` and `net/`): where to connect ([`target`]: the `--target` connection string, and
 //! [`topology`]: one server, a replica set's primary and secondaries, or mongos found from
 //! `hello`), a connection that sends raw OP_MSG bytes and reads whole frames ([`connection`], over
-//! TCP or TLS: [`stream`]), opening one ([`handshake`]: `hello`, compression) and authenticating
+//! TCP or TLS: [`stream`]; on plain TCP its reads may say when their bytes arrived:
+//! [`stamped`]), opening one ([`handshake`]: `hello`, compression) and authenticating
 //! ([`auth`]: MONGODB-X509, and [`scram`]: SCRAM-SHA-256 with SASLprep and SCRAM-SHA-1).
 //!
-//! Layers, bottom up: stream target < connection < scram topology < auth < handshake
+//! Layers, bottom up: stamped stream target < connection < scram topology < auth < handshake
 
 pub mod auth;
 pub mod connection;
