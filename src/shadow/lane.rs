@@ -221,7 +221,7 @@ impl Candidate {
         let failed = |e: crate::replay::client::ConnError| Down::Failed(e.to_string());
         let id = c.send(&mut request.bytes).await.map_err(failed)?;
         let reply = c.recv(id).await.map_err(failed)?;
-        let candidate_ns = timing(c, started);
+        let candidate_ns = timing(c, started, pair.production_ns);
         let live =
             outcome::scan(&reply).map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
@@ -286,17 +286,23 @@ impl Candidate {
     }
 }
 
-/// The candidate's time for a request sent at `started`: until its reply's last bytes arrived
-/// (the kernel's stamp of the read that completed it), not until the mirror got round to
-/// reading them, so the mirror's waits for a CPU (it runs at the lowest priority) are never the
-/// candidate's. Unstamped reads (TLS) end when the mirror read them.
-fn timing(c: &Conn, started: Instant) -> u64 {
+/// The most of the mirror's wait to read a reply that counts as the candidate's time: this,
+/// or a tenth of production's time for the request if longer. Production's time, taken by the
+/// proxy, ends when a thread woken at once read the reply; a mirror woken at once is timed the
+/// same, a mirror kept off the CPU (it runs at the lowest priority) adds at most this.
+const WAKE: Duration = Duration::from_micros(50);
+
+/// The candidate's time for a request sent at `started`: until the mirror read its reply, less
+/// whatever of the wait between the reply's arrival (the kernel's stamp of the read that
+/// completed it) and that read is beyond [`WAKE`]. Unstamped reads (TLS) end when the mirror
+/// read them.
+fn timing(c: &Conn, started: Instant, production_ns: u64) -> u64 {
+    let wake = WAKE.max(Duration::from_nanos(production_ns / 10));
     let done = match c.last_read().filter(|r| r.at.into_std() >= started) {
         Some(r) => {
             let read = r.at.into_std();
-            read.checked_sub(r.late.unwrap_or_default())
-                .unwrap_or(read)
-                .max(started)
+            let beyond = r.late.unwrap_or_default().saturating_sub(wake);
+            read.checked_sub(beyond).unwrap_or(read).max(started)
         }
         None => Instant::now(),
     };
