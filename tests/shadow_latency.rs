@@ -1,8 +1,9 @@
 //! The shadow's latency finding: a candidate that lacks production's index on `g` answers the
 //! finds by `g` slower (a collection scan); the shadow flags that shape's latency shift, explains
 //! it on both sides on its own (no read differs), and reports the plan change, while the finds
-//! by `_id` (the same plan on both) get no plan change and nothing differs. Real servers
-//! (secantusd-rs as production and candidate), pymongo reading through the shadow.
+//! by `_id` (the same plan on both) get no plan change, no latency finding, and nothing differs.
+//! Real servers (secantusd-rs as production, candidate and control), pymongo reading through the
+//! shadow.
 
 mod common;
 use common::*;
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const DOCS: usize = 20_000;
+const DOCS: usize = 5_000;
 
 /// `shop.items` with DOCS documents; an index on `g` when `indexed`.
 fn fill(uri: &str, indexed: bool) {
@@ -34,7 +35,7 @@ coll = client.shop.items
 def work(t):
     for i in range(150):
         list(coll.find({'g': (t * 700 + i * 13) % 2000}))
-        list(coll.find({'_id': (t * 7000 + i * 31) % 20000}))
+        list(coll.find({'_id': (t * 7000 + i * 31) % 5000}))
 ts = [threading.Thread(target=work, args=(t,)) for t in range(2)]
 for t in ts: t.start()
 for t in ts: t.join()
@@ -58,14 +59,18 @@ fn shape<'a>(report: &'a Value, field: &str) -> &'a Value {
 #[test]
 fn a_candidate_without_an_index_is_a_latency_shift_explained_with_its_plan_change() {
     let dir = tempdir();
-    let (prod, cand) = (Server::start(), Server::start());
+    let (prod, cand, control) = (Server::start(), Server::start(), Server::start());
     fill(&prod.uri(), true);
     fill(&cand.uri(), false);
+    fill(&control.uri(), true);
     let json = dir.path().join("shadow.json");
     let mut command = Command::new(mongotape_bin());
     command
         .args(["shadow", "--listen", "127.0.0.1:0", "-u", &prod.uri()])
         .args(["--candidate", &cand.uri(), "--report-every", "1"])
+        // A copy of production, mirrored as the candidate is: whatever it differs by is how
+        // the shadow's two sides differ on this machine, not a finding (the A2 rule).
+        .args(["--control", &control.uri()])
         .args(["--max-outstanding", "100000"])
         // The clients keep both cores busy: at the default (SCHED_IDLE) the mirror would get
         // almost none of them before the deadline.
@@ -115,6 +120,12 @@ fn a_candidate_without_an_index_is_a_latency_shift_explained_with_its_plan_chang
     let by_id = shape(&r, "_id:");
     assert_eq!(by_id["mirrored"], 300, "{by_id}");
     assert_ne!(by_id["plan_changed"], true, "{by_id}");
+    // The same plan on both sides is no latency finding.
+    eprintln!(
+        "by _id: {} control {}",
+        by_id["median_ratio"], by_id["control"]["baseline_ratio"]
+    );
+    assert!(by_id["latency_shift"].is_null(), "{by_id}");
     for s in target["shapes"].as_array().unwrap() {
         assert_eq!(s["discrepancies"], 0, "{s}");
         if s != by_g {

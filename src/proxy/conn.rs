@@ -9,13 +9,16 @@
 use super::faulted;
 use super::hello_watch::HelloWatch;
 use super::metrics::ConnMeter;
-use super::pump::{guarded_read, read_more, wait_for_budget, write, Direction, Pumps};
+use super::pump::{
+    guarded_read, read_more, read_stamped, wait_for_budget, write, Direction, Pumps,
+};
 pub use super::pump::{ConnContext, TLS_ON_PLAINTEXT};
 use super::stats::Stats;
 use super::streams::{Acceptor, ReadHalf, WriteHalf};
 use super::supervise::{self, supervise, Activity};
 use super::topology::Member;
 use crate::capture::{CloseEvent, OpenEvent, Record, RecordKind, Side};
+use crate::net::stamped;
 use crate::wire::hello::{is_hello_request, request_expects_reply};
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::net::SocketAddr;
@@ -100,6 +103,13 @@ async fn proxy_connection(
             }
         }
     };
+    if ctx.tap.is_some() {
+        // The tap (the shadow) times production's replies from their arrival, as it times the
+        // candidates'.
+        if let Some(tcp) = up_r.tcp() {
+            let _ = stamped::enable(tcp);
+        }
+    }
     let watch = HelloWatch::default();
     let activity = Activity::new(ctx.clock.now_ns());
     let meter = ConnMeter::new(&ctx.stats, ctx.metrics.as_deref());
@@ -191,13 +201,21 @@ impl Pumps<'_> {
         let mut held = ctx.budget.account();
         // Bytes at the front of the splitter's buffer already forwarded.
         let mut sent = 0usize;
+        let stamps = ctx.tap.is_some();
         loop {
             if let Err(close) = wait_for_budget(&held, dir, &ctx.limits).await {
                 return close;
             }
-            if let Err(close) = read_more(&mut from, &mut splitter, dir, false).await {
-                return close;
-            }
+            let read = match stamps {
+                true => read_stamped(&mut from, &mut splitter, dir).await,
+                false => read_more(&mut from, &mut splitter, dir, false)
+                    .await
+                    .map(|()| 0),
+            };
+            let late = match read {
+                Ok(late) => late,
+                Err(close) => return close,
+            };
             let now = ctx.clock.now_ns();
             self.activity.upstream_read(now);
             if !watch.is_waiting() {
@@ -235,14 +253,14 @@ impl Pumps<'_> {
                     }
                     self.activity.reply_forwarded();
                     // The capture keeps what the server said, then the mark of the rewrite.
-                    ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+                    ctx.record_reply(Record::new(dir.kind(), conn_id, now, frame), late);
                     if let Some((_, mark)) = replacement {
                         ctx.record(mark);
                     }
                     continue;
                 }
                 self.activity.reply_forwarded();
-                ctx.record(Record::new(dir.kind(), conn_id, now, frame));
+                ctx.record_reply(Record::new(dir.kind(), conn_id, now, frame), late);
             }
             held.set(splitter.pending());
         }

@@ -16,9 +16,10 @@ use super::topology::Topology;
 use crate::capture::{CloseEvent, Record, RecordKind, Side};
 use crate::fault::FaultControl;
 use crate::figures::units;
+use crate::net::stamped;
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
@@ -53,6 +54,24 @@ impl ConnContext {
     pub(super) fn record(&self, record: Record) {
         if let Some(tap) = &self.tap {
             tap.record(&record);
+        }
+        if let Some(rec) = &self.recorder {
+            rec.submit(record);
+        }
+    }
+
+    /// A reply whose last bytes arrived `late_ns` before the proxy read them (the kernel's
+    /// stamp): the tap sees it at its arrival, the capture at its read (a capture's times
+    /// never go backwards, and other connections' records were written in between).
+    pub(super) fn record_reply(&self, record: Record, late_ns: u64) {
+        if late_ns == 0 {
+            return self.record(record);
+        }
+        if let Some(tap) = &self.tap {
+            tap.record(&Record {
+                ts_ns: record.ts_ns.saturating_sub(late_ns),
+                ..record.clone()
+            });
         }
         if let Some(rec) = &self.recorder {
             rec.submit(record);
@@ -197,7 +216,45 @@ pub(super) async fn read_more(
     sniff_tls: bool,
 ) -> Result<(), CloseEvent> {
     let pending = splitter.pending();
-    match from.read_buf(splitter.read_buf()).await {
+    let read = from.read_buf(splitter.read_buf()).await;
+    judge_read(read, splitter, dir, sniff_tls, pending)
+}
+
+/// The most a reply's arrival is taken to precede its read: beyond it, the wall clock (the
+/// kernel's stamps) has more likely stepped than the proxy slept.
+const MAX_LATE: Duration = Duration::from_secs(10);
+
+/// [`read_more`] on a leg whose arrivals the kernel stamps ([`stamped::enable`]): also says how
+/// long before the read its last bytes arrived (0 when unknown, as over TLS).
+pub(super) async fn read_stamped(
+    from: &mut ReadHalf,
+    splitter: &mut FrameSplitter,
+    dir: Direction,
+) -> Result<u64, CloseEvent> {
+    let Some(tcp) = from.tcp() else {
+        return read_more(from, splitter, dir, false).await.map(|()| 0);
+    };
+    let pending = splitter.pending();
+    let mut late = Duration::ZERO;
+    let read = stamped::read(tcp, splitter.read_buf())
+        .await
+        .map(|(n, stamp)| {
+            late = stamp.late.unwrap_or_default().min(MAX_LATE);
+            n
+        });
+    judge_read(read, splitter, dir, false, pending)?;
+    Ok(late.as_nanos() as u64)
+}
+
+/// What a read of `dir`'s peer means: more bytes of valid frames, or why the pump closes.
+fn judge_read(
+    read: std::io::Result<usize>,
+    splitter: &FrameSplitter,
+    dir: Direction,
+    sniff_tls: bool,
+    pending: usize,
+) -> Result<(), CloseEvent> {
+    match read {
         Ok(0) => Err(closed(dir, pending)),
         Ok(_) if sniff_tls && MsgHeader::looks_like_tls(splitter.buffered()) => Err(CloseEvent {
             side: Side::Client,

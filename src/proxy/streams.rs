@@ -3,12 +3,45 @@
 
 use crate::capture::Side;
 use crate::net::{tls, ClientTls, HostPort, NetError, ServerTls};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-pub type ReadHalf = Box<dyn AsyncRead + Unpin + Send>;
+/// A leg's read side: a plain TCP half, whose reads can also carry the kernel's arrival stamp
+/// ([`crate::net::stamped`]), or any other stream (TLS).
+pub enum ReadHalf {
+    Tcp(OwnedReadHalf),
+    Other(Box<dyn AsyncRead + Unpin + Send>),
+}
+
+impl ReadHalf {
+    /// The socket under a plain TCP half.
+    pub fn tcp(&self) -> Option<&TcpStream> {
+        match self {
+            ReadHalf::Tcp(r) => Some(r.as_ref()),
+            ReadHalf::Other(_) => None,
+        }
+    }
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Other(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
 pub type WriteHalf = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// How long a client or an upstream may take over its TLS handshake.
@@ -17,12 +50,12 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 fn split_tcp(stream: TcpStream) -> (ReadHalf, WriteHalf) {
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
-    (Box::new(r), Box::new(w))
+    (ReadHalf::Tcp(r), Box::new(w))
 }
 
 fn split_any<S: AsyncRead + AsyncWrite + Send + 'static>(stream: S) -> (ReadHalf, WriteHalf) {
     let (r, w) = tokio::io::split(stream);
-    (Box::new(r), Box::new(w))
+    (ReadHalf::Other(Box::new(r)), Box::new(w))
 }
 
 /// `EMFILE` and `ENFILE` on Linux: the process or the system is out of file descriptors.

@@ -221,7 +221,8 @@ impl Candidate {
         let failed = |e: crate::replay::client::ConnError| Down::Failed(e.to_string());
         let id = c.send(&mut request.bytes).await.map_err(failed)?;
         let reply = c.recv(id).await.map_err(failed)?;
-        let candidate_ns = timing(c, started, pair.production_ns);
+        let stamped = self.shared.production.tls.is_none();
+        let candidate_ns = timing(c, started, allowance(stamped, pair.production_ns));
         let live =
             outcome::scan(&reply).map_err(|e| Down::Failed(format!("an unreadable reply: {e}")))?;
         let recorded = outcome::scan(&pair.production).unwrap_or_default();
@@ -286,22 +287,32 @@ impl Candidate {
     }
 }
 
-/// The most of the mirror's wait to read a reply that counts as the candidate's time: this,
-/// or a tenth of production's time for the request if longer. Production's time, taken by the
-/// proxy, ends when a thread woken at once read the reply; a mirror woken at once is timed the
-/// same, a mirror kept off the CPU (it runs at the lowest priority) adds at most this.
+/// The most of the mirror's wait to read a reply that counts as the candidate's time when
+/// production's replies are not stamped (TLS upstream): this, or a tenth of production's time
+/// for the request if longer. Production's time then ends when a thread woken at once read the
+/// reply; a mirror woken at once is timed the same, a mirror kept off the CPU (it runs at the
+/// lowest priority) adds at most this.
 const WAKE: Duration = Duration::from_micros(50);
+
+/// How much of the mirror's wait to read a reply still counts as the candidate's time: none
+/// when production's replies are timed from their arrival too (the proxy stamps its plain TCP
+/// upstream when it shadows), [`WAKE`] when production's end at the proxy's read.
+fn allowance(production_stamped: bool, production_ns: u64) -> Duration {
+    match production_stamped {
+        true => Duration::ZERO,
+        false => WAKE.max(Duration::from_nanos(production_ns / 10)),
+    }
+}
 
 /// The candidate's time for a request sent at `started`: until the mirror read its reply, less
 /// whatever of the wait between the reply's arrival (the kernel's stamp of the read that
-/// completed it) and that read is beyond [`WAKE`]. Unstamped reads (TLS) end when the mirror
-/// read them.
-fn timing(c: &Conn, started: Instant, production_ns: u64) -> u64 {
-    let wake = WAKE.max(Duration::from_nanos(production_ns / 10));
+/// completed it) and that read is beyond `allowance`. Unstamped reads (TLS) end when the
+/// mirror read them.
+fn timing(c: &Conn, started: Instant, allowance: Duration) -> u64 {
     let done = match c.last_read().filter(|r| r.at.into_std() >= started) {
         Some(r) => {
             let read = r.at.into_std();
-            let beyond = r.late.unwrap_or_default().saturating_sub(wake);
+            let beyond = r.late.unwrap_or_default().saturating_sub(allowance);
             read.checked_sub(beyond).unwrap_or(read).max(started)
         }
         None => Instant::now(),

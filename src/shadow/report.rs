@@ -193,7 +193,8 @@ pub struct ShapeEntry {
     /// This shape's share of production's time over the mirrored reads (0 to 1).
     pub share_of_production_time: f64,
     /// `slower` or `faster`: the median of the per-read ratios and its whole 95% interval lie
-    /// beyond 1.2x either way (a latency shift; absent otherwise).
+    /// beyond 1.2x either way (a latency shift; absent otherwise). With a control, absent too
+    /// when the control's median ratio on this shape allows as much (the A2 rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_shift: Option<String>,
     /// The winning plan on production and on the target (`IXSCAN {g: 1} -> FETCH`), from the
@@ -214,10 +215,26 @@ pub struct ShapeEntry {
     pub control: Option<ControlCheck>,
 }
 
-/// The control's ratio per shape, and its label, when there is a control.
+/// The control's ratios per shape (the mean's, and the median's), and its label, when there is
+/// a control.
 struct ControlRatios<'a> {
     label: &'a str,
     ratios: BTreeMap<String, RatioEstimate>,
+    medians: BTreeMap<String, RatioEstimate>,
+}
+
+/// `slower` or `faster` when the median ratio shifted ([`shift`]), unless the control's median
+/// ratio on the same shape allows as much (the A2 rule): then production and its copy differ
+/// by that much on this machine too. A shape the control has no ratio for is judged alone.
+fn latency_shift(
+    median: Option<&RatioEstimate>,
+    control: Option<Option<&RatioEstimate>>,
+) -> Option<String> {
+    let shifted = shift(median?, 0.95)?;
+    match control.flatten() {
+        Some(a2) if control::within(a2, median?) => None,
+        _ => Some(shifted.to_owned()),
+    }
 }
 
 /// Builds the report from each target's figures: `(label, role, stats)`.
@@ -228,18 +245,22 @@ pub fn build(
 ) -> ShadowReport {
     let (production, seconds, complete, intake_dropped, filtered) = head;
     let boot = Bootstrap::default();
-    let control = targets
-        .iter()
-        .find(|t| t.1 == "control")
-        .map(|t| ControlRatios {
+    let control = targets.iter().find(|t| t.1 == "control").map(|t| {
+        let shapes = t.2.shapes();
+        ControlRatios {
             label: &t.0,
-            ratios: t
-                .2
-                .shapes()
-                .into_iter()
-                .filter_map(|(k, f)| Some((k, f.pairs.ratio(0, 1, &boot)?)))
+            ratios: shapes
+                .iter()
+                .filter_map(|(k, f)| Some((k.clone(), f.pairs.ratio(0, 1, &boot)?)))
                 .collect(),
-        });
+            medians: shapes
+                .iter()
+                .filter_map(|(k, f)| {
+                    Some((k.clone(), f.pairs.median_ratio(0, 1, boot.confidence)?))
+                })
+                .collect(),
+        }
+    });
     let out = targets
         .iter()
         .map(|(label, role, stats)| {
@@ -300,10 +321,7 @@ fn target_report(
             production_latency_us: Latency::of(&f.production_ns),
             target_latency_us: Latency::of(&f.candidate_ns),
             ratio,
-            latency_shift: median
-                .as_ref()
-                .and_then(|m| shift(m, 0.95))
-                .map(str::to_owned),
+            latency_shift: latency_shift(median.as_ref(), control.map(|c| c.medians.get(text))),
             median_ratio: median,
             share_of_production_time: if total_ns > 0.0 {
                 time(f) / total_ns
@@ -389,4 +407,45 @@ pub fn text(r: &ShadowReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(ratio: f64, low: f64, high: f64) -> RatioEstimate {
+        RatioEstimate {
+            ratio,
+            low,
+            high,
+            confidence: 0.95,
+            pairs: 300,
+        }
+    }
+
+    /// A shift the control shows as well is no finding; one beyond the control's band is, and
+    /// so is one on a shape the control has no ratio for.
+    #[test]
+    fn a_latency_shift_the_control_shows_too_is_not_one() {
+        let faster = est(0.78, 0.72, 0.82);
+        assert_eq!(
+            latency_shift(Some(&faster), None).as_deref(),
+            Some("faster")
+        );
+        let copy_too = est(0.80, 0.74, 0.86);
+        assert_eq!(latency_shift(Some(&faster), Some(Some(&copy_too))), None);
+        let copy_same = est(1.0, 0.95, 1.05);
+        let slower = est(5.0, 4.5, 5.5);
+        assert_eq!(
+            latency_shift(Some(&slower), Some(Some(&copy_same))).as_deref(),
+            Some("slower")
+        );
+        assert_eq!(
+            latency_shift(Some(&faster), Some(None)).as_deref(),
+            Some("faster")
+        );
+        let none = est(1.1, 0.9, 1.3);
+        assert_eq!(latency_shift(Some(&none), None), None);
+        assert_eq!(latency_shift(None, None), None);
+    }
 }

@@ -2,8 +2,8 @@
 //! commands of its own (handshake, auth, serverStatus). Nothing here re-encodes a replayed request.
 //! Opening one (`hello`, SCRAM) is [`super::handshake`].
 
-use super::stamped::{self, ReadStamp};
 use super::stream::Stream;
+use crate::net::stamped::{self, ReadStamp};
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg};

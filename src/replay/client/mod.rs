@@ -3,16 +3,15 @@
 //! [`topology`]: one server, a replica set's primary and secondaries, or mongos found from
 //! `hello`), a connection that sends raw OP_MSG bytes and reads whole frames ([`connection`], over
 //! TCP or TLS: [`stream`]; on plain TCP its reads may say when their bytes arrived:
-//! [`stamped`]), opening one ([`handshake`]: `hello`, compression) and authenticating
+//! [`crate::net::stamped`]), opening one ([`handshake`]: `hello`, compression) and authenticating
 //! ([`auth`]: MONGODB-X509, and [`scram`]: SCRAM-SHA-256 with SASLprep and SCRAM-SHA-1).
 //!
-//! Layers, bottom up: stamped stream target < connection < scram topology < auth < handshake
+//! Layers, bottom up: stream target < connection < scram topology < auth < handshake
 
 pub mod auth;
 pub mod connection;
 pub mod handshake;
 pub mod scram;
-pub mod stamped;
 pub mod stream;
 pub mod target;
 pub mod topology;
