@@ -13,8 +13,11 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// The least room a stamped read offers (the frame splitter usually reserves more).
-const MIN_READ: usize = 16 * 1024;
+/// A stamped read's room: `recvmsg` needs initialized memory, so reads go into a zeroed scratch
+/// of this size, kept for the connection, and what was read is copied out. Zeroing the reader's
+/// whole spare room instead (64 KiB in the frame splitter) would cost more on every read than
+/// copying a reply of a few hundred bytes; a larger reply takes more reads.
+const SCRATCH: usize = 16 * 1024;
 
 /// One read: when it returned, and how long after its last bytes arrived (`None` when the
 /// kernel gave no timestamp, as for what arrives in the moments after stamping was first
@@ -30,41 +33,56 @@ pub fn enable(tcp: &TcpStream) -> io::Result<()> {
     setsockopt(tcp, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)
 }
 
-/// Reads what has arrived on `tcp` into `buf` (appended); 0 bytes means the peer closed.
-/// Cancel-safe: nothing is taken from the socket unless the read returns.
-pub async fn read(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<(usize, ReadStamp)> {
-    loop {
-        tcp.readable().await?;
-        let start = buf.len();
-        let room = (buf.capacity() - start).max(MIN_READ);
-        buf.resize(start + room, 0);
-        let read = tcp.try_io(Interest::READABLE, || {
-            let mut iov = [IoSliceMut::new(&mut buf[start..])];
-            let mut space = nix::cmsg_space!(TimeSpec);
-            let fd = tcp.as_raw_fd();
-            let msg = recvmsg::<()>(fd, &mut iov, Some(&mut space), MsgFlags::MSG_DONTWAIT)
-                .map_err(io::Error::from)?;
-            let arrived = msg.cmsgs().ok().and_then(|mut all| {
-                all.find_map(|c| match c {
-                    ControlMessageOwned::ScmTimestampns(t) => Some(t),
-                    _ => None,
-                })
+/// Stamped reads of one connection, with their scratch.
+pub struct Stamper {
+    scratch: Box<[u8]>,
+}
+
+impl Default for Stamper {
+    fn default() -> Stamper {
+        Stamper {
+            scratch: vec![0; SCRATCH].into_boxed_slice(),
+        }
+    }
+}
+
+impl Stamper {
+    /// Reads what has arrived on `tcp` (up to the scratch's size) and appends it to `buf`; 0
+    /// bytes means the peer closed. Cancel-safe: nothing is taken from the socket unless the
+    /// read returns.
+    pub async fn read(
+        &mut self,
+        tcp: &TcpStream,
+        buf: &mut BytesMut,
+    ) -> io::Result<(usize, ReadStamp)> {
+        loop {
+            tcp.readable().await?;
+            let scratch = &mut self.scratch;
+            let read = tcp.try_io(Interest::READABLE, || {
+                let mut iov = [IoSliceMut::new(&mut scratch[..])];
+                let mut space = nix::cmsg_space!(TimeSpec);
+                let fd = tcp.as_raw_fd();
+                let msg = recvmsg::<()>(fd, &mut iov, Some(&mut space), MsgFlags::MSG_DONTWAIT)
+                    .map_err(io::Error::from)?;
+                let arrived = msg.cmsgs().ok().and_then(|mut all| {
+                    all.find_map(|c| match c {
+                        ControlMessageOwned::ScmTimestampns(t) => Some(t),
+                        _ => None,
+                    })
+                });
+                Ok((msg.bytes, arrived))
             });
-            Ok((msg.bytes, arrived))
-        });
-        match read {
-            Ok((n, arrived)) => {
-                buf.truncate(start + n);
-                let stamp = ReadStamp {
-                    at: Instant::now(),
-                    late: arrived.and_then(since),
-                };
-                return Ok((n, stamp));
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => buf.truncate(start),
-            Err(e) => {
-                buf.truncate(start);
-                return Err(e);
+            match read {
+                Ok((n, arrived)) => {
+                    buf.extend_from_slice(&self.scratch[..n]);
+                    let stamp = ReadStamp {
+                        at: Instant::now(),
+                        late: arrived.and_then(since),
+                    };
+                    return Ok((n, stamp));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
             }
         }
     }
@@ -97,24 +115,35 @@ mod tests {
         // first socket asks: what arrives before that is unstamped (`late: None`).
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut buf = BytesMut::with_capacity(64);
+        let mut stamper = Stamper::default();
         server.write_all(b"early").await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let (n, stamp) = read(&client, &mut buf).await.unwrap();
+        let (n, stamp) = stamper.read(&client, &mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"early");
         let late = stamp.late.expect("the kernel stamps a TCP read");
         assert!(late >= Duration::from_millis(45), "read {late:?} late");
         let reader = tokio::spawn(async move {
-            let mut buf = BytesMut::with_capacity(64);
-            let (n, stamp) = read(&client, &mut buf).await.unwrap();
-            (buf[..n].to_vec(), stamp, client)
+            let mut buf = BytesMut::from(&b"kept:"[..]);
+            let (n, stamp) = stamper.read(&client, &mut buf).await.unwrap();
+            assert_eq!(n, 6);
+            (buf.to_vec(), stamp, client, stamper)
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         server.write_all(b"prompt").await.unwrap();
-        let (got, stamp, client) = reader.await.unwrap();
-        assert_eq!(got, b"prompt");
+        let (got, stamp, client, mut stamper) = reader.await.unwrap();
+        assert_eq!(got, b"kept:prompt", "a read appends");
         assert!(stamp.late.unwrap() < Duration::from_millis(20), "{stamp:?}");
+        // More than the scratch holds comes over several reads, whole and in order.
+        let big: Vec<u8> = (0..3 * SCRATCH + 17).map(|i| (i % 251) as u8).collect();
+        server.write_all(&big).await.unwrap();
+        let mut got = BytesMut::new();
+        while got.len() < big.len() {
+            let (n, _) = stamper.read(&client, &mut got).await.unwrap();
+            assert!(n > 0 && n <= SCRATCH);
+        }
+        assert_eq!(&got[..], &big[..]);
         drop(server);
-        let (n, _) = read(&client, &mut BytesMut::new()).await.unwrap();
+        let (n, _) = stamper.read(&client, &mut BytesMut::new()).await.unwrap();
         assert_eq!(n, 0, "a closed peer reads as 0 bytes");
     }
 }

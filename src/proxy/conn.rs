@@ -201,14 +201,14 @@ impl Pumps<'_> {
         let mut held = ctx.budget.account();
         // Bytes at the front of the splitter's buffer already forwarded.
         let mut sent = 0usize;
-        let stamps = ctx.tap.is_some();
+        let mut stamper = ctx.tap.as_ref().map(|_| stamped::Stamper::default());
         loop {
             if let Err(close) = wait_for_budget(&held, dir, &ctx.limits).await {
                 return close;
             }
-            let read = match stamps {
-                true => read_stamped(&mut from, &mut splitter, dir).await,
-                false => read_more(&mut from, &mut splitter, dir, false)
+            let read = match stamper.as_mut() {
+                Some(s) => read_stamped(&mut from, &mut splitter, dir, s).await,
+                None => read_more(&mut from, &mut splitter, dir, false)
                     .await
                     .map(|()| 0),
             };

@@ -16,7 +16,7 @@ use super::topology::Topology;
 use crate::capture::{CloseEvent, Record, RecordKind, Side};
 use crate::fault::FaultControl;
 use crate::figures::units;
-use crate::net::stamped;
+use crate::net::stamped::Stamper;
 use crate::wire::{FrameSplitter, MsgHeader};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -224,19 +224,21 @@ pub(super) async fn read_more(
 /// kernel's stamps) has more likely stepped than the proxy slept.
 const MAX_LATE: Duration = Duration::from_secs(10);
 
-/// [`read_more`] on a leg whose arrivals the kernel stamps ([`stamped::enable`]): also says how
-/// long before the read its last bytes arrived (0 when unknown, as over TLS).
+/// [`read_more`] on a leg whose arrivals the kernel stamps ([`crate::net::stamped::enable`]):
+/// also says how long before the read its last bytes arrived (0 when unknown, as over TLS).
 pub(super) async fn read_stamped(
     from: &mut ReadHalf,
     splitter: &mut FrameSplitter,
     dir: Direction,
+    stamper: &mut Stamper,
 ) -> Result<u64, CloseEvent> {
     let Some(tcp) = from.tcp() else {
         return read_more(from, splitter, dir, false).await.map(|()| 0);
     };
     let pending = splitter.pending();
     let mut late = Duration::ZERO;
-    let read = stamped::read(tcp, splitter.read_buf())
+    let read = stamper
+        .read(tcp, splitter.read_buf())
         .await
         .map(|(n, stamp)| {
             late = stamp.late.unwrap_or_default().min(MAX_LATE);

@@ -3,7 +3,7 @@
 //! Opening one (`hello`, SCRAM) is [`super::handshake`].
 
 use super::stream::Stream;
-use crate::net::stamped::{self, ReadStamp};
+use crate::net::stamped::{self, ReadStamp, Stamper};
 use crate::wire::compressed::Compressor;
 use crate::wire::header::MsgHeader;
 use crate::wire::op_msg::{MsgFlags, OpMsg};
@@ -102,7 +102,7 @@ pub struct Conn {
     /// The request the last stray reply answered, while waiting for the current one.
     stray_to: Option<i32>,
     /// Reads say when their bytes arrived ([`Conn::stamp_replies`]).
-    stamped: bool,
+    stamper: Option<Stamper>,
     last_read: Option<ReadStamp>,
 }
 
@@ -121,7 +121,7 @@ impl Conn {
             compressor: None,
             stray_replies: 0,
             stray_to: None,
-            stamped: false,
+            stamper: None,
             last_read: None,
         }
     }
@@ -134,11 +134,12 @@ impl Conn {
     /// From now on, each read notes how late it was to read what had arrived (the kernel's
     /// receive timestamp): [`Conn::last_read`]. Plain TCP only; false when it cannot.
     pub fn stamp_replies(&mut self) -> bool {
-        self.stamped = match &self.stream {
+        let stamped = match &self.stream {
             Stream::Plain(tcp) => stamped::enable(tcp).is_ok(),
             Stream::Tls(_) => false,
         };
-        self.stamped
+        self.stamper = stamped.then(Stamper::default);
+        stamped
     }
 
     /// The read that completed the last reply, when reads are stamped.
@@ -237,9 +238,9 @@ impl Conn {
                 self.stray(&frame, request_id, header.response_to)?;
                 continue;
             }
-            let n = match (&self.stream, self.stamped) {
-                (Stream::Plain(tcp), true) => {
-                    let read = stamped::read(tcp, self.splitter.read_buf()).await;
+            let n = match (&self.stream, self.stamper.as_mut()) {
+                (Stream::Plain(tcp), Some(stamper)) => {
+                    let read = stamper.read(tcp, self.splitter.read_buf()).await;
                     let (n, stamp) = read.map_err(self.io("reading a reply"))?;
                     self.last_read = Some(stamp);
                     n
