@@ -6,7 +6,8 @@
 //! the mirror: every queue is bounded and what does not fit is shed and counted.
 //!
 //! The path of one read: [`intake`] (on the forwarding path: a look at the command, a bounded
-//! queue) -> [`pairs`] (understood, shaped, paired with production's reply) -> [`lane`] (per
+//! queue) -> [`pairs`] (understood, shaped, paired with production's reply; a reply queued
+//! before its request waits in [`early`]) -> [`lane`] (per
 //! candidate and client connection: rewritten as the replayer rewrites, sent, compared by
 //! [`compare`]) -> [`recheck`] (a read that differed, sent again to both sides) -> [`stats`]
 //! and [`discrepancies`] -> [`report`]. `docs/shadow.md`.
@@ -16,11 +17,12 @@
 //! transaction's statements until its commit), and with `--snapshot`,
 //! [`restore`] takes production's snapshot at T0 and restores it into each target first.
 //!
-//! Layers, bottom up: compare filter < config stats < discrepancies metrics plans report < shared < recheck txn < writes < lane < intake pairs restore
+//! Layers, bottom up: compare early filter < config stats < discrepancies metrics plans report < shared < recheck txn < writes < lane < intake pairs restore
 
 pub mod compare;
 pub mod config;
 pub mod discrepancies;
+pub mod early;
 pub mod filter;
 pub mod intake;
 pub mod lane;

@@ -4,6 +4,7 @@
 //! candidate and the control. Handshakes, SASL and anything but the mirrored reads never go
 //! further. Memory is bounded: requests awaiting their reply per connection, cursors known.
 
+use super::early::Early;
 use super::filter::{Filter, Read};
 use super::lane::Candidate;
 use super::shared::Pair;
@@ -108,6 +109,8 @@ pub struct Dispatcher {
     /// Writes offered to the targets so far (`--mirror all`): a read answered after them is
     /// sent to a target once it applied them ([`Pair::after_writes`]).
     writes_offered: u64,
+    /// Replies that came before their request.
+    early: Early,
 }
 
 impl Dispatcher {
@@ -130,6 +133,7 @@ impl Dispatcher {
             intake_dropped,
             seen_dropped: 0,
             writes_offered: 0,
+            early: Early::default(),
         }
     }
 
@@ -216,6 +220,15 @@ impl Dispatcher {
                 write,
             },
         );
+        self.claim_early(record.conn_id, header.request_id);
+    }
+
+    /// Pairs a request just noted with its reply, if the reply came first ([`Early`]).
+    fn claim_early(&mut self, conn_id: u64, request_id: i32) {
+        if let Some(reply) = self.early.claim(conn_id, request_id) {
+            tracing::trace!(conn = conn_id, "a reply came before its request");
+            self.reply(reply);
+        }
     }
 
     /// A write: offered at once when sent without acknowledgement (w:0), else once production
@@ -253,6 +266,7 @@ impl Dispatcher {
             .entry(record.conn_id)
             .or_default()
             .insert(request_id, waiting);
+        self.claim_early(record.conn_id, request_id);
     }
 
     /// Whether the filters let `req` through; a getMore follows its cursor's opening read (a
@@ -310,7 +324,8 @@ impl Dispatcher {
             .get_mut(&record.conn_id)
             .and_then(|p| p.remove(&header.response_to))
         else {
-            return;
+            // Its request may still be on its way (or was never to be mirrored).
+            return self.early.keep(record.conn_id, header.response_to, &record);
         };
         let Waiting {
             req,
