@@ -1,7 +1,8 @@
 //! The tap on the proxy ([`crate::proxy::tap::Tap`]): on the forwarding path, so it only looks
 //! at a request's command in place (`wire::peek`) and queues the reads, every reply and every
-//! close for the mirror's dispatcher ([`super::pairs`]), without waiting. Past its bound (in
-//! bytes and in records) a record is dropped and counted: the application never waits.
+//! close for the mirror's dispatcher ([`super::pairs`]), without waiting and without waking it
+//! (the dispatcher polls). Past its bound (in bytes and in records) a record is dropped and
+//! counted: the application never waits.
 
 use crate::capture::{Record, RecordKind};
 use crate::proxy::tap::Tap;

@@ -23,6 +23,10 @@ use tokio::sync::mpsc;
 
 /// Requests awaiting their reply per connection; past it the oldest are forgotten.
 const PENDING_PER_CONN: usize = 256;
+/// How long the dispatcher sleeps when the intake is empty, at first and at most: a read waits
+/// at most this long to be mirrored (its candidate's time starts when it is sent).
+const POLL: std::time::Duration = std::time::Duration::from_millis(1);
+const MAX_POLL: std::time::Duration = std::time::Duration::from_millis(8);
 /// Cursors whose shape is remembered; past it the map starts again.
 const MAX_CURSOR_SHAPES: usize = 100_000;
 
@@ -159,9 +163,23 @@ impl Dispatcher {
         }
     }
 
-    /// Runs until the intake closes.
+    /// Runs until the intake closes. It takes records as they are, and when there are none it
+    /// sleeps ([`POLL`], longer while nothing comes) instead of waiting on the queue: a waiting
+    /// receiver would be woken by every record, a system call on the forwarding thread that
+    /// sends it.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Record>, queued: Arc<AtomicUsize>) {
-        while let Some(record) = rx.recv().await {
+        let mut idle = POLL;
+        loop {
+            let record = match rx.try_recv() {
+                Ok(record) => record,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    tokio::time::sleep(idle).await;
+                    idle = (idle * 2).min(MAX_POLL);
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            };
+            idle = POLL;
             queued.fetch_sub(record.payload.len(), Ordering::Relaxed);
             let dropped = self.intake_dropped.load(Ordering::Relaxed);
             if self.writes && dropped > self.seen_dropped {
