@@ -414,13 +414,7 @@ mod tests {
     use super::*;
 
     fn est(ratio: f64, low: f64, high: f64) -> RatioEstimate {
-        RatioEstimate {
-            ratio,
-            low,
-            high,
-            confidence: 0.95,
-            pairs: 300,
-        }
+        RatioEstimate::test(ratio, low, high)
     }
 
     /// A shift the control shows as well is no finding; one beyond the control's band is, and

@@ -204,6 +204,18 @@ pub struct RatioEstimate {
 }
 
 impl RatioEstimate {
+    /// An estimate at 95% over 1,000 pairs, for tests.
+    #[cfg(test)]
+    pub fn test(ratio: f64, low: f64, high: f64) -> RatioEstimate {
+        RatioEstimate {
+            ratio,
+            low,
+            high,
+            confidence: 0.95,
+            pairs: 1_000,
+        }
+    }
+
     /// Whether the interval lies wholly above 1 (slower) or below (faster).
     pub fn direction(&self) -> std::cmp::Ordering {
         if self.low > 1.0 {

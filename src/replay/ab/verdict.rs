@@ -127,13 +127,7 @@ mod tests {
     use super::*;
 
     fn est(ratio: f64, low: f64, high: f64) -> RatioEstimate {
-        RatioEstimate {
-            ratio,
-            low,
-            high,
-            confidence: 0.95,
-            pairs: 1_000,
-        }
+        RatioEstimate::test(ratio, low, high)
     }
 
     fn of<'a>(mean: &'a RatioEstimate, median: &'a RatioEstimate) -> Evidence<'a> {
