@@ -89,16 +89,27 @@ fn total(report: &Value, role: &str, what: &str) -> u64 {
     u(&target(report, role)["totals"][what])
 }
 
-/// Waits (deadline 180 s) until the periodic report says `done`.
+/// Waits until the periodic report says `done`: at most 90 s without the targets' counts
+/// moving (a mirror at low priority on a loaded machine is slow, not stuck), 600 s in all.
 fn wait_for_report(dir: &Path, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(180);
+    let started = Instant::now();
+    let (mut moved, mut last) = (Instant::now(), String::new());
     loop {
         let r = report(dir);
         if !r.is_null() && done(&r) {
             return r;
         }
+        let counts: Vec<String> = ["candidate", "control"]
+            .iter()
+            .filter_map(|role| r["targets"].as_array()?.iter().find(|t| t["role"] == *role))
+            .map(|t| t["totals"].to_string())
+            .collect();
+        if counts.concat() != last {
+            (moved, last) = (Instant::now(), counts.concat());
+        }
         assert!(
-            Instant::now() < deadline,
+            moved.elapsed() < Duration::from_secs(90)
+                && started.elapsed() < Duration::from_secs(600),
             "{what}: never reached; report: {r}"
         );
         std::thread::sleep(Duration::from_millis(200));

@@ -166,7 +166,8 @@ impl Dispatcher {
     /// Runs until the intake closes. It takes records as they are, and when there are none it
     /// sleeps ([`POLL`], longer while nothing comes) instead of waiting on the queue: a waiting
     /// receiver would be woken by every record, a system call on the forwarding thread that
-    /// sends it.
+    /// sends it. Each record spends from the task's cooperative budget: a backlog never keeps
+    /// the lanes, which share the mirror's thread, from their replies and timers.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Record>, queued: Arc<AtomicUsize>) {
         let mut idle = POLL;
         loop {
@@ -180,6 +181,7 @@ impl Dispatcher {
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
             };
             idle = POLL;
+            tokio::task::coop::consume_budget().await;
             queued.fetch_sub(record.payload.len(), Ordering::Relaxed);
             let dropped = self.intake_dropped.load(Ordering::Relaxed);
             if self.writes && dropped > self.seen_dropped {

@@ -246,26 +246,27 @@ pub fn build(
     let (production, seconds, complete, intake_dropped, filtered) = head;
     let boot = Bootstrap::default();
     let control = targets.iter().find(|t| t.1 == "control").map(|t| {
-        let shapes = t.2.shapes();
-        ControlRatios {
+        let mut ratios = ControlRatios {
             label: &t.0,
-            ratios: shapes
-                .iter()
-                .filter_map(|(k, f)| Some((k.clone(), f.pairs.ratio(0, 1, &boot)?)))
-                .collect(),
-            medians: shapes
-                .iter()
-                .filter_map(|(k, f)| {
-                    Some((k.clone(), f.pairs.median_ratio(0, 1, boot.confidence)?))
-                })
-                .collect(),
+            ratios: BTreeMap::new(),
+            medians: BTreeMap::new(),
+        };
+        for (k, f) in t.2.shapes() {
+            let (ratio, median) = t.2.estimates(&k, &f.pairs, &boot, complete);
+            if let Some(r) = ratio {
+                ratios.ratios.insert(k.clone(), r);
+            }
+            if let Some(m) = median {
+                ratios.medians.insert(k, m);
+            }
         }
+        ratios
     });
     let out = targets
         .iter()
         .map(|(label, role, stats)| {
             let control = control.as_ref().filter(|_| *role == "candidate");
-            target_report(label, role, stats, control, &boot)
+            target_report(label, role, stats, control, (&boot, complete))
         })
         .collect();
     ShadowReport {
@@ -287,7 +288,7 @@ fn target_report(
     role: &str,
     stats: &CandidateStats,
     control: Option<&ControlRatios<'_>>,
-    boot: &Bootstrap,
+    (boot, exact): (&Bootstrap, bool),
 ) -> TargetReport {
     let shapes = stats.shapes();
     let time = |f: &ShapeFigures| f.production_ns.mean() * f.production_ns.len() as f64;
@@ -297,8 +298,7 @@ fn target_report(
     for (text, f) in &shapes {
         let counts = Counts::of(f);
         totals.add(&counts);
-        let ratio = f.pairs.ratio(0, 1, boot);
-        let median = f.pairs.median_ratio(0, 1, boot.confidence);
+        let (ratio, median) = stats.estimates(text, &f.pairs, boot, exact);
         let check = control.and_then(|c| {
             let names = Names {
                 kind: "shape",

@@ -4,7 +4,7 @@
 //! the pairs for the ratio with its interval (`replay::ab::stats`). Bounded: at most
 //! `max_shapes` shapes, the rest under [`OTHER`].
 
-use crate::replay::ab::stats::{PairSample, RatioEstimate};
+use crate::replay::ab::stats::{Bootstrap, PairSample, RatioEstimate};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -22,6 +22,18 @@ pub const SHIFT: f64 = 1.2;
 /// Reads of a shape before its latency is first judged; then at every power of two and every
 /// 1,024 reads.
 pub const SHIFT_MIN_READS: u64 = 32;
+/// A periodic report estimates a shape's ratios again once its pairs have grown by 1/this since
+/// the last estimate (the report at stop, whenever they changed): a bootstrap of a full sample
+/// is a million draws, and most shapes barely move between two reports.
+const REESTIMATE_GROWTH: u64 = 8;
+
+/// A shape's ratio of means and median ratio, estimated when its sample had `seen` pairs.
+#[derive(Debug, Clone, Copy)]
+struct Estimated {
+    seen: u64,
+    ratio: Option<RatioEstimate>,
+    median: Option<RatioEstimate>,
+}
 
 /// Why a shape was explained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +171,8 @@ pub struct CandidateStats {
     pub connections: AtomicU64,
     /// When each shape was last explained (bounded as the shapes are).
     explained: Mutex<HashMap<String, std::time::Instant>>,
+    /// Each shape's last estimates (the same keys as `shapes`).
+    estimated: Mutex<HashMap<String, Estimated>>,
     /// Its mirrored writes (`--mirror all`).
     pub writes: WriteCounters,
 }
@@ -177,8 +191,36 @@ impl CandidateStats {
             connection_failures: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             explained: Mutex::default(),
+            estimated: Mutex::default(),
             writes: WriteCounters::default(),
         }
+    }
+
+    /// The ratio of means (bootstrap interval) and the median ratio of `shape`'s pairs, target
+    /// over production: estimated again when `pairs` grew enough since the last time
+    /// ([`REESTIMATE_GROWTH`]), or with `exact` when they changed at all.
+    pub fn estimates(
+        &self,
+        shape: &str,
+        pairs: &PairSample,
+        boot: &Bootstrap,
+        exact: bool,
+    ) -> (Option<RatioEstimate>, Option<RatioEstimate>) {
+        let mut cache = self.estimated.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = |e: &Estimated| match exact {
+            true => e.seen == pairs.seen,
+            false => pairs.seen < e.seen + e.seen / REESTIMATE_GROWTH + 1,
+        };
+        if let Some(e) = cache.get(shape).filter(|e| fresh(e)) {
+            return (e.ratio, e.median);
+        }
+        let e = Estimated {
+            seen: pairs.seen,
+            ratio: pairs.ratio(0, 1, boot),
+            median: pairs.median_ratio(0, 1, boot.confidence),
+        };
+        cache.insert(shape.to_owned(), e);
+        (e.ratio, e.median)
     }
 
     /// Whether `shape` may be explained now (not within `every` of the last time); if so, now
@@ -370,6 +412,29 @@ mod tests {
             matched: true,
         };
         stats.answered(&key(0), a)
+    }
+
+    #[test]
+    fn a_periodic_report_estimates_a_shape_again_only_once_it_grew() {
+        let stats = CandidateStats::new(4);
+        let shape = &key(0).text;
+        let boot = Bootstrap::default();
+        let pairs_of = |exact| {
+            let shapes = stats.shapes();
+            let (ratio, median) = stats.estimates(shape, &shapes[0].1.pairs, &boot, exact);
+            (ratio.unwrap().pairs, median.unwrap().pairs)
+        };
+        (0..100).for_each(|i| _ = answer(&stats, 1000 + i, 1100));
+        assert_eq!(pairs_of(false), (100, 100));
+        (0..5).for_each(|_| _ = answer(&stats, 1000, 1100));
+        assert_eq!(pairs_of(false), (100, 100), "5% more: the last estimates");
+        assert_eq!(pairs_of(true), (105, 105), "at stop: estimated again");
+        (0..14).for_each(|_| _ = answer(&stats, 1000, 1100));
+        assert_eq!(
+            pairs_of(false),
+            (119, 119),
+            "past 1/8 more: estimated again"
+        );
     }
 
     #[test]
