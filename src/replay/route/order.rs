@@ -32,8 +32,26 @@ pub(crate) const WRITES: &[&str] = &[
 pub struct After(Vec<Arc<Semaphore>>);
 
 impl After {
-    pub(super) fn done(&self) -> bool {
+    pub fn done(&self) -> bool {
         self.0.iter().all(|s| s.is_closed())
+    }
+
+    /// Waits (on a thread that is no runtime's: the capture reader) until done or `abort`.
+    pub fn wait_blocking(&self, abort: &super::abort::Abort) -> bool {
+        let mut pause = std::time::Duration::from_micros(50);
+        while !self.done() {
+            if abort.is_set() {
+                return false;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(5));
+        }
+        true
+    }
+
+    /// Adds what `other` waits for.
+    pub fn join(&mut self, other: &After) {
+        self.0.extend(other.0.iter().cloned());
     }
 
     /// Its own heap block (the completions it points to are counted with their requests).
@@ -57,7 +75,7 @@ impl Drop for Completes {
     }
 }
 
-pub(super) fn pair() -> (After, Completes) {
+pub fn pair() -> (After, Completes) {
     let s = Arc::new(Semaphore::new(0));
     (After(vec![s.clone()]), Completes(s))
 }
@@ -237,6 +255,32 @@ mod tests {
         use crate::wire::op_msg::{MsgFlags, OpMsg};
         let msg = OpMsg::with_body(doc, MsgFlags::empty());
         understand(1, 0, &bytes::Bytes::from(msg.encode(7, 0))).expect("understood")
+    }
+
+    #[test]
+    fn the_reader_waits_for_every_copy_of_a_change_or_the_abort() {
+        use super::super::abort::Abort;
+        let (first, first_done) = pair();
+        let (second, second_done) = pair();
+        let mut change = After::default();
+        change.join(&first);
+        change.join(&second);
+        let abort = Abort::default();
+        let waiter = {
+            let (change, abort) = (change.clone(), Abort::default());
+            std::thread::spawn(move || change.wait_blocking(&abort))
+        };
+        drop(first_done);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            !waiter.is_finished() && !change.done(),
+            "one copy still out"
+        );
+        drop(second_done);
+        assert!(waiter.join().unwrap(), "both answered");
+        let (pending, _kept) = pair();
+        abort.trigger("stop".into());
+        assert!(!pending.wait_blocking(&abort), "an abort ends the wait");
     }
 
     #[test]

@@ -46,6 +46,11 @@ impl SessionOrder {
         (wait, Some(completes))
     }
 
+    /// The completion of the last request placed for `lsid`.
+    pub fn last(&self, lsid: &[u8; 16]) -> Option<&After> {
+        self.last.get(lsid).map(|(_, after)| after)
+    }
+
     /// A new pass: nothing of the last one is waited for any more.
     pub fn clear(&mut self) {
         self.last.clear();

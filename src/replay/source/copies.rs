@@ -11,10 +11,14 @@ use crate::replay::request::rewrite;
 use crate::replay::request::{Request, Scope, Skip};
 use crate::replay::route::counter;
 use crate::replay::route::op::Op;
+use crate::replay::route::order::{self, After};
 use crate::replay::route::Lanes;
 
 /// Commands that change what later requests see (collections, indexes). With `--connections N` the
 /// requests before one finish before it is sent, and it finishes before anything after it is sent.
+/// With a lane per recorded connection, what a client sent after its recorded reply (on any
+/// connection) waits until it is answered: a `dropDatabase` slower than recorded never drops the
+/// inserts that followed it on another connection.
 const BARRIERS: &[&str] = &[
     "create",
     "drop",
@@ -55,9 +59,25 @@ impl Feed<'_> {
             counter::add(&self.shared.run.counters.after_deadline, clones as u64);
             return true;
         }
+        if !self.after_change(&req) {
+            return false;
+        }
         let offset_ns = req.ts_ns.saturating_sub(first) + self.pass_base_ns;
         let command = req.command.clone();
-        let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && BARRIERS.contains(&&*command);
+        let changes = BARRIERS.contains(&&*command);
+        let barrier = matches!(self.cfg.lanes, Lanes::Fixed(_)) && changes;
+        let per_recorded = matches!(self.cfg.lanes, Lanes::PerRecorded);
+        let changed_at = req.recorded.as_ref().and_then(|r| r.latency_ns);
+        if let Some(latency) = changed_at.filter(|_| changes && per_recorded) {
+            // One still pending (sent before this one's reply) is waited for as well, from the
+            // earlier of the two replies.
+            let (mut after, mut replied) = (After::default(), req.ts_ns + latency);
+            if let Some((pending, at)) = self.changed.take() {
+                after.join(&pending);
+                replied = replied.min(at);
+            }
+            self.changed = Some((after, replied));
+        }
         let insert = &*command == "insert";
         if let Some(ids) = self.ids.as_mut().filter(|_| insert && self.iteration == 0) {
             ids.learn(&req.msg);
@@ -86,6 +106,19 @@ impl Feed<'_> {
             }
         }
         !barrier || self.shared.run.budget.wait_empty(&self.shared.run.abort)
+    }
+
+    /// With a lane per recorded connection, waits until the last collection or index change
+    /// is answered when `req` was sent after its recorded reply. False when the replay stopped.
+    fn after_change(&mut self, req: &Request) -> bool {
+        match &self.changed {
+            Some((after, replied)) if req.ts_ns >= *replied => {
+                let waited = after.wait_blocking(&self.shared.run.abort);
+                self.changed = None;
+                waited
+            }
+            _ => true,
+        }
     }
 
     /// Whether `req` is replayed under `--skip-snapshotted` ([`super::cut`]); a write the
@@ -151,7 +184,7 @@ impl Feed<'_> {
         };
         let (after, completes) = match self.cfg.lanes {
             Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
-            Lanes::PerRecorded => self.session_order.place(lane, lsid),
+            Lanes::PerRecorded => self.place_per_recorded(req, lane, lsid),
         };
         let produces_cursor = req.produces_cursor();
         if let Some(c) = produces_cursor {
@@ -191,6 +224,29 @@ impl Feed<'_> {
         }
         self.router.send(lane, op);
         true
+    }
+
+    /// With a lane per recorded connection: what the copy on `lane` waits for (its session's
+    /// previous request) and completes; a collection or index change's copy joins [`Self::changed`].
+    fn place_per_recorded(
+        &mut self,
+        req: &Request,
+        lane: usize,
+        lsid: Option<[u8; 16]>,
+    ) -> (Option<After>, Option<order::Completes>) {
+        let (after, mut completes) = self.session_order.place(lane, lsid);
+        let change = BARRIERS.contains(&&*req.command) && req.recorded.is_some();
+        if let Some((changed, _)) = self.changed.as_mut().filter(|_| change) {
+            match lsid.and_then(|l| self.session_order.last(&l)) {
+                Some(session) => changed.join(session),
+                None => {
+                    let (done, c) = order::pair();
+                    changed.join(&done);
+                    completes = Some(c);
+                }
+            }
+        }
+        (after, completes)
     }
 
     /// Counts a request that could not be rewritten (not replayed); the feed goes on.

@@ -107,6 +107,9 @@ struct Feed<'a> {
     /// One lane per recorded connection: each logical session's requests, one at a time
     /// ([`crate::replay::route::session_order`]).
     session_order: crate::replay::route::session_order::SessionOrder,
+    /// One lane per recorded connection: the last collection or index change emitted, and when
+    /// its recorded reply came ([`copies`]): what was sent after that waits for it.
+    changed: Option<(crate::replay::route::order::After, u64)>,
     /// When each open recorded connection was opened (its open event, else its first message),
     /// until its first replayed request takes it as its connect lead (then `None`).
     opened: FastMap<u64, Option<u64>>,
@@ -246,6 +249,7 @@ impl Feed<'_> {
         // own scopes, and so their own live sessions).
         self.order.clear();
         self.session_order.clear();
+        self.changed = None;
         self.opened.clear();
         go_on && self.result.capture_error.is_none()
     }
@@ -450,6 +454,7 @@ pub fn run(
         past_deadline: false,
         order: crate::replay::route::order::Order::new(cfg.unordered),
         session_order: crate::replay::route::session_order::SessionOrder::default(),
+        changed: None,
         opened: FastMap::default(),
         shapes: shapes::FeedShapes::new(cfg.max_shapes, cfg.repeat != Some(1)),
         recorded_latency: FastMap::default(),
