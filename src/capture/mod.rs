@@ -2,11 +2,12 @@
 //! CRC-checked records holding raw wire messages and connection events.
 //!
 //! `record` is the encoding (no I/O); `writer` and `reader` stream it to and from files;
-//! `output` creates files, never through a symbolic link;
+//! `output` creates files, never through a symbolic link; `summary` is what a finished file ends
+//! with (peak of open connections, faults), read without decompressing;
 //! `segments` is a recording as files (rotation, limits, no overwriting); `set` reads segments
 //! (a folder or a list) as one capture.
 //!
-//! Layers, bottom up: output record < error < reader writer < segments set
+//! Layers, bottom up: output record < error summary < reader writer < segments set
 
 pub mod error;
 pub mod output;
@@ -14,6 +15,7 @@ pub mod reader;
 pub mod record;
 pub mod segments;
 pub mod set;
+pub mod summary;
 pub mod writer;
 
 pub use error::CaptureError;

@@ -80,8 +80,21 @@ fn read_then_write_gives_the_same_records_and_bytes() {
 fn every_cut_reads_back_what_was_flushed_then_says_truncated() {
     let recs = records(60);
     let file = write_all(&recs, 10);
+    // The summary frame after the records: a cut in it loses no record.
+    let tail = &file[file.len() - 12..];
+    let summary_len = u32::from_le_bytes(tail[..4].try_into().unwrap()) as usize;
+    assert_eq!(tail[4..], super::summary::TAG);
+    let records_end = file.len() - summary_len;
+    for cut in records_end..file.len() {
+        let (back, err) = read_all(&file[..cut]);
+        assert_eq!(back, recs, "cut at {cut}, in the summary");
+        assert!(
+            err.is_none() || matches!(err, Some(CaptureError::Truncated { .. })),
+            "cut at {cut}, in the summary: {err:?}"
+        );
+    }
     let mut last_count = 0;
-    for cut in 0..file.len() {
+    for cut in 0..records_end {
         let (back, err) = read_all(&file[..cut]);
         assert_eq!(&recs[..back.len()], &back[..], "cut at {cut}");
         assert!(back.len() >= last_count, "cut at {cut} lost records");

@@ -4,6 +4,7 @@
 use super::error::CaptureError;
 use super::output::{self, Existing, OutputError};
 use super::record::{Metadata, Record, FORMAT_VERSION, MAGIC};
+use super::summary::Tally;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
@@ -39,6 +40,8 @@ pub struct CaptureWriter<W: Write> {
     records: u64,
     /// Uncompressed bytes at the last flush: everything before is in the file.
     flushed: u64,
+    /// What the file's summary will say ([`super::summary`]), written by [`CaptureWriter::finish`].
+    tally: Tally,
 }
 
 impl CaptureWriter<File> {
@@ -93,6 +96,7 @@ impl<W: Write> CaptureWriter<W> {
             compressed,
             records: 0,
             flushed: 0,
+            tally: Tally::default(),
         };
         let json = serde_json::to_vec(meta).expect("metadata serializes");
         let mut head = Vec::with_capacity(14 + json.len());
@@ -114,6 +118,7 @@ impl<W: Write> CaptureWriter<W> {
             .map_err(CaptureError::Write)?;
         self.uncompressed += self.scratch.len() as u64;
         self.records += 1;
+        self.tally.see(record);
         Ok(())
     }
 
@@ -130,9 +135,13 @@ impl<W: Write> CaptureWriter<W> {
         self.compressed.load(Ordering::Relaxed) + (self.uncompressed - self.flushed)
     }
 
-    /// Ends the zstd frame and returns the underlying writer.
+    /// Ends the zstd frame, appends the file's summary (a skippable frame) and returns the
+    /// underlying writer.
     pub fn finish(self) -> Result<W, CaptureError> {
         let mut counting = self.encoder.finish().map_err(CaptureError::Write)?;
+        counting
+            .write_all(&self.tally.frame())
+            .map_err(CaptureError::Write)?;
         counting.flush().map_err(CaptureError::Write)?;
         Ok(counting.inner)
     }

@@ -77,6 +77,27 @@ impl FaultsInjected {
         self.follower.as_mut()
     }
 
+    /// The faults a capture's summary counted (`capture::summary`): what [`FaultsInjected::add`]
+    /// of each of its fault records gives.
+    pub fn from_summary(total: u64, rows: &[crate::capture::summary::FaultRow]) -> FaultsInjected {
+        FaultsInjected {
+            total,
+            rules: rows
+                .iter()
+                .take(MAX_ROWS)
+                .map(|r| FaultCount {
+                    rule: r.rule,
+                    name: r.name.clone(),
+                    action: r.action.clone(),
+                    count: r.count,
+                    forwarded: r.forwarded,
+                    ..FaultCount::default()
+                })
+                .collect(),
+            ..FaultsInjected::default()
+        }
+    }
+
     /// Books one `fault` record; a payload that does not read is counted in `total` only.
     pub fn add(&mut self, record: &Record) {
         self.total += 1;

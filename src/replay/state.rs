@@ -70,8 +70,9 @@ pub(crate) fn target_state(
     }
 }
 
-/// The connection limit, and how many connections the replay would open at once without it (the
-/// capture read once for that, with one lane per recorded connection); said before starting
+/// The connection limit, and how many connections the replay would open at once without it (from
+/// the capture's summary, else the capture read once for it, with one lane per recorded
+/// connection); said before starting
 /// when some connections will wait. With the faults the capture says were injected while
 /// recording (the same read finds them).
 pub(super) fn connection_limit(
