@@ -202,6 +202,12 @@ fn check_capture(client: Client, path: &Path, driver_name: Option<&str>) {
     let by_kind = &py["by_kind"];
     assert_eq!(by_kind["request"].as_u64(), Some(requests), "{py}");
     assert_eq!(by_kind["reply"].as_u64(), Some(replies), "{py}");
+    // The summary the file ends with, read from the spec too, says what reading it through says.
+    let summary = &py["file_summary"];
+    for key in ["records", "peak_open", "faults"] {
+        assert!(py[key].as_u64().is_some(), "{key}: {py}");
+        assert_eq!(summary[key], py[key], "the file's summary, {key}: {py}");
+    }
 }
 
 #[test]

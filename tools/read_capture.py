@@ -8,7 +8,8 @@ from the outside. Python standard library only, plus:
   - pymongo's `bson`, only to print documents (optional; without it documents are summarised by hand).
 
 Usage:
-  python3 tools/read_capture.py FILE             summary: metadata, records by kind, connections, opcodes
+  python3 tools/read_capture.py FILE             summary: metadata, records by kind, connections, opcodes,
+                                                 and the file's summary frame checked against them
   python3 tools/read_capture.py --records FILE   one line per record, then the status line
   python3 tools/read_capture.py --json FILE      the summary as one JSON object (for tests)
   python3 tools/read_capture.py --self-test      write synthetic captures per the spec and read them back
@@ -552,6 +553,9 @@ class Summary:
         self.first_ts = None
         self.last_ts = None
         self._warned = 0
+        self._open = set()
+        self.peak_open = 0  # the most connections open at once ("Summary" in the spec)
+        self.faults = 0
 
     def warn(self, record, message):
         self._warned += 1
@@ -568,6 +572,13 @@ class Summary:
         if self.first_ts is None:
             self.first_ts = record.ts_ns
         self.last_ts = max(self.last_ts or 0, record.ts_ns)
+        if record.kind in (1, 3, 4) and record.conn_id not in self._open:
+            self._open.add(record.conn_id)
+            self.peak_open = max(self.peak_open, len(self._open))
+        elif record.kind == 2:
+            self._open.discard(record.conn_id)
+        elif record.kind == 11:
+            self.faults += 1
         if self.end is not None:
             self.warn(record, "record after the end record")
 
@@ -670,6 +681,8 @@ class Summary:
             "last_ts_ns": self.last_ts,
             "warnings": self.warnings,
             "warning_count": self._warned,
+            "peak_open": self.peak_open,
+            "faults": self.faults,
         }
 
 
@@ -715,6 +728,14 @@ def print_summary(path, reader, summary, out):
         for key, value in reader.metadata.items():
             w("  %s: %s\n" % (key, json.dumps(value) if not isinstance(value, str) else value))
     w("records: %d\n" % summary.records)
+    file_summary = read_file_summary(path)
+    if file_summary is None:
+        w("summary frame: none (the writer did not finish, or it does not check out)\n")
+    else:
+        agrees = (file_summary.get("records"), file_summary.get("peak_open"),
+                  file_summary.get("faults")) == (summary.records, summary.peak_open, summary.faults)
+        w("summary frame: %s (%s what was read)\n" % (json.dumps(file_summary, sort_keys=True),
+                                                        "agrees with" if agrees else "DIFFERS from"))
     for name, count in sorted(summary.by_kind.items(), key=lambda item: -item[1]):
         w("  %-16s %d\n" % (name, count))
     if summary.first_ts is not None and summary.last_ts is not None:
@@ -751,6 +772,38 @@ def print_summary(path, reader, summary, out):
         w("warnings: %d\n" % summary._warned)
         for text in summary.warnings:
             w("  %s\n" % text)
+
+
+SKIPPABLE_MAGIC = 0x184D2A5E
+SUMMARY_TAG = b"MTSUMRY1"
+MAX_SUMMARY_FRAME = 1 << 20
+
+
+def read_file_summary(path):
+    """The summary frame a finished capture ends with ("Summary" in the spec): its JSON object, or
+    None when the file has none or it does not check out."""
+    size = os.path.getsize(path)
+    if size < 24:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(size - 12)
+        length, tag = struct.unpack("<I8s", fh.read(12))
+        if tag != SUMMARY_TAG or not 24 <= length <= min(size, MAX_SUMMARY_FRAME):
+            return None
+        fh.seek(size - length)
+        frame = fh.read(length)
+    magic, content = struct.unpack_from("<II", frame, 0)
+    if magic != SKIPPABLE_MAGIC or content != length - 8:
+        return None
+    body = frame[8:length - 16]
+    (crc,) = struct.unpack_from("<I", frame, length - 16)
+    if crc != crc32c(body):
+        return None
+    try:
+        summary = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def status_line(reader):
@@ -1116,6 +1169,7 @@ def main(argv=None):
             "zstd_backend": reader.source.backend,
             "format_version": reader.version,
             "metadata": reader.metadata,
+            "file_summary": read_file_summary(args.file),
             "status": {"complete": reader.problem is None,
                        "problem": reader.problem.to_json() if reader.problem else None},
         })
