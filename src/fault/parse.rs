@@ -58,9 +58,13 @@ pub fn parse_rule(text: &str) -> Result<Rule, FaultError> {
     };
     let mut left = left.iter().peekable();
     if let Some(first) = left.peek() {
-        if first.value.is_none() && first.key.ends_with(':') && first.key.len() > 1 {
-            rule.name = Some(first.key.trim_end_matches(':').to_owned());
-            left.next();
+        // The name is the word less its one last colon (`a::` names `a:`): it prints back
+        // with one colon added, so it reads back the same.
+        if let Some(name) = first.key.strip_suffix(':').filter(|n| !n.is_empty()) {
+            if first.value.is_none() {
+                rule.name = Some(name.to_owned());
+                left.next();
+            }
         }
     }
     for w in left {
@@ -295,6 +299,17 @@ fn split(text: &str) -> Result<Vec<Word>, (usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_ending_in_colons_prints_back_as_it_reads() {
+        for (text, name) in [("::", ":"), ("a::", "a:"), ("a:", "a")] {
+            let rule = parse_rule(&format!("{text} command=insert -> stall")).unwrap();
+            assert_eq!(rule.name.as_deref(), Some(name), "{text}");
+            assert_eq!(parse_rule(&rule.to_string()).unwrap(), rule, "{text}");
+        }
+        // A lone colon names nothing: it is a word of the matcher, and not one it knows.
+        assert!(parse_rule(": command=insert -> stall").is_err());
+    }
 
     #[test]
     fn the_example_parses_and_prints_back() {
