@@ -181,6 +181,11 @@ impl Gear {
         self.background.load(Ordering::Acquire)
     }
 
+    /// Queued bytes past which a sender brings the recorder back.
+    pub fn high_mark(&self) -> usize {
+        self.high
+    }
+
     pub fn raised(&self) -> u64 {
         self.raised.load(Ordering::Relaxed)
     }

@@ -190,6 +190,16 @@ impl Recorder {
     /// an `end` record. Every handle must have been dropped first, or this waits for them.
     pub fn finish(mut self) -> Result<(), CaptureError> {
         self.handle.take();
+        let raised = self.gear.raised();
+        if raised > 0 {
+            // Each time, the capture was written in a burst that competed with forwarding.
+            tracing::info!(
+                "the recorder was brought back from the background {raised} time(s): its queue \
+                 backed up past {} KiB, or it got no CPU for {} ms",
+                self.gear.high_mark() / 1024,
+                gear::STARVED.as_millis()
+            );
+        }
         // What is left is written at normal priority, however busy the host.
         self.gear.to_foreground();
         // A parked recorder notices the last sender gone at once rather than after its park.
