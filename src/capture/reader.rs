@@ -87,7 +87,14 @@ fn import_format(first: &[u8]) -> Option<&'static str> {
     }
 }
 
-type Decoder<R> = zstd::stream::read::Decoder<'static, BufReader<Counting<R>>>;
+/// The decompressed stream, read through a buffer of its own: a record is two small reads (its
+/// length, its body), and each read straight from the decoder was a call into zstd's streaming
+/// state machine and a copy out of its window. Through the buffer, zstd decompresses
+/// [`DECODED_BUF`] bytes per call and a record's reads are copies.
+type Decoder<R> = BufReader<zstd::stream::read::Decoder<'static, BufReader<Counting<R>>>>;
+
+/// Decompressed bytes read ahead (half of zstd's largest block).
+const DECODED_BUF: usize = 64 << 10;
 
 pub struct CaptureReader<R: Read> {
     decoder: Decoder<R>,
@@ -171,6 +178,7 @@ impl<R: Read> CaptureReader<R> {
             zstd::stream::read::Decoder::new(counting).map_err(|e| CaptureError::NotACapture {
                 detail: e.to_string(),
             })?;
+        let decoder = BufReader::with_capacity(DECODED_BUF, decoder);
         let mut reader = CaptureReader {
             decoder,
             metadata: Metadata::default(),
@@ -188,7 +196,7 @@ impl<R: Read> CaptureReader<R> {
     fn read_header(&mut self) -> Result<(), CaptureError> {
         let mut head = [0u8; 14];
         if let Err(short) = self.fill(&mut head) {
-            let first = &self.decoder.get_ref().get_ref().first;
+            let first = &self.decoder.get_ref().get_ref().get_ref().first;
             return Err(CaptureError::NotACapture {
                 detail: header_failure(first, short),
             });

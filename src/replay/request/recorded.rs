@@ -50,6 +50,10 @@ pub struct Request {
     pub ts_ns: u64,
     pub request_id: i32,
     pub msg: Bytes,
+    /// The body holds none of the fields a copy changes (session, cluster time, read concern,
+    /// cursor ids, renamed namespaces) and a string `$db`: a copy whose database is unchanged is
+    /// the recorded bytes ([`super::rewrite`]).
+    pub plain: bool,
     pub command: Name,
     pub db: Name,
     pub collection: Option<Name>,

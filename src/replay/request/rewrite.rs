@@ -27,6 +27,9 @@ pub fn rewrite(
 ) -> Result<Rewritten, WireError> {
     let view = OpMsgView::new(&req.msg)?;
     let flags = view.flags() - (MsgFlags::CHECKSUM_PRESENT | MsgFlags::EXHAUST_ALLOWED);
+    if req.plain && flags == view.flags() && map.map_db(&req.db) == *req.db {
+        return as_recorded(req, &view);
+    }
     let mut out = OpMsgWriter::new(req.msg.len() + 32, flags);
     let mut patches = Vec::new();
     for section in view.sections() {
@@ -40,6 +43,20 @@ pub fn rewrite(
     Ok(Rewritten {
         bytes: out.finish(),
         cursor_patches: patches,
+    })
+}
+
+/// A copy that changes nothing: the recorded bytes, with the header [`OpMsgWriter`] writes (request
+/// id and responseTo 0), once every section is known to read.
+fn as_recorded(req: &Request, view: &OpMsgView<'_>) -> Result<Rewritten, WireError> {
+    for section in view.sections() {
+        section?;
+    }
+    let mut bytes = req.msg.to_vec();
+    bytes[4..12].fill(0);
+    Ok(Rewritten {
+        bytes,
+        cursor_patches: Vec::new(),
     })
 }
 
@@ -168,6 +185,43 @@ mod tests {
                 assert!(m.checksum.is_none());
             }
             _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_plain_request_goes_out_as_recorded_and_equals_the_written_copy() {
+        let body = rawdoc! {"insert": "c", "ordered": true, "$db": "bench"};
+        let wire = msg(MsgFlags::empty(), body.clone(), true);
+        let req = understand(1, 10, &wire).unwrap();
+        assert!(req.plain);
+        let as_is = rewrite(&req, &Suffix(""), None).unwrap();
+        let written = rewrite(
+            &Request {
+                plain: false,
+                ..req.clone()
+            },
+            &Suffix(""),
+            None,
+        )
+        .unwrap();
+        assert_eq!(as_is.bytes, written.bytes);
+        assert_eq!(&as_is.bytes[12..], &wire[12..]);
+        // A database that changes, or a checksum, is written out anew.
+        let mapped = rewrite(&req, &Suffix("_2"), None).unwrap();
+        assert_eq!(body_of(&mapped.bytes).get_str("$db").unwrap(), "bench_2");
+        let summed = understand(1, 10, &msg(MsgFlags::CHECKSUM_PRESENT, body, true)).unwrap();
+        let out = rewrite(&summed, &Suffix(""), None).unwrap();
+        assert_eq!(out.bytes, written.bytes);
+        // A session, a cluster time, a read concern, a getMore: never plain.
+        for body in [
+            rawdoc! {"find": "c", "lsid": {"id": 1}, "$db": "b"},
+            rawdoc! {"find": "c", "$clusterTime": {}, "$db": "b"},
+            rawdoc! {"find": "c", "readConcern": {"level": "local"}, "$db": "b"},
+            rawdoc! {"getMore": 5i64, "collection": "c", "$db": "b"},
+            rawdoc! {"find": "c", "$db": 3},
+        ] {
+            let req = understand(1, 1, &msg(MsgFlags::empty(), body, false)).unwrap();
+            assert!(!req.plain, "{:?}", req.command);
         }
     }
 

@@ -122,6 +122,7 @@ pub fn understand_opened<'a>(
         compressor: opened.compressor,
         shape: None,
         msg: Bytes::new(),
+        plain: !matches!(first.key, "getMore" | "renameCollection"),
     };
     if &*req.command == "getMore" {
         req.cursor_refs.extend(first.as_i64());
@@ -143,17 +144,25 @@ fn read_fields(
     for e in els {
         let e = e.map_err(|_| Skip::Malformed)?;
         match e.key {
-            "$db" => req.db = names.get(e.as_str().unwrap_or_default()),
+            "$db" => {
+                req.plain &= e.as_str().is_some();
+                req.db = names.get(e.as_str().unwrap_or_default())
+            }
             "collection" if &*req.command == "getMore" => {
                 req.collection = e.as_str().map(|c| names.get(c))
             }
             "cursors" if &*req.command == "killCursors" => {
+                req.plain = false;
                 if let Some(arr) = e.as_doc().and_then(|d| bson_raw::elements(d).ok()) {
                     req.cursor_refs
                         .extend(arr.iter().filter_map(|c| c.as_i64()));
                 }
             }
-            "lsid" => req.lsid = Some(lsid_key(e.value)),
+            "lsid" => {
+                req.plain = false;
+                req.lsid = Some(lsid_key(e.value))
+            }
+            "$clusterTime" | "recoveryToken" | "readConcern" => req.plain = false,
             "txnNumber" => txn_number = e.as_i64(),
             "autocommit" => autocommit_false = e.as_bool() == Some(false),
             _ => {}

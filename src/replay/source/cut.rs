@@ -322,6 +322,7 @@ mod tests {
             ts_ns,
             request_id: 1,
             msg: bytes::Bytes::new(),
+            plain: false,
             command: names.get(command),
             db: names.get(db),
             collection: Some(names.get(coll)),

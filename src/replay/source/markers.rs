@@ -47,6 +47,7 @@ pub fn marker_request(conn_id: u64, ts_ns: u64, request_id: i32) -> Request {
         ts_ns,
         request_id,
         msg: bytes::Bytes::new(),
+        plain: false,
         command: Name::from("ping"),
         db: Name::default(),
         collection: None,
