@@ -169,6 +169,14 @@ impl MsgHeader {
         }
     }
 
+    /// Sets the responseTo field of a message in place; a buffer too short to hold one is left as
+    /// it is.
+    pub fn write_response_to(message: &mut [u8], response_to: i32) {
+        if let Some(field) = message.get_mut(8..12) {
+            field.copy_from_slice(&response_to.to_le_bytes());
+        }
+    }
+
     /// Sets the length field of a message in place (to fix up a buffer that was cut); a buffer too
     /// short to hold one is left as it is.
     pub fn write_message_length(message: &mut [u8], length: i32) {

@@ -29,7 +29,7 @@ pub(super) async fn finish(target: &TargetState, conns: &mut Conns, last_unackno
 }
 
 /// Releases the read-ahead budget of requests that will not be sent.
-pub(super) fn drain(run: &Run, rx: &mut UnboundedReceiver<Op>) {
+pub(super) fn drain(run: &Run, rx: &mut UnboundedReceiver<Box<Op>>) {
     rx.close();
     while let Ok(op) = rx.try_recv() {
         run.budget.release(op.charge);

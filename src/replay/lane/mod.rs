@@ -28,7 +28,7 @@ mod step;
 /// the first request that needs each (step markers need none), so the handshake can offer that
 /// request's compressor. With one target the lane is that target's connection; with several, a
 /// paired lane ([`paired`]).
-pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Op>) {
+pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Box<Op>>) {
     match &shared.targets[..] {
         [one] => run_one(&shared.run, one, rx).await,
         _ => paired::run(&shared, rx).await,
@@ -36,7 +36,7 @@ pub async fn run(shared: Arc<Shared>, rx: UnboundedReceiver<Op>) {
 }
 
 /// One lane on one target (whose abort signal is the run's).
-async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Op>) {
+async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = target.abort.subscribe();
     let mut conns = Conns::default();
     let mut last_unacknowledged = false;
@@ -44,7 +44,7 @@ async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Op>)
         // The reader usually runs ahead: take the next request without registering a waiter on the
         // abort signal (shared by every connection) unless the queue is empty.
         let op = match rx.try_recv() {
-            Ok(op) if !target.abort.is_set() => op,
+            Ok(op) if !target.abort.is_set() => *op,
             Ok(op) => {
                 run.budget.release(op.charge);
                 break;
@@ -60,7 +60,7 @@ async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Op>)
                     }
                 };
                 match conns.idle(target, next).await {
-                    Some(op) => op,
+                    Some(op) => *op,
                     None => break,
                 }
             }

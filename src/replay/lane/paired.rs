@@ -57,7 +57,7 @@ impl Drop for Pair {
 type Copy = (Op, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
-pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Op>) {
+pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Box<Op>>) {
     if shared.run.pacing.open_loop() {
         open_loop(shared, rx).await
     } else {
@@ -66,17 +66,20 @@ pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Op>) {
 }
 
 /// The next request, or `None` when the queue closed or the run was aborted.
-async fn next(rx: &mut UnboundedReceiver<Op>, abort: &mut watch::Receiver<bool>) -> Option<Op> {
+async fn next(
+    rx: &mut UnboundedReceiver<Box<Op>>,
+    abort: &mut watch::Receiver<bool>,
+) -> Option<Op> {
     tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => None,
-        op = rx.recv() => op,
+        op = rx.recv() => op.map(|op| *op),
     }
 }
 
 /// Every request to every target, in one task: the copies are sent together and the next request
 /// waits for all of their replies (no task hand-off per request).
-async fn lockstep(shared: &Shared, mut rx: UnboundedReceiver<Op>) {
+async fn lockstep(shared: &Shared, mut rx: UnboundedReceiver<Box<Op>>) {
     let run = &shared.run;
     let mut abort = run.abort.subscribe();
     let mut sides: Vec<Side> = shared
@@ -134,7 +137,7 @@ async fn lockstep(shared: &Shared, mut rx: UnboundedReceiver<Op>) {
 }
 
 /// Open loop: each target's connection is a task of its own, keeping the schedule on its own.
-async fn open_loop(shared: &Shared, mut rx: UnboundedReceiver<Op>) {
+async fn open_loop(shared: &Shared, mut rx: UnboundedReceiver<Box<Op>>) {
     let mut abort = shared.run.abort.subscribe();
     let (copies, tasks): (Vec<UnboundedSender<Copy>>, Vec<_>) = shared
         .targets

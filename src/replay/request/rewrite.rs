@@ -6,6 +6,7 @@
 use super::db_map::DbMap;
 use super::recorded::Request;
 use crate::wire::bson_raw::{self, DocWriter, ARRAY, BINARY_UUID, DOCUMENT};
+use crate::wire::header::MsgHeader;
 use crate::wire::{MsgFlags, OpMsgView, OpMsgWriter, SectionView, WireError};
 
 /// A request written out for one copy: the bytes to send (request id still to be set) and where
@@ -53,7 +54,8 @@ fn as_recorded(req: &Request, view: &OpMsgView<'_>) -> Result<Rewritten, WireErr
         section?;
     }
     let mut bytes = req.msg.to_vec();
-    bytes[4..12].fill(0);
+    MsgHeader::write_request_id(&mut bytes, 0);
+    MsgHeader::write_response_to(&mut bytes, 0);
     Ok(Rewritten {
         bytes,
         cursor_patches: Vec::new(),

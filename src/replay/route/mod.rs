@@ -38,7 +38,7 @@ use tokio::task::JoinHandle;
 /// A lane's queue holds boxed ops: a tokio queue allocates its slots 32 at a time, so with the op
 /// inline every lane would take 32 x 344 bytes before its first request (11 KB per recorded
 /// connection, 2 GB for a capture of 200,000 connections that never close).
-pub type SpawnLane = Box<dyn Fn(UnboundedReceiver<Op>) -> JoinHandle<()>>;
+pub type SpawnLane = Box<dyn Fn(UnboundedReceiver<Box<Op>>) -> JoinHandle<()>>;
 
 /// How replay connections are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub struct Router {
     lanes_mode: Lanes,
     spawn_lane: SpawnLane,
     run: Arc<Run>,
-    lanes: Vec<Option<UnboundedSender<Op>>>,
+    lanes: Vec<Option<UnboundedSender<Box<Op>>>>,
     by_conn: HashMap<(Scope, u64), usize>,
     by_cursor: HashMap<(Scope, i64), usize>,
     by_txn: HashMap<(Scope, Vec<u8>, i64), usize>,
@@ -211,7 +211,7 @@ impl Router {
         let len = op.charge;
         let request = op.marker.is_none();
         let delivered = match self.lanes.get(lane).and_then(|l| l.as_ref()) {
-            Some(tx) => tx.send(op).is_ok(),
+            Some(tx) => tx.send(Box::new(op)).is_ok(),
             None => false,
         };
         if delivered && request {
