@@ -28,8 +28,8 @@ pub fn rewrite(
 ) -> Result<Rewritten, WireError> {
     let view = OpMsgView::new(&req.msg)?;
     let flags = view.flags() - (MsgFlags::CHECKSUM_PRESENT | MsgFlags::EXHAUST_ALLOWED);
-    if req.plain && flags == view.flags() && map.map_db(&req.db) == *req.db {
-        return as_recorded(req, &view);
+    if req.plain && flags == view.flags() && map.map_db(&req.db) == *req.db && one_body(&view)? {
+        return Ok(as_recorded(req));
     }
     let mut out = OpMsgWriter::new(req.msg.len() + 32, flags);
     let mut patches = Vec::new();
@@ -47,19 +47,26 @@ pub fn rewrite(
     })
 }
 
-/// A copy that changes nothing: the recorded bytes, with the header [`OpMsgWriter`] writes (request
-/// id and responseTo 0), once every section is known to read.
-fn as_recorded(req: &Request, view: &OpMsgView<'_>) -> Result<Rewritten, WireError> {
+/// Whether every section reads and exactly one is a body: the one `understand` read whole. A
+/// second body (which no driver sends) was not, and is written out by the rules like the first.
+fn one_body(view: &OpMsgView<'_>) -> Result<bool, WireError> {
+    let mut bodies = 0;
     for section in view.sections() {
-        section?;
+        bodies += usize::from(matches!(section?, SectionView::Body { .. }));
     }
+    Ok(bodies == 1)
+}
+
+/// A copy that changes nothing: the recorded bytes, with the header [`OpMsgWriter`] writes (request
+/// id and responseTo 0).
+fn as_recorded(req: &Request) -> Rewritten {
     let mut bytes = req.msg.to_vec();
     MsgHeader::write_request_id(&mut bytes, 0);
     MsgHeader::write_response_to(&mut bytes, 0);
-    Ok(Rewritten {
+    Rewritten {
         bytes,
         cursor_patches: Vec::new(),
-    })
+    }
 }
 
 fn rewrite_body(
