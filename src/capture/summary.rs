@@ -138,10 +138,9 @@ pub fn read(path: &Path) -> std::io::Result<Option<Summary>> {
     let mut tail = [0u8; 12];
     file.seek(SeekFrom::End(-12))?;
     file.read_exact(&mut tail)?;
-    if tail[4..] != TAG {
+    let Some(len) = trailer_len(&tail) else {
         return Ok(None);
-    }
-    let len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    };
     if len < (HEAD + TAIL) as u64 || len > size.min(MAX_FRAME) {
         return Ok(None);
     }
@@ -149,6 +148,13 @@ pub fn read(path: &Path) -> std::io::Result<Option<Summary>> {
     file.seek(SeekFrom::End(-(len as i64)))?;
     file.read_exact(&mut frame)?;
     Ok(parse(&frame))
+}
+
+/// The frame length a file's last 12 bytes give, when they are a summary's trailer (its length,
+/// then [`TAG`]).
+pub fn trailer_len(tail: &[u8]) -> Option<u64> {
+    let (len, tag) = tail.split_first_chunk::<4>()?;
+    (tag == TAG).then(|| u64::from(u32::from_le_bytes(*len)))
 }
 
 /// A whole summary frame (as [`Tally::frame`] writes it), or `None` when it does not check out.

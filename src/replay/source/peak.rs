@@ -171,7 +171,7 @@ mod tests {
         assert!(frame);
         let bytes = std::fs::read(&path).unwrap();
         let tail = &bytes[bytes.len() - 12..];
-        let len = u32::from_le_bytes(tail[..4].try_into().unwrap()) as u64;
+        let len = summary::trailer_len(tail).expect("a summary's trailer");
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         file.set_len(size - len).unwrap();
         assert_eq!(summary::read(&path).unwrap(), None);
