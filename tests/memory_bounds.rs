@@ -365,11 +365,11 @@ fn import_memory_stays_flat_over_connections_and_what_they_hold() {
 
 /// What one recorded connection left open costs the replayer: its lane (a task and its queue),
 /// kept until the capture ends, and its request, held until then since no reply answers it.
-/// Measured, 5,000 against 50,000 connections open with one find each, `--max-open-connections
-/// 200`: 4.2 KB a connection in a debug build and 4.4 KB in a release build (a lane's task is
-/// 2.4 KB of it). Ops sent to a lane's queue unboxed cost 12.5 KB a lane more, since a tokio queue
-/// allocates 32 slots at once (`replay::route`); this bound is there to catch that.
-const PER_OPEN_CONNECTION: u64 = 6 * 1024;
+/// Measured, 2,000 against 20,000 connections open with one find each, `--max-open-connections
+/// 200`, debug build: 3.2 KB a connection (4.5 KB while a lane took its op out of its box, which
+/// made every level of the lane's future 392 bytes larger). Ops sent to a lane's queue unboxed
+/// cost 12.5 KB a lane more, since a tokio queue allocates 32 slots at once (`replay::route`).
+const PER_OPEN_CONNECTION: u64 = 5 * 1024;
 
 #[test]
 fn replay_memory_per_connection_left_open_stays_bounded() {

@@ -21,7 +21,7 @@ pub(super) async fn send_following_primary(
     run: &Run,
     target: &TargetState,
     conns: &mut Conns,
-    op: Op,
+    op: Box<Op>,
     abort: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let first = one(run, target, conns, op, abort).await;
@@ -77,6 +77,6 @@ async fn follow_primary(
             .rediscover(&target.target, conns.generation, run.op_timeout)
             .await?;
         counter::bump(retried);
-        result = one(run, target, conns, *op, abort).await;
+        result = one(run, target, conns, op, abort).await;
     }
 }

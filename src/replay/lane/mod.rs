@@ -44,7 +44,7 @@ async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Box<
         // The reader usually runs ahead: take the next request without registering a waiter on the
         // abort signal (shared by every connection) unless the queue is empty.
         let op = match rx.try_recv() {
-            Ok(op) if !target.abort.is_set() => *op,
+            Ok(op) if !target.abort.is_set() => op,
             Ok(op) => {
                 run.budget.release(op.charge);
                 break;
@@ -60,7 +60,7 @@ async fn run_one(run: &Run, target: &TargetState, mut rx: UnboundedReceiver<Box<
                     }
                 };
                 match conns.idle(target, next).await {
-                    Some(op) => *op,
+                    Some(op) => op,
                     None => break,
                 }
             }

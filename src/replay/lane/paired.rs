@@ -54,7 +54,7 @@ impl Drop for Pair {
     }
 }
 
-type Copy = (Op, Arc<Pair>);
+type Copy = (Box<Op>, Arc<Pair>);
 
 /// Runs the paired lane: each request to every target's connection.
 pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Box<Op>>) {
@@ -69,11 +69,11 @@ pub(super) async fn run(shared: &Shared, rx: UnboundedReceiver<Box<Op>>) {
 async fn next(
     rx: &mut UnboundedReceiver<Box<Op>>,
     abort: &mut watch::Receiver<bool>,
-) -> Option<Op> {
+) -> Option<Box<Op>> {
     tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => None,
-        op = rx.recv() => op.map(|op| *op),
+        op = rx.recv() => op,
     }
 }
 
@@ -231,7 +231,7 @@ impl Side {
     }
 
     /// Sends the copy and reads its reply; a failure ends this target (the others go on).
-    async fn step(&mut self, run: &Run, op: Op) -> Option<Observed> {
+    async fn step(&mut self, run: &Run, op: Box<Op>) -> Option<Observed> {
         let target = &self.target;
         match send_following_primary(run, target, &mut self.conns, op, &mut self.abort).await {
             Ok(Step::Sent {
@@ -253,7 +253,7 @@ impl Side {
 impl Pair {
     /// The pair for `op` over `width` targets; the op comes back without its completion, which
     /// the pair keeps.
-    fn new(run: &Arc<Run>, op: Op, width: usize) -> (Op, Arc<Pair>) {
+    fn new(run: &Arc<Run>, op: Box<Op>, width: usize) -> (Box<Op>, Arc<Pair>) {
         let (op, completes) = take_completes(op);
         let pair = Arc::new(Pair {
             run: run.clone(),
@@ -271,15 +271,15 @@ impl Pair {
 }
 
 /// The op without its completion (which stays with the pair).
-fn take_completes(mut op: Op) -> (Op, Option<Completes>) {
+fn take_completes(mut op: Box<Op>) -> (Box<Op>, Option<Completes>) {
     let c = op.completes.take();
     op.after = None;
     (op, c)
 }
 
 /// One target's copy of a request (cursor patches and compression as the original).
-fn copy_of(op: &Op) -> Op {
-    Op {
+fn copy_of(op: &Op) -> Box<Op> {
+    Box::new(Op {
         bytes: op.bytes.clone(),
         cursor_patches: op.cursor_patches.clone(),
         expects_reply: op.expects_reply,
@@ -301,7 +301,7 @@ fn copy_of(op: &Op) -> Op {
         charge: 0,
         plan_slot: op.plan_slot,
         shape: op.shape,
-    }
+    })
 }
 
 /// One target's side of a paired lane: the single-target loop over the copies it is given.

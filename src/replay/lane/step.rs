@@ -40,7 +40,7 @@ pub(super) async fn one(
     run: &Run,
     target: &TargetState,
     conns: &mut Conns,
-    mut op: Op,
+    mut op: Box<Op>,
     abort: &mut watch::Receiver<bool>,
 ) -> Result<Step, ConnError> {
     let intended = run.pacing.due_at(run.start, op.offset_ns, op.seq);
@@ -88,7 +88,7 @@ pub(super) async fn one(
         && target.servers.follows_primary()
         && op.recorded.as_ref().is_none_or(|r| !is_not_primary(r.code))
     {
-        return Ok(Step::NotPrimary(Box::new(op)));
+        return Ok(Step::NotPrimary(op));
     }
     check_authorized(target, conn, &op, &live)?;
     if side == Side::Secondary {
@@ -221,12 +221,12 @@ fn unacknowledged(target: &TargetState, op: &Op, lag: Lag) -> Step {
 
 /// A connection error on `op`: [`Step::Dropped`] when a replica set's member dropped the
 /// connection and the op is safe to send again, else the error (which ends the replay).
-fn dropped(target: &TargetState, op: Op, side: Side, e: ConnError) -> Result<Step, ConnError> {
+fn dropped(target: &TargetState, op: Box<Op>, side: Side, e: ConnError) -> Result<Step, ConnError> {
     if target.servers.follows_primary()
         && super::retry::is_dropped(&e)
         && super::retry::safe_to_resend(&op)
     {
-        Ok(Step::Dropped(Box::new(op), side, e))
+        Ok(Step::Dropped(op, side, e))
     } else {
         Err(e)
     }
