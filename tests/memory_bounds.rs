@@ -366,10 +366,11 @@ fn import_memory_stays_flat_over_connections_and_what_they_hold() {
 /// What one recorded connection left open costs the replayer: its lane (a task and its queue),
 /// kept until the capture ends, and its request, held until then since no reply answers it.
 /// Measured, 2,000 against 20,000 connections open with one find each, `--max-open-connections
-/// 200`, debug build: 3.2 KB a connection (4.5 KB while a lane took its op out of its box, which
-/// made every level of the lane's future 392 bytes larger). Ops sent to a lane's queue unboxed
-/// cost 12.5 KB a lane more, since a tokio queue allocates 32 slots at once (`replay::route`).
-const PER_OPEN_CONNECTION: u64 = 5 * 1024;
+/// 200`, debug build: 2.7 KB a connection. It was 4.5 KB while a lane took its op out of its box
+/// (every level of the lane's future was 392 bytes larger) and held its two connections inline
+/// (208 bytes each, connected or not). Ops sent to a lane's queue unboxed would cost 12.5 KB a
+/// lane more, since a tokio queue allocates 32 slots at once (`replay::route`).
+const PER_OPEN_CONNECTION: u64 = 4 * 1024;
 
 #[test]
 fn replay_memory_per_connection_left_open_stays_bounded() {

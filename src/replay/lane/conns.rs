@@ -23,12 +23,15 @@ pub(super) enum Side {
     Secondary,
 }
 
+/// The connections are boxed: a lane holds its `Conns` for as long as its recorded connection is
+/// open, connected or not (a capture can hold 200,000 open connections), and a `Conn` inline is
+/// 208 bytes, twice.
 #[derive(Default)]
 pub(super) struct Conns {
-    pub primary: Option<Conn>,
+    pub primary: Option<Box<Conn>>,
     /// The topology's generation when `primary` was opened.
     pub generation: usize,
-    pub secondary: Option<Conn>,
+    pub secondary: Option<Box<Conn>>,
     /// Each open connection's slot ([`crate::replay::route::slots`]).
     primary_slot: Option<Slot>,
     secondary_slot: Option<Slot>,
@@ -86,18 +89,18 @@ impl Conns {
                 *self.side(side).1 = Some(slot);
             }
             let conn = Box::pin(connect(run, target, &host, op.compressor, abort)).await?;
-            *self.side(side).0 = Some(conn);
+            *self.side(side).0 = Some(Box::new(conn));
             if side == Side::Primary {
                 self.generation = generation;
             }
         }
         Ok(Some((
-            self.side(side).0.as_mut().expect("opened above"),
+            self.side(side).0.as_deref_mut().expect("opened above"),
             side,
         )))
     }
 
-    fn side(&mut self, side: Side) -> (&mut Option<Conn>, &mut Option<Slot>) {
+    fn side(&mut self, side: Side) -> (&mut Option<Box<Conn>>, &mut Option<Slot>) {
         match side {
             Side::Primary => (&mut self.primary, &mut self.primary_slot),
             Side::Secondary => (&mut self.secondary, &mut self.secondary_slot),
@@ -176,7 +179,10 @@ impl Conns {
 
     /// Both connections, for their counters at the end.
     pub fn all(&mut self) -> impl Iterator<Item = &mut Conn> {
-        self.primary.iter_mut().chain(self.secondary.iter_mut())
+        self.primary
+            .as_deref_mut()
+            .into_iter()
+            .chain(self.secondary.as_deref_mut())
     }
 }
 
