@@ -76,6 +76,34 @@ fn read_then_write_gives_the_same_records_and_bytes() {
     assert_eq!(reader.metadata(), &meta());
 }
 
+/// Whether the whole capture decodes with a window of `window_log` bits at most.
+fn decodes_within_window(bytes: &[u8], window_log: u32) -> bool {
+    let mut decoder = zstd::stream::read::Decoder::new(bytes).unwrap();
+    decoder.window_log_max(window_log).unwrap();
+    decoder.read_to_end(&mut Vec::new()).is_ok()
+}
+
+#[test]
+fn the_default_level_looks_back_128_kib_and_other_levels_as_zstd_chooses() {
+    // 4 MB of records: beyond every window in question, so the frames declare their own.
+    let recs = records(30_000);
+    let capture = |level| {
+        let mut w = CaptureWriter::new(Vec::new(), &meta(), level).unwrap();
+        for r in &recs {
+            w.write(r).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let fast = capture(writer::DEFAULT_LEVEL);
+    assert!(decodes_within_window(&fast, 17));
+    assert_eq!(read_all(&fast).0.len(), recs.len());
+    assert!(decodes_within_window(&capture(-5), 17));
+    // Level 3 keeps zstd's own window (1 MiB and more at this size): a 128 KiB reader refuses it.
+    let default_zstd = capture(3);
+    assert!(!decodes_within_window(&default_zstd, 17));
+    assert!(decodes_within_window(&default_zstd, 27));
+}
+
 #[test]
 fn every_cut_reads_back_what_was_flushed_then_says_truncated() {
     let recs = records(60);
