@@ -25,6 +25,10 @@ const BATCH: usize = 1024;
 /// Requests per connection searched for handshake metadata.
 const HANDSHAKE_SEARCH: u32 = 4;
 
+/// Per-connection state looked up for every record: foldhash, not SipHash (the ids are the
+/// proxy's own, not a peer's).
+type ConnMap<V> = HashMap<u64, V, foldhash::fast::RandomState>;
+
 /// The sending side, cloned into every connection task.
 #[derive(Clone)]
 pub struct RecorderHandle {
@@ -145,8 +149,8 @@ impl Recorder {
         let state = LoopState {
             writer,
             redactor: Redactor::with_key(opts.redaction, opts.key.unwrap_or_else(ValueKey::random)),
-            handshakes: HashMap::new(),
-            redacting: HashMap::new(),
+            handshakes: ConnMap::default(),
+            redacting: ConnMap::default(),
             inflate: InflateBudget::global(),
             stats,
             recording,
@@ -220,10 +224,10 @@ impl Recorder {
 struct LoopState {
     writer: SegmentWriter,
     redactor: Redactor,
-    handshakes: HashMap<u64, u32>,
+    handshakes: ConnMap<u32>,
     /// Per open connection: what the redactor may still inflate, and whether a message of it was
     /// already left out (logged once per connection).
-    redacting: HashMap<u64, (InflateBudget, bool)>,
+    redacting: ConnMap<(InflateBudget, bool)>,
     /// What the redactor may still inflate over every connection.
     inflate: InflateBudget,
     stats: Arc<Stats>,
