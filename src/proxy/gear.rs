@@ -7,7 +7,8 @@
 //! priority").
 //!
 //! When its queue backs up past [`HIGH_MARK`] (1 MiB, or a quarter of a smaller bound) a sender
-//! brings it back to normal priority, until it is under an eighth of that: on a busy host the
+//! brings it back to normal priority (`SCHED_OTHER` at the nice value the process started with),
+//! until it is under an eighth of that: on a busy host the
 //! capture is a little late, never lost for want of CPU, and at stop the rest is written at
 //! normal priority. A recorder kept off the CPU for [`STARVED`] with records waiting (cores
 //! busy for long, with less than the high mark queued) is brought back too, until its next
@@ -91,7 +92,7 @@ pub struct Gear {
     enabled: bool,
     background: AtomicBool,
     /// The recorder thread, once it started.
-    thread: OnceLock<ThreadId>,
+    thread: OnceLock<RecorderThread>,
     /// Queued bytes past which it comes back to normal priority, and under which it goes back.
     high: usize,
     low: usize,
@@ -102,6 +103,31 @@ pub struct Gear {
     beat: AtomicU64,
     /// Brought back because it was starved: it stays at normal priority until it flushed.
     held: AtomicBool,
+}
+
+/// The recorder thread as the gear changes it from other threads.
+#[derive(Debug, Clone, Copy)]
+struct RecorderThread {
+    native: ThreadId,
+    tid: rustix::process::Pid,
+    /// Its nice value when it started (the process's): what it comes back to.
+    nice: i32,
+}
+
+impl RecorderThread {
+    /// Back to `SCHED_OTHER` at the nice value it started with, from any thread.
+    /// `thread_priority` sets a normal policy's nice with `setpriority(PRIO_PROCESS, 0, ..)`,
+    /// which on Linux is the calling thread's: the caller's own nice is put back, and the
+    /// recorder's is set by its id (a proxy started with `nice -n 10` keeps its forwarding
+    /// threads at 10 and brings its recorder back to 10, not to 0).
+    fn bring_back(&self) {
+        let own = rustix::process::getpriority_process(None);
+        set_on(self.native, NormalThreadSchedulePolicy::Other);
+        if let Ok(own) = own {
+            let _ = rustix::process::setpriority_process(None, own);
+        }
+        let _ = rustix::process::setpriority_process(Some(self.tid), self.nice);
+    }
 }
 
 fn set_on(thread: ThreadId, policy: NormalThreadSchedulePolicy) -> bool {
@@ -170,7 +196,11 @@ impl Gear {
 
     /// On the recorder thread, first: to the background when it may come back.
     pub fn start_here(&self) {
-        let _ = self.thread.set(thread_native_id());
+        let _ = self.thread.set(RecorderThread {
+            native: thread_native_id(),
+            tid: rustix::thread::gettid(),
+            nice: rustix::process::getpriority_process(None).unwrap_or(0),
+        });
         self.beat();
         if self.enabled && set(NormalThreadSchedulePolicy::Idle) {
             self.background.store(true, Ordering::Release);
@@ -217,7 +247,7 @@ impl Gear {
             return false;
         }
         if let Some(thread) = self.thread.get() {
-            set_on(*thread, NormalThreadSchedulePolicy::Other);
+            thread.bring_back();
         }
         true
     }
@@ -247,6 +277,51 @@ mod tests {
         let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
         let after = stat.rsplit_once(')').unwrap().1;
         after.split_whitespace().nth(38).unwrap().parse().unwrap()
+    }
+
+    /// The nice value of the calling thread, from /proc.
+    fn nice() -> i32 {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        let after = stat.rsplit_once(')').unwrap().1;
+        after.split_whitespace().nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_sender_bringing_the_recorder_back_keeps_its_own_nice_and_restores_the_recorder_s() {
+        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
+        if !gear.enabled {
+            return; // no right to raise a priority here: never in the background
+        }
+        let on_recorder = gear.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let recorder = std::thread::spawn(move || {
+            // The recorder of a proxy started with `nice -n 7`.
+            rustix::process::setpriority_process(None, 7).unwrap();
+            on_recorder.start_here();
+            tx.send((policy(), nice())).unwrap();
+            wait.recv().unwrap();
+            tx.send((policy(), nice())).unwrap();
+        });
+        assert_eq!(rx.recv().unwrap().0, 5, "SCHED_IDLE at start");
+        let sender = std::thread::spawn(move || {
+            rustix::process::setpriority_process(None, 3).unwrap();
+            gear.queued(401);
+            (gear.raised(), nice())
+        });
+        assert_eq!(
+            sender.join().unwrap(),
+            (1, 3),
+            "brought back; the sender's nice untouched"
+        );
+        go.send(()).unwrap();
+        assert_eq!(
+            rx.recv().unwrap(),
+            (0, 7),
+            "SCHED_OTHER at the nice it started with"
+        );
+        recorder.join().unwrap();
     }
 
     #[test]
