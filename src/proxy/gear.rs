@@ -271,38 +271,70 @@ impl Gear {
 mod tests {
     use super::*;
 
-    /// The policy of the calling thread, from /proc (5 is SCHED_IDLE, 0 SCHED_OTHER).
-    fn policy() -> u32 {
+    /// Field `n` of the calling thread's /proc stat line, counted from the state (0).
+    fn stat_field<T: std::str::FromStr>(n: usize) -> T {
         let tid = rustix::thread::gettid().as_raw_nonzero().get();
         let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
         let after = stat.rsplit_once(')').unwrap().1;
-        after.split_whitespace().nth(38).unwrap().parse().unwrap()
+        let field = after.split_whitespace().nth(n).unwrap();
+        field
+            .parse()
+            .unwrap_or_else(|_| panic!("stat field {n}: {field}"))
     }
 
-    /// The nice value of the calling thread, from /proc.
+    /// The policy of the calling thread (5 is SCHED_IDLE, 0 SCHED_OTHER).
+    fn policy() -> u32 {
+        stat_field(38)
+    }
+
+    /// The nice value of the calling thread.
     fn nice() -> i32 {
-        let tid = rustix::thread::gettid().as_raw_nonzero().get();
-        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-        let after = stat.rsplit_once(')').unwrap().1;
-        after.split_whitespace().nth(16).unwrap().parse().unwrap()
+        stat_field(16)
+    }
+
+    /// A gear whose recorder may go to the background and come back, where this process has
+    /// the right to raise a thread's priority (root in CI).
+    fn enabled_gear() -> Option<std::sync::Arc<Gear>> {
+        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
+        gear.enabled.then_some(gear)
+    }
+
+    /// What a test's recorder thread sends, the go-aheads it waits for, and its handle.
+    type Recorder<T> = (
+        std::sync::mpsc::Receiver<T>,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    );
+
+    /// Runs `body` on a recorder thread of its own with the gear, where it sends what it sees
+    /// and waits for the test's go-aheads.
+    fn spawn_recorder<T: Send + 'static>(
+        gear: &std::sync::Arc<Gear>,
+        body: impl FnOnce(&Gear, &dyn Fn(T), &dyn Fn()) + Send + 'static,
+    ) -> Recorder<T> {
+        let gear = gear.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let recorder = std::thread::spawn(move || {
+            body(&gear, &|seen| tx.send(seen).unwrap(), &|| {
+                wait.recv().unwrap()
+            })
+        });
+        (rx, go, recorder)
     }
 
     #[test]
     fn a_sender_bringing_the_recorder_back_keeps_its_own_nice_and_restores_the_recorder_s() {
-        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
-        if !gear.enabled {
+        let Some(gear) = enabled_gear() else {
             return; // no right to raise a priority here: never in the background
-        }
-        let on_recorder = gear.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let recorder = std::thread::spawn(move || {
+        };
+        let (rx, go, recorder) = spawn_recorder(&gear, |gear, send, wait| {
             // The recorder of a proxy started with `nice -n 7`.
             rustix::process::setpriority_process(None, 7).unwrap();
-            on_recorder.start_here();
-            tx.send((policy(), nice())).unwrap();
-            wait.recv().unwrap();
-            tx.send((policy(), nice())).unwrap();
+            gear.start_here();
+            send((policy(), nice()));
+            wait();
+            send((policy(), nice()));
         });
         assert_eq!(rx.recv().unwrap().0, 5, "SCHED_IDLE at start");
         let sender = std::thread::spawn(move || {
@@ -368,22 +400,18 @@ mod tests {
     /// a short queue, and stays at normal priority until it flushed.
     #[test]
     fn a_starved_recorder_comes_back_until_it_flushed() {
-        let gear = std::sync::Arc::new(Gear::new(1600, may_come_back()));
-        if !gear.enabled {
+        let Some(gear) = enabled_gear() else {
             return; // no right to raise a priority here: never in the background
-        }
-        let on_recorder = gear.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let recorder = std::thread::spawn(move || {
-            on_recorder.start_here();
-            tx.send(policy()).unwrap();
-            wait.recv().unwrap();
-            on_recorder.written(0); // held: not back to the background before a flush
-            tx.send(policy()).unwrap();
-            on_recorder.flushed();
-            on_recorder.written(0);
-            tx.send(policy()).unwrap();
+        };
+        let (rx, go, recorder) = spawn_recorder(&gear, |gear, send, wait| {
+            gear.start_here();
+            send(policy());
+            wait();
+            gear.written(0); // held: not back to the background before a flush
+            send(policy());
+            gear.flushed();
+            gear.written(0);
+            send(policy());
         });
         assert_eq!(rx.recv().unwrap(), 5, "SCHED_IDLE at start");
         gear.queued(10);
