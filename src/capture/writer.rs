@@ -14,11 +14,11 @@ use std::sync::Arc;
 /// zstd level 1: about 1 GB/s on one core at ~11x on wire traffic of the seeds' kind.
 pub const DEFAULT_LEVEL: i32 = 1;
 
-/// At [`DEFAULT_LEVEL`] and the faster (negative) levels the encoder looks back 128 KiB (zstd's own for
-/// level 1 is 512 KiB) through a hash table of 4,096 entries (8,192): 16 KiB of table instead of
-/// 32, which leaves the level-1 cache of the core it shares with forwarding to forwarding. The
+/// At [`DEFAULT_LEVEL`] and the faster (negative) levels the encoder looks back 128 KiB (zstd's
+/// own for level 1: 512 KiB) through a hash table of 4,096 entries (8,192): 16 KiB of table
+/// instead of 32, on a core the recorder shares with forwarding, the clients and the server. The
 /// recorder's CPU per recorded insert fell by a fifth (0.94-1.01 to 0.75-0.79 µs) for a capture
-/// of the same size (docs/benchmarks.md, "The recorder's compression tables").
+/// of the same size (docs/benchmarks.md, "The recorder's own CPU is the proxy's tail").
 const FAST_WINDOW_LOG: u32 = 17;
 const FAST_HASH_LOG: u32 = 12;
 
