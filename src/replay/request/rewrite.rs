@@ -28,8 +28,8 @@ pub fn rewrite(
 ) -> Result<Rewritten, WireError> {
     let view = OpMsgView::new(&req.msg)?;
     let flags = view.flags() - (MsgFlags::CHECKSUM_PRESENT | MsgFlags::EXHAUST_ALLOWED);
-    if req.plain && flags == view.flags() && map.map_db(&req.db) == *req.db && one_body(&view)? {
-        return Ok(as_recorded(req));
+    if as_is(req, &view, map)? {
+        return Ok(as_recorded(req.msg.to_vec()));
     }
     let mut out = OpMsgWriter::new(req.msg.len() + 32, flags);
     let mut patches = Vec::new();
@@ -47,6 +47,28 @@ pub fn rewrite(
     })
 }
 
+/// As [`rewrite`], for a request's last copy: one that changes nothing takes the recorded bytes
+/// out of `req` (whose `msg` is then empty) instead of copying them. When nothing else holds them
+/// (the capture's record is gone, as for every request held until its recorded reply) they become
+/// the copy's bytes without an allocation or a copy.
+pub fn rewrite_last(
+    req: &mut Request,
+    map: &dyn DbMap,
+    lsid: Option<&[u8; 16]>,
+) -> Result<Rewritten, WireError> {
+    if as_is(req, &OpMsgView::new(&req.msg)?, map)? {
+        return Ok(as_recorded(Vec::from(std::mem::take(&mut req.msg))));
+    }
+    rewrite(req, map, lsid)
+}
+
+/// Whether a copy of `req` is its recorded bytes: nothing in it changes ([`Request::plain`]), its
+/// database is not renamed, and it has no checksum or exhaust flag to drop.
+fn as_is(req: &Request, view: &OpMsgView<'_>, map: &dyn DbMap) -> Result<bool, WireError> {
+    let flags = view.flags() - (MsgFlags::CHECKSUM_PRESENT | MsgFlags::EXHAUST_ALLOWED);
+    Ok(req.plain && flags == view.flags() && map.map_db(&req.db) == *req.db && one_body(view)?)
+}
+
 /// Whether every section reads and exactly one is a body: the one `understand` read whole. A
 /// second body (which no driver sends) was not, and is written out by the rules like the first.
 fn one_body(view: &OpMsgView<'_>) -> Result<bool, WireError> {
@@ -59,8 +81,7 @@ fn one_body(view: &OpMsgView<'_>) -> Result<bool, WireError> {
 
 /// A copy that changes nothing: the recorded bytes, with the header [`OpMsgWriter`] writes (request
 /// id and responseTo 0).
-fn as_recorded(req: &Request) -> Rewritten {
-    let mut bytes = req.msg.to_vec();
+fn as_recorded(mut bytes: Vec<u8>) -> Rewritten {
     MsgHeader::write_request_id(&mut bytes, 0);
     MsgHeader::write_response_to(&mut bytes, 0);
     Rewritten {
@@ -135,6 +156,7 @@ mod tests {
     use crate::wire::op_msg::MsgFlags;
     use crate::wire::Message;
     use bson::{rawdoc, RawDocumentBuf};
+    use bytes::Bytes;
     use std::borrow::Cow;
 
     struct Suffix(&'static str);
@@ -195,6 +217,37 @@ mod tests {
             }
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn the_last_copy_takes_the_recorded_bytes_and_never_writes_into_bytes_others_hold() {
+        let body = rawdoc! {"insert": "c", "ordered": true, "$db": "bench"};
+        let wire = Bytes::copy_from_slice(&msg(MsgFlags::empty(), body.clone(), true));
+        let recorded_id = MsgHeader::parse(&wire).unwrap().unwrap().request_id;
+        assert_ne!(recorded_id, 0);
+        let mut req = understand(1, 10, &wire).unwrap();
+        assert!(req.plain);
+        let copy = rewrite(&req, &Suffix(""), None).unwrap();
+        // The capture's record still holds the bytes: they are copied, and stay as recorded.
+        let mut held = req.clone();
+        let last = rewrite_last(&mut held, &Suffix(""), None).unwrap();
+        assert_eq!(last.bytes, copy.bytes);
+        assert_eq!(
+            MsgHeader::parse(&wire).unwrap().unwrap().request_id,
+            recorded_id
+        );
+        assert!(held.msg.is_empty());
+        // Nothing else holds them: the copy is the recorded buffer itself, with the ids zeroed.
+        drop((wire, held));
+        let at = req.msg.as_ptr();
+        let last = rewrite_last(&mut req, &Suffix(""), None).unwrap();
+        assert_eq!(last.bytes.as_ptr(), at);
+        assert_eq!(last.bytes, copy.bytes);
+        // A copy that changes something is written out, and the request keeps its bytes.
+        let mut req = understand(1, 10, &msg(MsgFlags::empty(), body, true)).unwrap();
+        let mapped = rewrite_last(&mut req, &Suffix("_2"), None).unwrap();
+        assert_eq!(body_of(&mapped.bytes).get_str("$db").unwrap(), "bench_2");
+        assert!(!req.msg.is_empty());
     }
 
     #[test]

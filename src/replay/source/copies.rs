@@ -33,7 +33,7 @@ const BARRIERS: &[&str] = &[
 
 impl Feed<'_> {
     /// Writes `req` out for every clone and queues it on its lanes. False when the replay stopped.
-    pub(super) fn emit(&mut self, req: Request) -> bool {
+    pub(super) fn emit(&mut self, mut req: Request) -> bool {
         if self.shared.run.abort.is_set() {
             return false;
         }
@@ -101,7 +101,13 @@ impl Feed<'_> {
             .as_ref()
             .and_then(|p| p.slot(&req.command, &req.msg));
         for clone in 0..clones {
-            if !self.emit_copy(&req, clone, offset_ns, insert, (connect_lead_ns, plan_slot)) {
+            if !self.emit_copy(
+                &mut req,
+                clone,
+                offset_ns,
+                insert,
+                (connect_lead_ns, plan_slot),
+            ) {
                 return false;
             }
         }
@@ -147,9 +153,10 @@ impl Feed<'_> {
     }
 
     /// Writes the copy of `req` for `clone` and queues it on its lane. False when the replay stopped.
+    /// The last clone's copy may take the request's bytes ([`rewrite::rewrite_last`]).
     fn emit_copy(
         &mut self,
-        req: &Request,
+        req: &mut Request,
         clone: u32,
         offset_ns: u64,
         insert: bool,
@@ -173,15 +180,11 @@ impl Feed<'_> {
             .lsid
             .as_ref()
             .map(|l| self.sessions.live(scope, session_key, l));
-        let out = match rewrite::rewrite(req, &map, lsid.as_ref()) {
-            Ok(mut o) => {
-                if let Some(ids) = &self.ids {
-                    ids.apply(&mut o.bytes, insert);
-                }
-                o
-            }
-            Err(_) => return self.skip_malformed(),
+        let last = clone + 1 == clones;
+        let Some(out) = self.write_copy(req, &map, lsid.as_ref(), last, insert) else {
+            return self.skip_malformed();
         };
+        let req = &*req;
         let (after, completes) = match self.cfg.lanes {
             Lanes::Fixed(_) => self.order.place(scope, lane, req, &namespace),
             Lanes::PerRecorded => self.place_per_recorded(req, lane, lsid),
@@ -224,6 +227,28 @@ impl Feed<'_> {
         }
         self.router.send(lane, op);
         true
+    }
+
+    /// The copy's bytes ([`rewrite`]: the last clone's may take the request's own), with new
+    /// `_id`s in the passes after the first; `None` when the request cannot be rewritten.
+    fn write_copy(
+        &self,
+        req: &mut Request,
+        map: &CopyDb<'_>,
+        lsid: Option<&[u8; 16]>,
+        last: bool,
+        insert: bool,
+    ) -> Option<rewrite::Rewritten> {
+        let mut out = if last {
+            rewrite::rewrite_last(req, map, lsid)
+        } else {
+            rewrite::rewrite(req, map, lsid)
+        }
+        .ok()?;
+        if let Some(ids) = &self.ids {
+            ids.apply(&mut out.bytes, insert);
+        }
+        Some(out)
     }
 
     /// With a lane per recorded connection: what the copy on `lane` waits for (its session's
